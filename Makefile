@@ -1,0 +1,34 @@
+# make train: the main job with defaults that finish in minutes on 2 CPU cores, printing the test accuracy.
+# make test: the test suite. make reproduce: every figure and table (see results/README.md).
+# Each target creates .venv from requirements.txt first if it is missing or out of date.
+
+PYTHON3 ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Offline MNIST: the prepared copy beside the project, unless TFDS_DATA_DIR is already set.
+SHARED_DATA := $(wildcard ../shared/tensorflow_datasets)
+ifneq ($(SHARED_DATA),)
+export TFDS_DATA_DIR ?= $(abspath $(SHARED_DATA))
+endif
+
+TRAIN_PROGRAM ?= greedy
+TRAIN_FLAGS ?= --hidden_units=1000,1000 --pretrain_epochs=10 --finetune_epochs=10 --batch_size=100 \
+	--results_dir=results/quickstart --run_name=make_train
+
+.PHONY: venv train test clean
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt
+	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	touch $@
+
+train: venv
+	$(PY) -m $(TRAIN_PROGRAM).train $(TRAIN_FLAGS)
+
+test: venv
+	$(PY) -m pytest -q tests
+
+clean:
+	rm -rf runs models scratch .pytest_cache

@@ -1,0 +1,231 @@
+"""The tied-weight denoising autoencoder layer, its frozen copy, and the compiled training of one layer.
+
+Model (Vincent et al. 2008, "Extracting and composing robust features with denoising autoencoders";
+as in the original implementation, `reference/original_implementation.md`):
+  h = sigmoid(x W + b)                     encoder, W float32 [n_in, n_hidden]
+  r = sigmoid(h W^T + c)                   decoder with tied weights and its own bias c [n_in]
+  loss = mean over batch of sum over units of binary cross-entropy(target, r)
+Layer n is trained on corrupted image -> frozen copies of layers 1..n-1 -> layer n, with target
+clean image -> the same frozen copies. The cross-entropy is computed from the logits
+(`tf.nn.sigmoid_cross_entropy_with_logits`), the stable form of the original's clipped log.
+
+`LayerTrainer.run_steps` is the hot path every speedup is measured against: a `tf.while_loop` over
+steps whose body gathers the batch from a device-resident copy of the images and runs one
+XLA-compiled step (corruption mask, frozen forward passes, loss, gradient and SGD update fused).
+"""
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import config  # is_op_determinism_enabled has no public alias.
+
+from common import data
+
+
+def sigmoid_glorot_uniform(fan_in: int, fan_out: int, seed: int, layer_index: int) -> tf.Tensor:
+  """float32 [fan_in, fan_out] uniform in +-4 sqrt(6 / (fan_in + fan_out)), the sigmoid Glorot range.
+
+  Glorot & Bengio 2010 (the factor 4 is their recommendation for sigmoid units). Stateless: a pure
+  function of (seed, layer_index), so every device and program draws the same initial weights.
+  """
+  limit = 4.0 * math.sqrt(6.0 / (fan_in + fan_out))
+  return tf.random.stateless_uniform([fan_in, fan_out], seed=[seed, 7919 + layer_index],
+                                     minval=-limit, maxval=limit, dtype=tf.float32)
+
+
+class DenoisingAutoencoder(tf.Module):
+  """One tied-weight sigmoid denoising autoencoder layer.
+
+  Attributes:
+    index: 1-based position in the stack.
+    kernel: float32 [input_units, hidden_units] variable, shared by encoder and decoder.
+    bias: float32 [hidden_units] encoder bias.
+    decoder_bias: float32 [input_units] decoder bias.
+  """
+
+  def __init__(self, input_units: int, hidden_units: int, index: int, seed: int):
+    super().__init__(name=f"layer{index}")
+    self.index = index
+    self.input_units = input_units
+    self.hidden_units = hidden_units
+    with self.name_scope:
+      self.kernel = tf.Variable(sigmoid_glorot_uniform(input_units, hidden_units, seed, index), name="kernel")
+      self.bias = tf.Variable(tf.zeros([hidden_units]), name="bias")
+      self.decoder_bias = tf.Variable(tf.zeros([input_units]), name="decoder_bias")
+
+  @property
+  def weights(self) -> List[tf.Variable]:
+    """[kernel, bias, decoder_bias], the order of every gradient list."""
+    return [self.kernel, self.bias, self.decoder_bias]
+
+  def encode(self, x: tf.Tensor) -> tf.Tensor:
+    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1)."""
+    return tf.sigmoid(tf.matmul(x, self.kernel) + self.bias)
+
+  def per_example_loss(self, corrupted: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
+    """Reconstruction loss of each example: float32 [b], cross-entropy summed over the input units.
+
+    Args:
+      corrupted: float32 [b, input_units], the corrupted input after the frozen layers below.
+      target: float32 [b, input_units] in [0, 1], the clean input after the same frozen layers.
+    """
+    logits = tf.matmul(self.encode(corrupted), self.kernel, transpose_b=True) + self.decoder_bias
+    return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits), axis=1)
+
+  def numpy_weights(self) -> Dict[str, np.ndarray]:
+    """{"layerN/kernel": [in, hidden], "layerN/bias": [hidden], "layerN/decoder_bias": [in]}, float32."""
+    p = f"layer{self.index}"
+    return {f"{p}/kernel": self.kernel.numpy(), f"{p}/bias": self.bias.numpy(),
+            f"{p}/decoder_bias": self.decoder_bias.numpy()}
+
+
+class FrozenEncoder(tf.Module):
+  """A non-trainable copy of a layer's encoder (kernel, bias), kept on the device that reads it.
+
+  Model-parallel and synchronized layer-wise pretraining refresh it from the live layer at the end of
+  every epoch-step (`assign_from`); greedy uses the trained layers themselves instead.
+  """
+
+  def __init__(self, layer: DenoisingAutoencoder):
+    super().__init__(name=f"frozen_layer{layer.index}")
+    self.index = layer.index
+    with self.name_scope:
+      self.kernel = tf.Variable(layer.kernel, trainable=False, name="kernel")
+      self.bias = tf.Variable(layer.bias, trainable=False, name="bias")
+
+  def assign_from(self, layer: DenoisingAutoencoder) -> None:
+    """Copies the layer's current kernel and bias into this copy (a cross-device copy if placed apart)."""
+    self.kernel.assign(layer.kernel)
+    self.bias.assign(layer.bias)
+
+  def encode(self, x: tf.Tensor) -> tf.Tensor:
+    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1)."""
+    return tf.sigmoid(tf.matmul(x, self.kernel) + self.bias)
+
+
+def build_stack(hidden_units: Sequence[int], seed: int, input_units: int = data.IMAGE_PIXELS,
+                devices: Optional[Sequence[str]] = None) -> List[DenoisingAutoencoder]:
+  """Creates the layers of the stack, layer n on devices[n-1] (all on the default device if None)."""
+  layers, n_in = [], input_units
+  for i, units in enumerate(hidden_units):
+    with tf.device(devices[i] if devices else None):
+      layers.append(DenoisingAutoencoder(n_in, units, i + 1, seed))
+    n_in = units
+  return layers
+
+
+def layer_epoch_flops(hidden_units: Sequence[int], layer_index: int, num_examples: int,
+                      input_units: int = data.IMAGE_PIXELS) -> float:
+  """Multiply-add FLOPs of one pretraining epoch of layer `layer_index` (1-based).
+
+  Five matrix products of the layer (encode, decode, and three for the gradient) plus two forward
+  products (corrupted and clean) per frozen layer below. Used for ETAs and the performance model.
+  """
+  sizes = [input_units] + list(hidden_units)
+  own = 5 * sizes[layer_index - 1] * sizes[layer_index]
+  frozen = sum(2 * sizes[k] * sizes[k + 1] for k in range(layer_index - 1))
+  return 2.0 * num_examples * (own + frozen)
+
+
+class LayerTrainer(tf.Module):
+  """Trains one layer on top of frozen encoders, on one device, with SGD.
+
+  Args:
+    layer: the layer being trained.
+    frozen: the encoders of layers 1..n-1, bottom first, on the same device (layers or FrozenEncoders).
+    images: float32 [N, 784] in [0, 1], the training images, already on `device`.
+    seed: the run's seed (shuffling order and corruption masks).
+    corruption: masking-noise fraction in [0, 1).
+    batch_size: examples per step B; an epoch is N // B steps (the remainder is dropped, differently
+      each epoch since the order changes).
+    device: device name the trainer's ops run on, or None for the default.
+  """
+
+  def __init__(self, layer: DenoisingAutoencoder, frozen: Sequence, images: tf.Tensor, seed: int,
+               corruption: float, batch_size: int, device: Optional[str] = None):
+    super().__init__(name=f"trainer{layer.index}")
+    self.layer = layer
+    self.frozen = list(frozen)
+    self.images = images
+    self.seed = seed
+    self.corruption = corruption
+    self.batch_size = batch_size
+    self.device = device
+    self.num_examples = int(images.shape[0])
+    self.steps_per_epoch = self.num_examples // batch_size
+
+  def _loss_and_gradients(self, example_indices, epoch, global_batch_size):
+    clean = tf.gather(self.images, example_indices)
+    corrupted = data.corrupt(clean, example_indices, self.seed, epoch, self.corruption)
+    b = tf.shape(clean)[0]
+    if self.frozen:
+      both = tf.concat([corrupted, clean], axis=0)
+      for encoder in self.frozen:
+        both = encoder.encode(both)
+      corrupted, clean = both[:b], both[b:]
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_sum(self.layer.per_example_loss(corrupted, clean)) / tf.cast(global_batch_size, tf.float32)
+    return loss, tape.gradient(loss, self.layer.weights)
+
+  @tf.function(jit_compile=True)
+  def loss_and_gradients(self, example_indices: tf.Tensor, epoch: tf.Tensor,
+                         global_batch_size: tf.Tensor) -> Tuple[tf.Tensor, List[tf.Tensor]]:
+    """Loss and gradients of a (replica's share of a) batch, without updating the weights.
+
+    Args:
+      example_indices: int32 [b], the examples of this batch (or of this replica's slice of it).
+      epoch: int32 scalar, keys the corruption masks.
+      global_batch_size: int32 scalar, the divisor of the summed per-example losses (b for one
+        device; the global batch when b is one replica's share, as in `tf.nn.compute_average_loss`).
+
+    Returns:
+      (loss float32 scalar, [d kernel, d bias, d decoder_bias] with the layer's weight shapes).
+    """
+    return self._loss_and_gradients(example_indices, epoch, global_batch_size)
+
+  @tf.function(jit_compile=True)
+  def train_step(self, example_indices: tf.Tensor, epoch: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
+    """One SGD step on the batch `example_indices` (int32 [B]); returns the batch's mean loss (float32)."""
+    loss, grads = self._loss_and_gradients(example_indices, epoch, tf.shape(example_indices)[0])
+    for var, grad in zip(self.layer.weights, grads):
+      var.assign_sub(learning_rate * grad)
+    return loss
+
+  def run_steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor,
+                learning_rate: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Runs steps first_step .. first_step + num_steps - 1 of an epoch (graph code: call it in a tf.function).
+
+    Args:
+      epoch: int32 scalar, selects the epoch's order and masks (the step index s for model parallel).
+      first_step, num_steps: int32 scalars, a range of steps within 0..steps_per_epoch-1.
+      learning_rate: float32 scalar; 0 leaves the weights unchanged (used to warm up compilation).
+
+    Returns:
+      (sum of the steps' mean batch losses float32, start and end float64 wall-clock seconds
+      (`tf.timestamp`) of the loop on this trainer's device; both -1 when op determinism is enabled,
+      which forbids `tf.timestamp`).
+    """
+    with tf.device(self.device):
+      start = _timestamp()
+      with tf.control_dependencies([start]):
+        first_step = tf.identity(first_step)
+      stop = first_step + num_steps
+      offsets = tf.range(self.batch_size)
+
+      def body(step, total):
+        indices = data.epoch_indices(step * self.batch_size + offsets, self.seed, epoch, self.num_examples)
+        return step + 1, total + self.train_step(indices, epoch, learning_rate)
+
+      _, total = tf.while_loop(lambda step, _: step < stop, body, (first_step, tf.constant(0.0)))
+      with tf.control_dependencies([total]):
+        end = _timestamp()
+    return total, start, end
+
+
+def _timestamp() -> tf.Tensor:
+  """float64 wall-clock seconds when the op runs, or -1 when op determinism forbids reading the clock."""
+  if config.is_op_determinism_enabled():
+    return tf.constant(-1.0, tf.float64)
+  return tf.timestamp()

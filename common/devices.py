@@ -1,0 +1,100 @@
+"""Device setup: G physical GPUs, or G logical CPU devices when there is no GPU.
+
+On a CPU-only machine the one physical CPU is split into G logical devices
+(`tf.config.set_logical_device_configuration`) and TensorFlow's intra-op pool gets
+`threads_per_device` threads and its inter-op pool G threads, so each logical device runs its ops on
+one worker thread with `threads_per_device` threads for a matrix product: "1 device vs G devices"
+means "1 worker vs G workers" (checked in `reference/tf_notes.md`). This must happen before anything
+initialises the TensorFlow runtime; if it already has been (a test process, a notebook), the existing
+logical devices are reused when there are enough of them.
+"""
+
+import dataclasses
+import os
+from typing import List, Optional, Tuple
+
+from absl import logging
+import tensorflow as tf
+
+from common import config as config_lib
+
+
+@dataclasses.dataclass(frozen=True)
+class DeviceSetup:
+  """The devices a run uses.
+
+  Attributes:
+    names: full device names, e.g. ("/job:localhost/replica:0/task:0/device:CPU:0", ...), one per device.
+    kind: "GPU" for physical GPUs, "CPU-logical" for logical CPU devices.
+    intra_op_threads: TensorFlow's intra-op pool size (shared by all logical CPU devices).
+    inter_op_threads: TensorFlow's inter-op pool size.
+  """
+  names: Tuple[str, ...]
+  kind: str
+  intra_op_threads: int
+  inter_op_threads: int
+
+  def to_record(self) -> dict:
+    """The fields the run record's `environment` stores about devices."""
+    return {"device_kind": self.kind, "devices": list(self.names),
+            "intra_op_threads": self.intra_op_threads, "inter_op_threads": self.inter_op_threads}
+
+
+def check_available(num_devices: int) -> None:
+  """Raises ValueError if `num_devices` devices cannot be made on this machine.
+
+  With GPUs present, at most their number; without, at most `config.MAX_LOGICAL_CPU_DEVICES`
+  logical CPU devices. Does not initialise the TensorFlow runtime.
+  """
+  if num_devices < 1:
+    raise ValueError(f"--num_devices must be at least 1, got {num_devices}.")
+  gpus = tf.config.list_physical_devices("GPU")
+  if gpus and num_devices > len(gpus):
+    raise ValueError(f"--num_devices={num_devices} but this machine has {len(gpus)} GPU(s).")
+  if num_devices > config_lib.MAX_LOGICAL_CPU_DEVICES:
+    raise ValueError(f"--num_devices must be at most {config_lib.MAX_LOGICAL_CPU_DEVICES}, got {num_devices}.")
+
+
+def setup(num_devices: int, threads_per_device: int = 1) -> DeviceSetup:
+  """Makes `num_devices` devices available and returns them.
+
+  Args:
+    num_devices: G >= 1.
+    threads_per_device: intra-op threads for logical CPU devices (ignored on GPUs).
+
+  Returns:
+    The `DeviceSetup` with exactly `num_devices` device names.
+
+  Raises:
+    ValueError: when the devices cannot be made (too few GPUs, or the runtime was already initialised
+      with fewer logical CPU devices).
+  """
+  check_available(num_devices)
+  gpus = tf.config.list_physical_devices("GPU")
+  if gpus:
+    logical = tf.config.list_logical_devices("GPU")
+    names = tuple(d.name for d in logical[:num_devices])
+    return DeviceSetup(names, "GPU", tf.config.threading.get_intra_op_parallelism_threads(),
+                       tf.config.threading.get_inter_op_parallelism_threads())
+  cpu = tf.config.list_physical_devices("CPU")[0]
+  try:
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)])
+    tf.config.threading.set_intra_op_parallelism_threads(threads_per_device)
+    tf.config.threading.set_inter_op_parallelism_threads(num_devices)
+  except RuntimeError:
+    pass  # Already initialised: reuse what exists, checked below.
+  logical = tf.config.list_logical_devices("CPU")
+  if len(logical) < num_devices:
+    raise ValueError(
+        f"--num_devices={num_devices} but TensorFlow was already initialised with {len(logical)} CPU "
+        "device(s); set devices up before any other TensorFlow call.")
+  intra = tf.config.threading.get_intra_op_parallelism_threads()
+  inter = tf.config.threading.get_inter_op_parallelism_threads()
+  if intra != threads_per_device:
+    logging.warning("Intra-op threads are %d (set before this run), not the requested %d.",
+                    intra, threads_per_device)
+  setup_ = DeviceSetup(tuple(d.name for d in logical[:num_devices]), "CPU-logical", intra, inter)
+  logging.info("Using %d logical CPU device(s), %d intra-op thread(s), on %d core(s): %s",
+               num_devices, intra, os.cpu_count() or 0, ", ".join(setup_.names))
+  return setup_

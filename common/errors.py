@@ -1,0 +1,17 @@
+"""Errors a user can cause and fix; the programs print them as one line and exit non-zero."""
+
+
+class UserError(Exception):
+  """Base class: a problem with the command, the data or the model directory, not a bug."""
+
+
+class DataUnavailableError(UserError):
+  """MNIST could not be loaded (no local copy and no network)."""
+
+
+class TrainingDivergedError(UserError):
+  """A loss became NaN or infinite; the last good checkpoint is kept."""
+
+
+class ResumeMismatchError(UserError):
+  """`--model_dir` holds a checkpoint written with a different training configuration."""

@@ -1,0 +1,219 @@
+"""Supervised finetuning: the pretrained sigmoid stack plus a linear 10-way layer, softmax cross-entropy.
+
+As in the original (`reference/original_implementation.md`): every layer is trained, plain SGD with
+learning rate 0.1; accuracy on the 5,000 validation and 10,000 test images. The original applied a
+sigmoid to the logits before the softmax; that defect is not mirrored.
+"""
+
+import math
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from common import config as config_lib
+from common import data
+from common import errors
+from common import progress as progress_lib
+from common import sgd
+from common import timing
+
+
+class Classifier(tf.Module):
+  """784 -> hidden layers (sigmoid) -> 10 logits.
+
+  Attributes:
+    kernels, biases: float32 [n_in, n_out] / [n_out] per hidden layer, loaded from pretraining.
+    output_kernel: float32 [hidden_units[-1], 10], Glorot-uniform initialised from the seed.
+    output_bias: float32 [10], zeros.
+  """
+
+  def __init__(self, hidden_units: Sequence[int], seed: int, input_units: int = data.IMAGE_PIXELS):
+    super().__init__(name="classifier")
+    sizes = [input_units] + list(hidden_units)
+    with self.name_scope:
+      self.kernels = [tf.Variable(tf.zeros([a, b]), name=f"kernel{i + 1}") for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
+      self.biases = [tf.Variable(tf.zeros([b]), name=f"bias{i + 1}") for i, b in enumerate(sizes[1:])]
+      limit = math.sqrt(6.0 / (sizes[-1] + data.NUM_CLASSES))
+      self.output_kernel = tf.Variable(
+          tf.random.stateless_uniform([sizes[-1], data.NUM_CLASSES], seed=[seed, 104729], minval=-limit, maxval=limit),
+          name="output_kernel")
+      self.output_bias = tf.Variable(tf.zeros([data.NUM_CLASSES]), name="output_bias")
+
+  @property
+  def weights(self) -> List[tf.Variable]:
+    """All trainable variables, in a fixed order."""
+    return self.kernels + self.biases + [self.output_kernel, self.output_bias]
+
+  def load_pretrained(self, layers: Sequence) -> None:
+    """Copies kernel and bias of each pretrained `DenoisingAutoencoder` into the hidden layers."""
+    for kernel, bias, layer in zip(self.kernels, self.biases, layers):
+      kernel.assign(layer.kernel)
+      bias.assign(layer.bias)
+
+  @tf.function(jit_compile=True)
+  def predict(self, images: tf.Tensor) -> tf.Tensor:
+    """float32 [b, 784] in [0, 1] -> int32 [b] predicted digit."""
+    return tf.argmax(self.logits(images), axis=1, output_type=tf.int32)
+
+  def logits(self, images: tf.Tensor) -> tf.Tensor:
+    """float32 [b, 784] in [0, 1] -> float32 [b, 10] logits."""
+    h = images
+    for kernel, bias in zip(self.kernels, self.biases):
+      h = tf.sigmoid(tf.matmul(h, kernel) + bias)
+    return tf.matmul(h, self.output_kernel) + self.output_bias
+
+
+class Finetuner(tf.Module):
+  """SGD on softmax cross-entropy for a `Classifier`, one device or under a tf.distribute strategy.
+
+  Args:
+    classifier: the model (created under `strategy.scope()` when a strategy is used).
+    images: float32 [N, 784] training images in [0, 1]; labels: int32 [N].
+    seed: keys the shuffling order (a stream separate from pretraining's).
+    batch_size: global batch B; an epoch is N // B steps.
+    device: device of the single-device path (None: default).
+  """
+
+  def __init__(self, classifier: Classifier, images: tf.Tensor, labels: tf.Tensor, seed: int,
+               batch_size: int, device: Optional[str] = None):
+    super().__init__(name="finetuner")
+    self.classifier = classifier
+    self.images, self.labels = images, labels
+    self.seed, self.batch_size, self.device = seed, batch_size, device
+    self.num_examples = int(images.shape[0])
+    self.steps_per_epoch = self.num_examples // batch_size
+
+  def _loss_and_gradients(self, images, labels, global_batch_size):
+    with tf.GradientTape() as tape:
+      per_example = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=self.classifier.logits(images))
+      loss = tf.reduce_sum(per_example) / tf.cast(global_batch_size, tf.float32)
+    return loss, tape.gradient(loss, self.classifier.weights)
+
+  @tf.function(jit_compile=True)
+  def loss_and_gradients(self, images, labels, global_batch_size):
+    """(loss share float32, gradients) of a batch share: images [b, 784], labels int32 [b]."""
+    return self._loss_and_gradients(images, labels, global_batch_size)
+
+  @tf.function(jit_compile=True)
+  def train_step(self, example_indices: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
+    """One fused SGD step on int32 [B] example indices; returns the batch's mean loss."""
+    images = tf.gather(self.images, example_indices)
+    labels = tf.gather(self.labels, example_indices)
+    loss, grads = self._loss_and_gradients(images, labels, tf.shape(example_indices)[0])
+    for var, grad in zip(self.classifier.weights, grads):
+      var.assign_sub(learning_rate * grad)
+    return loss
+
+  def _indices(self, positions, epoch):
+    return data.epoch_indices(positions, self.seed, epoch, self.num_examples, data.FINETUNE_STREAM)
+
+  def run_steps(self, epoch, first_step, num_steps, learning_rate, strategy=None) -> tf.Tensor:
+    """Runs a range of an epoch's steps (graph code); returns the sum of the batch mean losses.
+
+    With `strategy`, every replica takes its share of each global batch (`common.sgd`).
+    """
+    if strategy is not None:
+      def replica_step(step):
+        indices = self._indices(sgd.replica_positions(step, self.batch_size), epoch)
+        loss, grads = self.loss_and_gradients(tf.gather(self.images, indices), tf.gather(self.labels, indices),
+                                              self.batch_size)
+        sgd.apply_sgd(self.classifier.weights, grads, learning_rate)
+        return loss
+      return sgd.distributed_steps(strategy, replica_step, first_step, num_steps)
+
+    with tf.device(self.device):
+      offsets = tf.range(self.batch_size)
+
+      def body(step, total):
+        indices = self._indices(step * self.batch_size + offsets, epoch)
+        return step + 1, total + self.train_step(indices, learning_rate)
+
+      stop = first_step + num_steps
+      _, total = tf.while_loop(lambda s, _: s < stop, body, (first_step, tf.constant(0.0)))
+      return total
+
+
+def accuracy(classifier: Classifier, images: np.ndarray, labels: np.ndarray, batch_size: int = 5000) -> float:
+  """Fraction of `images` (float32 [n, 784]) whose argmax logit equals `labels` (int [n])."""
+  correct = 0
+  for start in range(0, len(images), batch_size):
+    correct += int(np.sum(classifier.predict(tf.constant(images[start:start + batch_size])).numpy() == labels[start:start + batch_size]))
+  return correct / len(images)
+
+
+def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, config: config_lib.Config,
+                   state: Dict[str, Any], save: Callable[[Dict[str, Any]], float], timer: timing.PhaseTimer,
+                   device: Optional[str] = None, strategy: Optional[tf.distribute.Strategy] = None,
+                   chunks_per_epoch: int = 1) -> Dict[str, Any]:
+  """Finetunes for `config.finetune_epochs`, checkpointing every epoch; returns the record's "finetune".
+
+  Resumable: `state["finetune"]` (the checkpointed progress) says how many epochs are done; when it is
+  absent the hidden layers are first loaded from the pretrained `layers`.
+
+  Args:
+    classifier: the model (restored from the checkpoint when resuming).
+    layers: the pretrained `DenoisingAutoencoder`s, bottom first.
+    mnist: the data.
+    config: uses finetune_epochs, effective_finetune_batch_size, finetune_learning_rate, seed.
+    state: the run's progress document (updated in place).
+    save: writes a checkpoint with the given progress document; returns seconds spent.
+    timer: phases "finetune_warmup", "finetune_train", "finetune_evaluate", "checkpoint" are added.
+    device, strategy: where to run (one device, or replicas of a strategy).
+    chunks_per_epoch: calls per epoch (more gives a smoother progress bar).
+
+  Returns:
+    {"epochs", "batch_size", "learning_rate", "seconds", "validation_accuracy", "test_accuracy",
+     "history": [{"loss", "validation_accuracy", "seconds"}, ...]}.
+
+  Raises:
+    TrainingDivergedError: the loss became NaN or infinite (the last good checkpoint is kept).
+  """
+  epochs = config.finetune_epochs
+  batch = config.effective_finetune_batch_size
+  fine = state.get("finetune")
+  if fine is None:
+    classifier.load_pretrained(layers)
+    fine = state["finetune"] = {"history": []}
+  place = strategy.scope() if strategy is not None else tf.device(device)
+  with place:
+    images = tf.constant(mnist.train_images)
+    labels = tf.constant(mnist.train_labels)
+  finetuner = Finetuner(classifier, images, labels, config.seed, batch, device)
+  epoch_fn = tf.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy))
+  steps = finetuner.steps_per_epoch
+  with timer.phase("finetune_warmup"):
+    epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
+  done = len(fine["history"])
+  progress = progress_lib.Progress(epochs, "finetune", config.show_progress, done_work=done)
+  bounds = np.linspace(0, steps, min(chunks_per_epoch, steps) + 1).astype(int)
+  lr = tf.constant(config.finetune_learning_rate, tf.float32)
+  for epoch in range(done, epochs):
+    start = time.perf_counter()
+    total = 0.0
+    with timer.phase("finetune_train"):
+      for a, b in zip(bounds, bounds[1:]):
+        total += float(epoch_fn(tf.constant(epoch), tf.constant(int(a)), tf.constant(int(b - a)), lr))
+        progress.advance((b - a) / steps)
+    seconds = time.perf_counter() - start
+    loss = total / steps
+    if not math.isfinite(loss):
+      progress.close()
+      raise errors.TrainingDivergedError(
+          f"finetuning loss became {loss} in epoch {epoch + 1}; lower --finetune_learning_rate. "
+          "The last good checkpoint is kept.")
+    with timer.phase("finetune_evaluate"):
+      val = accuracy(classifier, mnist.validation_images, mnist.validation_labels)
+    fine["history"].append({"loss": loss, "validation_accuracy": val, "seconds": seconds})
+    timer.add("checkpoint", save(state))
+    progress.log(f"finetune epoch {epoch + 1}/{epochs} loss {loss:.4f} validation accuracy {val:.4f}",
+                 steps * batch, seconds)
+  progress.close()
+  with timer.phase("finetune_evaluate"):
+    val = accuracy(classifier, mnist.validation_images, mnist.validation_labels)
+    test = accuracy(classifier, mnist.test_images, mnist.test_labels)
+  return {"epochs": epochs, "batch_size": batch, "learning_rate": config.finetune_learning_rate,
+          "seconds": sum(h["seconds"] for h in fine["history"]), "validation_accuracy": val,
+          "test_accuracy": test, "history": fine["history"]}

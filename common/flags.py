@@ -1,0 +1,142 @@
+"""The absl flags shared by every training program, defined once (importing this module defines them).
+
+Only the `*/train.py` entry points import this module; libraries take a `common.config.Config`.
+Every value is checked by `common.config.check` when the flags are parsed, so a bad value stops the
+program with one line (absl's "FATAL Flags parsing error: ...") before any work starts.
+"""
+
+import sys
+from typing import Type
+
+from absl import flags
+
+from common import config as config_lib
+from common import devices
+
+_DEFAULTS = config_lib.Config()
+
+flags.DEFINE_list(
+    "hidden_units", [str(u) for u in _DEFAULTS.hidden_units],
+    "Hidden units of each autoencoder layer, bottom to top, separated by commas.")
+flags.DEFINE_integer(
+    "pretrain_epochs", _DEFAULTS.pretrain_epochs,
+    "Epochs of unsupervised pretraining per layer (the last layer of a model-parallel group trains exactly this many).")
+flags.DEFINE_integer(
+    "finetune_epochs", _DEFAULTS.finetune_epochs,
+    "Epochs of supervised finetuning of the whole stack; 0 skips finetuning.")
+flags.DEFINE_integer(
+    "batch_size", _DEFAULTS.batch_size,
+    "Global pretraining batch size: examples per step summed over all devices.")
+flags.DEFINE_integer(
+    "finetune_batch_size", None,
+    "Global finetuning batch size; defaults to --batch_size.")
+flags.DEFINE_integer(
+    "num_devices", _DEFAULTS.num_devices,
+    "Devices to use: that many GPUs if present, otherwise that many logical CPU devices.")
+flags.DEFINE_integer(
+    "threads_per_device", _DEFAULTS.threads_per_device,
+    "Intra-op threads given to each logical CPU device (ignored on GPUs).")
+flags.DEFINE_float(
+    "corruption", _DEFAULTS.corruption,
+    "Fraction of input pixels set to zero by the masking noise, in [0, 1).")
+flags.DEFINE_float(
+    "pretrain_learning_rate", _DEFAULTS.pretrain_learning_rate,
+    "SGD learning rate of layer-wise pretraining.")
+flags.DEFINE_float(
+    "finetune_learning_rate", _DEFAULTS.finetune_learning_rate,
+    "SGD learning rate of supervised finetuning.")
+flags.DEFINE_integer(
+    "train_examples", _DEFAULTS.train_examples,
+    "Use only the first N of the 55,000 MNIST training examples (1..55000).")
+flags.DEFINE_integer(
+    "seed", _DEFAULTS.seed,
+    "Seed of initialisation, shuffling and corruption; the same seed gives the same weights on any devices.")
+flags.DEFINE_string(
+    "data_dir", None,
+    "TensorFlow Datasets data directory holding mnist/3.0.1; defaults to $TFDS_DATA_DIR or ~/tensorflow_datasets.")
+flags.DEFINE_string(
+    "model_dir", None,
+    "Directory for checkpoints at every epoch boundary; a rerun with the same flags resumes from it.")
+flags.DEFINE_string(
+    "results_dir", "runs",
+    "Directory the JSON run record is written to; empty to write none.")
+flags.DEFINE_string(
+    "run_name", None,
+    "Name of the run record (<results_dir>/<run_name>.json); defaults to <strategy>_<UTC time>.")
+flags.DEFINE_string(
+    "export_weights", None,
+    "Write the pretrained weights to this .npz file (keys layer1/kernel, layer1/bias, layer1/decoder_bias, ...).")
+flags.DEFINE_string(
+    "profile_dir", None,
+    "Capture a TensorFlow profiler trace of the first pretraining epochs into this directory (view in TensorBoard).")
+flags.DEFINE_enum(
+    "progress", "auto", ["auto", "bar", "log"],
+    "Progress display: a bar on stderr plus a line per epoch (bar), only the lines (log), or a bar when stderr is a terminal (auto).")
+
+
+def _register_validators() -> None:
+  """One validator per flag (so the error names just that flag), plus the cross-flag batch check."""
+  def single(name):
+    def checker(value):
+      try:
+        config_lib.check({name: [u for u in value] if name == "hidden_units" else value})
+        if name == "num_devices":
+          devices.check_available(value)
+      except ValueError as e:
+        raise flags.ValidationError(str(e).replace(f"--{name} ", "", 1)) from None
+      return True
+    flags.register_validator(name, checker)
+
+  for name in ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "finetune_batch_size",
+               "num_devices", "threads_per_device", "corruption", "pretrain_learning_rate",
+               "finetune_learning_rate", "train_examples", "seed"):
+    single(name)
+
+  def batch_fits(values):
+    try:
+      config_lib.check(values)
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from None
+    return True
+  flags.register_multi_flags_validator(["batch_size", "finetune_batch_size", "train_examples"], batch_fits)
+
+
+_register_validators()
+
+
+def config_from_flags(strategy: str, config_cls: Type[config_lib.Config] = config_lib.Config,
+                      **extra) -> config_lib.Config:
+  """Builds the run configuration from the parsed shared flags.
+
+  Args:
+    strategy: program name recorded in the run record, e.g. "greedy".
+    config_cls: `Config` or a program's subclass with extra fields.
+    **extra: values of the subclass's extra fields (from the program's own flags).
+
+  Returns:
+    A validated `config_cls` instance.
+  """
+  f = flags.FLAGS
+  show_progress = {"bar": True, "log": False, "auto": sys.stderr.isatty()}[f.progress]
+  return config_cls(
+      strategy=strategy,
+      hidden_units=tuple(int(u) for u in f.hidden_units),
+      pretrain_epochs=f.pretrain_epochs,
+      finetune_epochs=f.finetune_epochs,
+      batch_size=f.batch_size,
+      finetune_batch_size=f.finetune_batch_size,
+      num_devices=f.num_devices,
+      threads_per_device=f.threads_per_device,
+      corruption=f.corruption,
+      pretrain_learning_rate=f.pretrain_learning_rate,
+      finetune_learning_rate=f.finetune_learning_rate,
+      train_examples=f.train_examples,
+      seed=f.seed,
+      data_dir=f.data_dir,
+      model_dir=f.model_dir,
+      results_dir=f.results_dir or None,
+      run_name=f.run_name,
+      export_weights=f.export_weights,
+      profile_dir=f.profile_dir,
+      show_progress=show_progress,
+      **extra)

@@ -1,0 +1,78 @@
+"""The run record every program writes (`<results_dir>/<run_name>.json`) and the exported weights.
+
+Record layout (DESIGN.md, "The run record"):
+  {"strategy", "config": {all flag values}, "environment": {tensorflow, device_kind, devices,
+   cpu_count, hostname, ...}, "pretrain_seconds", "layers": [{"index", "units", "device",
+   "epochs": [{"loss", "seconds"}, ...]}, ...], "timing": {phase: seconds}, "finetune": {...},
+   "total_seconds"}
+"""
+
+import datetime
+import json
+import os
+import platform
+import socket
+from typing import Any, Dict, Iterable, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from common import config as config_lib
+from common import devices as devices_lib
+
+REQUIRED_FIELDS = ("strategy", "config", "environment", "pretrain_seconds", "layers", "timing",
+                   "finetune", "total_seconds")
+
+
+def environment(device_setup: devices_lib.DeviceSetup) -> Dict[str, Any]:
+  """The hardware and software a run used: TensorFlow version, devices, cores, host, time (UTC)."""
+  env = {
+      "tensorflow": tf.__version__,
+      "python": platform.python_version(),
+      "cpu_count": os.cpu_count(),
+      "hostname": socket.gethostname(),
+      "platform": platform.platform(),
+      "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+  }
+  env.update(device_setup.to_record())
+  return env
+
+
+def new_record(config: config_lib.Config, device_setup: devices_lib.DeviceSetup) -> Dict[str, Any]:
+  """A record with every contract field present; the program fills in the results."""
+  return {"strategy": config.strategy, "config": config.to_dict(), "environment": environment(device_setup),
+          "pretrain_seconds": 0.0, "layers": [], "timing": {}, "finetune": None, "total_seconds": 0.0}
+
+
+def write_record(record: Dict[str, Any], config: config_lib.Config) -> Optional[str]:
+  """Writes `record` as JSON to <results_dir>/<run_name>.json (atomically); returns the path.
+
+  Returns None (and writes nothing) when `config.results_dir` is None.
+  """
+  if not config.results_dir:
+    return None
+  os.makedirs(config.results_dir, exist_ok=True)
+  path = os.path.join(config.results_dir, f"{record.get('run_name') or config.effective_run_name}.json")
+  tmp = path + ".tmp"
+  with open(tmp, "w") as f:
+    json.dump(record, f, indent=1, sort_keys=False)
+    f.write("\n")
+  os.replace(tmp, path)
+  return path
+
+
+def export_weights(path: str, layers: Iterable) -> None:
+  """Writes the pretrained weights to `path` (.npz), keys "layerN/kernel", "layerN/bias",
+  "layerN/decoder_bias" (float32), as produced by `DenoisingAutoencoder.numpy_weights`."""
+  arrays: Dict[str, np.ndarray] = {}
+  for layer in layers:
+    arrays.update(layer.numpy_weights())
+  directory = os.path.dirname(os.path.abspath(path))
+  os.makedirs(directory, exist_ok=True)
+  np.savez(path, **arrays)
+
+
+def load_weights(path: str) -> Dict[str, np.ndarray]:
+  """Reads an `export_weights` file into {key: float32 array}."""
+  with np.load(path) as f:
+    return {k: f[k] for k in f.files}

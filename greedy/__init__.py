@@ -1,0 +1,1 @@
+"""Greedy layer-wise pretraining (the baseline)."""

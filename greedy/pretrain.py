@@ -1,0 +1,66 @@
+"""Greedy layer-wise pretraining, the baseline of every speedup (Bengio et al. 2007, "Greedy layer-wise
+training of deep networks"; the report's "greedy" branch).
+
+Layer 1 trains for E epochs on corrupted images; then it is frozen and layer 2 trains E epochs on its
+outputs; and so on; then the whole stack is finetuned. Epoch e of every layer uses the shuffling order
+and corruption masks of (seed, e). Everything runs on the first device.
+"""
+
+from typing import Any, Callable, Dict, Optional
+
+from absl import logging
+import tensorflow as tf
+
+from common import autoencoder
+from common import config as config_lib
+from common import program
+from common import progress as progress_lib
+
+
+def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
+  """Pretrains greedily, finetunes, exports, and writes the run record.
+
+  Args:
+    config: the run's configuration (`num_devices` > 1 is allowed; only the first device is used).
+    on_checkpoint: called with the `program.Run` after every checkpoint (see `program.start`).
+
+  Returns:
+    The run record (see `common.runlog`); "layers" holds every layer's per-epoch loss and seconds.
+
+  Raises:
+    common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
+  """
+  run_ = program.start(config, on_checkpoint=on_checkpoint)
+  device = run_.devices.names[0]
+  with tf.device(device):
+    images = tf.constant(run_.mnist.train_images)
+  hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train
+  histories = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})["layers"]
+  work = [autoencoder.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
+  done = sum(w * len(h) for w, h in zip(work, histories))
+  progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
+  for i, layer in enumerate(run_.layers):
+    if len(histories[i]) >= epochs:
+      continue
+    trainer = autoencoder.LayerTrainer(layer, run_.layers[:i], images, config.seed, config.corruption,
+                                       config.batch_size, device)
+    epoch_fn = tf.function(trainer.run_steps)
+    with run_.timer.phase("warmup"):  # Tracing and XLA compilation; learning rate 0 changes nothing.
+      epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
+    for epoch in range(len(histories[i]), epochs):
+      with run_.timer.phase("pretrain_train"):
+        result = program.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, config.pretrain_learning_rate,
+                                   run_.chunks_per_epoch, progress, work[i], f"layer {i + 1}")
+      histories[i].append(result)
+      run_.save()
+      progress.log(f"layer {i + 1}/{len(hidden)} epoch {epoch + 1}/{epochs} loss {result['loss']:.4f}",
+                   trainer.steps_per_epoch * config.batch_size, result["seconds"])
+  progress.close()
+  record = {
+      "strategy": config.strategy,
+      "layers": [{"index": i + 1, "units": u, "device": device, "epochs": histories[i]} for i, u in enumerate(hidden)],
+      "pretrain_seconds": sum(e["seconds"] for h in histories for e in h),
+  }
+  logging.info("Pretrained %d layer(s) in %.1f s (steady-state training time).", len(hidden),
+               record["pretrain_seconds"])
+  return program.finish(run_, record)

@@ -1,0 +1,44 @@
+"""Test setup: split the CPU into logical devices before TensorFlow initialises, deterministic ops,
+MNIST from $TFDS_DATA_DIR (../shared/tensorflow_datasets when it exists), and shared helpers."""
+
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_SHARED_DATA = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
+if "TFDS_DATA_DIR" not in os.environ and os.path.isdir(_SHARED_DATA):
+  os.environ["TFDS_DATA_DIR"] = os.path.abspath(_SHARED_DATA)
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import pytest  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+NUM_TEST_DEVICES = 4
+_cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(
+    _cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(NUM_TEST_DEVICES)])
+tf.config.threading.set_intra_op_parallelism_threads(1)
+tf.config.threading.set_inter_op_parallelism_threads(NUM_TEST_DEVICES)
+tf.config.experimental.enable_op_determinism()
+
+if ROOT not in sys.path:
+  sys.path.insert(0, ROOT)
+
+from common import data  # noqa: E402
+
+# A small slice of real MNIST, enough to learn from in seconds.
+SLICE_EXAMPLES = 2000
+
+
+@pytest.fixture(scope="session")
+def mnist():
+  """The first SLICE_EXAMPLES training images of real MNIST, plus validation and test splits."""
+  return data.load_mnist(train_examples=SLICE_EXAMPLES)
+
+
+def run_module(module, *flags, env=None, timeout=600):
+  """Runs `python -m module flags...` from the repository root; returns the CompletedProcess."""
+  full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
+  return subprocess.run([sys.executable, "-m", module, *flags], cwd=ROOT, env=full_env,
+                        capture_output=True, text=True, timeout=timeout)

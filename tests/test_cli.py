@@ -1,0 +1,76 @@
+"""Every bad command line is refused with a clear message, a non-zero exit and no traceback,
+before any work starts. The programs run as subprocesses, concurrently to save time."""
+
+import concurrent.futures
+
+import pytest
+
+from common import data
+
+from conftest import run_module
+
+PROGRAMS = ["greedy.train"]
+
+# (flags, words the error must contain)
+BAD = [
+    (["--batch_size=0"], "--batch_size=0: must be a positive integer"),
+    (["--batch_size=-5"], "must be a positive integer"),
+    (["--batch_size=1.5"], "--batch_size=1.5"),
+    (["--pretrain_epochs=0"], "--pretrain_epochs=0: must be a positive integer"),
+    (["--pretrain_epochs=two"], "--pretrain_epochs"),
+    (["--finetune_epochs=-1"], "non-negative"),
+    (["--hidden_units=100,0"], "positive integers"),
+    (["--hidden_units=100,abc"], "positive integers"),
+    (["--hidden_units="], "at least one layer"),
+    (["--corruption=1.0"], "must be in [0, 1)"),
+    (["--corruption=-0.1"], "must be in [0, 1)"),
+    (["--num_devices=0"], "--num_devices=0"),
+    (["--num_devices=1000"], "must be at most"),
+    (["--threads_per_device=0"], "--threads_per_device=0"),
+    (["--train_examples=0"], "--train_examples=0"),
+    (["--train_examples=55001"], "must be in 1..55000"),
+    (["--batch_size=3000", "--train_examples=2000"], "larger than the training data"),
+    (["--finetune_batch_size=3000", "--train_examples=2000"], "larger than the training data"),
+    (["--pretrain_learning_rate=0"], "must be positive"),
+    (["--seed=-1"], "--seed"),
+    (["--no_such_flag=1"], "no_such_flag"),
+    (["stray_argument"], "Unexpected positional arguments: stray_argument"),
+]
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+  """Runs every (program, bad flags) pair concurrently; returns {(program, index): CompletedProcess}."""
+  runs = {}
+  with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+    for program in PROGRAMS:
+      for i, (flags, _) in enumerate(BAD):
+        runs[(program, i)] = pool.submit(run_module, program, *flags, "--results_dir=", timeout=120)
+    empty = str(tmp_path_factory.mktemp("no_mnist"))
+    for program in PROGRAMS:
+      runs[(program, "no_data")] = pool.submit(
+          run_module, program, "--hidden_units=8", "--pretrain_epochs=1", "--finetune_epochs=0",
+          "--train_examples=100", "--results_dir=", env={"TFDS_DATA_DIR": empty}, timeout=120)
+    return {k: f.result() for k, f in runs.items()}
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+@pytest.mark.parametrize("index", range(len(BAD)), ids=[" ".join(f) for f, _ in BAD])
+def test_bad_flag_is_refused_cleanly(results, program, index):
+  proc = results[(program, index)]
+  expected = BAD[index][1]
+  assert proc.returncode != 0
+  assert "Traceback" not in proc.stderr
+  assert expected in proc.stderr, proc.stderr[-2000:]
+  # Refused before any work: no data loaded, no device set up.
+  assert "Load dataset info" not in proc.stderr and "logical CPU device" not in proc.stderr
+
+
+@pytest.mark.skipif(data._online(), reason="with a network tfds downloads MNIST instead of failing")
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_missing_mnist_offline_names_tfds_data_dir(results, program):
+  proc = results[(program, "no_data")]
+  assert proc.returncode == 1
+  assert "Traceback" not in proc.stderr
+  assert "TFDS_DATA_DIR" in proc.stderr
+  assert len([l for l in proc.stderr.splitlines() if l.startswith("error:")]) == 1

@@ -1,0 +1,82 @@
+"""MNIST loading, shuffling order and masking noise: shapes, ranges, fractions, determinism."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import data
+
+
+def test_mnist_slice_shapes_and_ranges(mnist):
+  assert mnist.train_images.shape == (2000, 784) and mnist.train_images.dtype == np.float32
+  assert mnist.train_labels.shape == (2000,) and mnist.train_labels.dtype == np.int32
+  assert mnist.validation_images.shape == (5000, 784)
+  assert mnist.test_images.shape == (10000, 784) and mnist.test_labels.shape == (10000,)
+  for images in (mnist.train_images, mnist.validation_images, mnist.test_images):
+    assert images.min() == 0.0 and images.max() == 1.0
+  assert set(np.unique(mnist.test_labels)) == set(range(10))
+
+
+def test_missing_data_names_tfds_data_dir(tmp_path, monkeypatch):
+  # An empty directory and no network (or no MNIST there): the error must say where to point.
+  monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
+  import tensorflow_datasets as tfds
+  monkeypatch.setattr(tfds, "load", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
+  from common import errors
+  with pytest.raises(errors.DataUnavailableError, match="TFDS_DATA_DIR"):
+    data.load_mnist()
+
+
+def test_epoch_order_is_a_permutation_and_a_pure_function_of_seed_and_epoch():
+  n = 1000
+  order = data.epoch_indices(tf.range(n), seed=3, epoch=tf.constant(5), num_examples=n).numpy()
+  assert sorted(order.tolist()) == list(range(n))
+  again = data.epoch_indices(tf.range(n), seed=3, epoch=tf.constant(5), num_examples=n).numpy()
+  np.testing.assert_array_equal(order, again)
+  # Positions computed piecewise (any batch size, any replica split) give the same order.
+  pieces = np.concatenate([data.epoch_indices(tf.range(a, a + 250), 3, tf.constant(5), n).numpy()
+                           for a in range(0, n, 250)])
+  np.testing.assert_array_equal(order, pieces)
+  other_epoch = data.epoch_indices(tf.range(n), seed=3, epoch=tf.constant(6), num_examples=n).numpy()
+  other_seed = data.epoch_indices(tf.range(n), seed=4, epoch=tf.constant(5), num_examples=n).numpy()
+  finetune = data.epoch_indices(tf.range(n), 3, tf.constant(5), n, data.FINETUNE_STREAM).numpy()
+  for other in (other_epoch, other_seed, finetune):
+    assert np.mean(order == other) < 0.05
+
+
+@pytest.mark.parametrize("corruption", [0.1, 0.5, 0.9])
+def test_mask_fraction(corruption):
+  keep = data.keep_mask(tf.range(2000), seed=0, epoch=tf.constant(0), corruption=corruption).numpy()
+  assert keep.shape == (2000, 784) and set(np.unique(keep)) <= {0.0, 1.0}
+  masked = 1.0 - keep
+  # 1.57M Bernoulli draws: the standard error of the fraction is below 0.0004.
+  assert abs(masked.mean() - corruption) < 0.003
+  # Every example and every pixel position is masked at about the same rate.
+  assert np.abs(masked.mean(axis=1) - corruption).max() < 0.1
+  assert np.abs(masked.mean(axis=0) - corruption).max() < 0.05
+
+
+def test_mask_is_a_pure_function_of_seed_epoch_and_example():
+  idx = tf.constant([7, 3, 11, 5])
+  mask = data.keep_mask(idx, 1, tf.constant(2), 0.5).numpy()
+  # Example 11's mask does not depend on which batch or position it is processed in.
+  alone = data.keep_mask(tf.constant([11]), 1, tf.constant(2), 0.5).numpy()
+  np.testing.assert_array_equal(mask[2], alone[0])
+  np.testing.assert_array_equal(mask, data.keep_mask(idx, 1, tf.constant(2), 0.5).numpy())
+  other_epoch = data.keep_mask(idx, 1, tf.constant(3), 0.5).numpy()
+  other_seed = data.keep_mask(idx, 2, tf.constant(2), 0.5).numpy()
+  for other in (other_epoch, other_seed):
+    assert 0.4 < np.mean(mask != other) < 0.6  # independent masks differ in about half the pixels
+  # Neighbouring examples and pixels are not correlated.
+  big = data.keep_mask(tf.range(4000), 0, tf.constant(0), 0.5).numpy() - 0.5
+  assert abs(np.mean(big[1:] * big[:-1])) < 0.005
+  assert abs(np.mean(big[:, 1:] * big[:, :-1])) < 0.005
+
+
+def test_corrupt_zeroes_exactly_the_masked_pixels():
+  images = tf.fill([3, 784], 0.7)
+  idx = tf.constant([0, 1, 2])
+  out = data.corrupt(images, idx, 0, tf.constant(0), 0.5).numpy()
+  keep = data.keep_mask(idx, 0, tf.constant(0), 0.5).numpy()
+  np.testing.assert_allclose(out, 0.7 * keep)
+  np.testing.assert_array_equal(data.corrupt(images, idx, 0, tf.constant(0), 0.0).numpy(), images.numpy())
