@@ -1,0 +1,1 @@
+"""Benchmarks and the experiments that regenerate every figure and table of the report."""
