@@ -1,0 +1,81 @@
+"""Estimated wall-clock seconds of each run of a preset, before anything is measured.
+
+Used for the ETA of `experiments.reproduce` and for the budget table of results/README.md
+(estimated vs measured minutes per entry). The estimate is the performance model
+(`experiments.perf_model`) fed with per-layer epoch seconds computed from FLOPs
+(`common.autoencoder.layer_epoch_flops`) at a per-core rate measured on this project's machines,
+plus fixed costs per process. The constants are stated here, and the README prints them.
+"""
+
+import math
+from typing import Dict, Mapping, Sequence
+
+from experiments import perf_model
+from experiments import presets
+
+# One 784->2000 layer epoch over 55,000 images on one core: ~7.5 s at batch 100, ~7 s at batch 5000
+# (862 GFLOP); a 784->500 layer at batch 100: 0.2 s for 5,500 images (21.6 GFLOP). About 110 GFLOP/s.
+CORE_FLOPS_PER_SECOND = 1.1e11
+# Python + TensorFlow import, MNIST load, device setup, writing the record.
+STARTUP_SECONDS = 9.0
+# Tracing + XLA compilation of one layer's epoch function (pretraining) or of finetuning.
+WARMUP_SECONDS_PER_LAYER = 0.8
+# Data parallel: extra seconds per step (replica dispatch, all-reduce latency), and all-reduce seconds
+# per parameter per transfer (perf_model's gamma).
+DP_STEP_SECONDS = 0.003
+DP_ALLREDUCE_SECONDS_PER_PARAM = 1e-9
+# Side-by-side slowdown of concurrent devices (perf_model's rho).
+SLOWDOWN = 1.1
+# An op profile times each phase this many epochs' worth.
+PROFILE_EPOCHS = 3
+
+
+def epoch_seconds(hidden_units: Sequence[int], examples: int) -> list:
+  """Estimated t_k: seconds of one pretraining epoch of each layer on one core."""
+  from common import autoencoder  # Imports TensorFlow: only when estimating.
+  return [autoencoder.layer_epoch_flops(hidden_units, k + 1, examples) / CORE_FLOPS_PER_SECOND
+          for k in range(len(hidden_units))]
+
+
+def _finetune_seconds(hidden_units: Sequence[int], examples: int, epochs: int) -> float:
+  params = sum(perf_model.layer_params(hidden_units)) + hidden_units[-1] * 10
+  train = 6.0 * examples * params / CORE_FLOPS_PER_SECOND  # forward + backward
+  evaluate = 2.0 * 15_000 * params / CORE_FLOPS_PER_SECOND  # validation each epoch, test at the end
+  return epochs * (train + evaluate) + WARMUP_SECONDS_PER_LAYER if epochs else 0.0
+
+
+def run_seconds(run: presets.RunSpec, cores: int) -> float:
+  """Estimated wall-clock seconds of one run on a machine with `cores` cores."""
+  hidden = list(run.flag("hidden_units"))
+  examples, batch = run.flag("train_examples"), run.flag("batch_size")
+  epochs, devices = run.flag("pretrain_epochs"), run.flag("num_devices")
+  t = epoch_seconds(hidden, examples)
+  steps = examples // batch
+  if run.program == "data_parallel":
+    t = [x + (steps * DP_STEP_SECONDS if devices > 1 else 0.0) for x in t]
+    model = perf_model.Model("data_parallel", tuple(t), cores, slowdown=SLOWDOWN,
+                             allreduce_seconds_per_param=DP_ALLREDUCE_SECONDS_PER_PARAM, steps_per_epoch=steps)
+  else:
+    model = perf_model.Model(run.program, tuple(t), cores, slowdown=SLOWDOWN)
+  seconds = STARTUP_SECONDS + WARMUP_SECONDS_PER_LAYER * len(hidden) + model.predict(hidden, epochs, devices)
+  if run.extra_flags and any("profile" in f for f in run.extra_flags) or run.home == "dp_op_profile":
+    seconds += PROFILE_EPOCHS * sum(t) / min(devices, cores)
+  return seconds + _finetune_seconds(hidden, examples, run.flag("finetune_epochs"))
+
+
+def entry_seconds(entries: Mapping[str, presets.Entry], cores: int) -> Dict[str, float]:
+  """{entry: estimated seconds of its runs}; a shared run counts for the first entry that lists it."""
+  seen, out = set(), {}
+  for name, entry in entries.items():
+    total = 0.0
+    for run in entry.runs:
+      if (run.home, run.stored_name) not in seen:
+        seen.add((run.home, run.stored_name))
+        total += run_seconds(run, cores)
+    out[name] = total
+  return out
+
+
+def minutes(seconds: float) -> str:
+  """Seconds as rounded minutes, e.g. "12 min" (at least "<1 min")."""
+  return "<1 min" if seconds < 30 else f"{math.ceil(seconds / 60 - 0.5)} min"

@@ -1,0 +1,390 @@
+"""A performance model of layer-wise pretraining: predicts pretraining seconds for G = 1..8 devices.
+
+Inputs are quantities measured at small G (1 and 2 devices) and the schedule of each strategy
+(DESIGN.md, "The four schedules"; reference/original_implementation.md, "Schedules"):
+
+  * t_k: seconds of one epoch of layer k alone on one device (one core): the median epoch of a G = 1
+    run (greedy, or model_parallel/data_parallel with one device). Layer k's epoch includes the
+    forward passes of the frozen layers below it.
+  * The machine: C cores. Concurrent work is shared fairly over the cores (processor sharing): with n
+    busy devices each progresses at min(1, C/n) of a core, times 1/rho when n >= 2, where rho >= 1 is
+    the slowdown of running side by side (memory bandwidth, caches). On a 2-core machine, G > 2
+    devices are oversubscribed: they cannot run faster than 2 devices, only share the cores.
+  * model_parallel: groups of G layers; in a group of m layers, steps s = 0..E+m-2, layer j of the
+    group active from step j on (pipeline fill). A step lasts the processor-sharing makespan of its
+    active layers' epochs, plus the weight copies at its end: kappa seconds per copied parameter, for
+    every active layer with a layer above it in the group. Groups run one after another.
+  * data_parallel: greedy order; an epoch of layer k splits the fraction f of t_k that is per-example
+    compute over G replicas (processor sharing again: f t_k / min(G, C), times rho for G >= 2), keeps
+    the rest (input gather, SGD apply, step overhead) serial, and adds the all-reduce. All-reduce cost
+    model: reduce to one device and broadcast back, i.e. G - 1 transfers of the layer's P_k
+    parameters per step: S_k (G - 1) P_k gamma seconds per epoch (S_k steps per epoch).
+  * greedy: sum of E t_k (G does not change it).
+
+Calibration (`calibrate_model_parallel`, `calibrate_data_parallel`) reads those quantities from run
+records; `relative_errors` compares predictions with every measured point and says which points the
+calibration used (their error is in-sample) and which it did not (a real prediction).
+"""
+
+import dataclasses
+import statistics
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+
+# Devices the model's lines are drawn for.
+MAX_PREDICTED_DEVICES = 8
+
+
+def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: float = 1.0) -> float:
+  """Seconds until all jobs finish when they share `cores` cores fairly.
+
+  Args:
+    work: seconds each job needs alone on one core (a job uses at most one core).
+    cores: C >= 1.
+    slowdown: rho >= 1, the factor by which every job runs slower while at least two run at once.
+
+  Returns:
+    The makespan in seconds (0 for no jobs). With n <= C jobs and rho = 1 this is max(work); with
+    n > C it is at least sum(work) / C.
+
+  Raises:
+    ValueError: cores < 1, slowdown < 1 or a negative job.
+  """
+  if cores < 1 or slowdown < 1.0:
+    raise ValueError(f"cores must be >= 1 and slowdown >= 1, got {cores} and {slowdown}")
+  if any(w < 0 for w in work):
+    raise ValueError(f"job durations must be >= 0, got {list(work)}")
+  jobs = sorted(work)
+  elapsed, done = 0.0, 0.0  # All unfinished jobs have received the same service `done` so far.
+  for i, w in enumerate(jobs):
+    active = len(jobs) - i
+    rate = min(1.0, cores / active) / (slowdown if active > 1 else 1.0)
+    elapsed += (w - done) / rate
+    done = w
+  return elapsed
+
+
+def model_parallel_steps(num_layers: int, epochs: int, devices: int) -> List[Tuple[int, int, List[int]]]:
+  """The model-parallel schedule: [(group, step, active layers 0-based)], in execution order.
+
+  Layers are taken in groups of `devices`; a group of m layers runs steps 0..epochs+m-2 and layer j
+  (0-based in the group) is active from step j on, so it trains epochs+m-1-j epochs and the group's
+  last layer exactly `epochs`. G = 1 is greedy. (reference/original_implementation.md, "multigpu".)
+  """
+  steps = []
+  for group, first in enumerate(range(0, num_layers, devices)):
+    members = list(range(first, min(first + devices, num_layers)))
+    for s in range(epochs + len(members) - 1):
+      steps.append((group, s, [k for j, k in enumerate(members) if j <= s]))
+  return steps
+
+
+def copied_layers(active: Sequence[int], num_layers: int, devices: int) -> List[int]:
+  """Layers whose weights are copied to the device of the layer above at the end of a step: every
+  active layer that has a layer above it in its group (0-based indices)."""
+  return [k for k in active if (k + 1) % devices != 0 and k + 1 < num_layers]
+
+
+def predict_greedy(epoch_seconds: Sequence[float], epochs: int) -> float:
+  """Seconds of greedy pretraining: sum over layers of epochs * t_k."""
+  return epochs * sum(epoch_seconds)
+
+
+def predict_model_parallel(epoch_seconds: Sequence[float], epochs: int, devices: int, cores: int,
+                           slowdown: float = 1.0, copy_seconds_per_param: float = 0.0,
+                           params: Optional[Sequence[int]] = None) -> float:
+  """Seconds of model-parallel pretraining on `devices` devices (see the module docstring).
+
+  Args:
+    epoch_seconds: t_k, seconds per epoch of each layer alone on one core, bottom first (H layers).
+    epochs: E, epochs of the last layer of each group.
+    devices: G >= 1 (G > H behaves as G = H).
+    cores: C, cores of the machine.
+    slowdown: rho, see `processor_sharing_makespan`.
+    copy_seconds_per_param: kappa, seconds per parameter copied between devices.
+    params: parameters per layer (needed when kappa > 0).
+  """
+  total = 0.0
+  layers = len(epoch_seconds)
+  for _, _, active in model_parallel_steps(layers, epochs, devices):
+    total += processor_sharing_makespan([epoch_seconds[k] for k in active], cores, slowdown)
+    if copy_seconds_per_param:
+      total += copy_seconds_per_param * sum(params[k] for k in copied_layers(active, layers, devices))
+  return total
+
+
+def predict_data_parallel(epoch_seconds: Sequence[float], epochs: int, devices: int, cores: int,
+                          parallel_fraction: float = 1.0, slowdown: float = 1.0,
+                          allreduce_seconds_per_param: float = 0.0, params: Optional[Sequence[int]] = None,
+                          steps_per_epoch: int = 0) -> float:
+  """Seconds of data-parallel pretraining on `devices` replicas (see the module docstring).
+
+  Args:
+    epoch_seconds: t_k at G = 1, bottom first.
+    epochs: E per layer.
+    devices: G replicas.
+    cores: C.
+    parallel_fraction: f in [0, 1], the part of t_k split over the replicas.
+    slowdown: rho for G >= 2.
+    allreduce_seconds_per_param: gamma, seconds per parameter per transfer of the all-reduce.
+    params: P_k per layer (needed when gamma > 0).
+    steps_per_epoch: S (same for every layer: one global batch).
+  """
+  if not 0.0 <= parallel_fraction <= 1.0:
+    raise ValueError(f"parallel_fraction must be in [0, 1], got {parallel_fraction}")
+  rho = slowdown if devices > 1 else 1.0
+  total = 0.0
+  for k, t in enumerate(epoch_seconds):
+    epoch = t * parallel_fraction * rho / min(devices, cores) + t * (1.0 - parallel_fraction)
+    if allreduce_seconds_per_param:
+      epoch += steps_per_epoch * (devices - 1) * params[k] * allreduce_seconds_per_param
+    total += epochs * epoch
+  return total
+
+
+# ---------------------------------------------------------------------------------------------
+# Calibration from run records.
+
+def layer_params(hidden_units: Sequence[int], input_units: int = 784) -> List[int]:
+  """Trainable parameters of each layer: kernel + bias + decoder bias."""
+  sizes = [input_units] + list(hidden_units)
+  return [sizes[k] * sizes[k + 1] + sizes[k + 1] + sizes[k] for k in range(len(hidden_units))]
+
+
+def epoch_seconds_of(record: Mapping) -> List[float]:
+  """Median epoch seconds of each layer of a run record (the G = 1 t_k)."""
+  return [statistics.median(e["seconds"] for e in layer["epochs"]) for layer in record["layers"]]
+
+
+def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[float],
+               low: float = 1.0, high: float = 4.0, iterations: int = 80) -> float:
+  """The x in [low, high] minimising the sum of squared relative errors of predict(x) vs measured.
+
+  Golden-section search: exact (to ~1e-16 of the interval) when the loss is unimodal on [low, high],
+  which holds when every prediction is monotone and smooth in x (as rho is in this model).
+  Returns `low` when there is nothing to fit.
+  """
+  if not measured:
+    return low
+
+  def loss(x):
+    return sum(((p - m) / m) ** 2 for p, m in zip(predict(x), measured))
+
+  ratio = (5 ** 0.5 - 1) / 2
+  a, b = low, high
+  c, d = b - ratio * (b - a), a + ratio * (b - a)
+  fc, fd = loss(c), loss(d)
+  for _ in range(iterations):
+    if fc <= fd:
+      b, d, fd = d, c, fc
+      c = b - ratio * (b - a)
+      fc = loss(c)
+    else:
+      a, c, fc = c, d, fd
+      d = a + ratio * (b - a)
+      fd = loss(d)
+  return (a + b) / 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+  """One measured run: its layers, epochs, devices and measured pretraining seconds."""
+  hidden_units: Tuple[int, ...]
+  epochs: int
+  devices: int
+  batch_size: int
+  train_examples: int
+  seconds: float
+  name: str = ""
+
+  @staticmethod
+  def of(record: Mapping, name: str = "") -> "Point":
+    c = record["config"]
+    return Point(tuple(c["hidden_units"]), c["pretrain_epochs"], c["num_devices"], c["batch_size"],
+                 c["train_examples"], record["pretrain_seconds"], name or record.get("run_name", ""))
+
+
+@dataclasses.dataclass(frozen=True)
+class Model:
+  """A calibrated model of one strategy.
+
+  Attributes:
+    strategy: "model_parallel", "data_parallel" or "greedy".
+    epoch_seconds: t_k for the deepest stack measured (a shallower stack uses its first layers).
+    cores: C.
+    slowdown: rho.
+    copy_seconds_per_param: kappa (model parallel).
+    parallel_fraction: f (data parallel).
+    allreduce_seconds_per_param: gamma (data parallel).
+    steps_per_epoch: S (data parallel).
+    calibration: names of the runs the parameters were taken or fitted from.
+  """
+  strategy: str
+  epoch_seconds: Tuple[float, ...]
+  cores: int
+  slowdown: float = 1.0
+  copy_seconds_per_param: float = 0.0
+  parallel_fraction: float = 1.0
+  allreduce_seconds_per_param: float = 0.0
+  steps_per_epoch: int = 0
+  calibration: Tuple[str, ...] = ()
+
+  def predict(self, hidden_units: Sequence[int], epochs: int, devices: int) -> float:
+    """Predicted pretraining seconds of the first len(hidden_units) layers on `devices` devices.
+
+    Raises:
+      ValueError: the stack is deeper than the calibration run's.
+    """
+    h = len(hidden_units)
+    if h > len(self.epoch_seconds):
+      raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {h}")
+    t = list(self.epoch_seconds[:h])
+    params = layer_params(hidden_units)
+    if self.strategy == "model_parallel":
+      return predict_model_parallel(t, epochs, devices, self.cores, self.slowdown, self.copy_seconds_per_param,
+                                    params)
+    if self.strategy == "data_parallel":
+      return predict_data_parallel(t, epochs, devices, self.cores, self.parallel_fraction, self.slowdown,
+                                   self.allreduce_seconds_per_param, params, self.steps_per_epoch)
+    return predict_greedy(t, epochs)
+
+  def curve(self, hidden_units: Sequence[int], epochs: int,
+            max_devices: int = MAX_PREDICTED_DEVICES) -> Dict[int, float]:
+    """{G: predicted seconds} for G = 1..max_devices."""
+    return {g: self.predict(hidden_units, epochs, g) for g in range(1, max_devices + 1)}
+
+  def describe(self) -> str:
+    """The calibrated parameters in one line (for figures and results/README.md)."""
+    parts = [f"t_k = {', '.join(f'{t:.3g}' for t in self.epoch_seconds)} s", f"C = {self.cores}",
+             f"rho = {self.slowdown:.3f}"]
+    if self.strategy == "model_parallel":
+      parts.append(f"kappa = {self.copy_seconds_per_param * 1e9:.3g} ns/param")
+    if self.strategy == "data_parallel":
+      parts += [f"f = {self.parallel_fraction:.3f}", f"gamma = {self.allreduce_seconds_per_param * 1e9:.3g} ns/param",
+                f"S = {self.steps_per_epoch}"]
+    return "; ".join(parts)
+
+
+def _cores(records: Iterable[Mapping]) -> int:
+  return min(int(r["environment"]["cpu_count"]) for r in records)
+
+
+def _copy_seconds_per_param(records: Iterable[Mapping]) -> float:
+  """kappa = measured copy seconds / copied parameters, over every step of model-parallel schedules."""
+  seconds, copied = 0.0, 0
+  for r in records:
+    schedule = r.get("schedule") or {}
+    hidden = r["config"]["hidden_units"]
+    params = layer_params(hidden)
+    g = schedule.get("num_devices", r["config"]["num_devices"])
+    for step in schedule.get("steps", []):
+      active = [k - 1 for k in step["active_layers"]]
+      seconds += float(step.get("copy_seconds") or 0.0)
+      copied += sum(params[k] for k in copied_layers(active, len(hidden), g))
+  return seconds / copied if copied else 0.0
+
+
+def calibrate_model_parallel(records: Mapping[str, Mapping]) -> Model:
+  """Calibrates the model-parallel model on runs with G <= 2.
+
+  t_k: the G = 1 run with the most layers. kappa: measured weight-copy seconds of the G = 2 runs.
+  rho: fitted to the G = 2 runs' pretraining seconds (least squares of relative errors).
+
+  Args:
+    records: {run name: model-parallel run record}, all with the same batch, examples and layer sizes.
+
+  Raises:
+    ValueError: there is no G = 1 run.
+  """
+  singles = {n: r for n, r in records.items() if r["config"]["num_devices"] == 1}
+  if not singles:
+    raise ValueError("the model needs a run with one device")
+  base_name = max(singles, key=lambda n: len(singles[n]["config"]["hidden_units"]))
+  pairs = {n: r for n, r in records.items() if r["config"]["num_devices"] == 2}
+  model = Model("model_parallel", tuple(epoch_seconds_of(singles[base_name])), _cores(records.values()),
+                copy_seconds_per_param=_copy_seconds_per_param(pairs.values()),
+                calibration=(base_name,) + tuple(sorted(pairs)))
+  points = [Point.of(r) for r in pairs.values()]
+  rho = fit_scalar(lambda x: [dataclasses.replace(model, slowdown=x).predict(p.hidden_units, p.epochs, p.devices)
+                              for p in points], [p.seconds for p in points])
+  return dataclasses.replace(model, slowdown=rho)
+
+
+def _profile_phases(record: Mapping) -> Optional[Mapping[str, float]]:
+  profile = record.get("profile") or {}
+  return profile.get("seconds_per_epoch")
+
+
+def calibrate_data_parallel(records: Mapping[str, Mapping],
+                            profiles: Optional[Mapping[str, Mapping]] = None) -> Model:
+  """Calibrates the data-parallel model on runs with G <= 2.
+
+  t_k: the G = 1 run. f: (forward_loss + gradients) / total of a G = 1 op profile (1 without one).
+  gamma: all-reduce seconds per epoch of a G = 2 op profile / (S_p P_p), where S_p and P_p are the
+  profiled run's steps per epoch and first-layer parameters (0 without one). rho: fitted to the
+  G = 2 runs' pretraining seconds.
+
+  Args:
+    records: {run name: data-parallel run record} of one experiment (same batch and examples).
+    profiles: {run name: record with a "profile"}; defaults to the profiled runs among `records`.
+
+  Raises:
+    ValueError: there is no G = 1 run.
+  """
+  profiles = dict(profiles if profiles is not None else records)
+  singles = {n: r for n, r in records.items() if r["config"]["num_devices"] == 1}
+  if not singles:
+    raise ValueError("the model needs a run with one device")
+  base_name = max(singles, key=lambda n: len(singles[n]["config"]["hidden_units"]))
+  base = singles[base_name]
+  fraction, gamma, used = 1.0, 0.0, [base_name]
+  for name, r in sorted(profiles.items()):
+    phases = _profile_phases(r)
+    if not phases:
+      continue
+    g = r["config"]["num_devices"]
+    if g == 1 and fraction == 1.0:
+      fraction = (phases["forward_loss"] + phases["gradients"]) / sum(phases.values())
+      used.append(name)
+    if g == 2 and gamma == 0.0:
+      steps = r["config"]["train_examples"] // r["config"]["batch_size"]
+      gamma = phases["allreduce"] / (steps * layer_params(r["config"]["hidden_units"])[0])
+      used.append(name)
+  config = base["config"]
+  pairs = {n: r for n, r in records.items() if r["config"]["num_devices"] == 2}
+  model = Model("data_parallel", tuple(epoch_seconds_of(base)), _cores(records.values()),
+                parallel_fraction=fraction, allreduce_seconds_per_param=gamma,
+                steps_per_epoch=config["train_examples"] // config["batch_size"],
+                calibration=tuple(dict.fromkeys(used + sorted(pairs))))
+  points = [Point.of(r) for r in pairs.values()]
+  rho = fit_scalar(lambda x: [dataclasses.replace(model, slowdown=x).predict(p.hidden_units, p.epochs, p.devices)
+                              for p in points], [p.seconds for p in points])
+  return dataclasses.replace(model, slowdown=rho)
+
+
+@dataclasses.dataclass(frozen=True)
+class Error:
+  """Prediction vs measurement at one measured point."""
+  name: str
+  hidden_units: Tuple[int, ...]
+  devices: int
+  measured: float
+  predicted: float
+  in_calibration: bool
+  oversubscribed: bool
+
+  @property
+  def relative(self) -> float:
+    """(predicted - measured) / measured."""
+    return (self.predicted - self.measured) / self.measured
+
+
+def relative_errors(model: Model, records: Mapping[str, Mapping]) -> List[Error]:
+  """The model's prediction at every measured run of `records`, sorted by layers then devices."""
+  errors = []
+  for name, r in records.items():
+    p = Point.of(r, name)
+    errors.append(Error(name, p.hidden_units, p.devices, p.seconds, model.predict(p.hidden_units, p.epochs, p.devices),
+                        name in model.calibration, p.devices > model.cores))
+  return sorted(errors, key=lambda e: (len(e.hidden_units), e.devices, e.name))
+

@@ -1,0 +1,95 @@
+"""Data-parallel figures: seconds per epoch vs batch size (dp_batch_sweep, dpres2.png) and the op profile
+by phase vs devices (dp_op_profile, dpres3.png)."""
+
+from typing import Dict, List, Tuple
+
+from experiments import plot_style
+from experiments import records
+from experiments import reported
+
+PHASES = ("input", "forward_loss", "gradients", "allreduce", "apply")
+PHASE_LABELS = {"input": "input (gather + corrupt)", "forward_loss": "forward + loss", "gradients": "gradients",
+                "allreduce": "all-reduce (accumulate + average)", "apply": "apply SGD update"}
+PHASE_COLORS = {"input": "tab:blue", "forward_loss": "tab:orange", "gradients": "0.6", "allreduce": "gold",
+                "apply": "tab:cyan"}
+
+
+def sweep_points(data: plot_style.EntryData) -> List[Tuple[int, float, float, bool]]:
+  """[(global batch, median seconds per epoch, examples per second, oversubscribed)] sorted by batch."""
+  out = []
+  for r in data.runs.values():
+    batch = r["config"]["batch_size"]
+    seconds = records.median_epoch_seconds(r)
+    processed = (r["config"]["train_examples"] // batch) * batch
+    out.append((batch, seconds, processed / seconds, records.oversubscribed(r)))
+  return sorted(out)
+
+
+def draw_sweep(data: plot_style.EntryData):
+  """Seconds per epoch (left) and examples per second (right) vs global batch, ours and the report's."""
+  fig, (left, right) = plot_style.figure(2)
+  pts = sweep_points(data)
+  examples = {r["config"]["train_examples"] for r in data.runs.values()}
+  g = {records.devices(r) for r in data.runs.values()}
+  color = plot_style.STRATEGY_COLORS["dp"]
+  xs = [p[0] for p in pts]
+  over = [p[3] for p in pts]
+  label = f"ours, {'/'.join(map(str, sorted(g)))} devices, {'/'.join(f'{n:,}' for n in sorted(examples))} examples"
+  plot_style.points(left, xs, [p[1] for p in pts], over, color, label)
+  plot_style.points(right, xs, [p[2] for p in pts], over, color, label)
+  rep = reported.DP_BATCH_SWEEP
+  rep_x = [4 * b for b in rep]  # the report's batch was per GPU
+  plot_style.report_series(left, rep_x, list(rep.values()), f"{plot_style.REPORT_LABEL}, 55,000 examples")
+  plot_style.report_series(right, rep_x, [55_000 / s for s in rep.values()], plot_style.REPORT_LABEL)
+  best = min(pts, key=lambda p: p[1])
+  left.annotate(f"min at {best[0]}", (best[0], best[1]), textcoords="offset points", xytext=(0, -14), fontsize=7,
+                ha="center")
+  for ax, ylabel in ((left, "seconds per epoch of one layer"), (right, "examples per second")):
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("global batch (report: 4 × its per-GPU batch)")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+  plot_style.finish(fig, data)
+  return fig
+
+
+def profile_rows(data: plot_style.EntryData) -> Dict[int, Tuple[Dict[str, float], bool]]:
+  """{devices: ({phase: seconds per epoch}, oversubscribed)} from the records' op profiles."""
+  out = {}
+  for r in data.runs.values():
+    phases = (r.get("profile") or {}).get("seconds_per_epoch")
+    if phases:
+      out[records.devices(r)] = ({p: float(phases.get(p, 0.0)) for p in PHASES}, records.oversubscribed(r))
+  return dict(sorted(out.items()))
+
+
+def _stack(ax, rows: Dict[int, Dict[str, float]], over: Dict[int, bool]) -> None:
+  gs = list(rows)
+  bottoms = [0.0] * len(gs)
+  for phase in PHASES:
+    heights = [rows[g].get(phase, 0.0) for g in gs]
+    plot_style.bars(ax, gs, heights, 0.6, PHASE_COLORS[phase], PHASE_LABELS[phase], [over.get(g, False) for g in gs],
+                    bottoms)
+    bottoms = [b + h for b, h in zip(bottoms, heights)]
+  plot_style.annotate_bars(ax, gs, bottoms, "{:.2f}" if max(bottoms) < 10 else "{:.1f}")
+  ax.set_xticks(gs)
+  ax.set_xlabel("devices G")
+  ax.set_ylabel("seconds per epoch")
+
+
+def draw_profile(data: plot_style.EntryData):
+  """Stacked seconds per epoch by phase vs devices: ours (left) and the report's (right)."""
+  fig, (left, right) = plot_style.figure(2)
+  rows = profile_rows(data)
+  if rows:
+    _stack(left, {g: p for g, (p, _) in rows.items()}, {g: o for g, (_, o) in rows.items()})
+    methods = {(r.get("profile") or {}).get("method", "?") for r in data.runs.values()}
+    left.set_title(f"ours ({', '.join(sorted(map(str, methods)))})", fontsize=9)
+  else:
+    left.text(0.5, 0.5, "no op profile in these records", ha="center", transform=left.transAxes)
+  left.legend(fontsize=7)
+  _stack(right, reported.DP_OP_PROFILE, {})
+  right.set_title(f"{plot_style.REPORT_LABEL} (read off dpres3.png)", fontsize=9)
+  plot_style.finish(fig, data)
+  return fig

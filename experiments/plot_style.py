@@ -1,0 +1,124 @@
+"""What every figure shares: the data it is drawn from, the footer naming preset and hardware, and
+the marking of oversubscribed points (more logical devices than cores)."""
+
+import dataclasses
+import textwrap
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from experiments import presets  # noqa: E402
+from experiments import records  # noqa: E402
+from experiments import reported  # noqa: E402
+
+REPORT_LABEL = reported.HARDWARE
+REPORT_COLOR = "0.45"
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+STRATEGY_COLORS = {"greedy": "tab:blue", "mp": "tab:orange", "dp": "tab:green"}
+STRATEGY_NAMES = {"greedy": "greedy layer-wise", "mp": "model parallel", "dp": "data parallel"}
+
+
+@dataclasses.dataclass
+class EntryData:
+  """The records a figure is drawn from.
+
+  Attributes:
+    entry: the entry name.
+    preset: the preset shown (see `records.primary_preset`).
+    runs: {run name: record} of `preset`.
+    other: {preset: {run name: record}} of the other presets that have records (accuracy figures
+      show them too).
+  """
+  entry: str
+  preset: str
+  runs: Dict[str, Dict[str, Any]]
+  other: Dict[str, Dict[str, Dict[str, Any]]] = dataclasses.field(default_factory=dict)
+
+  @staticmethod
+  def load(output_dir: str, entry: str) -> Optional["EntryData"]:
+    """The entry's records in `output_dir`, or None when it has none."""
+    preset = records.primary_preset(output_dir, entry)
+    if preset is None:
+      return None
+    other = {p: r for p in presets.PRESETS if p != preset
+             for r in [records.entry_records(output_dir, entry, p)] if r}
+    return EntryData(entry, preset, records.entry_records(output_dir, entry, preset), other)
+
+  def all_records(self) -> list:
+    return list(self.runs.values()) + [r for runs in self.other.values() for r in runs.values()]
+
+
+def figure(ncols: int = 1, width: float = 6.4, height: float = 4.8):
+  """A figure with `ncols` axes side by side (a list of axes)."""
+  fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)
+  return fig, list(axes[0])
+
+
+def preset_note(entry: str, preset: str) -> str:
+  """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
+  notes = presets.shrink_notes(entry, preset)
+  return f"preset {preset}: " + "; ".join(notes) if notes else f"preset {preset} (the report's settings)"
+
+
+def finish(fig, data: EntryData, extra: str = "", presets_shown: Sequence[str] = ()) -> None:
+  """Titles the figure and adds the footer: preset (and what it shrinks), hardware, cores, and the
+  meaning of hollow markers."""
+  fig.suptitle(presets.build(data.preset)[data.entry].title, fontsize=12)
+  lines = [preset_note(data.entry, p) for p in (presets_shown or [data.preset])]
+  rs = data.all_records() if presets_shown else list(data.runs.values())
+  over = any(records.oversubscribed(r) for r in rs)
+  lines.append(f"ours: {records.hardware(rs)}; 1 thread per device"
+               + ("; hollow markers/hatched bars: more devices than cores (oversubscribed)" if over else ""))
+  if extra:
+    lines.append(extra)
+  text = "\n".join(textwrap.fill(line, int(fig.get_figwidth() * 13)) for line in lines)
+  n = text.count("\n") + 1
+  fig.text(0.01, 0.01, text, fontsize=7, va="bottom", ha="left", family="monospace")
+  fig.tight_layout(rect=(0, 0.025 * n + 0.02, 1, 0.95))
+
+
+def points(ax, xs: Sequence[float], ys: Sequence[float], over: Sequence[bool], color: str, label: str,
+           linestyle: str = "-", marker: str = "o") -> None:
+  """A measured series: a line, filled markers, hollow markers where oversubscribed."""
+  ax.plot(xs, ys, linestyle=linestyle, color=color, label=label)
+  for x, y, o in zip(xs, ys, over):
+    ax.plot([x], [y], marker=marker, color=color, markerfacecolor="white" if o else color, linestyle="none")
+
+
+def report_series(ax, xs: Sequence[float], ys: Sequence[float], label: str, color: str = REPORT_COLOR,
+                  marker: str = "s") -> None:
+  """A series of the report's numbers (dashed, square markers)."""
+  ax.plot(xs, ys, linestyle="--", marker=marker, color=color, markersize=4, label=label)
+
+
+def bars(ax, positions: Sequence[float], heights: Sequence[float], width: float, color: str, label: str,
+         over: Optional[Sequence[bool]] = None, bottoms: Optional[Sequence[float]] = None) -> None:
+  """Bars, hatched where oversubscribed."""
+  over = over or [False] * len(heights)
+  bottoms = bottoms or [0.0] * len(heights)
+  for i, (x, h, o, b) in enumerate(zip(positions, heights, over, bottoms)):
+    ax.bar(x, h, width, bottom=b, color=color, hatch="//" if o else None, edgecolor="white" if o else color,
+           label=label if i == 0 else None)
+
+
+def annotate_bars(ax, positions: Sequence[float], heights: Sequence[float], fmt: str = "{:.0f}") -> None:
+  """Writes each bar's value above it."""
+  for x, h in zip(positions, heights):
+    ax.annotate(fmt.format(h), (x, h), ha="center", va="bottom", fontsize=7)
+
+
+def label_inside(ax, x: float, y: float, text: str) -> None:
+  """A label readable on any bar (dark text on a white box)."""
+  ax.annotate(text, (x, y), ha="center", fontsize=9, bbox=dict(boxstyle="round", fc="white", ec="none", alpha=0.8))
+
+
+def save(fig, path: str) -> None:
+  fig.savefig(path, dpi=110)
+  plt.close(fig)
+
+
+def by_name(runs: Mapping[str, Any], prefix: str) -> Dict[str, Any]:
+  return {k: v for k, v in runs.items() if k.startswith(prefix)}

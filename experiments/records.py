@@ -1,0 +1,170 @@
+"""Reading the run records of the experiments (DESIGN.md, "The run record").
+
+Records live at <output_dir>/runs/<entry>/<preset>_<run>.json (one directory per entry; a run shared
+by two entries lives in the first one's directory, see `presets.build`). Everything the figures and
+results/README.md show is computed here from those records.
+"""
+
+import json
+import os
+import statistics
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from experiments import presets
+
+# Config fields compared between a stored record and the run that would make it.
+_COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices",
+             "threads_per_device", "train_examples", "seed", "pretrain_learning_rate", "finetune_learning_rate")
+
+
+def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
+  """Where the record of `run` at `preset` is written."""
+  return os.path.join(output_dir, "runs", run.home, f"{preset}_{run.stored_name}.json")
+
+
+def load(path: str) -> Optional[Dict[str, Any]]:
+  """The record at `path`, or None when there is none."""
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
+
+
+def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
+  """Flags whose value in `record["config"]` differs from `run` (e.g. after a preset was edited)."""
+  config = record.get("config", {})
+  wanted = dict(run.flags)
+  for flag in run.extra_flags:
+    name, _, value = flag.lstrip("-").partition("=")
+    wanted[name] = value
+  out = []
+  for name, value in wanted.items():
+    if name not in config or name not in _COMPARED:
+      continue
+    have = config[name]
+    same = (list(have) == list(value) if name == "hidden_units"
+            else float(have) == float(value) if isinstance(have, (int, float)) and not isinstance(have, bool)
+            else str(have) == str(value))
+    if not same:
+      out.append(f"{name}={have} (preset: {value})")
+  return out
+
+
+def entry_records(output_dir: str, entry: str, preset: str) -> Dict[str, Dict[str, Any]]:
+  """{run name: record} of the runs of `entry` at `preset` that exist."""
+  out = {}
+  for run in presets.build(preset)[entry].runs:
+    record = load(record_path(output_dir, preset, run))
+    if record is not None:
+      out[run.name] = record
+  return out
+
+
+def primary_preset(output_dir: str, entry: str) -> Optional[str]:
+  """The preset an entry's figure and table show: paper when all its paper runs exist, else the
+  largest preset with any record (cpu, then paper, then smoke); None when there is none."""
+  runs = {p: entry_records(output_dir, entry, p) for p in presets.PRESETS}
+  if runs["paper"] and len(runs["paper"]) == len(presets.build("paper")[entry].runs):
+    return "paper"
+  for preset in ("cpu", "paper", "smoke"):
+    if runs[preset]:
+      return preset
+  return None
+
+
+def config(record: Mapping, name: str) -> Any:
+  """A config value of a record."""
+  return record["config"][name]
+
+
+def devices(record: Mapping) -> int:
+  return int(record["config"]["num_devices"])
+
+
+def cores(record: Mapping) -> int:
+  return int(record["environment"]["cpu_count"])
+
+
+def oversubscribed(record: Mapping) -> bool:
+  """True when the run had more logical CPU devices than the machine has cores."""
+  env = record["environment"]
+  return env.get("device_kind") != "GPU" and devices(record) > int(env["cpu_count"])
+
+
+def hardware(records: Sequence[Mapping]) -> str:
+  """One line naming the hardware the records ran on, e.g. "CPU-logical devices, 2 cores, TF 2.21.0 (vm)"."""
+  kinds = sorted({r["environment"].get("device_kind", "?") for r in records})
+  core_counts = sorted({cores(r) for r in records})
+  hosts = sorted({r["environment"].get("hostname", "?") for r in records})
+  tf_versions = sorted({r["environment"].get("tensorflow", "?") for r in records})
+  return (f"{'/'.join(kinds)} devices, {'/'.join(map(str, core_counts))} cores, TF {'/'.join(tf_versions)} "
+          f"({', '.join(hosts)})")
+
+
+def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
+  """Median wall seconds of one pretraining epoch of layer `layer` (0-based)."""
+  return statistics.median(e["seconds"] for e in record["layers"][layer]["epochs"])
+
+
+def test_accuracy(record: Mapping) -> Optional[float]:
+  fine = record.get("finetune")
+  return fine["test_accuracy"] if fine else None
+
+
+def _step_end_times(record: Mapping) -> Dict[Tuple[int, int], float]:
+  """{(group, step): seconds since pretraining began} at the end of each model-parallel step.
+
+  Steps run in (group, step) order; each lasts its wall seconds plus its weight copy when the copy
+  is not already inside the wall seconds (the record's pretrain_seconds says which).
+  """
+  steps = sorted(record["schedule"]["steps"], key=lambda s: (s["group"], s["step"]))
+  walls = [float(s["wall_seconds"]) for s in steps]
+  copies = [float(s.get("copy_seconds") or 0.0) for s in steps]
+  with_copies = abs(sum(walls) + sum(copies) - record["pretrain_seconds"]) < abs(sum(walls) - record["pretrain_seconds"])
+  out, clock = {}, 0.0
+  for s, w, c in zip(steps, walls, copies):
+    clock += w + (c if with_copies else 0.0)
+    out[(s["group"], s["step"])] = clock
+  return out
+
+
+def loss_curves(record: Mapping) -> List[List[Tuple[float, float]]]:
+  """Per layer, [(seconds since pretraining began, reconstruction loss)] at the end of each epoch.
+
+  Greedy and data parallel run the layers one after another; model parallel places every epoch at
+  the end of its step (`schedule.steps`). Seconds are steady-state training seconds (warm-up and
+  checkpoints excluded), as in `pretrain_seconds`.
+  """
+  if record.get("schedule") and record["schedule"].get("steps"):
+    ends = _step_end_times(record)
+    return [[(ends[(layer.get("group", 0), e["step"])], e["loss"]) for e in layer["epochs"]]
+            for layer in record["layers"]]
+  curves, clock = [], 0.0
+  for layer in record["layers"]:
+    curve = []
+    for e in layer["epochs"]:
+      clock += e["seconds"]
+      curve.append((clock, e["loss"]))
+    curves.append(curve)
+  return curves
+
+
+def time_to_loss(curves: Sequence[Sequence[Tuple[float, float]]], targets: Sequence[float]) -> Optional[float]:
+  """Seconds until every layer's epoch loss has reached its target (layer k: loss <= targets[k]);
+  None when some layer never does."""
+  latest = 0.0
+  for curve, target in zip(curves, targets):
+    reached = [t for t, loss in curve if loss <= target]
+    if not reached:
+      return None
+    latest = max(latest, reached[0])
+  return latest
+
+
+def driver_log(output_dir: str) -> List[Dict[str, Any]]:
+  """The lines of <output_dir>/runs/driver_log.jsonl: one per run the driver finished."""
+  path = os.path.join(output_dir, "runs", "driver_log.jsonl")
+  if not os.path.exists(path):
+    return []
+  with open(path) as f:
+    return [json.loads(line) for line in f if line.strip()]
