@@ -13,7 +13,8 @@ Inputs are quantities measured at small G (1 and 2 devices) and the schedule of 
   * model_parallel: groups of G layers; in a group of m layers, steps s = 0..E+m-2, layer j of the
     group active from step j on (pipeline fill). A step lasts the processor-sharing makespan of its
     active layers' epochs, plus the weight copies at its end: kappa seconds per copied parameter, for
-    every active layer with a layer above it in the group. Groups run one after another.
+    every copy of a layer into the frozen copies of the layers above it in its group. Groups run one
+    after another.
   * data_parallel: greedy order; an epoch of layer k splits the fraction f of t_k that is per-example
     compute over G replicas (processor sharing again: f t_k / min(G, C), times rho for G >= 2), keeps
     the rest (input gather, SGD apply, step overhead) serial, and adds the all-reduce. All-reduce cost
@@ -79,10 +80,12 @@ def model_parallel_steps(num_layers: int, epochs: int, devices: int) -> List[Tup
   return steps
 
 
-def copied_layers(active: Sequence[int], num_layers: int, devices: int) -> List[int]:
-  """Layers whose weights are copied to the device of the layer above at the end of a step: every
-  active layer that has a layer above it in its group (0-based indices)."""
-  return [k for k in active if (k + 1) % devices != 0 and k + 1 < num_layers]
+def copied_params(members: Sequence[int], params: Sequence[int]) -> int:
+  """Parameters copied at the end of every step of a group: each layer's device holds a frozen copy of
+  every lower layer of its group, refreshed from the live layer (`model_parallel/group.py`), so the
+  layer at position p of a group of m layers is copied m - 1 - p times."""
+  m = len(members)
+  return sum((m - 1 - p) * params[k] for p, k in enumerate(members))
 
 
 def predict_greedy(epoch_seconds: Sequence[float], epochs: int) -> float:
@@ -109,8 +112,14 @@ def predict_model_parallel(epoch_seconds: Sequence[float], epochs: int, devices:
   for _, _, active in model_parallel_steps(layers, epochs, devices):
     total += processor_sharing_makespan([epoch_seconds[k] for k in active], cores, slowdown)
     if copy_seconds_per_param:
-      total += copy_seconds_per_param * sum(params[k] for k in copied_layers(active, layers, devices))
+      members = _group_members(active[0], layers, devices)
+      total += copy_seconds_per_param * copied_params(members, params)
   return total
+
+
+def _group_members(layer: int, num_layers: int, devices: int) -> List[int]:
+  first = layer - layer % devices
+  return list(range(first, min(first + devices, num_layers)))
 
 
 def predict_data_parallel(epoch_seconds: Sequence[float], epochs: int, devices: int, cores: int,
@@ -276,11 +285,10 @@ def _copy_seconds_per_param(records: Iterable[Mapping]) -> float:
     schedule = r.get("schedule") or {}
     hidden = r["config"]["hidden_units"]
     params = layer_params(hidden)
-    g = schedule.get("num_devices", r["config"]["num_devices"])
+    g = r["config"]["num_devices"]
     for step in schedule.get("steps", []):
-      active = [k - 1 for k in step["active_layers"]]
       seconds += float(step.get("copy_seconds") or 0.0)
-      copied += sum(params[k] for k in copied_layers(active, len(hidden), g))
+      copied += copied_params(_group_members(step["active_layers"][0] - 1, len(hidden), g), params)
   return seconds / copied if copied else 0.0
 
 

@@ -100,7 +100,7 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
         "mp_scaling_b100": dict(examples=5500, epochs=5, batch=100, units=2000, layers=(2, 3, 4)),
         "mp_scaling_b5000": dict(examples=10_000, epochs=10, batch=5000, units=2000, layers=(2, 3, 4)),
         "dp_scaling": dict(examples=10_000, epochs=7, batch=5000, hidden=CONFIG_1, devices=(1, 2, 3, 4)),
-        "dp_batch_sweep": dict(examples=11_000, epochs=2, units=2000, devices=4,
+        "dp_batch_sweep": dict(examples=18_000, epochs=2, units=2000, devices=4,
                                batches=(52, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2000, 3000, 4000,
                                         5000, 6000, 7000, 8000, 9000)),
         "dp_op_profile": dict(examples=11_000, epochs=1, batch=1000, units=2000, devices=(1, 2, 3, 4), profile=()),
@@ -138,8 +138,13 @@ def _mp_scaling(s) -> List[RunSpec]:
           for h in s["layers"] for g in range(1, h + 1)]
 
 
+def divisible(batch: int, devices: int) -> int:
+  """The global batch rounded down to a multiple of the replicas (data parallel splits it evenly)."""
+  return batch - batch % devices
+
+
 def _dp_scaling(s) -> List[RunSpec]:
-  return [_run(f"g{g}", "data_parallel", s["hidden"], s["epochs"], s["batch"], g, s["examples"])
+  return [_run(f"g{g}", "data_parallel", s["hidden"], s["epochs"], divisible(s["batch"], g), g, s["examples"])
           for g in s["devices"]]
 
 
@@ -149,7 +154,7 @@ def _dp_batch_sweep(s) -> List[RunSpec]:
 
 
 def _dp_op_profile(s) -> List[RunSpec]:
-  return [_run(f"g{g}", "data_parallel", (s["units"],), s["epochs"], s["batch"], g, s["examples"],
+  return [_run(f"g{g}", "data_parallel", (s["units"],), s["epochs"], divisible(s["batch"], g), g, s["examples"],
                extra=s["profile"]) for g in s["devices"]]
 
 

@@ -15,14 +15,16 @@ Program logs (and checkpoints of the long accuracy runs) go to --work_dir.
 import os
 import sys
 
-from absl import app
-from absl import flags
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # budget estimates import TensorFlow (FLOP counts)
 
-from experiments import budget
-from experiments import driver
-from experiments import figures
-from experiments import presets
-from experiments import results_readme
+from absl import app  # noqa: E402
+from absl import flags  # noqa: E402
+
+from experiments import budget  # noqa: E402
+from experiments import driver  # noqa: E402
+from experiments import figures  # noqa: E402
+from experiments import presets  # noqa: E402
+from experiments import results_readme  # noqa: E402
 
 _PRESET = flags.DEFINE_enum("preset", "cpu", list(presets.PRESETS),
                             "Experiment sizes: the report's (paper), shrunk to ~1 hour on 2 cores (cpu), or seconds (smoke).")

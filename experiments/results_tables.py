@@ -83,6 +83,9 @@ def dp_scaling(data) -> Tuple[str, List[str]]:
   if 1 in by_g and 2 in by_g:
     sentences.append(f"Ours: {by_g[1]['pretrain_seconds'] / by_g[2]['pretrain_seconds']:.2f}× on 2 devices "
                      f"(linear would be 2×); the report calls its speedup near linear but gives no numbers.")
+  batches = sorted({r["config"]["batch_size"] for r in by_g.values()})
+  if len(batches) > 1:
+    sentences.append(f"Global batch {'/'.join(map(str, batches))}: rounded down to a multiple of the devices.")
   sentences.append(CORES_NOTE.format(cores=_cores(data)))
   return md_table(["devices", "ours s", "ours speedup", "model s (error)", "report"], rows), sentences
 

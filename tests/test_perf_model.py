@@ -1,0 +1,132 @@
+"""The performance model on synthetic timings where the answer is known exactly (no TensorFlow runs)."""
+
+import importlib.util
+import os
+
+import pytest
+
+from experiments import perf_model
+from experiments import plot_style
+from tests.fixtures import make_records
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "records")
+
+
+def test_processor_sharing_makespan_by_hand():
+  assert perf_model.processor_sharing_makespan([], 2) == 0.0
+  # No more jobs than cores: the longest job.
+  assert perf_model.processor_sharing_makespan([1.0, 3.0], 2) == pytest.approx(3.0)
+  # Three jobs on two cores: each at 2/3 speed until job 1 (1 s of work) ends at 1.5 s; then the two
+  # left (1 s and 2 s of work to go) run at full speed: 2.5 s and 3.5 s.
+  assert perf_model.processor_sharing_makespan([1.0, 2.0, 3.0], 2) == pytest.approx(3.5)
+  # Four equal jobs on two cores take twice as long as one.
+  assert perf_model.processor_sharing_makespan([2.0] * 4, 2) == pytest.approx(4.0)
+  # The side-by-side slowdown applies only while two or more jobs run.
+  assert perf_model.processor_sharing_makespan([2.0, 2.0], 2, slowdown=1.5) == pytest.approx(3.0)
+  assert perf_model.processor_sharing_makespan([2.0], 2, slowdown=1.5) == pytest.approx(2.0)
+  # Jobs 1 s and 3 s, slowdown 2: both at half speed until 2 s, then the 3 s job's last 2 s alone: 4 s.
+  assert perf_model.processor_sharing_makespan([1.0, 3.0], 2, slowdown=2.0) == pytest.approx(4.0)
+  with pytest.raises(ValueError):
+    perf_model.processor_sharing_makespan([1.0], 0)
+  with pytest.raises(ValueError):
+    perf_model.processor_sharing_makespan([1.0], 2, slowdown=0.5)
+
+
+def test_schedule_by_hand():
+  # H = 3 layers, G = 2 devices, E = 2 epochs: groups [0, 1] and [2]; pipeline fill in the first.
+  assert perf_model.model_parallel_steps(3, 2, 2) == [
+      (0, 0, [0]), (0, 1, [0, 1]), (0, 2, [0, 1]), (1, 0, [2]), (1, 1, [2])]
+  # G = 1 is greedy: E steps per layer, one layer each.
+  assert perf_model.model_parallel_steps(2, 3, 1) == [(0, s, [0]) for s in range(3)] + [(1, s, [1]) for s in range(3)]
+
+
+def test_schedule_matches_model_parallel_program():
+  if importlib.util.find_spec("model_parallel") is None:
+    pytest.skip("model_parallel not present")
+  from model_parallel import schedule
+  for h in range(1, 7):
+    for g in range(1, 6):
+      for e in (1, 2, 5):
+        want = [(s.group, s.step, list(s.active)) for s in schedule.Schedule(h, g, e).all_steps()]
+        assert perf_model.model_parallel_steps(h, e, g) == want, (h, g, e)
+
+
+def test_model_parallel_prediction_by_hand():
+  t = [1.0, 2.0, 3.0, 4.0]
+  # One device: greedy, 10 epochs of every layer.
+  assert perf_model.predict_model_parallel(t, 10, 1, cores=2) == pytest.approx(100.0)
+  assert perf_model.predict_greedy(t, 10) == pytest.approx(100.0)
+  # Four devices on four cores: steps last 1, 2, 3, then ten steps of the slowest layer (4 s).
+  assert perf_model.predict_model_parallel(t, 10, 4, cores=4) == pytest.approx(1 + 2 + 3 + 40)
+  # Two devices on two cores: group (1, 2): 1 + 10 x 2; group (3, 4): 3 + 10 x 4.
+  assert perf_model.predict_model_parallel(t, 10, 2, cores=2) == pytest.approx(21 + 43)
+  # With copies: per step of group (1, 2) layer 1 (params 10) is copied once; of group (3, 4) layer 3 (30).
+  params = [10, 20, 30, 40]
+  assert perf_model.predict_model_parallel(t, 10, 2, cores=2, copy_seconds_per_param=0.01, params=params) == \
+      pytest.approx(64 + 11 * 0.1 + 11 * 0.3)
+  # Oversubscribed: four devices on two cores can never beat (total work) / 2.
+  work = sum(t[k] * (13 - k) for k in range(4))  # layer k trains E + G - 1 - k epochs
+  assert perf_model.predict_model_parallel(t, 10, 4, cores=2) >= work / 2
+  assert perf_model.copied_params([0, 1, 2], params) == 2 * 10 + 1 * 20
+
+
+def test_data_parallel_prediction_by_hand():
+  # f = 0.75 of a 2 s epoch splits over G = 2 replicas on 2 cores: 0.75 + 0.5 per epoch.
+  assert perf_model.predict_data_parallel([2.0], 4, 2, cores=2, parallel_fraction=0.75) == pytest.approx(4 * 1.25)
+  # G = 4 on 2 cores: the compute part still splits over only 2 cores.
+  assert perf_model.predict_data_parallel([2.0], 1, 4, cores=2, parallel_fraction=0.75) == pytest.approx(1.25)
+  # All-reduce: S steps x (G - 1) transfers x P params x gamma.
+  assert perf_model.predict_data_parallel([2.0], 1, 3, cores=4, parallel_fraction=1.0, allreduce_seconds_per_param=1e-3,
+                                          params=[100], steps_per_epoch=5) == pytest.approx(2 / 3 + 5 * 2 * 100 * 1e-3)
+  # One device: no all-reduce, no slowdown.
+  assert perf_model.predict_data_parallel([2.0], 3, 1, cores=2, slowdown=1.3, allreduce_seconds_per_param=1.0,
+                                          params=[100], steps_per_epoch=5) == pytest.approx(6.0)
+
+
+def test_fit_scalar_finds_the_known_minimum():
+  assert perf_model.fit_scalar(lambda x: [10 * x, 20 * x], [13.0, 26.0]) == pytest.approx(1.3, abs=1e-9)
+  assert perf_model.fit_scalar(lambda x: [10 * x], [5.0]) == pytest.approx(1.0, abs=1e-9)  # clipped at low
+  assert perf_model.fit_scalar(lambda x: [x], []) == 1.0
+
+
+def _entry(entry):
+  data = plot_style.EntryData.load(FIXTURES, entry)
+  assert data is not None and data.preset == "cpu"
+  return data.runs
+
+
+def test_calibration_recovers_the_parameters_the_timings_were_made_with():
+  # The fixture records were generated by the model with known rho and kappa (tests/fixtures/make_records.py),
+  # stored to 6 significant digits.
+  runs = _entry("mp_scaling_b5000")
+  model = perf_model.calibrate_model_parallel(runs)
+  assert model.slowdown == pytest.approx(make_records.FIXTURE_SLOWDOWN, rel=1e-4)
+  assert model.copy_seconds_per_param == pytest.approx(make_records.FIXTURE_COPY_SECONDS_PER_PARAM, rel=1e-3)
+  assert model.cores == make_records.CORES
+  errors = perf_model.relative_errors(model, runs)
+  assert len(errors) == 9
+  assert max(abs(e.relative) for e in errors) < 1e-3
+  assert {e.name for e in errors if e.in_calibration} == {"h4_g1", "h2_g2", "h3_g2", "h4_g2"}
+  assert {e.devices for e in errors if e.oversubscribed} == {3, 4}
+  # The curve goes to 8 devices; beyond H devices model parallel cannot go faster.
+  curve = model.curve((2000,) * 4, 10)
+  assert sorted(curve) == list(range(1, 9)) and curve[8] == pytest.approx(curve[4])
+
+
+def test_data_parallel_calibration_recovers_fraction_and_allreduce_cost():
+  runs = _entry("dp_scaling")
+  model = perf_model.calibrate_data_parallel(runs)
+  assert model.parallel_fraction == pytest.approx(make_records.FIXTURE_PARALLEL_FRACTION, rel=1e-4)
+  assert model.allreduce_seconds_per_param == pytest.approx(make_records.FIXTURE_ALLREDUCE_SECONDS_PER_PARAM, rel=1e-4)
+  assert model.slowdown == pytest.approx(make_records.FIXTURE_SLOWDOWN, rel=1e-4)
+  assert max(abs(e.relative) for e in perf_model.relative_errors(model, runs)) < 1e-4
+
+
+def test_a_wrong_model_shows_its_error():
+  # Calibrated on batch-5000 timings, the model mispredicts the batch-100 runs (other examples): the
+  # relative errors must say so rather than hide it.
+  model = perf_model.calibrate_model_parallel(_entry("mp_scaling_b5000"))
+  errors = perf_model.relative_errors(model, _entry("mp_scaling_b100"))
+  assert min(abs(e.relative) for e in errors) > 0.5
+  with pytest.raises(ValueError, match="one device"):
+    perf_model.calibrate_model_parallel({k: v for k, v in _entry("mp_scaling_b100").items() if not k.endswith("g1")})
