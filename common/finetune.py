@@ -110,26 +110,42 @@ class Finetuner(tf.Module):
   def _indices(self, positions, epoch):
     return data.epoch_indices(positions, self.seed, epoch, self.num_examples, data.FINETUNE_STREAM)
 
-  def run_steps(self, epoch, first_step, num_steps, learning_rate, strategy=None) -> tf.Tensor:
+  def run_steps(self, epoch, first_step, num_steps, learning_rate, strategy=None, iterator=None,
+                schedule: Optional[Callable[[tf.Tensor], tf.Tensor]] = None) -> tf.Tensor:
     """Runs a range of an epoch's steps (graph code); returns the sum of the batch mean losses.
 
-    With `strategy`, every replica takes its share of each global batch (`common.sgd`).
+    Args:
+      epoch, first_step, num_steps: int32 scalars.
+      learning_rate: float32 scalar (0 changes nothing: used to warm up compilation).
+      strategy: run under this strategy, every replica taking its share of each global batch
+        (`common.sgd`); None runs the fused single-device step on `device`.
+      iterator: with `strategy`, a `sgd.distributed_indices` iterator of the finetuning stream standing
+        at (epoch, first_step); its elements are checked against the step. None: every replica
+        computes its positions itself (`sgd.replica_positions`).
+      schedule: None, or a function of the step's index in the whole run (int32 scalar,
+        epoch * steps_per_epoch + step) returning a float32 factor for `learning_rate` (a warm-up).
     """
+    def rate(step):
+      return sgd.scheduled(learning_rate, schedule, epoch * self.steps_per_epoch + step)
+
     if strategy is not None:
-      def replica_step(step):
-        indices = self._indices(sgd.replica_positions(step, self.batch_size), epoch)
+      def replica_step(step, element=None):
+        if element is None:
+          indices = self._indices(sgd.replica_positions(step, self.batch_size), epoch)
+        else:
+          indices = sgd.element_indices(element, epoch, step)
         loss, grads = self.loss_and_gradients(tf.gather(self.images, indices), tf.gather(self.labels, indices),
                                               self.batch_size)
-        sgd.apply_sgd(self.classifier.weights, grads, learning_rate)
+        sgd.apply_sgd(self.classifier.weights, grads, rate(step))
         return loss
-      return sgd.distributed_steps(strategy, replica_step, first_step, num_steps)
+      return sgd.distributed_steps(strategy, replica_step, first_step, num_steps, iterator)
 
     with tf.device(self.device):
       offsets = tf.range(self.batch_size)
 
       def body(step, total):
         indices = self._indices(step * self.batch_size + offsets, epoch)
-        return step + 1, total + self.train_step(indices, learning_rate)
+        return step + 1, total + self.train_step(indices, rate(step))
 
       stop = first_step + num_steps
       _, total = tf.while_loop(lambda s, _: s < stop, body, (first_step, tf.constant(0.0)))
@@ -147,7 +163,8 @@ def accuracy(classifier: Classifier, images: np.ndarray, labels: np.ndarray, bat
 def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, config: config_lib.Config,
                    state: Dict[str, Any], save: Callable[[Dict[str, Any]], float], timer: timing.PhaseTimer,
                    device: Optional[str] = None, strategy: Optional[tf.distribute.Strategy] = None,
-                   chunks_per_epoch: int = 1) -> Dict[str, Any]:
+                   chunks_per_epoch: int = 1, learning_rate: Optional[float] = None,
+                   schedule: Optional[Callable[[tf.Tensor], tf.Tensor]] = None) -> Dict[str, Any]:
   """Finetunes for `config.finetune_epochs`, checkpointing every epoch; returns the record's "finetune".
 
   Resumable: `state["finetune"]` (the checkpointed progress) says how many epochs are done; when it is
@@ -161,8 +178,12 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     state: the run's progress document (updated in place).
     save: writes a checkpoint with the given progress document; returns seconds spent.
     timer: phases "finetune_warmup", "finetune_train", "finetune_evaluate", "checkpoint" are added.
-    device, strategy: where to run (one device, or replicas of a strategy).
+    device, strategy: where to run (one device, or replicas of a strategy). Under a strategy the
+      training images are copied once to every replica device (`sgd.replica_resident`) and each
+      replica's example indices come from one distributed input pipeline (`sgd.distributed_indices`).
     chunks_per_epoch: calls per epoch (more gives a smoother progress bar).
+    learning_rate: the SGD learning rate (after the warm-up); None uses config.finetune_learning_rate.
+    schedule: None, or the factor of `learning_rate` at each step (see `Finetuner.run_steps`).
 
   Returns:
     {"epochs", "batch_size", "learning_rate", "seconds", "validation_accuracy", "test_accuracy",
@@ -177,19 +198,28 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
   if fine is None:
     classifier.load_pretrained(layers)
     fine = state["finetune"] = {"history": []}
-  place = strategy.scope() if strategy is not None else tf.device(device)
-  with place:
-    images = tf.constant(mnist.train_images)
-    labels = tf.constant(mnist.train_labels)
+  done = len(fine["history"])
+  if strategy is not None:
+    images = sgd.replica_resident(strategy, mnist.train_images)
+    labels = sgd.replica_resident(strategy, mnist.train_labels)
+    inputs = lambda first, count: sgd.distributed_indices(  # noqa: E731
+        strategy, config.seed, mnist.num_train, batch, first, count, data.FINETUNE_STREAM)
+    warmup_iterator, iterator = inputs(0, 1), inputs(done, epochs - done)
+  else:
+    with tf.device(device):
+      images = tf.constant(mnist.train_images)
+      labels = tf.constant(mnist.train_labels)
+    warmup_iterator = iterator = None
   finetuner = Finetuner(classifier, images, labels, config.seed, batch, device)
-  epoch_fn = tf.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy))
+  compiled = tf.function(lambda it, e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, it, schedule))
+  epoch_fn = lambda e, f, n, lr: compiled(iterator, e, f, n, lr)  # noqa: E731
   steps = finetuner.steps_per_epoch
   with timer.phase("finetune_warmup"):
-    epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
-  done = len(fine["history"])
+    compiled(warmup_iterator, tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
   progress = progress_lib.Progress(epochs, "finetune", config.show_progress, done_work=done)
   bounds = np.linspace(0, steps, min(chunks_per_epoch, steps) + 1).astype(int)
-  lr = tf.constant(config.finetune_learning_rate, tf.float32)
+  learning_rate = config.finetune_learning_rate if learning_rate is None else learning_rate
+  lr = tf.constant(learning_rate, tf.float32)
   for epoch in range(done, epochs):
     start = time.perf_counter()
     total = 0.0
@@ -214,6 +244,6 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
   with timer.phase("finetune_evaluate"):
     val = accuracy(classifier, mnist.validation_images, mnist.validation_labels)
     test = accuracy(classifier, mnist.test_images, mnist.test_labels)
-  return {"epochs": epochs, "batch_size": batch, "learning_rate": config.finetune_learning_rate,
+  return {"epochs": epochs, "batch_size": batch, "learning_rate": learning_rate,
           "seconds": sum(h["seconds"] for h in fine["history"]), "validation_accuracy": val,
           "test_accuracy": test, "history": fine["history"]}

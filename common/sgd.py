@@ -7,15 +7,24 @@ single device would process at positions [r B/G, (r+1) B/G) of the step: with th
 replica's examples and divided by the global batch (`tf.nn.compute_average_loss` semantics), the
 all-reduced (summed) gradient equals the single-device gradient of the global batch, which is what
 makes data parallel equal greedy (DESIGN.md, "The four schedules").
+
+The replicas' example indices come either from `replica_positions` (computed inside the replica) or
+from `distributed_indices`, a `tf.data` pipeline built once and distributed by the strategy
+(`distribute_datasets_from_function`); both give every replica the same examples.
 """
 
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, Optional, Sequence
 
 import tensorflow as tf
+
+from common import data
 
 
 def apply_sgd(variables: Sequence[tf.Variable], gradients: Sequence[tf.Tensor], learning_rate: tf.Tensor) -> None:
   """In replica context: sums `gradients` over replicas (all-reduce) and applies var -= lr * grad once.
+
+  The update is TensorFlow's fused SGD kernel (`ResourceApplyGradientDescent`, one pass over the
+  variable), run once per variable copy (one per replica device) by `strategy.extended.update`.
 
   Args:
     variables: the model's variables (MirroredVariables under a mirrored strategy).
@@ -24,12 +33,46 @@ def apply_sgd(variables: Sequence[tf.Variable], gradients: Sequence[tf.Tensor], 
   """
   ctx = tf.distribute.get_replica_context()
   summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, list(gradients))
+  ctx.merge_call(update_variables, args=(variables, summed, learning_rate))
 
-  def update(strategy, grads):
-    for var, grad in zip(variables, grads):
-      strategy.extended.update(var, lambda v, g: v.assign_sub(learning_rate * g), args=(grad,))
 
-  ctx.merge_call(update, args=(summed,))
+def update_variables(strategy: tf.distribute.Strategy, variables: Sequence[tf.Variable], gradients,
+                     learning_rate: tf.Tensor) -> None:
+  """In cross-replica context (`merge_call`): var -= learning_rate * gradient on every copy of every variable.
+
+  Args:
+    strategy: the strategy (passed by `merge_call`).
+    variables: the variables.
+    gradients: one (mirrored or per-replica) gradient per variable, the same shapes.
+    learning_rate: float32 scalar (or one per replica, all equal).
+  """
+  def sgd_update(var, grad, lr):
+    return tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=lr, delta=grad)
+
+  for var, grad in zip(variables, gradients):
+    strategy.extended.update(var, sgd_update, args=(grad, learning_rate))
+
+
+def scheduled(learning_rate: tf.Tensor, schedule: Optional[Callable[[tf.Tensor], tf.Tensor]],
+              step_index: tf.Tensor) -> tf.Tensor:
+  """The learning rate of step `step_index` (int32, counted from the start of training): `learning_rate`
+  times `schedule(step_index)` (e.g. a warm-up), or `learning_rate` itself when `schedule` is None."""
+  return learning_rate if schedule is None else learning_rate * schedule(step_index)
+
+
+def check_divisible(global_batch_size: int, replicas: int, flag: str = "batch_size") -> None:
+  """Raises ValueError unless the global batch splits evenly over the replicas.
+
+  Args:
+    global_batch_size: B, examples per step over all replicas.
+    replicas: G.
+    flag: the flag named in the message.
+  """
+  if global_batch_size % replicas:
+    raise ValueError(
+        f"--{flag}={global_batch_size} (the global batch) is not divisible by the {replicas} replicas "
+        f"(--num_devices={replicas}): every replica takes an equal share; use a multiple of {replicas}, "
+        f"e.g. {global_batch_size - global_batch_size % replicas or replicas}.")
 
 
 def replica_positions(step: tf.Tensor, global_batch_size: int) -> tf.Tensor:
@@ -40,32 +83,118 @@ def replica_positions(step: tf.Tensor, global_batch_size: int) -> tf.Tensor:
   """
   ctx = tf.distribute.get_replica_context()
   replicas = ctx.num_replicas_in_sync
-  if global_batch_size % replicas:
-    raise ValueError(f"global batch {global_batch_size} is not divisible by {replicas} replicas")
+  check_divisible(global_batch_size, replicas)
   per_replica = global_batch_size // replicas
   replica = tf.cast(ctx.replica_id_in_sync_group, tf.int32)
   return step * global_batch_size + replica * per_replica + tf.range(per_replica)
 
 
+def distributed_indices(strategy: tf.distribute.Strategy, seed: int, num_examples: int, global_batch_size: int,
+                        first_epoch: int, num_epochs: int, stream: int = data.PRETRAIN_STREAM,
+                        fetch_to_device: bool = True):
+  """An iterator giving every replica its example indices for each step of a range of epochs.
+
+  One `tf.data` pipeline per worker (`strategy.distribute_datasets_from_function`) computes the
+  shuffled order (`data.epoch_indices`, a pure function of (seed, epoch)) and hands each replica its
+  contiguous share of every global batch, step after step: replica r of G gets positions
+  [r B/G, (r+1) B/G) of step s, exactly what a single device processing batch B sees at those
+  positions. The images themselves are not copied through the pipeline: the replicas gather them
+  from the training images held on their device.
+
+  Args:
+    strategy: the strategy whose replicas consume the iterator.
+    seed: the run's seed.
+    num_examples: N, training examples; an epoch is N // B steps.
+    global_batch_size: B, divisible by the number of replicas G.
+    first_epoch: the first epoch yielded (step 0 of it comes first).
+    num_epochs: epochs yielded; the iterator ends after them.
+    stream: the order's stream (`data.PRETRAIN_STREAM` or `data.FINETUNE_STREAM`).
+    fetch_to_device: prefetch each replica's element onto its device (else they stay on the host).
+
+  Returns:
+    A distributed iterator; each `next()` is a per-replica dict {"epoch": int32 scalar, "step": int32
+    scalar, "indices": int32 [B / G]}.
+
+  Raises:
+    ValueError: B is not divisible by G.
+  """
+  replicas = strategy.num_replicas_in_sync
+  check_divisible(global_batch_size, replicas)
+  per_replica = global_batch_size // replicas
+  steps = num_examples // global_batch_size
+
+  def dataset_fn(context: tf.distribute.InputContext) -> tf.data.Dataset:
+    # This pipeline feeds `local` replicas, round-robin: element k is step k // local of local replica k % local.
+    local = replicas // context.num_input_pipelines
+    first_replica = context.input_pipeline_id * local
+
+    def element(k):
+      k = tf.cast(k, tf.int32)
+      counter = first_epoch * steps + k // local
+      epoch, step = counter // steps, counter % steps
+      positions = step * global_batch_size + (first_replica + k % local) * per_replica + tf.range(per_replica)
+      return {"epoch": epoch, "step": step,
+              "indices": data.epoch_indices(positions, seed, epoch, num_examples, stream)}
+
+    return tf.data.Dataset.range(num_epochs * steps * local).map(element).prefetch(2 * local)
+
+  options = tf.distribute.InputOptions(experimental_fetch_to_device=fetch_to_device)
+  return iter(strategy.distribute_datasets_from_function(dataset_fn, options))
+
+
+def element_indices(element, epoch: tf.Tensor, step: tf.Tensor) -> tf.Tensor:
+  """This replica's int32 [B / G] indices from a `distributed_indices` element, checked to be (epoch, step)'s.
+
+  Raises (when run):
+    tf.errors.InvalidArgumentError: the iterator is not at (epoch, step), i.e. it was consumed out of order.
+  """
+  check = tf.debugging.assert_equal(
+      tf.stack([element["epoch"], element["step"]]), tf.stack([tf.cast(epoch, tf.int32), tf.cast(step, tf.int32)]),
+      message="the input pipeline is out of step with the training loop (epoch, step)")
+  with tf.control_dependencies([check]):
+    return tf.identity(element["indices"])
+
+
+def replica_resident(strategy: tf.distribute.Strategy, array) -> tf.Variable:
+  """A read-only copy of `array` on every replica's device (a non-trainable mirrored variable).
+
+  The training images are loaded once on the host and copied once to each replica device, so every
+  step a replica gathers its examples from device-local memory (on logical CPU devices the copies
+  share the host's memory bandwidth; on GPUs no image crosses the bus after the start).
+
+  Args:
+    strategy: the strategy (the variable is created in its scope).
+    array: e.g. float32 [N, 784] images or int32 [N] labels.
+  """
+  with strategy.scope():
+    return tf.Variable(array, trainable=False, name="replica_data",
+                       synchronization=tf.VariableSynchronization.ON_WRITE,
+                       aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
+
+
 def distributed_steps(
     strategy: tf.distribute.Strategy,
-    replica_step: Callable[[tf.Tensor], tf.Tensor],
-    first_step: tf.Tensor, num_steps: tf.Tensor) -> tf.Tensor:
-  """Runs `replica_step(step)` on every replica for steps first_step .. first_step+num_steps-1.
+    replica_step: Callable[..., tf.Tensor],
+    first_step: tf.Tensor, num_steps: tf.Tensor, iterator: Optional[object] = None) -> tf.Tensor:
+  """Runs `replica_step` on every replica for steps first_step .. first_step+num_steps-1.
 
   Graph code: call it inside a tf.function.
 
   Args:
     strategy: the distribution strategy.
-    replica_step: in replica context, runs one step (typically: positions -> indices -> gradients ->
-      `apply_sgd`) and returns this replica's share of the batch loss (float32 scalar).
+    replica_step: in replica context, runs one step (typically: indices -> gradients -> `apply_sgd`)
+      and returns this replica's share of the batch loss (float32 scalar). Called as
+      `replica_step(step)`, or `replica_step(step, element)` with this replica's element of
+      `iterator` when one is given.
     first_step, num_steps: int32 scalars.
+    iterator: a distributed iterator (e.g. `distributed_indices`) read once per step, or None.
 
   Returns:
     float32 scalar: the sum over steps of the batch losses (replica shares summed).
   """
   def body(step, total):
-    per_replica = strategy.run(replica_step, args=(step,))
+    args = (step,) if iterator is None else (step, next(iterator))
+    per_replica = strategy.run(replica_step, args=args)
     return step + 1, total + strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
   stop = first_step + num_steps

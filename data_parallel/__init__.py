@@ -1,0 +1,1 @@
+"""Data-parallel pretraining and finetuning over the replicas of tf.distribute.MirroredStrategy."""

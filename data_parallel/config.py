@@ -1,0 +1,121 @@
+"""The data-parallel configuration: the shared `Config` plus the large-batch recipe and the op profile.
+
+The large-batch recipe (off by default, so the report's recipe stays reproducible) follows Goyal et
+al. 2017, "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour": when the global batch B is k
+times the reference batch (100, the report's), multiply the learning rate by k (linear scaling rule,
+their section 2.1) or by sqrt(k) (Krizhevsky 2014, "One weird trick for parallelizing convolutional
+neural networks", section 5), and reach that rate by a gradual warm-up that starts at the reference
+rate and grows linearly, step by step, over the first `warmup_epochs` epochs (Goyal et al. section 2.2).
+"""
+
+import dataclasses
+import math
+from typing import Any, Mapping
+
+import tensorflow as tf
+
+from common import config as config_lib
+from common import sgd
+
+SCALINGS = ("none", "linear", "sqrt")
+
+# Settings that do not change the mathematics (a resumed run may change them).
+_NON_TRAINING_FIELDS = frozenset({"profile_steps", "profile_repeats"})
+
+
+@dataclasses.dataclass(frozen=True)
+class DataParallelConfig(config_lib.Config):
+  """`Config` plus the data-parallel program's own flags (same names).
+
+  Attributes:
+    pretrain_lr_scaling: "none", "linear" or "sqrt": how the pretraining learning rate grows with
+      batch_size / reference_batch_size.
+    finetune_lr_scaling: the same for the finetuning learning rate and the finetuning batch.
+    reference_batch_size: the batch the given learning rates are meant for.
+    warmup_epochs: epochs of linear warm-up from the given to the scaled learning rate, at the start of
+      every layer's pretraining and of finetuning (0: none).
+    profile_steps: steps timed per phase in the op profile of layer 1 (0: no profile).
+    profile_repeats: timed repetitions of each phase of the op profile.
+  """
+  strategy: str = "data_parallel"
+  pretrain_lr_scaling: str = "none"
+  finetune_lr_scaling: str = "none"
+  reference_batch_size: int = 100
+  warmup_epochs: float = 0.0
+  profile_steps: int = 20
+  profile_repeats: int = 3
+
+  def __post_init__(self):
+    super().__post_init__()
+    check(dataclasses.asdict(self))
+
+  def training_fingerprint(self) -> dict:
+    return {k: v for k, v in super().training_fingerprint().items() if k not in _NON_TRAINING_FIELDS}
+
+  def pretrain_learning_rate_after_warmup(self) -> float:
+    """The pretraining learning rate reached after the warm-up (the given one when not scaled)."""
+    return self.pretrain_learning_rate * scale(self.pretrain_lr_scaling, self.batch_size, self.reference_batch_size)
+
+  def finetune_learning_rate_after_warmup(self) -> float:
+    """The finetuning learning rate reached after the warm-up (the given one when not scaled)."""
+    return self.finetune_learning_rate * scale(self.finetune_lr_scaling, self.effective_finetune_batch_size,
+                                               self.reference_batch_size)
+
+
+def scale(scaling: str, batch_size: int, reference_batch_size: int) -> float:
+  """The learning-rate factor for `batch_size`: 1, k or sqrt(k) with k = batch_size / reference_batch_size."""
+  k = batch_size / reference_batch_size
+  return {"none": 1.0, "linear": k, "sqrt": math.sqrt(k)}[scaling]
+
+
+def warmup(factor: float, warmup_epochs: float, steps_per_epoch: int):
+  """The warm-up as a function of the step index (int32 scalar tensor, counted from the start) giving the
+  float32 multiplier of the scaled learning rate: 1/factor at step 0 growing linearly to 1 after
+  `warmup_epochs` epochs (Goyal et al. 2017, section 2.2), then 1. Returns None when there is no warm-up.
+
+  Args:
+    factor: scaled / given learning rate (>= 1 grows; <= 1 would shrink, which no recipe here does).
+    warmup_epochs: length of the warm-up in epochs (may be fractional).
+    steps_per_epoch: steps of one epoch.
+  """
+  warmup_steps = warmup_epochs * steps_per_epoch
+  if warmup_steps <= 0 or factor == 1.0:
+    return None
+  start = 1.0 / factor
+
+  def multiplier(step: tf.Tensor) -> tf.Tensor:
+    progress = tf.minimum(tf.cast(step, tf.float32) / warmup_steps, 1.0)
+    return start + (1.0 - start) * progress
+
+  return multiplier
+
+
+def check(values: Mapping[str, Any]) -> None:
+  """Validates the data-parallel fields (and that each global batch splits evenly over the replicas).
+
+  Raises:
+    ValueError: one line naming the flag.
+  """
+  for name in ("pretrain_lr_scaling", "finetune_lr_scaling"):
+    if name in values and values[name] not in SCALINGS:
+      raise ValueError(f"--{name} must be one of {', '.join(SCALINGS)}, got {values[name]!r}.")
+  if "reference_batch_size" in values:
+    v = values["reference_batch_size"]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+      raise ValueError(f"--reference_batch_size must be a positive integer, got {v!r}.")
+  if "warmup_epochs" in values and not values["warmup_epochs"] >= 0:
+    raise ValueError(f"--warmup_epochs must be >= 0, got {values['warmup_epochs']}.")
+  if "profile_steps" in values:
+    v = values["profile_steps"]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+      raise ValueError(f"--profile_steps must be a non-negative integer (0: no op profile), got {v!r}.")
+  if "profile_repeats" in values:
+    v = values["profile_repeats"]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+      raise ValueError(f"--profile_repeats must be a positive integer, got {v!r}.")
+  g = values.get("num_devices")
+  if isinstance(g, int) and g >= 1:
+    for name in ("batch_size", "finetune_batch_size"):
+      b = values.get(name)
+      if isinstance(b, int) and b >= 1:
+        sgd.check_divisible(b, g, name)

@@ -1,0 +1,107 @@
+"""Data-parallel pretraining (the report's "dataparallel" branch), then data-parallel finetuning.
+
+Greedy layer order (`greedy.pretrain`): layer 1 for E epochs, then layer 2 on the frozen layer 1, and
+so on; but every step the global batch B is split over the G replicas of a
+`tf.distribute.MirroredStrategy` (G GPUs or G logical CPU devices) and the replicas' gradients are
+summed and applied once (`data_parallel.replicas`). With the same seed and B this computes what greedy
+computes, up to float rounding. Finetuning runs data parallel too (`common.finetune`).
+
+The learning rates are the given ones unless the large-batch recipe is asked for
+(`data_parallel.config`); layer 1's step is profiled phase by phase (`data_parallel.profile`) into the
+record's "profile" and "timing".
+"""
+
+from typing import Any, Callable, Dict, Optional
+
+from absl import logging
+
+from common import autoencoder
+from common import devices as devices_lib
+from common import program
+from common import progress as progress_lib
+from common import sgd
+from common import timing
+from data_parallel import config as config_lib
+from data_parallel import profile as profile_lib
+from data_parallel import replicas
+
+
+def run(config: config_lib.DataParallelConfig,
+        on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
+  """Pretrains data parallel, finetunes data parallel, exports, and writes the run record.
+
+  Args:
+    config: the run's configuration; `num_devices` replicas, `batch_size` and the finetuning batch
+      are global batches divisible by it.
+    on_checkpoint: called with the `program.Run` after every checkpoint (see `program.start`).
+
+  Returns:
+    The run record (`common.runlog`) plus "profile" (layer 1's op profile, when profile_steps > 0) and
+    "learning_rates" (the recipe as applied); "layers"[i]["device"] lists every replica's device.
+
+  Raises:
+    ValueError: a global batch is not divisible by the replicas, or the devices cannot be made.
+    common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
+  """
+  device_setup = devices_lib.setup(config.num_devices, config.threads_per_device)
+  strategy = replicas.make_strategy(device_setup.names)
+  run_ = program.start(config, strategy=strategy, device_setup=device_setup, on_checkpoint=on_checkpoint)
+  images = sgd.replica_resident(strategy, run_.mnist.train_images)
+  hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train
+  pretrain_state = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
+  histories = pretrain_state["layers"]
+  work = [autoencoder.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
+  done = sum(w * len(h) for w, h in zip(work, histories))
+  progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
+  learning_rate = config.pretrain_learning_rate_after_warmup()
+  trace_dir = config.profile_dir
+  for i, layer in enumerate(run_.layers):
+    if len(histories[i]) >= epochs and (i > 0 or "profile" in pretrain_state or not config.profile_steps):
+      continue
+    trainer = autoencoder.LayerTrainer(layer, run_.layers[:i], images, config.seed, config.corruption,
+                                       config.batch_size)
+    schedule = config_lib.warmup(learning_rate / config.pretrain_learning_rate, config.warmup_epochs,
+                                 trainer.steps_per_epoch)
+    dp = replicas.DataParallelTrainer(strategy, trainer, schedule)
+    with run_.timer.phase("warmup"):  # Tracing and XLA compilation; learning rate 0 changes nothing.
+      dp.warm_up()
+    if i == 0 and config.profile_steps and "profile" not in pretrain_state:
+      with run_.timer.phase("profile"):
+        pretrain_state["profile"] = profile_lib.profile_layer(dp, config.profile_steps, config.profile_repeats)
+      logging.info("Op profile of layer 1, seconds per epoch: %s", ", ".join(
+          f"{k} {v:.3f}" for k, v in pretrain_state["profile"]["seconds_per_epoch"].items()))
+    epoch_fn = dp.epoch_function(len(histories[i]), epochs - len(histories[i]))
+    for epoch in range(len(histories[i]), epochs):
+      with run_.timer.phase("pretrain_train"), timing.trace(trace_dir):
+        result = program.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, learning_rate,
+                                   run_.chunks_per_epoch, progress, work[i], f"layer {i + 1}")
+      trace_dir = None  # Only the first epoch trained is traced.
+      histories[i].append(result)
+      run_.save()
+      progress.log(f"layer {i + 1}/{len(hidden)} epoch {epoch + 1}/{epochs} loss {result['loss']:.4f}",
+                   trainer.steps_per_epoch * config.batch_size, result["seconds"])
+  progress.close()
+  devices = ",".join(device_setup.names)
+  record = {
+      "strategy": config.strategy,
+      "layers": [{"index": i + 1, "units": u, "device": devices, "epochs": histories[i]} for i, u in enumerate(hidden)],
+      "pretrain_seconds": sum(e["seconds"] for h in histories for e in h),
+      "learning_rates": {
+          "pretrain": learning_rate, "finetune": config.finetune_learning_rate_after_warmup(),
+          "warmup_epochs": config.warmup_epochs, "reference_batch_size": config.reference_batch_size},
+  }
+  profile = pretrain_state.get("profile")
+  if profile:
+    layer1 = [e["seconds"] for e in histories[0]]
+    record["profile"] = dict(profile, measured_seconds_per_epoch=sum(layer1) / len(layer1), layer=1)
+    record["timing"] = {f"profile/{k}": v for k, v in profile["seconds_per_epoch"].items()}
+  logging.info("Pretrained %d layer(s) on %d replica(s) in %.1f s (steady-state training time).", len(hidden),
+               strategy.num_replicas_in_sync, record["pretrain_seconds"])
+  finetune_schedule = None
+  if config.finetune_epochs:
+    steps = n // config.effective_finetune_batch_size
+    finetune_schedule = config_lib.warmup(
+        config.finetune_learning_rate_after_warmup() / config.finetune_learning_rate, config.warmup_epochs, steps)
+  return program.finish(run_, record, strategy=strategy,
+                        finetune_learning_rate=config.finetune_learning_rate_after_warmup(),
+                        finetune_schedule=finetune_schedule)

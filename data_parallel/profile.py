@@ -1,0 +1,137 @@
+"""The op-level profile of a data-parallel step: seconds per epoch in each phase, each timed on its own.
+
+As the report measured its data-parallel code ("we run one op after another several times to get an
+estimate of time taken by every op", `reference/paper_report.md`), every phase of a step runs alone,
+for `steps` steps over all replicas inside one compiled loop, and is timed `repeats` times after an
+untimed call that traces and compiles it (`common.timing.time_repeated`):
+
+  input         next element of the distributed input pipeline, gather of the replica's images from
+                its copy of the training set, corruption mask (XLA)
+  forward_loss  frozen layers below, encoder, decoder, reconstruction loss, on a prepared batch (XLA)
+  gradients     (forward, loss and gradients, XLA) minus forward_loss: the backward pass alone
+  allreduce     the replicas' gradients summed by the strategy's all-reduce
+  apply         the SGD update of every copy of the weights (learning rate 0, so nothing changes)
+
+Seconds per epoch = median seconds per loop / steps * steps per epoch. Training fuses input, forward,
+loss and gradients into one XLA computation, so the phases add up to somewhat more than a measured
+epoch; the record keeps both.
+"""
+
+from typing import Any, Callable, Dict
+
+import tensorflow as tf
+
+from common import autoencoder
+from common import data
+from common import sgd
+from common import timing
+from data_parallel import replicas
+
+PHASES = ("input", "forward_loss", "gradients", "allreduce", "apply")
+
+METHOD = ("each phase run alone for {steps} steps on all {replicas} replica(s) in one compiled loop, timed "
+          "{repeats} times after an untimed compile; median x steps per epoch / steps; gradients = "
+          "(forward+loss+gradients) - (forward+loss)")
+
+
+class _Phases(tf.Module):
+  """The XLA-compiled pieces of `LayerTrainer.loss_and_gradients`, separately."""
+
+  def __init__(self, trainer: autoencoder.LayerTrainer):
+    super().__init__(name="profile_phases")
+    self.t = trainer
+
+  @tf.function(jit_compile=True)
+  def prepare(self, indices, epoch):
+    """The replica's (corrupted, clean) images, float32 [b, 784] each."""
+    clean = tf.gather(self.t.images, indices)
+    return data.corrupt(clean, indices, self.t.seed, epoch, self.t.corruption), clean
+
+  def _loss(self, corrupted, clean):
+    b = tf.shape(clean)[0]
+    if self.t.frozen:
+      both = tf.concat([corrupted, clean], axis=0)
+      for encoder in self.t.frozen:
+        both = encoder.encode(both)
+      corrupted, clean = both[:b], both[b:]
+    per_example = self.t.layer.per_example_loss(corrupted, clean)
+    return tf.reduce_sum(per_example) / tf.cast(self.t.batch_size, tf.float32)
+
+  @tf.function(jit_compile=True)
+  def forward_loss(self, corrupted, clean):
+    return self._loss(corrupted, clean)
+
+  @tf.function(jit_compile=True)
+  def forward_loss_gradients(self, corrupted, clean):
+    with tf.GradientTape() as tape:
+      loss = self._loss(corrupted, clean)
+    return loss, tape.gradient(loss, self.t.layer.weights)
+
+
+def _loop(strategy: tf.distribute.Strategy, replica_fn: Callable[..., tf.Tensor], args=(), iterator=None
+          ) -> Callable:
+  """A compiled loop running `replica_fn(*args)` (or `replica_fn(next(iterator))`) on every replica `n`
+  times; returns fn(n) -> float32 (the sum of the replicas' outputs, so nothing is pruned)."""
+  @tf.function
+  def loop(n):
+    def body(i, total):
+      out = strategy.run(replica_fn, args=args if iterator is None else (next(iterator),))
+      return i + 1, total + strategy.reduce(tf.distribute.ReduceOp.SUM, out, axis=None)
+    return tf.while_loop(lambda i, _: i < n, body, (tf.constant(0), tf.constant(0.0)))[1]
+  return loop
+
+
+def profile_layer(dp: replicas.DataParallelTrainer, steps: int, repeats: int) -> Dict[str, Any]:
+  """Profiles one layer's data-parallel step, phase by phase; leaves the weights unchanged.
+
+  Args:
+    dp: the layer's data-parallel trainer.
+    steps: steps per timed loop (at most an epoch's).
+    repeats: timed loops per phase.
+
+  Returns:
+    {"seconds_per_epoch": {phase: seconds}, "total_seconds_per_epoch": sum of the phases, "repeats",
+     "steps_timed", "spread": {phase: [min, max] seconds per epoch}, "method": one sentence}.
+  """
+  strategy, t = dp.strategy, dp.trainer
+  per_epoch = dp.steps_per_epoch
+  steps = max(1, min(steps, per_epoch))
+  phases = _Phases(t)
+  epoch = tf.constant(0)
+  # Enough epochs of input for the compile call and every timed loop.
+  iterator = dp.inputs(0, -(-(repeats + 1) * steps // per_epoch) + 1)
+
+  def input_step(element):
+    corrupted, clean = phases.prepare(element["indices"], epoch)
+    return corrupted[0, 0] + clean[0, 0]
+
+  batch = strategy.run(lambda element: phases.prepare(element["indices"], epoch), args=(next(dp.inputs(0, 1)),))
+  grads = strategy.run(lambda c, x: phases.forward_loss_gradients(c, x)[1], args=batch)
+  weights = t.layer.weights
+
+  def allreduce_step(g):
+    summed = tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, g)
+    return tf.add_n([tf.reshape(s, [-1])[0] for s in summed])  # Every reduced tensor is needed.
+
+  def apply_step(g):
+    tf.distribute.get_replica_context().merge_call(sgd.update_variables, args=(weights, g, tf.constant(0.0)))
+    return tf.constant(0.0)
+
+  loops = {
+      "input": _loop(strategy, input_step, iterator=iterator),
+      "forward_loss": _loop(strategy, lambda c, x: phases.forward_loss(c, x), batch),
+      "forward_loss_gradients": _loop(strategy, lambda c, x: phases.forward_loss_gradients(c, x)[0], batch),
+      "allreduce": _loop(strategy, allreduce_step, (grads,)),
+      "apply": _loop(strategy, apply_step, (grads,)),
+  }
+  n = tf.constant(steps)
+  measured = {name: timing.time_repeated(lambda fn=fn: fn(n), repeats=repeats) for name, fn in loops.items()}
+  scale = per_epoch / steps
+  seconds = {name: m["median"] * scale for name, m in measured.items()}
+  spread = {name: [m["min"] * scale, m["max"] * scale] for name, m in measured.items()}
+  seconds["gradients"] = max(seconds.pop("forward_loss_gradients") - seconds["forward_loss"], 0.0)
+  spread["gradients"] = [max(lo - seconds["forward_loss"], 0.0) for lo in spread.pop("forward_loss_gradients")]
+  seconds = {p: seconds[p] for p in PHASES}
+  return {"seconds_per_epoch": seconds, "total_seconds_per_epoch": sum(seconds.values()), "repeats": repeats,
+          "steps_timed": steps, "spread": {p: spread[p] for p in PHASES},
+          "method": METHOD.format(steps=steps, replicas=strategy.num_replicas_in_sync, repeats=repeats)}

@@ -1,0 +1,72 @@
+"""Data-parallel pretraining of a stacked denoising autoencoder on MNIST, then data-parallel finetuning.
+
+Greedy layer order; every step the global batch --batch_size is split over --num_devices replicas
+(tf.distribute.MirroredStrategy over G GPUs, or G logical CPU devices with --threads_per_device threads
+each), the gradients are summed over the replicas and applied once. Same flags and seed give the same
+weights as greedy. The large-batch recipe (off by default) scales the learning rates with the batch and
+warms them up (Goyal et al. 2017).
+
+Usage: python -m data_parallel.train --num_devices=2 --batch_size=5000 [--pretrain_lr_scaling=linear ...]
+"""
+
+from absl import app
+from absl import flags
+
+from common import cli
+from common import flags as common_flags
+from data_parallel import config as config_lib
+from data_parallel import pretrain
+
+_DEFAULTS = config_lib.DataParallelConfig()
+_OWN = {
+    "pretrain_lr_scaling": flags.DEFINE_enum(
+        "pretrain_lr_scaling", _DEFAULTS.pretrain_lr_scaling, config_lib.SCALINGS,
+        "Multiply --pretrain_learning_rate by k (linear) or sqrt(k) (sqrt), k = batch / --reference_batch_size."),
+    "finetune_lr_scaling": flags.DEFINE_enum(
+        "finetune_lr_scaling", _DEFAULTS.finetune_lr_scaling, config_lib.SCALINGS,
+        "The same for --finetune_learning_rate, with k from the finetuning batch."),
+    "reference_batch_size": flags.DEFINE_integer(
+        "reference_batch_size", _DEFAULTS.reference_batch_size,
+        "The batch the given learning rates are tuned for (the report's 100)."),
+    "warmup_epochs": flags.DEFINE_float(
+        "warmup_epochs", _DEFAULTS.warmup_epochs,
+        "Epochs of linear warm-up from the given to the scaled learning rate, per layer and for finetuning."),
+    "profile_steps": flags.DEFINE_integer(
+        "profile_steps", _DEFAULTS.profile_steps,
+        "Steps timed per phase in the op profile of layer 1 (0: no profile)."),
+    "profile_repeats": flags.DEFINE_integer(
+        "profile_repeats", _DEFAULTS.profile_repeats, "Timed repetitions of each phase of the op profile."),
+}
+
+
+def _register_validators() -> None:
+  for name in ("reference_batch_size", "warmup_epochs", "profile_steps", "profile_repeats"):
+    def checker(value, name=name):
+      try:
+        config_lib.check({name: value})
+      except ValueError as e:
+        raise flags.ValidationError(str(e).replace(f"--{name} ", "", 1)) from None
+      return True
+    flags.register_validator(name, checker)
+
+  def divisible(values):
+    try:
+      config_lib.check(values)
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from None
+    return True
+  flags.register_multi_flags_validator(["batch_size", "finetune_batch_size", "num_devices"], divisible)
+
+
+_register_validators()
+
+
+def main(argv):
+  cli.reject_extra_args(argv)
+  extra = {name: flag.value for name, flag in _OWN.items()}
+  cli.run_program(pretrain.run, common_flags.config_from_flags(
+      "data_parallel", config_cls=config_lib.DataParallelConfig, **extra))
+
+
+if __name__ == "__main__":
+  app.run(main)

@@ -1,0 +1,130 @@
+"""Data parallel on a small slice of real MNIST: the same weights as greedy at the same global batch
+(as tf-keras' ctl_correctness_test checks a strategy against one device), resume, the op profile and
+run record, the large-batch learning-rate recipe, and the refusal of a batch the replicas cannot split."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import autoencoder
+from common import runlog
+from common import config as common_config
+from data_parallel import config as config_lib
+from data_parallel import pretrain
+from data_parallel import profile as profile_lib
+from greedy import pretrain as greedy
+from conftest import SLICE_EXAMPLES, run_module
+
+# Start the runtime now with conftest's logical devices: a program's `devices.setup` called first would
+# otherwise configure (and start) it with only as many devices as that program asks for.
+assert len(tf.config.list_logical_devices("CPU")) >= 2
+
+# Learning rate 0.05 at batch 50: the weights move far from their initial values in two epochs.
+BASE = dict(hidden_units=(48, 24), pretrain_epochs=2, finetune_epochs=1, train_examples=SLICE_EXAMPLES,
+            batch_size=50, pretrain_learning_rate=0.05, finetune_learning_rate=0.1, seed=3)
+
+
+def _dp(tmp_path, name, **kw):
+  values = dict(BASE, num_devices=2, results_dir=str(tmp_path), run_name=name,
+                export_weights=str(tmp_path / f"{name}.npz"), profile_steps=3, profile_repeats=2)
+  values.update(kw)
+  return config_lib.DataParallelConfig(**values)
+
+
+@pytest.fixture(scope="module")
+def greedy_run(tmp_path_factory):
+  """Greedy at the same global batch: (record, exported weights)."""
+  tmp = tmp_path_factory.mktemp("greedy")
+  config = common_config.Config(strategy="greedy", results_dir=str(tmp), run_name="greedy",
+                                export_weights=str(tmp / "greedy.npz"), **BASE)
+  record = greedy.run(config)
+  return record, runlog.load_weights(str(tmp / "greedy.npz"))
+
+
+def _assert_same_weights(got, want):
+  assert sorted(got) == sorted(want)
+  for key in want:
+    np.testing.assert_allclose(got[key], want[key], rtol=0, atol=1e-5, err_msg=key)
+
+
+def test_two_replicas_export_the_weights_greedy_exports(tmp_path, greedy_run):
+  greedy_record, want = greedy_run
+  record = pretrain.run(_dp(tmp_path, "dp"))
+  got = runlog.load_weights(str(tmp_path / "dp.npz"))
+  _assert_same_weights(got, want)
+  # The weights moved far from their initial values, so the comparison is not trivially true.
+  start = autoencoder.build_stack(BASE["hidden_units"], BASE["seed"])
+  for layer in start:
+    for key, value in layer.numpy_weights().items():
+      assert np.max(np.abs(got[key] - value)) > 1e-2, key
+  # Same losses per epoch; finetuning (data parallel too) ends with the same loss and accuracy.
+  for a, b in zip(record["layers"], greedy_record["layers"]):
+    assert [e["loss"] for e in a["epochs"]] == pytest.approx([e["loss"] for e in b["epochs"]], rel=1e-5)
+  assert record["finetune"]["history"][0]["loss"] == pytest.approx(greedy_record["finetune"]["history"][0]["loss"],
+                                                                   rel=1e-5)
+  assert abs(record["finetune"]["test_accuracy"] - greedy_record["finetune"]["test_accuracy"]) <= 2e-4
+
+  # The run record: the contract fields, every replica named, the op profile in "profile" and "timing".
+  on_disk = json.load(open(tmp_path / "dp.json"))
+  for field in runlog.REQUIRED_FIELDS:
+    assert field in on_disk, field
+  assert on_disk["strategy"] == "data_parallel" and on_disk["config"]["num_devices"] == 2
+  assert on_disk["layers"][0]["device"].count(",") == 1
+  assert on_disk["pretrain_seconds"] == pytest.approx(sum(e["seconds"] for l in on_disk["layers"] for e in l["epochs"]))
+  profile = on_disk["profile"]
+  assert set(profile["seconds_per_epoch"]) == set(profile_lib.PHASES)
+  assert all(profile["seconds_per_epoch"][p] >= 0 for p in profile_lib.PHASES)
+  assert profile["seconds_per_epoch"]["forward_loss"] > 0 and profile["seconds_per_epoch"]["allreduce"] > 0
+  assert profile["total_seconds_per_epoch"] == pytest.approx(sum(profile["seconds_per_epoch"].values()))
+  assert profile["repeats"] == 2 and profile["method"]
+  for p in profile_lib.PHASES:
+    assert on_disk["timing"][f"profile/{p}"] == profile["seconds_per_epoch"][p]
+  assert {"warmup", "profile", "pretrain_train", "finetune_train"} <= set(on_disk["timing"])
+
+
+def test_resume_after_a_crash_ends_with_greedys_weights(tmp_path, greedy_run):
+  _, want = greedy_run
+  model_dir = str(tmp_path / "model")
+
+  class Crash(Exception):
+    pass
+
+  def crash_inside_layer_2(run):
+    if run.checkpoints_saved == 3:
+      raise Crash()
+
+  with pytest.raises(Crash):
+    pretrain.run(_dp(tmp_path, "dp", model_dir=model_dir, finetune_epochs=0), on_checkpoint=crash_inside_layer_2)
+  record = pretrain.run(_dp(tmp_path, "dp", model_dir=model_dir, finetune_epochs=0, profile_repeats=1))
+  assert record["resumed"] and [len(l["epochs"]) for l in record["layers"]] == [2, 2]
+  assert record["profile"]["repeats"] == 2  # measured before the crash, kept in the checkpoint
+  _assert_same_weights(runlog.load_weights(str(tmp_path / "dp.npz")), want)
+
+
+def test_batch_not_divisible_by_replicas_is_refused(tmp_path):
+  with pytest.raises(ValueError, match=r"--batch_size=51 \(the global batch\) is not divisible by the 2 replicas"):
+    _dp(tmp_path, "odd", batch_size=51)
+  with pytest.raises(ValueError, match="--finetune_batch_size=99"):
+    _dp(tmp_path, "odd", finetune_batch_size=99)
+  proc = run_module("data_parallel.train", "--num_devices=2", "--batch_size=51", "--train_examples=2000",
+                    "--results_dir=")
+  assert proc.returncode != 0 and "Traceback" not in proc.stderr
+  assert "is not divisible by the 2 replicas" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_large_batch_learning_rates_and_warmup():
+  c = config_lib.DataParallelConfig(batch_size=5000, pretrain_lr_scaling="linear", finetune_lr_scaling="sqrt",
+                                    warmup_epochs=2, pretrain_learning_rate=1e-4, finetune_learning_rate=0.1)
+  assert c.pretrain_learning_rate_after_warmup() == pytest.approx(5e-3)
+  assert c.finetune_learning_rate_after_warmup() == pytest.approx(0.1 * 50 ** 0.5)
+  default = config_lib.DataParallelConfig(batch_size=5000)  # The report's recipe: rates unchanged.
+  assert default.pretrain_learning_rate_after_warmup() == 1e-4 and default.finetune_learning_rate_after_warmup() == 0.1
+  multiplier = config_lib.warmup(50.0, 2, steps_per_epoch=11)
+  got = [float(multiplier(tf.constant(s))) for s in (0, 11, 22, 100)]
+  # Starts at the reference rate (1/50 of the scaled one), linear in the step, 1 after two epochs.
+  assert got == pytest.approx([1 / 50, 1 / 50 + (1 - 1 / 50) / 2, 1.0, 1.0])
+  assert config_lib.warmup(50.0, 0, 11) is None and config_lib.warmup(1.0, 5, 11) is None
+  with pytest.raises(ValueError, match="--pretrain_lr_scaling must be one of"):
+    config_lib.DataParallelConfig(pretrain_lr_scaling="cubic")
