@@ -156,15 +156,23 @@ class LayerTrainer(tf.Module):
     self.num_examples = int(images.shape[0])
     self.steps_per_epoch = self.num_examples // batch_size
 
-  def _loss_and_gradients(self, example_indices, epoch, global_batch_size):
+  def corrupted_batch(self, example_indices: tf.Tensor, epoch: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """(corrupted, clean): float32 [b, 784] images of int32 [b] `example_indices`, masked as in `epoch`."""
     clean = tf.gather(self.images, example_indices)
-    corrupted = data.corrupt(clean, example_indices, self.seed, epoch, self.corruption)
+    return data.corrupt(clean, example_indices, self.seed, epoch, self.corruption), clean
+
+  def through_frozen(self, corrupted: tf.Tensor, clean: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """Both batches through the frozen layers below: the layer's (input, target), float32 [b, input_units]."""
+    if not self.frozen:
+      return corrupted, clean
     b = tf.shape(clean)[0]
-    if self.frozen:
-      both = tf.concat([corrupted, clean], axis=0)
-      for encoder in self.frozen:
-        both = encoder.encode(both)
-      corrupted, clean = both[:b], both[b:]
+    both = tf.concat([corrupted, clean], axis=0)
+    for encoder in self.frozen:
+      both = encoder.encode(both)
+    return both[:b], both[b:]
+
+  def _loss_and_gradients(self, example_indices, epoch, global_batch_size):
+    corrupted, clean = self.through_frozen(*self.corrupted_batch(example_indices, epoch))
     with tf.GradientTape() as tape:
       loss = tf.reduce_sum(self.layer.per_example_loss(corrupted, clean)) / tf.cast(global_batch_size, tf.float32)
     return loss, tape.gradient(loss, self.layer.weights)

@@ -34,7 +34,7 @@ METHOD = ("each phase run alone for {steps} steps on all {replicas} replica(s) i
           "(forward+loss+gradients) - (forward+loss)")
 
 
-class _Phases(tf.Module):
+class Phases(tf.Module):
   """The XLA-compiled pieces of `LayerTrainer.loss_and_gradients`, separately."""
 
   def __init__(self, trainer: autoencoder.LayerTrainer):
@@ -44,27 +44,22 @@ class _Phases(tf.Module):
   @tf.function(jit_compile=True)
   def prepare(self, indices, epoch):
     """The replica's (corrupted, clean) images, float32 [b, 784] each."""
-    clean = tf.gather(self.t.images, indices)
-    return data.corrupt(clean, indices, self.t.seed, epoch, self.t.corruption), clean
+    return self.t.corrupted_batch(indices, epoch)
 
-  def _loss(self, corrupted, clean):
-    b = tf.shape(clean)[0]
-    if self.t.frozen:
-      both = tf.concat([corrupted, clean], axis=0)
-      for encoder in self.t.frozen:
-        both = encoder.encode(both)
-      corrupted, clean = both[:b], both[b:]
-    per_example = self.t.layer.per_example_loss(corrupted, clean)
+  def loss(self, corrupted, clean):
+    """The replica's share of the batch loss (summed over its examples, divided by the global batch)."""
+    layer_input, target = self.t.through_frozen(corrupted, clean)
+    per_example = self.t.layer.per_example_loss(layer_input, target)
     return tf.reduce_sum(per_example) / tf.cast(self.t.batch_size, tf.float32)
 
   @tf.function(jit_compile=True)
   def forward_loss(self, corrupted, clean):
-    return self._loss(corrupted, clean)
+    return self.loss(corrupted, clean)
 
   @tf.function(jit_compile=True)
   def forward_loss_gradients(self, corrupted, clean):
     with tf.GradientTape() as tape:
-      loss = self._loss(corrupted, clean)
+      loss = self.loss(corrupted, clean)
     return loss, tape.gradient(loss, self.t.layer.weights)
 
 
@@ -96,7 +91,7 @@ def profile_layer(dp: replicas.DataParallelTrainer, steps: int, repeats: int) ->
   strategy, t = dp.strategy, dp.trainer
   per_epoch = dp.steps_per_epoch
   steps = max(1, min(steps, per_epoch))
-  phases = _Phases(t)
+  phases = Phases(t)
   epoch = tf.constant(0)
   # Enough epochs of input for the compile call and every timed loop.
   iterator = dp.inputs(0, -(-(repeats + 1) * steps // per_epoch) + 1)
