@@ -185,10 +185,11 @@ class Driver:
       futures = [pool.submit(self._run, job) for job in todo]
       failure = None
       for future in concurrent.futures.as_completed(futures):
-        if future.exception() is not None and failure is None:
-          failure = future.exception()
-          for f in futures:
-            f.cancel()
+        if future.cancelled() or future.exception() is None or failure is not None:
+          continue
+        failure = future.exception()
+        for f in futures:
+          f.cancel()  # Runs not started yet; running ones finish and keep their records.
       if failure is not None:
         raise failure
     return len(todo)

@@ -161,7 +161,16 @@ def layer_params(hidden_units: Sequence[int], input_units: int = 784) -> List[in
 
 
 def epoch_seconds_of(record: Mapping) -> List[float]:
-  """Median epoch seconds of each layer of a run record (the G = 1 t_k)."""
+  """t_k of a one-device run record: the median wall seconds of layer k's epochs.
+
+  A model-parallel record times each step's wall clock (`schedule.steps[].wall_seconds`, what its
+  pretrain_seconds adds up) besides each layer's in-graph busy time; the steps where layer k trains
+  alone are its epochs. Other records time each epoch's wall clock in `layers[k].epochs[].seconds`.
+  """
+  steps = (record.get("schedule") or {}).get("steps")
+  if steps:
+    return [statistics.median(s["wall_seconds"] for s in steps if s["active_layers"] == [k + 1])
+            for k in range(len(record["layers"]))]
   return [statistics.median(e["seconds"] for e in layer["epochs"]) for layer in record["layers"]]
 
 

@@ -109,7 +109,7 @@ def draw_convergence(data: plot_style.EntryData):
   for s, r in rs.items():
     label = plot_style.STRATEGY_NAMES[s]
     if s in reach:
-      label += f": {reach[s]:.1f} s" if reach[s] is not None else ": not reached"
+      label += f": {plot_style.fmt_seconds(reach[s])} s" if reach[s] is not None else ": not reached"
     for k, curve in enumerate(records.loss_curves(r)):
       over = records.oversubscribed(r)
       plot_style.points(axes[k], [t for t, _ in curve], [loss for _, loss in curve], [over] * len(curve),

@@ -82,14 +82,14 @@ def draw_profile(data: plot_style.EntryData):
   """Stacked seconds per epoch by phase vs devices: ours (left) and the report's (right)."""
   fig, (left, right) = plot_style.figure(2)
   rows = profile_rows(data)
+  methods = sorted({str((r.get("profile") or {}).get("method", "?")) for r in data.runs.values()})
   if rows:
     _stack(left, {g: p for g, (p, _) in rows.items()}, {g: o for g, (_, o) in rows.items()})
-    methods = {(r.get("profile") or {}).get("method", "?") for r in data.runs.values()}
-    left.set_title(f"ours ({', '.join(sorted(map(str, methods)))})", fontsize=9)
   else:
     left.text(0.5, 0.5, "no op profile in these records", ha="center", transform=left.transAxes)
+  left.set_title("ours (layer 1)", fontsize=9)
   left.legend(fontsize=7)
   _stack(right, reported.DP_OP_PROFILE, {})
   right.set_title(f"{plot_style.REPORT_LABEL} (read off dpres3.png)", fontsize=9)
-  plot_style.finish(fig, data)
+  plot_style.finish(fig, data, "ours: " + " / ".join(methods))
   return fig

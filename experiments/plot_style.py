@@ -115,6 +115,19 @@ def label_inside(ax, x: float, y: float, text: str) -> None:
   ax.annotate(text, (x, y), ha="center", fontsize=9, bbox=dict(boxstyle="round", fc="white", ec="none", alpha=0.8))
 
 
+def fmt_seconds(seconds: Optional[float]) -> str:
+  """Seconds with 3 significant digits below 100, whole seconds above."""
+  return "—" if seconds is None else f"{seconds:.3g}" if seconds < 100 else f"{seconds:.0f}"
+
+
+def fmt_ratio(ratio: Optional[float]) -> str:
+  return "—" if ratio is None else f"{ratio:.2f}×"
+
+
+def fmt_accuracy(a: Optional[float]) -> str:
+  return "—" if a is None else f"{a:.4f}"
+
+
 def save(fig, path: str) -> None:
   fig.savefig(path, dpi=110)
   plt.close(fig)

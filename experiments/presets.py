@@ -74,10 +74,12 @@ class Entry:
 
 
 # Sizes per preset. Keys are read by the entry builders below. Program-specific flags are lists:
-#   dp_accuracy.large_batch  flags of data_parallel's large-batch recipe (runs "dp_e*_large_batch"); the
-#                            default scales the learning rates with the batch from the report's batch 100
-#                            (linear for pretraining, square root for finetuning).
-#   dp_op_profile.profile    flags that make data_parallel record its op profile.
+#   dp_accuracy.large_batch  flags of data_parallel's large-batch recipe (runs "dp_e*_large_batch").
+#   dp_op_profile.profile    flags of data_parallel's op profile (it profiles layer 1 by default).
+# The large-batch recipe (data_parallel/config.py, Goyal et al. 2017): learning rates scaled from the
+# report's batch 100, linearly for pretraining and by the square root for finetuning, reached by a
+# linear warm-up over the first 2 epochs of every layer and of finetuning.
+_LARGE_BATCH = ("--pretrain_lr_scaling=linear", "--finetune_lr_scaling=sqrt", "--warmup_epochs=2")
 _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
     "paper": {
         "mp_scaling_b100": dict(examples=55_000, epochs=30, batch=100, units=2000, layers=(2, 3, 4)),
@@ -90,7 +92,7 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
         "mp_vs_dp": dict(examples=55_000, epochs=(30, 60), batch=7000, devices=4),
         "accuracy": dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
         "dp_accuracy": dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4,
-                            large_batch=("--pretrain_learning_rate=0.005", "--finetune_learning_rate=0.7")),
+                            large_batch=_LARGE_BATCH),
         "comparison": dict(examples=55_000, epochs=60, batch=5000, hidden=CONFIG_1, devices=4),
     },
     # Timing entries: epochs / 6 and fewer examples (at least 2 steps per epoch at the report's batch);
@@ -107,19 +109,22 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
         "mp_vs_dp": dict(examples=14_000, epochs=(5, 10), batch=7000, devices=4),
         "accuracy": dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=4),
         "dp_accuracy": dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=4,
-                            large_batch=("--pretrain_learning_rate=0.001", "--finetune_learning_rate=0.3")),
+                            large_batch=_LARGE_BATCH),
         "comparison": dict(examples=10_000, epochs=10, batch=5000, hidden=CONFIG_1, devices=4),
     },
+    # Few runs: sizes chosen so that entries share runs (dp_op_profile = dp_scaling, strategy_comparison's
+    # and mp_vs_dp's Config 1 runs = the scaling entries' 2-device runs).
     "smoke": {
         "mp_scaling_b100": dict(examples=400, epochs=2, batch=40, units=32, layers=(2,)),
         "mp_scaling_b5000": dict(examples=400, epochs=2, batch=200, units=32, layers=(2,)),
-        "dp_scaling": dict(examples=400, epochs=1, batch=200, hidden=(32, 32), devices=(1, 2)),
+        "dp_scaling": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2)),
         "dp_batch_sweep": dict(examples=400, epochs=1, units=32, devices=4, batches=(52, 200)),
-        "dp_op_profile": dict(examples=400, epochs=1, batch=100, units=32, devices=(1, 2), profile=()),
-        "mp_vs_dp": dict(examples=400, epochs=(1,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16)),
+        "dp_op_profile": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2), profile=()),
+        "mp_vs_dp": dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16)),
         "accuracy": dict(examples=400, epochs=(1, 2), batch=40, hidden=(32, 32), devices=2),
         "dp_accuracy": dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
-                            large_batch=("--pretrain_learning_rate=0.002", "--finetune_learning_rate=0.3")),
+                            large_batch=("--pretrain_lr_scaling=linear", "--finetune_lr_scaling=sqrt",
+                                         "--warmup_epochs=1")),
         "comparison": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=2),
     },
 }
@@ -154,7 +159,8 @@ def _dp_batch_sweep(s) -> List[RunSpec]:
 
 
 def _dp_op_profile(s) -> List[RunSpec]:
-  return [_run(f"g{g}", "data_parallel", (s["units"],), s["epochs"], divisible(s["batch"], g), g, s["examples"],
+  hidden = s.get("hidden", (s.get("units"),))  # one layer: the profile is of layer 1
+  return [_run(f"g{g}", "data_parallel", hidden, s["epochs"], divisible(s["batch"], g), g, s["examples"],
                extra=s["profile"]) for g in s["devices"]]
 
 

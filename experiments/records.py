@@ -14,7 +14,8 @@ from experiments import presets
 
 # Config fields compared between a stored record and the run that would make it.
 _COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices",
-             "threads_per_device", "train_examples", "seed", "pretrain_learning_rate", "finetune_learning_rate")
+             "threads_per_device", "train_examples", "seed", "pretrain_learning_rate", "finetune_learning_rate",
+             "pretrain_lr_scaling", "finetune_lr_scaling", "warmup_epochs", "reference_batch_size")
 
 
 def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
@@ -42,9 +43,12 @@ def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
     if name not in config or name not in _COMPARED:
       continue
     have = config[name]
-    same = (list(have) == list(value) if name == "hidden_units"
-            else float(have) == float(value) if isinstance(have, (int, float)) and not isinstance(have, bool)
-            else str(have) == str(value))
+    if name == "hidden_units":
+      same = list(have) == list(value)
+    elif isinstance(have, (int, float)) and not isinstance(have, bool):
+      same = float(have) == float(value)
+    else:
+      same = str(have) == str(value)
     if not same:
       out.append(f"{name}={have} (preset: {value})")
   return out

@@ -73,8 +73,8 @@ def headline(data: Dict[str, Optional[plot_style.EntryData]]) -> str:
     for preset in ("paper", "cpu", "smoke"):
       if preset == dp.preset or preset in dp.other:
         got = plot_accuracy.dp_accuracy_rows(dp, preset)[-1]
-        best = (f"report recipe {results_tables._acc(got['report_recipe'])}, large-batch "
-                f"{results_tables._acc(got['large_batch'])} ({preset}, {got['epochs']}+{got['epochs']})")
+        best = (f"report recipe {plot_style.fmt_accuracy(got['report_recipe'])}, large-batch "
+                f"{plot_style.fmt_accuracy(got['large_batch'])} ({preset}, {got['epochs']}+{got['epochs']})")
         break
     rows.append(["Data parallel test accuracy, batch 5000 (`dp_accuracy`)", f"{reported.DP_ACCURACY[60]} (60+60)", best])
   sc = data["strategy_comparison"]
@@ -126,10 +126,11 @@ def model_section(data: Dict[str, Optional[plot_style.EntryData]]) -> str:
       parts.append(f"`{name}`: {why}.")
       continue
     out_of_sample = [abs(e.relative) for e in errors if not e.in_calibration]
-    rows = [["x".join(map(str, e.hidden_units)), e.devices, f"{e.measured:.1f}" + (" †" if e.oversubscribed else ""),
-             f"{e.predicted:.1f}", f"{e.relative:+.1%}", "fit" if e.in_calibration else "predicted"] for e in errors]
+    rows = [["x".join(map(str, e.hidden_units)), e.devices, plot_style.fmt_seconds(e.measured) + (" †" if e.oversubscribed else ""),
+             plot_style.fmt_seconds(e.predicted), f"{e.relative:+.1%}", "fit" if e.in_calibration else "predicted"]
+            for e in errors]
     worst = max(out_of_sample) if out_of_sample else None
-    verdict = ("—" if worst is None else
+    verdict = ("no point outside the calibration runs" if worst is None else
                f"largest predicted error {worst:.1%} ({'within' if worst <= results_tables.MODEL_ERROR_GOAL else 'outside'} "
                f"the {results_tables.MODEL_ERROR_GOAL:.0%} goal)")
     parts.append(f"**`{name}`** ({d.preset}): {model.describe()}; calibrated on {', '.join(model.calibration)}; "

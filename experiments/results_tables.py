@@ -7,6 +7,7 @@ from experiments import plot_accuracy
 from experiments import plot_comparison
 from experiments import plot_data_parallel
 from experiments import plot_scaling
+from experiments import plot_style
 from experiments import records
 from experiments import reported
 
@@ -20,18 +21,6 @@ def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
   lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
   lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
   return "\n".join(lines)
-
-
-def _s(seconds: Optional[float]) -> str:
-  return "—" if seconds is None else f"{seconds:.1f}" if seconds < 100 else f"{seconds:.0f}"
-
-
-def _x(ratio: Optional[float]) -> str:
-  return "—" if ratio is None else f"{ratio:.2f}×"
-
-
-def _acc(a: Optional[float]) -> str:
-  return "—" if a is None else f"{a:.4f}"
 
 
 def _over(record: dict) -> str:
@@ -54,14 +43,14 @@ def mp_scaling(data) -> Tuple[str, List[str]]:
       ours = r["pretrain_seconds"] if r else None
       base = by_g[1]["pretrain_seconds"] if 1 in by_g else None
       e = errors.get((h, g))
-      rows.append([h, g, _s(ours) + (_over(r) if r else ""), _x(base / ours if r and base else None),
-                   _s(rep.get(g)), _x(rep[1] / rep[g] if g in rep else None),
-                   f"{_s(e.predicted)} ({e.relative:+.0%}{', fit' if e.in_calibration else ''})" if e else "—"])
+      rows.append([h, g, plot_style.fmt_seconds(ours) + (_over(r) if r else ""), plot_style.fmt_ratio(base / ours if r and base else None),
+                   plot_style.fmt_seconds(rep.get(g)), plot_style.fmt_ratio(rep[1] / rep[g] if g in rep else None),
+                   f"{plot_style.fmt_seconds(e.predicted)} ({e.relative:+.0%}{', fit' if e.in_calibration else ''})" if e else "—"])
     if by_g and rep and 1 in by_g:
       g_max = max(by_g)
       sentences.append(f"{h} layers: the report went {rep[1]} → {rep[max(rep)]} s ({rep[1] / rep[max(rep)]:.2f}×) "
-                       f"from 1 to {max(rep)} GPUs; ours {_s(by_g[1]['pretrain_seconds'])} → "
-                       f"{_s(by_g[g_max]['pretrain_seconds'])} s ({by_g[1]['pretrain_seconds'] / by_g[g_max]['pretrain_seconds']:.2f}×) "
+                       f"from 1 to {max(rep)} GPUs; ours {plot_style.fmt_seconds(by_g[1]['pretrain_seconds'])} → "
+                       f"{plot_style.fmt_seconds(by_g[g_max]['pretrain_seconds'])} s ({by_g[1]['pretrain_seconds'] / by_g[g_max]['pretrain_seconds']:.2f}×) "
                        f"from 1 to {g_max} devices.")
   table = md_table(["layers", "devices", "ours s", "ours speedup", "report s", "report speedup",
                     "model s (error)"], rows)
@@ -76,8 +65,8 @@ def dp_scaling(data) -> Tuple[str, List[str]]:
   for g in sorted(by_g):
     r, e = by_g[g], errors.get(g)
     base = by_g[1]["pretrain_seconds"] if 1 in by_g else None
-    rows.append([g, _s(r["pretrain_seconds"]) + _over(r), _x(base / r["pretrain_seconds"] if base else None),
-                 f"{_s(e.predicted)} ({e.relative:+.0%}{', fit' if e.in_calibration else ''})" if e else "—",
+    rows.append([g, plot_style.fmt_seconds(r["pretrain_seconds"]) + _over(r), plot_style.fmt_ratio(base / r["pretrain_seconds"] if base else None),
+                 f"{plot_style.fmt_seconds(e.predicted)} ({e.relative:+.0%}{', fit' if e.in_calibration else ''})" if e else "—",
                  reported.DP_SCALING_TEXT if g == 1 else ""])
   sentences = []
   if 1 in by_g and 2 in by_g:
@@ -144,9 +133,9 @@ def mp_vs_dp(data) -> Tuple[str, List[str]]:
     ratio = mp["pretrain_seconds"] / dp["pretrain_seconds"] if dp and mp else None
     faster.append(ratio)
     r = rep[i] if i < len(rep) else {}
-    rows.append([label, _s(dp["pretrain_seconds"]) + _over(dp) if dp else "—",
-                 _s(mp["pretrain_seconds"]) + _over(mp) if mp else "—", _x(ratio),
-                 r.get("dp", "—"), r.get("mp", "—"), _x(r["mp"] / r["dp"] if r else None)])
+    rows.append([label, plot_style.fmt_seconds(dp["pretrain_seconds"]) + _over(dp) if dp else "—",
+                 plot_style.fmt_seconds(mp["pretrain_seconds"]) + _over(mp) if mp else "—", plot_style.fmt_ratio(ratio),
+                 r.get("dp", "—"), r.get("mp", "—"), plot_style.fmt_ratio(r["mp"] / r["dp"] if r else None)])
   known = [f for f in faster if f is not None]
   sentences = [f"Report: data parallel faster in all four settings (model/data time 1.33-1.65×). Ours: data parallel "
                f"faster in {sum(f > 1 for f in known)} of {len(known)} (ratios "
@@ -162,7 +151,7 @@ def accuracy_vs_epochs(data) -> Tuple[str, List[str]]:
     series = plot_accuracy.accuracy_series(data, preset)
     for strategy in ("greedy", "mp"):
       for e, a in series.get(strategy, []):
-        rows.append([preset, strategy, f"{e}+{e}", _acc(a)])
+        rows.append([preset, strategy, f"{e}+{e}", plot_style.fmt_accuracy(a)])
   rep_rows = [["report", s, f"{e}+{e}", f"{a:.4f}"] for s in ("greedy", "mp")
               for e, a in sorted(reported.ACCURACY[s].items())]
   sentences = []
@@ -182,15 +171,22 @@ def dp_accuracy(data) -> Tuple[str, List[str]]:
   for preset in shown:
     for row in plot_accuracy.dp_accuracy_rows(data, preset):
       goal = row["greedy"] - plot_accuracy.DP_TOLERANCE if row["greedy"] is not None else None
-      rows.append([preset, f"{row['epochs']}+{row['epochs']}", _acc(row["report_recipe"]), _acc(row["large_batch"]),
-                   _acc(row["greedy"]), _acc(goal), _acc(row["report"])])
+      rows.append([preset, f"{row['epochs']}+{row['epochs']}", plot_style.fmt_accuracy(row["report_recipe"]), plot_style.fmt_accuracy(row["large_batch"]),
+                   plot_style.fmt_accuracy(row["greedy"]), plot_style.fmt_accuracy(goal), plot_style.fmt_accuracy(row["report"])])
       if row["large_batch"] is not None and goal is not None:
         ok = row["large_batch"] >= goal
         sentences.append(f"{preset}, {row['epochs']}+{row['epochs']}: the large-batch recipe "
                          f"{'reaches' if ok else 'misses'} greedy - {plot_accuracy.DP_TOLERANCE} "
                          f"({row['large_batch']:.4f} vs {goal:.4f}).")
+  recipe = ""
+  for r in data.runs.values():
+    rates = r.get("learning_rates")
+    if rates and r["run_name"].endswith("large_batch"):
+      recipe = (f" (here: pretraining {rates['pretrain']:.3g}, finetuning {rates['finetune']:.3g}, after "
+                f"{rates['warmup_epochs']:g} warm-up epochs)")
+      break
   sentences.append("The report's recipe keeps the batch-100 learning rates at batch 5000 (its 0.7472 / 0.8162); "
-                   "the large-batch recipe scales them with the batch.")
+                   f"the large-batch recipe scales them with the batch{recipe}.")
   return md_table(["preset", "epochs", "ours DP report recipe", "ours DP large-batch", "ours greedy (batch 100)",
                    "goal (greedy - 0.005)", "report DP"], rows), sentences
 
@@ -199,8 +195,8 @@ def strategy_comparison(data) -> Tuple[str, List[str]]:
   rs = plot_comparison.strategy_records(data)
   rep = reported.STRATEGY_COMPARISON
   base = rs["greedy"]["pretrain_seconds"] if "greedy" in rs else None
-  rows = [[s, _s(rs[s]["pretrain_seconds"]) + _over(rs[s]) if s in rs else "—",
-           _x(base / rs[s]["pretrain_seconds"] if s in rs and base else None), rep[s], _x(rep["greedy"] / rep[s])]
+  rows = [[s, plot_style.fmt_seconds(rs[s]["pretrain_seconds"]) + _over(rs[s]) if s in rs else "—",
+           plot_style.fmt_ratio(base / rs[s]["pretrain_seconds"] if s in rs and base else None), rep[s], plot_style.fmt_ratio(rep["greedy"] / rep[s])]
           for s in plot_comparison.STRATEGIES]
   sentences = [CORES_NOTE.format(cores=_cores(data))]
   return md_table(["strategy", "ours s", "ours speedup", "report s", "report speedup"], rows), sentences
@@ -209,7 +205,7 @@ def strategy_comparison(data) -> Tuple[str, List[str]]:
 def convergence(data) -> Tuple[str, List[str]]:
   reach = plot_comparison.times_to_target(data)
   rs = plot_comparison.strategy_records(data)
-  rows = [[s, _s(rs[s]["pretrain_seconds"]), _s(reach.get(s)) if reach.get(s) is not None else "not reached",
+  rows = [[s, plot_style.fmt_seconds(rs[s]["pretrain_seconds"]), plot_style.fmt_seconds(reach.get(s)) if reach.get(s) is not None else "not reached",
            ", ".join(f"{layer['epochs'][-1]['loss']:.2f}" for layer in rs[s]["layers"])] for s in rs]
   sentences = [f"Fixed loss: greedy's final loss of each layer × {1 + plot_comparison.LOSS_TOLERANCE}; a strategy "
                "reaches it when its last layer does. The report has no such figure. Model parallel trains lower "
