@@ -95,6 +95,7 @@ def main(argv):
     fn(tf.constant(0), tf.constant(1), tf.constant(0.0))
   samples = {k: [] for k in variants}
   overlap = {"graph": [], "graph_nested": []}
+  busy = {"graph": [], "graph_nested": []}  # Each layer's own epoch time inside the joint function.
   for r in range(_REPEATS.value):
     for name, fn in variants.items():
       start = time.perf_counter()
@@ -103,6 +104,7 @@ def main(argv):
       if name in ("graph", "graph_nested"):
         (_, s1, e1), (_, s2, e2) = out
         overlap[name].append(max(0.0, min(e1, e2) - max(s1, s2)))
+        busy[name].append([e1 - s1, e2 - s2])
   med = {k: statistics.median(v) for k, v in samples.items()}
   ideal = max(med["alone_layer1"], med["alone_layer2"])
   summary = {
@@ -113,6 +115,7 @@ def main(argv):
       "ideal_concurrent_seconds": ideal,
       "fraction_of_ideal": {k: ideal / med[k] for k in ("graph", "graph_nested", "graph_no_timestamps", "threads")},
       "layers_overlap_seconds_median": {k: statistics.median(v) for k, v in overlap.items()},
+      "layer_busy_seconds_median": {k: [statistics.median(b[j] for b in v) for j in range(2)] for k, v in busy.items()},
   }
   path = _OUT.value.format(batch=_BATCH.value)
   os.makedirs(os.path.dirname(path), exist_ok=True)
