@@ -114,7 +114,7 @@ def check(values: Mapping[str, Any]) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
       raise ValueError(f"--profile_repeats must be a positive integer, got {v!r}.")
   g = values.get("num_devices")
-  if isinstance(g, int) and g >= 1:
+  if isinstance(g, int) and 1 <= g <= config_lib.MAX_LOGICAL_CPU_DEVICES:  # Other values: the shared check.
     for name in ("batch_size", "finetune_batch_size"):
       b = values.get(name)
       if isinstance(b, int) and b >= 1:

@@ -97,10 +97,13 @@ def test_resume_after_a_crash_ends_with_greedys_weights(tmp_path, greedy_run):
 
   with pytest.raises(Crash):
     pretrain.run(_dp(tmp_path, "dp", model_dir=model_dir, finetune_epochs=0), on_checkpoint=crash_inside_layer_2)
-  record = pretrain.run(_dp(tmp_path, "dp", model_dir=model_dir, finetune_epochs=0, profile_repeats=1))
+  # Resumed with --profile_dir: the first epoch trained (layer 2's second) is traced for TensorBoard.
+  record = pretrain.run(_dp(tmp_path, "dp", model_dir=model_dir, finetune_epochs=0, profile_repeats=1,
+                            profile_dir=str(tmp_path / "trace")))
   assert record["resumed"] and [len(l["epochs"]) for l in record["layers"]] == [2, 2]
   assert record["profile"]["repeats"] == 2  # measured before the crash, kept in the checkpoint
   _assert_same_weights(runlog.load_weights(str(tmp_path / "dp.npz")), want)
+  assert list((tmp_path / "trace").glob("plugins/profile/*/*.xplane.pb"))
 
 
 def test_batch_not_divisible_by_replicas_is_refused(tmp_path):
