@@ -48,6 +48,12 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
   setup = devices_lib.setup(config.num_devices, config.threads_per_device)
   schedule = schedule_lib.Schedule(len(config.hidden_units), config.num_devices, config.pretrain_epochs)
   layer_devices = [setup.names[schedule.position(i)] for i in range(schedule.num_layers)]
+  if config.num_devices > schedule.num_layers:
+    logging.warning("--num_devices=%d but only %d layer(s): %d device(s) stay idle.", config.num_devices,
+                    schedule.num_layers, config.num_devices - schedule.num_layers)
+  logging.info("Model parallel: %s", "; ".join(
+      f"group {g + 1}: " + ", ".join(f"layer {i + 1} on {_short(layer_devices[i])}" for i in members)
+      for g, members in enumerate(schedule.groups)))
   return run_schedule(config, schedule, layer_devices, setup, concurrent=True, on_checkpoint=on_checkpoint)
 
 
