@@ -34,6 +34,9 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 # Devices the model's lines are drawn for.
 MAX_PREDICTED_DEVICES = 8
+# rho is fitted in [1, MAX_SLOWDOWN]: two jobs side by side each slowed 2x or more would be no faster
+# than one after the other, which a work-conserving runtime does not do; a larger fit is noise.
+MAX_SLOWDOWN = 2.0
 
 
 def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: float = 1.0) -> float:
@@ -321,9 +324,14 @@ def calibrate_model_parallel(records: Mapping[str, Mapping]) -> Model:
   model = Model("model_parallel", tuple(epoch_seconds_of(singles[base_name])), _cores(records.values()),
                 copy_seconds_per_param=_copy_seconds_per_param(pairs.values()),
                 calibration=(base_name,) + tuple(sorted(pairs)))
-  points = [Point.of(r) for r in pairs.values()]
+  return _fit_slowdown(model, pairs)
+
+
+def _fit_slowdown(model: "Model", records: Mapping[str, Mapping]) -> "Model":
+  """`model` with rho fitted to the pretraining seconds of `records` (least squares of relative errors)."""
+  points = [Point.of(r) for r in records.values()]
   rho = fit_scalar(lambda x: [dataclasses.replace(model, slowdown=x).predict(p.hidden_units, p.epochs, p.devices)
-                              for p in points], [p.seconds for p in points])
+                              for p in points], [p.seconds for p in points], high=MAX_SLOWDOWN)
   return dataclasses.replace(model, slowdown=rho)
 
 
@@ -373,10 +381,7 @@ def calibrate_data_parallel(records: Mapping[str, Mapping],
                 parallel_fraction=fraction, allreduce_seconds_per_param=gamma,
                 steps_per_epoch=config["train_examples"] // config["batch_size"],
                 calibration=tuple(dict.fromkeys(used + sorted(pairs))))
-  points = [Point.of(r) for r in pairs.values()]
-  rho = fit_scalar(lambda x: [dataclasses.replace(model, slowdown=x).predict(p.hidden_units, p.epochs, p.devices)
-                              for p in points], [p.seconds for p in points])
-  return dataclasses.replace(model, slowdown=rho)
+  return _fit_slowdown(model, pairs)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -83,16 +83,16 @@ def dp_accuracy_rows(data: plot_style.EntryData, preset: str) -> List[Dict[str, 
   return rows
 
 
-_BARS = (("report_recipe", "ours, data parallel, report's recipe", "tab:green"),
-         ("large_batch", "ours, data parallel, large-batch recipe", "darkgreen"),
-         ("greedy", "ours, greedy at batch 100", "tab:blue"),
-         ("report", f"{plot_style.REPORT_LABEL}, data parallel, batch 5000, 30+30 / 60+60", plot_style.REPORT_COLOR))
+_BARS = (("report_recipe", "ours: DP, report's recipe", "tab:green"),
+         ("large_batch", "ours: DP, large-batch recipe", "darkgreen"),
+         ("greedy", "ours: greedy, batch 100", "tab:blue"),
+         ("report", f"{plot_style.REPORT_LABEL}: DP", plot_style.REPORT_COLOR))
 
 
 def draw_dp_accuracy(data: plot_style.EntryData):
   """Bars per epoch setting, one panel per preset with records."""
   shown = _presets_shown(data)
-  fig, axes = plot_style.figure(len(shown), width=6)
+  fig, axes = plot_style.figure(len(shown), width=8 if len(shown) == 1 else 6.5)
   for ax, preset in zip(axes, shown):
     rows = dp_accuracy_rows(data, preset)
     for j, (key, label, color) in enumerate(_BARS):
@@ -105,9 +105,12 @@ def draw_dp_accuracy(data: plot_style.EntryData):
         ax.hlines(row["greedy"] - DP_TOLERANCE, i - 0.45, i + 0.45, colors="0.2", linestyles=":")
     batch = sorted({records.config(r, "batch_size") for n, r in _runs(data, preset).items() if n.startswith("dp_")})
     ax.set_xticks(range(len(rows)), [f"{row['epochs']}+{row['epochs']} epochs" for row in rows])
-    ax.set_title(f"ours: preset {preset}, data parallel batch {'/'.join(map(str, batch))}", fontsize=9)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    ax.set_title(f"ours: preset {preset}, data parallel (DP) batch {'/'.join(map(str, batch)) or '—'}; "
+                 "report: batch 5000, 30+30 / 60+60", fontsize=8)
     ax.set_ylabel("test accuracy")
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_ylim(0, 1.35)
+    ax.set_yticks([0, 0.2, 0.4, 0.6, 0.8, 1.0])
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
   plot_style.finish(fig, data, f"dotted: greedy - {DP_TOLERANCE} (the data-parallel goal)", presets_shown=shown)
   return fig

@@ -80,6 +80,10 @@ class Entry:
 # report's batch 100, linearly for pretraining and by the square root for finetuning, reached by a
 # linear warm-up over the first 2 epochs of every layer and of finetuning.
 _LARGE_BATCH = ("--pretrain_lr_scaling=linear", "--finetune_lr_scaling=sqrt", "--warmup_epochs=2")
+# The accuracy runs skip data_parallel's op profile of layer 1 (not needed there).
+_NO_PROFILE = ("--profile_steps=0",)
+# Flags of every data_parallel timing run, per preset (smoke: the shortest op profile).
+_DP_FLAGS = {"paper": (), "cpu": (), "smoke": ("--profile_steps=1", "--profile_repeats=1")}
 _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
     "paper": {
         "mp_scaling_b100": dict(examples=55_000, epochs=30, batch=100, units=2000, layers=(2, 3, 4)),
@@ -121,7 +125,7 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
         "dp_batch_sweep": dict(examples=400, epochs=1, units=32, devices=4, batches=(52, 200)),
         "dp_op_profile": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2), profile=()),
         "mp_vs_dp": dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16)),
-        "accuracy": dict(examples=400, epochs=(1, 2), batch=40, hidden=(32, 32), devices=2),
+        "accuracy": dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2),
         "dp_accuracy": dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
                             large_batch=("--pretrain_lr_scaling=linear", "--finetune_lr_scaling=sqrt",
                                          "--warmup_epochs=1")),
@@ -149,24 +153,25 @@ def divisible(batch: int, devices: int) -> int:
 
 
 def _dp_scaling(s) -> List[RunSpec]:
-  return [_run(f"g{g}", "data_parallel", s["hidden"], s["epochs"], divisible(s["batch"], g), g, s["examples"])
-          for g in s["devices"]]
+  return [_run(f"g{g}", "data_parallel", s["hidden"], s["epochs"], divisible(s["batch"], g), g, s["examples"],
+               extra=s["dp_flags"]) for g in s["devices"]]
 
 
 def _dp_batch_sweep(s) -> List[RunSpec]:
-  return [_run(f"b{b}", "data_parallel", (s["units"],), s["epochs"], b, s["devices"], s["examples"])
-          for b in s["batches"]]
+  return [_run(f"b{b}", "data_parallel", (s["units"],), s["epochs"], b, s["devices"], s["examples"],
+               extra=s["dp_flags"]) for b in s["batches"]]
 
 
 def _dp_op_profile(s) -> List[RunSpec]:
   hidden = s.get("hidden", (s.get("units"),))  # one layer: the profile is of layer 1
   return [_run(f"g{g}", "data_parallel", hidden, s["epochs"], divisible(s["batch"], g), g, s["examples"],
-               extra=s["profile"]) for g in s["devices"]]
+               extra=s["dp_flags"] + s["profile"]) for g in s["devices"]]
 
 
 def _mp_vs_dp(s) -> List[RunSpec]:
   configs = {"c1": s.get("config_1", CONFIG_1), "c2": s.get("config_2", CONFIG_2)}
-  return [_run(f"{c}_e{e}_{short}", program, configs[c], e, s["batch"], s["devices"], s["examples"])
+  return [_run(f"{c}_e{e}_{short}", program, configs[c], e, s["batch"], s["devices"], s["examples"],
+               extra=s["dp_flags"] if program == "data_parallel" else ())
           for e in s["epochs"] for c in ("c1", "c2")
           for short, program in (("dp", "data_parallel"), ("mp", "model_parallel"))]
 
@@ -185,7 +190,7 @@ def _dp_accuracy(s, accuracy) -> List[RunSpec]:
   for e in s["epochs"]:
     for recipe, extra in (("report", ()), ("large_batch", s["large_batch"])):
       runs.append(_run(f"dp_e{e}_{recipe}", "data_parallel", s["hidden"], e, s["batch"], s["devices"], s["examples"],
-                       e, extra=extra, resumable=True))
+                       e, extra=extra + _NO_PROFILE, resumable=True))
   # The greedy reference at the accuracy entry's batch, when it has these epochs.
   runs += [r for r in _accuracy(accuracy) if r.program == "greedy" and r.flag("pretrain_epochs") in s["epochs"]]
   return runs
@@ -194,7 +199,8 @@ def _dp_accuracy(s, accuracy) -> List[RunSpec]:
 def _comparison(s) -> List[RunSpec]:
   return [_run("greedy", "greedy", s["hidden"], s["epochs"], s["batch"], 1, s["examples"]),
           _run("mp", "model_parallel", s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"]),
-          _run("dp", "data_parallel", s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"])]
+          _run("dp", "data_parallel", s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
+               extra=s["dp_flags"])]
 
 
 _TITLES = {
@@ -219,7 +225,7 @@ def build(preset: str) -> Dict[str, Entry]:
   """
   if preset not in _SIZES:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-  s = _SIZES[preset]
+  s = {name: dict(sizes, dp_flags=_DP_FLAGS[preset]) for name, sizes in _SIZES[preset].items()}
   runs = {
       "mp_scaling_b100": _mp_scaling(s["mp_scaling_b100"]),
       "mp_scaling_b5000": _mp_scaling(s["mp_scaling_b5000"]),
