@@ -24,10 +24,15 @@ WARMUP_SECONDS_PER_LAYER = 0.8
 # per parameter per transfer (perf_model's gamma).
 DP_STEP_SECONDS = 0.003
 DP_ALLREDUCE_SECONDS_PER_PARAM = 1e-9
+# Data parallel fixed costs, measured with 3 x 2000 units, batch 1000, 4,000 examples, G = 1..4 on 2
+# cores: ~15 s more start-up (MirroredStrategy), a warm-up per layer of ~1.6 s x G^1.5 (1.6, 2.8, 5.2,
+# 13 s measured), and the op profile of layer 1 (~5 s + 1.2 s x G) unless --profile_steps=0.
+DP_STARTUP_SECONDS = 15.0
+DP_WARMUP_SECONDS_PER_LAYER = 1.6
+DP_PROFILE_SECONDS = 5.0
+DP_PROFILE_SECONDS_PER_DEVICE = 1.2
 # Side-by-side slowdown of concurrent devices (perf_model's rho).
-SLOWDOWN = 1.1
-# An op profile times each phase this many epochs' worth.
-PROFILE_EPOCHS = 3
+SLOWDOWN = 1.5
 
 
 def epoch_seconds(hidden_units: Sequence[int], examples: int) -> list:
@@ -58,8 +63,10 @@ def run_seconds(run: presets.RunSpec, cores: int) -> float:
   else:
     model = perf_model.Model(run.program, tuple(t), cores, slowdown=SLOWDOWN)
   seconds = STARTUP_SECONDS + WARMUP_SECONDS_PER_LAYER * len(hidden) + model.predict(hidden, epochs, devices)
-  if run.extra_flags and any("profile" in f for f in run.extra_flags) or run.home == "dp_op_profile":
-    seconds += PROFILE_EPOCHS * sum(t) / min(devices, cores)
+  if run.program == "data_parallel":
+    seconds += DP_STARTUP_SECONDS + DP_WARMUP_SECONDS_PER_LAYER * devices ** 1.5 * len(hidden)
+    if "--profile_steps=0" not in run.extra_flags:
+      seconds += DP_PROFILE_SECONDS + DP_PROFILE_SECONDS_PER_DEVICE * devices
   return seconds + _finetune_seconds(hidden, examples, run.flag("finetune_epochs"))
 
 

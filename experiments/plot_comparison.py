@@ -44,7 +44,10 @@ def draw_mp_vs_dp(data: plot_style.EntryData):
   for ax in (left, right):
     ax.set_ylabel("pretraining seconds")
     ax.legend(fontsize=8)
-  plot_style.finish(fig, data, "Config 1 = 4 x 2000 units, Config 2 = 2000-1000-500-100 (smoke: smaller)")
+  configs = sorted({"-".join(map(str, r["config"]["hidden_units"])) for g in groups for r in g[1].values()},
+                   key=lambda c: (len(set(c.split("-"))), c))
+  plot_style.finish(fig, data, f"ours: Config 1 / Config 2 = {' / '.join(configs)}; report: 2000-2000-2000-2000 / "
+                               "2000-1000-500-100")
   return fig
 
 

@@ -99,22 +99,23 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
                             large_batch=_LARGE_BATCH),
         "comparison": dict(examples=55_000, epochs=60, batch=5000, hidden=CONFIG_1, devices=4),
     },
-    # Timing entries: epochs / 6 and fewer examples (at least 2 steps per epoch at the report's batch);
+    # Timing entries: epochs / 6, layers of 1000 units instead of 2000 (Config 2 halved too), fewer
+    # examples (at least 2 steps per epoch at the report's batch), 12 of the 19 batch sizes of the sweep;
     # accuracy entries: epochs / 5, 11,000 examples, 4 x 500 units, data-parallel batch 1000 (5000 scaled
     # with the examples, so an epoch still has 11 steps as at paper size).
     "cpu": {
-        "mp_scaling_b100": dict(examples=5500, epochs=5, batch=100, units=2000, layers=(2, 3, 4)),
-        "mp_scaling_b5000": dict(examples=10_000, epochs=10, batch=5000, units=2000, layers=(2, 3, 4)),
-        "dp_scaling": dict(examples=10_000, epochs=7, batch=5000, hidden=CONFIG_1, devices=(1, 2, 3, 4)),
-        "dp_batch_sweep": dict(examples=18_000, epochs=2, units=2000, devices=4,
-                               batches=(52, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2000, 3000, 4000,
-                                        5000, 6000, 7000, 8000, 9000)),
-        "dp_op_profile": dict(examples=11_000, epochs=1, batch=1000, units=2000, devices=(1, 2, 3, 4), profile=()),
-        "mp_vs_dp": dict(examples=14_000, epochs=(5, 10), batch=7000, devices=4),
+        "mp_scaling_b100": dict(examples=5500, epochs=5, batch=100, units=1000, layers=(2, 3, 4)),
+        "mp_scaling_b5000": dict(examples=10_000, epochs=10, batch=5000, units=1000, layers=(2, 3, 4)),
+        "dp_scaling": dict(examples=10_000, epochs=7, batch=5000, hidden=(1000,) * 4, devices=(1, 2, 3, 4)),
+        "dp_batch_sweep": dict(examples=18_000, epochs=2, units=1000, devices=4,
+                               batches=(52, 100, 200, 300, 500, 700, 1000, 2000, 4000, 6000, 7000, 9000)),
+        "dp_op_profile": dict(examples=11_000, epochs=1, batch=1000, units=1000, devices=(1, 2, 3, 4), profile=()),
+        "mp_vs_dp": dict(examples=14_000, epochs=(5, 10), batch=7000, devices=4, config_1=(1000,) * 4,
+                         config_2=(1000, 500, 250, 50)),
         "accuracy": dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=4),
         "dp_accuracy": dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=4,
                             large_batch=_LARGE_BATCH),
-        "comparison": dict(examples=10_000, epochs=10, batch=5000, hidden=CONFIG_1, devices=4),
+        "comparison": dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=4),
     },
     # Few runs: sizes chosen so that entries share runs (dp_op_profile = dp_scaling, strategy_comparison's
     # and mp_vs_dp's Config 1 runs = the scaling entries' 2-device runs).
@@ -159,7 +160,7 @@ def _dp_scaling(s) -> List[RunSpec]:
 
 def _dp_batch_sweep(s) -> List[RunSpec]:
   return [_run(f"b{b}", "data_parallel", (s["units"],), s["epochs"], b, s["devices"], s["examples"],
-               extra=s["dp_flags"]) for b in s["batches"]]
+               extra=_NO_PROFILE) for b in s["batches"]]
 
 
 def _dp_op_profile(s) -> List[RunSpec]:
