@@ -24,15 +24,16 @@ WARMUP_SECONDS_PER_LAYER = 0.8
 # per parameter per transfer (perf_model's gamma).
 DP_STEP_SECONDS = 0.003
 DP_ALLREDUCE_SECONDS_PER_PARAM = 1e-9
-# Data parallel fixed costs, measured with 3 x 2000 units, batch 1000, 4,000 examples, G = 1..4 on 2
-# cores: ~15 s more start-up (MirroredStrategy), a warm-up per layer of ~1.6 s x G^1.5 (1.6, 2.8, 5.2,
-# 13 s measured), and the op profile of layer 1 (~5 s + 1.2 s x G) unless --profile_steps=0.
-DP_STARTUP_SECONDS = 15.0
-DP_WARMUP_SECONDS_PER_LAYER = 1.6
+# Data parallel fixed costs, measured with 4 x 1000 units, batch 5000, 10,000 examples on 2 cores
+# (cpu preset, dp_scaling): ~20 s more start-up (MirroredStrategy), then per layer a warm-up (tracing,
+# compilation, input pipeline) of ~2.5, 6, 90 and 70 s for G = 1, 2, 3, 4 replicas, and the op profile
+# of layer 1 (~5 s + 1.5 s x G) unless --profile_steps=0.
+DP_STARTUP_SECONDS = 20.0
+DP_WARMUP_SECONDS_PER_LAYER = {1: 2.5, 2: 6.0, 3: 90.0, 4: 70.0}
 DP_PROFILE_SECONDS = 5.0
-DP_PROFILE_SECONDS_PER_DEVICE = 1.2
+DP_PROFILE_SECONDS_PER_DEVICE = 1.5
 # Side-by-side slowdown of concurrent devices (perf_model's rho).
-SLOWDOWN = 1.5
+SLOWDOWN = 1.8  # measured 1.8 (data parallel) to 2 (model parallel) with 1000-unit layers
 
 
 def epoch_seconds(hidden_units: Sequence[int], examples: int) -> list:
@@ -64,7 +65,8 @@ def run_seconds(run: presets.RunSpec, cores: int) -> float:
     model = perf_model.Model(run.program, tuple(t), cores, slowdown=SLOWDOWN)
   seconds = STARTUP_SECONDS + WARMUP_SECONDS_PER_LAYER * len(hidden) + model.predict(hidden, epochs, devices)
   if run.program == "data_parallel":
-    seconds += DP_STARTUP_SECONDS + DP_WARMUP_SECONDS_PER_LAYER * devices ** 1.5 * len(hidden)
+    warmup = DP_WARMUP_SECONDS_PER_LAYER.get(devices, DP_WARMUP_SECONDS_PER_LAYER[4] * devices / 4)
+    seconds += DP_STARTUP_SECONDS + warmup * len(hidden)
     if "--profile_steps=0" not in run.extra_flags:
       seconds += DP_PROFILE_SECONDS + DP_PROFILE_SECONDS_PER_DEVICE * devices
   return seconds + _finetune_seconds(hidden, examples, run.flag("finetune_epochs"))

@@ -24,6 +24,7 @@ DRAW: Dict[str, Callable] = {
 
 
 def figure_path(output_dir: str, entry: str) -> str:
+  """<output_dir>/figures/<entry>.png"""
   return os.path.join(output_dir, "figures", f"{entry}.png")
 
 

@@ -220,6 +220,7 @@ class Point:
 
   @staticmethod
   def of(record: Mapping, name: str = "") -> "Point":
+    """The point of a run record."""
     c = record["config"]
     return Point(tuple(c["hidden_units"]), c["pretrain_epochs"], c["num_devices"], c["batch_size"],
                  c["train_examples"], record["pretrain_seconds"], name or record.get("run_name", ""))
@@ -232,6 +233,9 @@ class Model:
   Attributes:
     strategy: "model_parallel", "data_parallel" or "greedy".
     epoch_seconds: t_k for the deepest stack measured (a shallower stack uses its first layers).
+    epoch_seconds_by_depth: ((H, t_k of an H-layer stack), ...) from each depth's own one-device run,
+      used for that depth instead of `epoch_seconds` (runs of one experiment differ by a few percent
+      to tens of percent from process to process on a shared virtual machine).
     cores: C.
     slowdown: rho.
     copy_seconds_per_param: kappa (model parallel).
@@ -243,6 +247,7 @@ class Model:
   strategy: str
   epoch_seconds: Tuple[float, ...]
   cores: int
+  epoch_seconds_by_depth: Tuple[Tuple[int, Tuple[float, ...]], ...] = ()
   slowdown: float = 1.0
   copy_seconds_per_param: float = 0.0
   parallel_fraction: float = 1.0
@@ -259,7 +264,7 @@ class Model:
     h = len(hidden_units)
     if h > len(self.epoch_seconds):
       raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {h}")
-    t = list(self.epoch_seconds[:h])
+    t = list(dict(self.epoch_seconds_by_depth).get(h, self.epoch_seconds[:h]))
     params = layer_params(hidden_units)
     if self.strategy == "model_parallel":
       return predict_model_parallel(t, epochs, devices, self.cores, self.slowdown, self.copy_seconds_per_param,
@@ -307,7 +312,8 @@ def _copy_seconds_per_param(records: Iterable[Mapping]) -> float:
 def calibrate_model_parallel(records: Mapping[str, Mapping]) -> Model:
   """Calibrates the model-parallel model on runs with G <= 2.
 
-  t_k: the G = 1 run with the most layers. kappa: measured weight-copy seconds of the G = 2 runs.
+  t_k: each depth's G = 1 run (the deepest for depths without one). kappa: measured weight-copy
+  seconds of the G = 2 runs.
   rho: fitted to the G = 2 runs' pretraining seconds (least squares of relative errors).
 
   Args:
@@ -320,10 +326,11 @@ def calibrate_model_parallel(records: Mapping[str, Mapping]) -> Model:
   if not singles:
     raise ValueError("the model needs a run with one device")
   base_name = max(singles, key=lambda n: len(singles[n]["config"]["hidden_units"]))
+  by_depth = tuple(sorted((len(r["config"]["hidden_units"]), tuple(epoch_seconds_of(r))) for r in singles.values()))
   pairs = {n: r for n, r in records.items() if r["config"]["num_devices"] == 2}
   model = Model("model_parallel", tuple(epoch_seconds_of(singles[base_name])), _cores(records.values()),
-                copy_seconds_per_param=_copy_seconds_per_param(pairs.values()),
-                calibration=(base_name,) + tuple(sorted(pairs)))
+                epoch_seconds_by_depth=by_depth, copy_seconds_per_param=_copy_seconds_per_param(pairs.values()),
+                calibration=tuple(sorted(singles)) + tuple(sorted(pairs)))
   return _fit_slowdown(model, pairs)
 
 

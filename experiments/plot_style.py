@@ -48,6 +48,7 @@ class EntryData:
     return EntryData(entry, preset, records.entry_records(output_dir, entry, preset), other)
 
   def all_records(self) -> list:
+    """Records of every preset present."""
     return list(self.runs.values()) + [r for runs in self.other.values() for r in runs.values()]
 
 
@@ -121,17 +122,17 @@ def fmt_seconds(seconds: Optional[float]) -> str:
 
 
 def fmt_ratio(ratio: Optional[float]) -> str:
+  """A speedup or ratio, e.g. "1.31×"."""
   return "—" if ratio is None else f"{ratio:.2f}×"
 
 
 def fmt_accuracy(a: Optional[float]) -> str:
+  """An accuracy in [0, 1] with 4 decimals."""
   return "—" if a is None else f"{a:.4f}"
 
 
 def save(fig, path: str) -> None:
+  """Writes the figure as PNG and frees it."""
   fig.savefig(path, dpi=110)
   plt.close(fig)
 
-
-def by_name(runs: Mapping[str, Any], prefix: str) -> Dict[str, Any]:
-  return {k: v for k, v in runs.items() if k.startswith(prefix)}

@@ -101,21 +101,23 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
     },
     # Timing entries: epochs / 6, layers of 1000 units instead of 2000 (Config 2 halved too), fewer
     # examples (at least 2 steps per epoch at the report's batch), 12 of the 19 batch sizes of the sweep;
+    # the comparisons (sweep, mp_vs_dp, strategy_comparison, dp_accuracy) on 2 devices, the cores there
+    # are (4 logical devices on 2 cores cost data_parallel minutes of warm-up per layer and cannot be faster);
     # accuracy entries: epochs / 5, 11,000 examples, 4 x 500 units, data-parallel batch 1000 (5000 scaled
     # with the examples, so an epoch still has 11 steps as at paper size).
     "cpu": {
         "mp_scaling_b100": dict(examples=5500, epochs=5, batch=100, units=1000, layers=(2, 3, 4)),
         "mp_scaling_b5000": dict(examples=10_000, epochs=10, batch=5000, units=1000, layers=(2, 3, 4)),
         "dp_scaling": dict(examples=10_000, epochs=7, batch=5000, hidden=(1000,) * 4, devices=(1, 2, 3, 4)),
-        "dp_batch_sweep": dict(examples=18_000, epochs=2, units=1000, devices=4,
+        "dp_batch_sweep": dict(examples=18_000, epochs=2, units=1000, devices=2,
                                batches=(52, 100, 200, 300, 500, 700, 1000, 2000, 4000, 6000, 7000, 9000)),
         "dp_op_profile": dict(examples=11_000, epochs=1, batch=1000, units=1000, devices=(1, 2, 3, 4), profile=()),
-        "mp_vs_dp": dict(examples=14_000, epochs=(5, 10), batch=7000, devices=4, config_1=(1000,) * 4,
+        "mp_vs_dp": dict(examples=14_000, epochs=(5, 10), batch=7000, devices=2, config_1=(1000,) * 4,
                          config_2=(1000, 500, 250, 50)),
         "accuracy": dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=4),
-        "dp_accuracy": dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=4,
+        "dp_accuracy": dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=2,
                             large_batch=_LARGE_BATCH),
-        "comparison": dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=4),
+        "comparison": dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=2),
     },
     # Few runs: sizes chosen so that entries share runs (dp_op_profile = dp_scaling, strategy_comparison's
     # and mp_vs_dp's Config 1 runs = the scaling entries' 2-device runs).
@@ -123,7 +125,7 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
         "mp_scaling_b100": dict(examples=400, epochs=2, batch=40, units=32, layers=(2,)),
         "mp_scaling_b5000": dict(examples=400, epochs=2, batch=200, units=32, layers=(2,)),
         "dp_scaling": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2)),
-        "dp_batch_sweep": dict(examples=400, epochs=1, units=32, devices=4, batches=(52, 200)),
+        "dp_batch_sweep": dict(examples=400, epochs=1, units=32, devices=2, batches=(52, 200)),
         "dp_op_profile": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2), profile=()),
         "mp_vs_dp": dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16)),
         "accuracy": dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2),

@@ -82,10 +82,12 @@ def config(record: Mapping, name: str) -> Any:
 
 
 def devices(record: Mapping) -> int:
+  """Devices (G) the run used."""
   return int(record["config"]["num_devices"])
 
 
 def cores(record: Mapping) -> int:
+  """Cores of the machine the run ran on."""
   return int(record["environment"]["cpu_count"])
 
 
@@ -111,6 +113,7 @@ def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
 
 
 def test_accuracy(record: Mapping) -> Optional[float]:
+  """The finetuned test accuracy in [0, 1], or None when the run did not finetune."""
   fine = record.get("finetune")
   return fine["test_accuracy"] if fine else None
 

@@ -126,13 +126,17 @@ def model_section(data: Dict[str, Optional[plot_style.EntryData]]) -> str:
       parts.append(f"`{name}`: {why}.")
       continue
     out_of_sample = [abs(e.relative) for e in errors if not e.in_calibration]
+    everywhere = max(abs(e.relative) for e in errors)
     rows = [["x".join(map(str, e.hidden_units)), e.devices, plot_style.fmt_seconds(e.measured) + (" †" if e.oversubscribed else ""),
              plot_style.fmt_seconds(e.predicted), f"{e.relative:+.1%}", "fit" if e.in_calibration else "predicted"]
             for e in errors]
     worst = max(out_of_sample) if out_of_sample else None
-    verdict = ("no point outside the calibration runs" if worst is None else
-               f"largest predicted error {worst:.1%} ({'within' if worst <= results_tables.MODEL_ERROR_GOAL else 'outside'} "
-               f"the {results_tables.MODEL_ERROR_GOAL:.0%} goal)")
+    goal = results_tables.MODEL_ERROR_GOAL
+
+    def judged(x):
+      return f"{x:.1%} ({'within' if x <= goal else 'outside'} the {goal:.0%} goal)"
+    verdict = (f"largest error {judged(everywhere)}; at predicted points "
+               + ("none (every run was used for the calibration)" if worst is None else judged(worst)))
     parts.append(f"**`{name}`** ({d.preset}): {model.describe()}; calibrated on {', '.join(model.calibration)}; "
                  f"{verdict}.\n\n" + results_tables.md_table(
                      ["hidden units", "devices", "measured s", "predicted s", "error", "point"], rows))
@@ -149,7 +153,7 @@ def entry_section(output_dir: str, name: str, data: Optional[plot_style.EntryDat
   rel_fig = os.path.relpath(figures.figure_path(output_dir, name), output_dir)
   lines += [f"![{name}]({rel_fig})", "", f"*{plot_style.preset_note(name, data.preset)}; {records.hardware(list(data.runs.values()))}.*", ""]
   table, sentences = results_tables.TABLES[name](data)
-  lines += [table, "", " ".join(sentences), ""]
+  lines += [table, "", " ".join(x for x in sentences if x), ""]
   jobs = driver.plan(presets.build(data.preset), data.preset, _rel(output_dir), "scratch/reproduce", 2)
   mine = [j for j in jobs if any(j.run.home == r.home and j.run.stored_name == r.stored_name
                                  for r in presets.build(data.preset)[name].runs)]

@@ -11,6 +11,15 @@ from experiments import plot_style
 from experiments import records
 from experiments import reported
 
+def contention_note(data) -> str:
+  """What the calibrated model says about running devices side by side on this machine."""
+  model, _ = plot_scaling.model_for(data)
+  if model is None or model.slowdown <= 1.0:
+    return ""
+  return (f"Side by side, each device ran {model.slowdown:.2f}× slower than alone (rho of the performance model, "
+          f"fitted on the 2-device runs), so 2 devices can give at most {2 / model.slowdown:.2f}× here.")
+
+
 CORES_NOTE = ("This machine has {cores} cores: beyond {cores} devices the logical devices share the cores "
               "(oversubscribed), so no further speedup can appear; the report had one GPU per device.")
 MODEL_ERROR_GOAL = 0.15
@@ -32,6 +41,7 @@ def _cores(data) -> int:
 
 
 def mp_scaling(data) -> Tuple[str, List[str]]:
+  """Seconds and speedup per (layers, devices), ours / the report's / the model's. Returns (markdown table, sentences)."""
   report = reported.MP_SCALING_B100 if data.entry == "mp_scaling_b100" else reported.MP_SCALING_B5000
   stacks = plot_scaling.mp_layers(data)
   errors = {(len(e.hidden_units), e.devices): e for e in plot_scaling.model_errors(data)}
@@ -54,11 +64,12 @@ def mp_scaling(data) -> Tuple[str, List[str]]:
                        f"from 1 to {g_max} devices.")
   table = md_table(["layers", "devices", "ours s", "ours speedup", "report s", "report speedup",
                     "model s (error)"], rows)
-  sentences.append(CORES_NOTE.format(cores=_cores(data)))
+  sentences += [contention_note(data), CORES_NOTE.format(cores=_cores(data))]
   return table, sentences
 
 
 def dp_scaling(data) -> Tuple[str, List[str]]:
+  """Seconds and speedup per device count, with the model's prediction. Returns (markdown table, sentences)."""
   by_g = {records.devices(r): r for r in data.runs.values()}
   errors = {e.devices: e for e in plot_scaling.model_errors(data)}
   rows = []
@@ -72,6 +83,7 @@ def dp_scaling(data) -> Tuple[str, List[str]]:
   if 1 in by_g and 2 in by_g:
     sentences.append(f"Ours: {by_g[1]['pretrain_seconds'] / by_g[2]['pretrain_seconds']:.2f}× on 2 devices "
                      f"(linear would be 2×); the report calls its speedup near linear but gives no numbers.")
+  sentences.append(contention_note(data))
   batches = sorted({r["config"]["batch_size"] for r in by_g.values()})
   if len(batches) > 1:
     sentences.append(f"Global batch {'/'.join(map(str, batches))}: rounded down to a multiple of the devices.")
@@ -80,6 +92,7 @@ def dp_scaling(data) -> Tuple[str, List[str]]:
 
 
 def dp_batch_sweep(data) -> Tuple[str, List[str]]:
+  """Seconds per epoch and examples per second per batch, ours and the report's. Returns (markdown table, sentences)."""
   pts = plot_data_parallel.sweep_points(data)
   rows = []
   for batch, seconds, rate, over in pts:
@@ -99,6 +112,7 @@ def dp_batch_sweep(data) -> Tuple[str, List[str]]:
 
 
 def dp_op_profile(data) -> Tuple[str, List[str]]:
+  """Seconds per epoch of each phase per device count, ours and the report's. Returns (markdown table, sentences)."""
   rows_ours = plot_data_parallel.profile_rows(data)
   rows = []
   for g in sorted(set(rows_ours) | set(reported.DP_OP_PROFILE)):
@@ -126,6 +140,7 @@ def dp_op_profile(data) -> Tuple[str, List[str]]:
 
 
 def mp_vs_dp(data) -> Tuple[str, List[str]]:
+  """Data vs model parallel seconds per setting, ours and the report's. Returns (markdown table, sentences)."""
   rows, faster = [], []
   rep = [reported.MP_VS_DP[k] for k in sorted(reported.MP_VS_DP)]
   for i, (label, g) in enumerate(plot_comparison.mp_vs_dp_groups(data)):
@@ -145,6 +160,7 @@ def mp_vs_dp(data) -> Tuple[str, List[str]]:
 
 
 def accuracy_vs_epochs(data) -> Tuple[str, List[str]]:
+  """Test accuracy per strategy and epochs, every preset present and the report's. Returns (markdown table, sentences)."""
   rows = []
   shown = [data.preset] + [p for p in ("paper", "cpu", "smoke") if p in data.other]
   for preset in shown:
@@ -166,6 +182,7 @@ def accuracy_vs_epochs(data) -> Tuple[str, List[str]]:
 
 
 def dp_accuracy(data) -> Tuple[str, List[str]]:
+  """Data-parallel test accuracy per recipe and epochs vs greedy and the report. Returns (markdown table, sentences)."""
   rows, sentences = [], []
   shown = [data.preset] + [p for p in ("paper", "cpu", "smoke") if p in data.other]
   for preset in shown:
@@ -192,6 +209,7 @@ def dp_accuracy(data) -> Tuple[str, List[str]]:
 
 
 def strategy_comparison(data) -> Tuple[str, List[str]]:
+  """Seconds and speedup over greedy per strategy, ours and the report's. Returns (markdown table, sentences)."""
   rs = plot_comparison.strategy_records(data)
   rep = reported.STRATEGY_COMPARISON
   base = rs["greedy"]["pretrain_seconds"] if "greedy" in rs else None
@@ -203,6 +221,7 @@ def strategy_comparison(data) -> Tuple[str, List[str]]:
 
 
 def convergence(data) -> Tuple[str, List[str]]:
+  """Pretraining seconds, seconds to the fixed loss and final losses per strategy. Returns (markdown table, sentences)."""
   reach = plot_comparison.times_to_target(data)
   rs = plot_comparison.strategy_records(data)
   rows = [[s, plot_style.fmt_seconds(rs[s]["pretrain_seconds"]), plot_style.fmt_seconds(reach.get(s)) if reach.get(s) is not None else "not reached",

@@ -47,7 +47,8 @@ def test_presets_are_consistent_and_paper_matches_the_report():
     entries = presets.build(preset)
     conv = {r.name: (r.home, r.stored_name) for r in entries["convergence"].runs}
     assert conv["greedy"] == ("strategy_comparison", "greedy")
-    assert conv["mp"] == ("mp_scaling_b5000", "h4_g4")
+    g = {"cpu": 2, "paper": 4}[preset]  # the cpu preset compares strategies on the 2 cores there are
+    assert conv["mp"] == ("mp_scaling_b5000", f"h4_g{g}")
     dp_acc = {r.name: r.home for r in entries["dp_accuracy"].runs}
     assert [k for k, home in dp_acc.items() if home == "accuracy_vs_epochs"] == [
         n for n in dp_acc if n.startswith("greedy")]
@@ -56,7 +57,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
 def test_cpu_preset_budget_is_about_an_hour():
   total = sum(budget.entry_seconds(presets.build("cpu"), 2).values())
   assert 40 * 60 < total < 75 * 60
-  assert sum(budget.entry_seconds(presets.build("smoke"), 2).values()) < 6 * 60
+  assert sum(budget.entry_seconds(presets.build("smoke"), 2).values()) < 8 * 60
 
 
 def test_select_entries_and_single_runs():
