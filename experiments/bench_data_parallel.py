@@ -25,6 +25,7 @@ from typing import Dict, List, Sequence
 from absl import app
 from absl import flags
 
+from experiments import dp_common
 from experiments.dp_common import spread
 
 _HIDDEN = flags.DEFINE_list("hidden_units", ["2000"], "Hidden units per layer.")
@@ -76,11 +77,13 @@ def main(argv):
   name = f"b{_BATCH.value}"
   records_dir = os.path.join(_OUTPUT.value, name)
   os.makedirs(records_dir, exist_ok=True)
+  load = dp_common.MachineLoad()
   records: Dict[str, List[dict]] = {run[0]: [] for run in RUNS}
   for r in range(_REPEATS.value):
     for k in range(len(RUNS)):
       run_name, program, replicas = RUNS[(k + r) % len(RUNS)]
       records[run_name].append(_run(run_name, program, replicas, r, records_dir))
+  machine = load.report()
   seconds = {n: [rec["pretrain_seconds"] for rec in recs] for n, recs in records.items()}
   g1, g2 = _profile(records["dp_g1"]), _profile(records["dp_g2"])
   summary = {
@@ -90,6 +93,7 @@ def main(argv):
                   "train_examples": _EXAMPLES.value, "repeats": _REPEATS.value, "threads_per_device": 1,
                   "device_kind": records["dp_g2"][0]["environment"]["device_kind"],
                   "cpu_count": records["dp_g2"][0]["environment"]["cpu_count"]},
+      "machine_load": machine,
       "pretrain_seconds": {n: spread(v) for n, v in seconds.items()},
       "epoch_seconds": {n: spread([_epoch_seconds(rec) for rec in recs]) for n, recs in records.items()},
       "speedup_2_vs_1_replica": spread([a / b for a, b in zip(seconds["dp_g1"], seconds["dp_g2"])]),
@@ -110,6 +114,7 @@ def main(argv):
     print(f"profile {label}: " + ", ".join(f"{p} {prof['seconds_per_epoch'][p]['median']:.3f}" for p in PHASES)
           + f" | sum {prof['total_seconds_per_epoch']['median']:.2f}, measured {prof['measured_seconds_per_epoch']['median']:.2f}"
           " s/epoch")
+  print(f"Other processes used {machine['other_processes_cores']:.2f} cores on average during the benchmark.")
   print(f"Summary: {path}")
 
 

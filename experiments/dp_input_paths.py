@@ -36,6 +36,7 @@ from common import devices
 from common import sgd
 from data_parallel import profile
 from data_parallel import replicas
+from experiments import dp_common
 from experiments.dp_common import spread
 
 _BATCH = flags.DEFINE_integer("batch_size", 100, "Global batch size.")
@@ -134,6 +135,7 @@ def main(argv):
   steps = min(_STEPS.value or per_epoch, per_epoch)
   for dp in trainers.values():
     dp.warm_up()
+  load = dp_common.MachineLoad()
   samples = {v: [] for v in VARIANTS}
   for r in range(_ROUNDS.value):
     for k in range(len(VARIANTS)):
@@ -142,12 +144,14 @@ def main(argv):
       start = time.perf_counter()
       fn(tf.constant(r), tf.constant(0), tf.constant(steps), tf.constant(1e-4))[0].numpy()
       samples[v].append((time.perf_counter() - start) * per_epoch / steps)
+  machine = load.report()
   base = spread(samples["program"])["median"]
   summary = {
       "command": "python -m experiments.dp_input_paths " + " ".join(sys.argv[1:]),
       "setting": {"units": _UNITS.value, "batch_size": batch, "train_examples": _EXAMPLES.value,
                   "steps_timed_per_round": steps, "steps_per_epoch": per_epoch, "rounds": _ROUNDS.value,
                   "replicas": 2, "threads_per_device": 1, "device_kind": setup.kind, "cpu_count": os.cpu_count()},
+      "machine_load": machine,
       "seconds_per_epoch": {v: spread(s) for v, s in samples.items()},
       "relative_to_program": {v: spread(s)["median"] / base for v, s in samples.items()},
   }
@@ -159,6 +163,7 @@ def main(argv):
     s = summary["seconds_per_epoch"][v]
     print(f"{v:18s} {s['median']:8.3f} s/epoch (min {s['min']:.3f}, max {s['max']:.3f}) "
           f"x{summary['relative_to_program'][v]:.3f}")
+  print(f"Other processes used {machine['other_processes_cores']:.2f} cores on average during the timing.")
   print(f"Summary: {path}")
 
 
