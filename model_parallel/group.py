@@ -12,9 +12,11 @@ Concurrency (chosen by measurement, `experiments/mp_concurrency.py`): one `tf.fu
 every layer's epoch loop (`LayerTrainer.run_steps`), each wrapped in its own nested `tf.function`.
 The runtime runs the device subgraphs side by side because nothing orders them: the nested calls touch
 disjoint variables. Without the nesting, automatic control dependencies chain the stateful
-`tf.timestamp` ops of all layers in program order and the layers run one after another. For the
-synchronized layer-wise schedule (`concurrent=False`) each layer's loop is ordered after the previous
-layer's with a control dependency, which is "one layer after another" on one device.
+`tf.timestamp` ops of all layers in program order (start 1, end 1, start 2, ...), so the layers run one
+after another. That chaining is exactly what the synchronized layer-wise schedule (`concurrent=False`)
+needs, so there the loops are called directly: layer j + 1's loop and its start timestamp come after
+layer j's end. (A control dependency on a nested call would order its loop but not reliably its start
+timestamp, which has no inputs, and the busy seconds would then include the wait.)
 """
 
 from typing import Dict, List, Sequence, Tuple
@@ -50,7 +52,7 @@ class GroupTrainer:
       self._copies += [(frozen[k], layers[k]) for k in range(self.group[0], layer_index)]
       trainer = autoencoder.LayerTrainer(layers[layer_index], frozen, images[device], seed, corruption,
                                          batch_size, device)
-      self._epoch_fns.append(tf.function(trainer.run_steps))
+      self._epoch_fns.append(tf.function(trainer.run_steps) if concurrent else trainer.run_steps)
     self.steps_per_epoch = trainer.steps_per_epoch
     self.run_steps = tf.function(self._run_steps)
     self.copy_weights = tf.function(self._copy_weights)
@@ -69,12 +71,10 @@ class GroupTrainer:
       (loss sums float32 [g], start and end timestamps float64 [g] in seconds; -1 when op determinism
       forbids the clock). An inactive layer runs zero steps: loss 0, end - start ~ 0.
     """
-    losses, starts, ends, previous = [], [], [], []
+    losses, starts, ends = [], [], []
     for j, (fn, device) in enumerate(zip(self._epoch_fns, self.devices)):
-      with tf.device(device), tf.control_dependencies(previous):
+      with tf.device(device):
         loss, start, end = fn(epoch, first_step, num_steps * active[j], learning_rate)
-      if not self.concurrent:
-        previous = [loss, end]
       losses.append(loss)
       starts.append(start)
       ends.append(end)
