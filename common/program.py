@@ -151,8 +151,7 @@ def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rat
 
 
 def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.Strategy] = None,
-           device: Optional[str] = None, finetune_learning_rate: Optional[float] = None,
-           finetune_schedule: Optional[Callable[[tf.Tensor], tf.Tensor]] = None) -> Dict[str, Any]:
+           device: Optional[str] = None, finetune_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
   """Finetunes (unless finetune_epochs is 0), exports weights, writes and returns the run record.
 
   Args:
@@ -161,15 +160,15 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
       entries filled in; "config", "environment", "finetune", "timing" and "total_seconds" are
       completed here.
     strategy, device: where finetuning runs (default: the first device).
-    finetune_learning_rate, finetune_schedule: passed to `finetune.run_finetuning` (a program's own
-      learning-rate recipe; None keeps config.finetune_learning_rate, constant).
+    finetune_options: more keyword arguments of `finetune.run_finetuning`: a program's own recipe
+      (learning_rate, schedule, momentum); None: plain SGD at config.finetune_learning_rate.
   """
   config = run.config
   if config.finetune_epochs > 0:
     record["finetune"] = finetune.run_finetuning(
         run.classifier, run.layers, run.mnist, config, run.state, lambda _: run.save(), run.timer,
         device=device or run.devices.names[0], strategy=strategy, chunks_per_epoch=run.chunks_per_epoch,
-        learning_rate=finetune_learning_rate, schedule=finetune_schedule)
+        **(finetune_options or {}))
     logging.info("Finetuned %d epochs: validation accuracy %.4f, test accuracy %.4f",
                  config.finetune_epochs, record["finetune"]["validation_accuracy"],
                  record["finetune"]["test_accuracy"])

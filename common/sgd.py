@@ -20,37 +20,52 @@ import tensorflow as tf
 from common import data
 
 
-def apply_sgd(variables: Sequence[tf.Variable], gradients: Sequence[tf.Tensor], learning_rate: tf.Tensor) -> None:
-  """In replica context: sums `gradients` over replicas (all-reduce) and applies var -= lr * grad once.
+def apply_sgd(variables: Sequence[tf.Variable], gradients: Sequence[tf.Tensor], learning_rate: tf.Tensor,
+              velocities: Optional[Sequence[tf.Variable]] = None, momentum: float = 0.0) -> None:
+  """In replica context: sums `gradients` over replicas (all-reduce) and applies the update once.
 
-  The update is TensorFlow's fused SGD kernel (`ResourceApplyGradientDescent`, one pass over the
-  variable), run once per variable copy (one per replica device) by `strategy.extended.update`.
+  Plain SGD, var -= lr * grad (TensorFlow's fused `ResourceApplyGradientDescent`, one pass over the
+  variable); with `velocities`, SGD with momentum (heavy ball, Polyak 1964; the form of Sutskever et al.
+  2013 used by Goyal et al. 2017): v = momentum * v + grad, var -= lr * v (`ResourceApplyMomentum`).
+  Run once per variable copy (one per replica device) by `strategy.extended.update`.
 
   Args:
     variables: the model's variables (MirroredVariables under a mirrored strategy).
     gradients: this replica's gradients, already divided by the global batch size.
     learning_rate: float32 scalar.
+    velocities: None (plain SGD), or one variable per variable, same shape, created in the strategy's
+      scope (zeros at the start of training).
+    momentum: the momentum coefficient in [0, 1) (used with `velocities`).
   """
   ctx = tf.distribute.get_replica_context()
   summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, list(gradients))
-  ctx.merge_call(update_variables, args=(variables, summed, learning_rate))
+  ctx.merge_call(update_variables, args=(variables, summed, learning_rate, velocities, momentum))
 
 
 def update_variables(strategy: tf.distribute.Strategy, variables: Sequence[tf.Variable], gradients,
-                     learning_rate: tf.Tensor) -> None:
-  """In cross-replica context (`merge_call`): var -= learning_rate * gradient on every copy of every variable.
+                     learning_rate: tf.Tensor, velocities: Optional[Sequence[tf.Variable]] = None,
+                     momentum: float = 0.0) -> None:
+  """In cross-replica context (`merge_call`): the SGD update of `apply_sgd` on every copy of every variable.
 
   Args:
     strategy: the strategy (passed by `merge_call`).
     variables: the variables.
     gradients: one (mirrored or per-replica) gradient per variable, the same shapes.
     learning_rate: float32 scalar (or one per replica, all equal).
+    velocities, momentum: as in `apply_sgd`.
   """
   def sgd_update(var, grad, lr):
     return tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=lr, delta=grad)
 
-  for var, grad in zip(variables, gradients):
-    strategy.extended.update(var, sgd_update, args=(grad, learning_rate))
+  def momentum_update(var, grad, lr, velocity):
+    return tf.raw_ops.ResourceApplyMomentum(var=var.handle, accum=velocity.handle, lr=lr, grad=grad,
+                                            momentum=tf.constant(momentum, tf.float32))
+
+  for k, (var, grad) in enumerate(zip(variables, gradients)):
+    if velocities is None:
+      strategy.extended.update(var, sgd_update, args=(grad, learning_rate))
+    else:
+      strategy.extended.update(var, momentum_update, args=(grad, learning_rate, velocities[k]))
 
 
 def scheduled(learning_rate: tf.Tensor, schedule: Optional[Callable[[tf.Tensor], tf.Tensor]],

@@ -102,6 +102,5 @@ def run(config: config_lib.DataParallelConfig,
     steps = n // config.effective_finetune_batch_size
     finetune_schedule = config_lib.warmup(
         config.finetune_learning_rate_after_warmup() / config.finetune_learning_rate, config.warmup_epochs, steps)
-  return program.finish(run_, record, strategy=strategy,
-                        finetune_learning_rate=config.finetune_learning_rate_after_warmup(),
-                        finetune_schedule=finetune_schedule)
+  return program.finish(run_, record, strategy=strategy, finetune_options=dict(
+      learning_rate=config.finetune_learning_rate_after_warmup(), schedule=finetune_schedule))

@@ -8,7 +8,8 @@ Finetuning is where the large batch costs the report its accuracy (0.7472 after 
 Usage (accuracies, not timings: a shared CPU lock is enough):
   flock -s /work/cpu.lock .venv/bin/python -m experiments.dp_finetune_sweep --weights=pretrained.npz \
       --variants=lr0.5_w2:0.5:2,lr1_w2:1.0:2 --output=results/large_batch/mid/finetune_sweep.json
-A variant is name:learning_rate:warmup_epochs (warm-up from the reference 0.1 to learning_rate).
+A variant is name:learning_rate:warmup_epochs[:momentum] (warm-up from the reference 0.1 to learning_rate;
+momentum 0 by default: plain SGD).
 """
 
 import json
@@ -31,7 +32,7 @@ from data_parallel import replicas
 
 _WEIGHTS = flags.DEFINE_string("weights", None, "Pretrained weights (.npz from --export_weights).", required=True)
 _VARIANTS = flags.DEFINE_list("variants", ["lr0.5_w2:0.5:2", "lr1_w2:1.0:2", "lr2_w2:2.0:2"],
-                              "name:learning_rate:warmup_epochs, ...")
+                              "name:learning_rate:warmup_epochs[:momentum], ...")
 _BATCH = flags.DEFINE_integer("batch_size", 5000, "Global finetuning batch.")
 _EPOCHS = flags.DEFINE_integer("finetune_epochs", 10, "Finetuning epochs.")
 _DEVICES = flags.DEFINE_integer("num_devices", 2, "Replicas.")
@@ -54,13 +55,14 @@ def main(argv):
   steps = mnist.num_train // _BATCH.value
   results = []
   for variant in _VARIANTS.value:
-    name, lr, warmup_epochs = variant.split(":")
-    lr, warmup_epochs = float(lr), float(warmup_epochs)
+    name, lr, warmup_epochs, momentum = (variant.split(":") + ["0"])[:4]
+    lr, warmup_epochs, momentum = float(lr), float(warmup_epochs), float(momentum)
     with strategy.scope():
       classifier = finetune.Classifier(hidden, config.seed)
-    schedule = config_lib.warmup(lr / _REFERENCE_LR.value, warmup_epochs, steps)
+    # The warm-up starts at the reference effective rate: lr / (1 - momentum) = reference.
+    schedule = config_lib.warmup(lr / (_REFERENCE_LR.value * (1 - momentum)), warmup_epochs, steps)
     out = finetune.run_finetuning(classifier, layers, mnist, config, {}, lambda _: 0.0, timing.PhaseTimer(),
-                                  strategy=strategy, learning_rate=lr, schedule=schedule)
+                                  strategy=strategy, learning_rate=lr, schedule=schedule, momentum=momentum)
     results.append({"name": name, "learning_rate": lr, "warmup_epochs": warmup_epochs, **out})
     print(f"{name}: test accuracy {out['test_accuracy']:.4f}, validation {out['validation_accuracy']:.4f}, "
           f"last loss {out['history'][-1]['loss']:.4f}", flush=True)
