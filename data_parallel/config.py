@@ -6,6 +6,8 @@ times the reference batch (100, the report's), multiply the learning rate by k (
 their section 2.1) or by sqrt(k) (Krizhevsky 2014, "One weird trick for parallelizing convolutional
 neural networks", section 5), and reach that rate by a gradual warm-up that starts at the reference
 rate and grows linearly, step by step, over the first `warmup_epochs` epochs (Goyal et al. section 2.2).
+Finetuning may also use SGD with momentum m (`--finetune_momentum`, Goyal et al. section 2.1 use 0.9):
+its effective step is lr / (1 - m), so the warm-up then starts at the reference rate * (1 - m).
 """
 
 import dataclasses
@@ -34,6 +36,7 @@ class DataParallelConfig(config_lib.Config):
     reference_batch_size: the batch the given learning rates are meant for.
     warmup_epochs: epochs of linear warm-up from the given to the scaled learning rate, at the start of
       every layer's pretraining and of finetuning (0: none).
+    finetune_momentum: momentum of finetuning's SGD in [0, 1) (0: plain SGD, the report's).
     profile_steps: steps timed per phase in the op profile of layer 1 (0: no profile).
     profile_repeats: timed repetitions of each phase of the op profile.
   """
@@ -42,6 +45,7 @@ class DataParallelConfig(config_lib.Config):
   finetune_lr_scaling: str = "none"
   reference_batch_size: int = 100
   warmup_epochs: float = 0.0
+  finetune_momentum: float = 0.0
   profile_steps: int = 20
   profile_repeats: int = 3
 
@@ -60,6 +64,11 @@ class DataParallelConfig(config_lib.Config):
     """The finetuning learning rate reached after the warm-up (the given one when not scaled)."""
     return self.finetune_learning_rate * scale(self.finetune_lr_scaling, self.effective_finetune_batch_size,
                                                self.reference_batch_size)
+
+  def finetune_warmup_factor(self) -> float:
+    """Effective finetuning step after the warm-up over the reference one, lr / (1 - momentum) over the
+    given rate: the warm-up multiplier starts at its inverse."""
+    return self.finetune_learning_rate_after_warmup() / (self.finetune_learning_rate * (1 - self.finetune_momentum))
 
 
 def scale(scaling: str, batch_size: int, reference_batch_size: int) -> float:
@@ -105,6 +114,8 @@ def check(values: Mapping[str, Any]) -> None:
       raise ValueError(f"--reference_batch_size must be a positive integer, got {v!r}.")
   if "warmup_epochs" in values and not values["warmup_epochs"] >= 0:
     raise ValueError(f"--warmup_epochs must be >= 0, got {values['warmup_epochs']}.")
+  if "finetune_momentum" in values and not 0 <= values["finetune_momentum"] < 1:
+    raise ValueError(f"--finetune_momentum must be in [0, 1), got {values['finetune_momentum']}.")
   if "profile_steps" in values:
     v = values["profile_steps"]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:

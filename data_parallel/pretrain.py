@@ -88,7 +88,8 @@ def run(config: config_lib.DataParallelConfig,
       "pretrain_seconds": sum(e["seconds"] for h in histories for e in h),
       "learning_rates": {
           "pretrain": learning_rate, "finetune": config.finetune_learning_rate_after_warmup(),
-          "warmup_epochs": config.warmup_epochs, "reference_batch_size": config.reference_batch_size},
+          "warmup_epochs": config.warmup_epochs, "reference_batch_size": config.reference_batch_size,
+          "finetune_momentum": config.finetune_momentum},
   }
   profile = pretrain_state.get("profile")
   if profile:
@@ -100,7 +101,7 @@ def run(config: config_lib.DataParallelConfig,
   finetune_schedule = None
   if config.finetune_epochs:
     steps = n // config.effective_finetune_batch_size
-    finetune_schedule = config_lib.warmup(
-        config.finetune_learning_rate_after_warmup() / config.finetune_learning_rate, config.warmup_epochs, steps)
+    finetune_schedule = config_lib.warmup(config.finetune_warmup_factor(), config.warmup_epochs, steps)
   return program.finish(run_, record, strategy=strategy, finetune_options=dict(
-      learning_rate=config.finetune_learning_rate_after_warmup(), schedule=finetune_schedule))
+      learning_rate=config.finetune_learning_rate_after_warmup(), schedule=finetune_schedule,
+      momentum=config.finetune_momentum))

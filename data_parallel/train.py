@@ -31,6 +31,9 @@ _OWN = {
     "warmup_epochs": flags.DEFINE_float(
         "warmup_epochs", _DEFAULTS.warmup_epochs,
         "Epochs of linear warm-up from the given to the scaled learning rate, per layer and for finetuning."),
+    "finetune_momentum": flags.DEFINE_float(
+        "finetune_momentum", _DEFAULTS.finetune_momentum,
+        "Momentum of finetuning's SGD, in [0, 1) (0: plain SGD as in the report)."),
     "profile_steps": flags.DEFINE_integer(
         "profile_steps", _DEFAULTS.profile_steps,
         "Steps timed per phase in the op profile of layer 1 (0: no profile)."),
@@ -40,7 +43,7 @@ _OWN = {
 
 
 def _register_validators() -> None:
-  for name in ("reference_batch_size", "warmup_epochs", "profile_steps", "profile_repeats"):
+  for name in ("reference_batch_size", "warmup_epochs", "finetune_momentum", "profile_steps", "profile_repeats"):
     def checker(value, name=name):
       try:
         config_lib.check({name: value})

@@ -11,6 +11,7 @@ import tensorflow as tf
 from common import autoencoder
 from common import runlog
 from common import config as common_config
+from common import sgd
 from data_parallel import config as config_lib
 from data_parallel import pretrain
 from data_parallel import profile as profile_lib
@@ -131,3 +132,33 @@ def test_large_batch_learning_rates_and_warmup():
   assert config_lib.warmup(50.0, 0, 11) is None and config_lib.warmup(1.0, 5, 11) is None
   with pytest.raises(ValueError, match="--pretrain_lr_scaling must be one of"):
     config_lib.DataParallelConfig(pretrain_lr_scaling="cubic")
+  with pytest.raises(ValueError, match=r"--finetune_momentum must be in \[0, 1\)"):
+    config_lib.DataParallelConfig(finetune_momentum=1.0)
+  # With momentum m the effective step is lr / (1 - m): the warm-up starts at the reference rate.
+  m = config_lib.DataParallelConfig(batch_size=5000, finetune_lr_scaling="sqrt", finetune_momentum=0.9,
+                                    finetune_learning_rate=0.1, warmup_epochs=2)
+  assert m.finetune_warmup_factor() == pytest.approx(50 ** 0.5 / 0.1)
+
+
+def test_momentum_update_sums_replica_gradients_and_applies_heavy_ball_once():
+  strategy = tf.distribute.MirroredStrategy(["/device:CPU:0", "/device:CPU:1"])
+  with strategy.scope():
+    variable = tf.Variable([1.0, 2.0])
+    velocity = tf.Variable([0.0, 0.0])
+  g = tf.constant([1.0, -1.0])
+
+  @tf.function
+  def step():
+    def replica_step():
+      replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+      gradient = g * tf.cast(replica + 1, tf.float32)  # Replica 0 sees g, replica 1 sees 2g: the sum is 3g.
+      sgd.apply_sgd([variable], [gradient], tf.constant(0.1), [velocity], 0.9)
+    strategy.run(replica_step)
+
+  step()
+  step()
+  # v1 = 3g, x1 = x0 - 0.1 * 3g; v2 = 0.9 * 3g + 3g = 5.7g, x2 = x1 - 0.1 * 5.7g = x0 - 0.87g.
+  for copy in variable.values:
+    np.testing.assert_allclose(copy.numpy(), [1.0 - 0.87, 2.0 + 0.87], rtol=1e-6)
+  for copy in velocity.values:
+    np.testing.assert_allclose(copy.numpy(), [5.7, -5.7], rtol=1e-6)
