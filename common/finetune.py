@@ -47,14 +47,18 @@ class Classifier(tf.Module):
     """All trainable variables, in a fixed order."""
     return self.kernels + self.biases + [self.output_kernel, self.output_bias]
 
-  def momentum_velocities(self) -> List[tf.Variable]:
-    """The velocities of SGD with momentum, one zero-initialised variable per weight, created (in the
-    current device or strategy scope) on the first call; saved and restored with the classifier."""
-    if not hasattr(self, "velocities"):
+  def update_slots(self, rule: sgd.UpdateRule) -> List[List[tf.Variable]]:
+    """Per weight, the `rule.num_slots` slot variables of an update rule (momentum's velocity, Adam's
+    moments), zero-initialised and created (in the current device or strategy scope) on the first call;
+    saved and restored with the classifier. Raises ValueError if a different rule made them before."""
+    if not hasattr(self, "slots"):
       with self.name_scope:
-        self.velocities = [tf.Variable(tf.zeros(w.shape), trainable=False, name=f"velocity{i}")
-                           for i, w in enumerate(self.weights)]
-    return self.velocities
+        self.slots = [[tf.Variable(tf.zeros(w.shape), trainable=False, name=f"{rule.name}_slot{k}_{i}")
+                       for k in range(rule.num_slots)] for i, w in enumerate(self.weights)]
+        self.slots_rule = rule.name
+    if self.slots_rule != rule.name:
+      raise ValueError(f"the classifier's slots belong to {self.slots_rule}, not {rule.name}")
+    return self.slots
 
   def load_pretrained(self, layers: Sequence) -> None:
     """Copies kernel and bias of each pretrained `DenoisingAutoencoder` into the hidden layers."""
@@ -84,15 +88,15 @@ class Finetuner(tf.Module):
     seed: keys the shuffling order (a stream separate from pretraining's).
     batch_size: global batch B; an epoch is N // B steps.
     device: device of the single-device path (None: default).
-    momentum: 0 for plain SGD, else SGD with this momentum (`common.sgd.apply_sgd`; strategy path only).
+    rule: the update rule (`common.sgd.UpdateRule`); other than plain SGD on the strategy path only.
   """
 
   def __init__(self, classifier: Classifier, images: tf.Tensor, labels: tf.Tensor, seed: int,
-               batch_size: int, device: Optional[str] = None, momentum: float = 0.0):
+               batch_size: int, device: Optional[str] = None, rule: sgd.UpdateRule = sgd.SGD):
     super().__init__(name="finetuner")
     self.classifier = classifier
-    self.momentum = momentum
-    self.velocities = classifier.momentum_velocities() if momentum else None
+    self.rule = rule
+    self.slots = classifier.update_slots(rule) if rule.num_slots else ()
     self.images, self.labels = images, labels
     self.seed, self.batch_size, self.device = seed, batch_size, device
     self.num_examples = int(images.shape[0])
@@ -148,12 +152,13 @@ class Finetuner(tf.Module):
           indices = sgd.element_indices(element, epoch, step)
         loss, grads = self.loss_and_gradients(tf.gather(self.images, indices), tf.gather(self.labels, indices),
                                               self.batch_size)
-        sgd.apply_sgd(self.classifier.weights, grads, rate(step), self.velocities, self.momentum)
+        sgd.apply_sgd(self.classifier.weights, grads, rate(step), self.rule, self.slots,
+                      epoch * self.steps_per_epoch + step)
         return loss
       return sgd.distributed_steps(strategy, replica_step, first_step, num_steps, iterator)
 
-    if self.momentum:
-      raise ValueError("finetuning with momentum runs under a tf.distribute strategy only")
+    if self.rule.name != "sgd":
+      raise ValueError(f"finetuning with {self.rule.name} runs under a tf.distribute strategy only")
     with tf.device(self.device):
       offsets = tf.range(self.batch_size)
 
@@ -178,8 +183,8 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
                    state: Dict[str, Any], save: Callable[[Dict[str, Any]], float], timer: timing.PhaseTimer,
                    device: Optional[str] = None, strategy: Optional[tf.distribute.Strategy] = None,
                    chunks_per_epoch: int = 1, learning_rate: Optional[float] = None,
-                   schedule: Optional[Callable[[tf.Tensor], tf.Tensor]] = None, momentum: float = 0.0
-                   ) -> Dict[str, Any]:
+                   schedule: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
+                   rule: sgd.UpdateRule = sgd.SGD) -> Dict[str, Any]:
   """Finetunes for `config.finetune_epochs`, checkpointing every epoch; returns the record's "finetune".
 
   Resumable: `state["finetune"]` (the checkpointed progress) says how many epochs are done; when it is
@@ -199,8 +204,8 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     chunks_per_epoch: calls per epoch (more gives a smoother progress bar).
     learning_rate: the SGD learning rate (after the warm-up); None uses config.finetune_learning_rate.
     schedule: None, or the factor of `learning_rate` at each step (see `Finetuner.run_steps`).
-    momentum: 0 (plain SGD) or the momentum of SGD with momentum (with `strategy` only); the velocities
-      are saved with the classifier.
+    rule: the update rule (`common.sgd.UpdateRule`, plain SGD by default; others with `strategy` only);
+      its slot variables are saved with the classifier.
 
   Returns:
     {"epochs", "batch_size", "learning_rate", "seconds", "validation_accuracy", "test_accuracy",
@@ -228,7 +233,7 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
       labels = tf.constant(mnist.train_labels)
     warmup_iterator = iterator = None
   with strategy.scope() if strategy is not None else tf.device(device):
-    finetuner = Finetuner(classifier, images, labels, config.seed, batch, device, momentum)
+    finetuner = Finetuner(classifier, images, labels, config.seed, batch, device, rule)
   compiled = tf.function(lambda it, e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, it, schedule))
   epoch_fn = lambda e, f, n, lr: compiled(iterator, e, f, n, lr)  # noqa: E731
   steps = finetuner.steps_per_epoch
@@ -262,6 +267,6 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
   with timer.phase("finetune_evaluate"):
     val = accuracy(classifier, mnist.validation_images, mnist.validation_labels)
     test = accuracy(classifier, mnist.test_images, mnist.test_labels)
-  return {"epochs": epochs, "batch_size": batch, "learning_rate": learning_rate, "momentum": momentum,
+  return {"epochs": epochs, "batch_size": batch, "learning_rate": learning_rate, "update_rule": rule.describe(),
           "seconds": sum(h["seconds"] for h in fine["history"]), "validation_accuracy": val,
           "test_accuracy": test, "history": fine["history"]}

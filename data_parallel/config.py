@@ -7,7 +7,10 @@ their section 2.1) or by sqrt(k) (Krizhevsky 2014, "One weird trick for parallel
 neural networks", section 5), and reach that rate by a gradual warm-up that starts at the reference
 rate and grows linearly, step by step, over the first `warmup_epochs` epochs (Goyal et al. section 2.2).
 Finetuning may also use SGD with momentum m (`--finetune_momentum`, Goyal et al. section 2.1 use 0.9):
-its effective step is lr / (1 - m), so the warm-up then starts at the reference rate * (1 - m).
+its effective step is lr / (1 - m), so the warm-up then starts at the reference rate * (1 - m). Or Adam
+(`--finetune_optimizer=adam`, Kingma & Ba 2015), whose rate is then the one given for the reference batch
+(e.g. 4e-4), scaled by the square root of k (the scaling rule for adaptive methods of Malladi et al. 2022,
+"On the SDEs and Scaling Rules for Adaptive Gradient Algorithms") and warmed up the same way.
 """
 
 import dataclasses
@@ -20,6 +23,13 @@ from common import config as config_lib
 from common import sgd
 
 SCALINGS = ("none", "linear", "sqrt")
+OPTIMIZERS = ("sgd", "adam")
+
+# The large-batch recipe, chosen by measurement (README, "Data parallel"; results/large_batch/): the
+# pretraining learning rate scaled linearly with the batch, finetuning with Adam at 4e-4 for the reference
+# batch scaled by the square root, both reached by a linear warm-up over 2 epochs.
+LARGE_BATCH_RECIPE = ("--pretrain_lr_scaling=linear", "--finetune_optimizer=adam", "--finetune_learning_rate=0.0004",
+                      "--finetune_lr_scaling=sqrt", "--warmup_epochs=2")
 
 # Settings that do not change the mathematics (a resumed run may change them).
 _NON_TRAINING_FIELDS = frozenset({"profile_steps", "profile_repeats"})
@@ -37,6 +47,7 @@ class DataParallelConfig(config_lib.Config):
     warmup_epochs: epochs of linear warm-up from the given to the scaled learning rate, at the start of
       every layer's pretraining and of finetuning (0: none).
     finetune_momentum: momentum of finetuning's SGD in [0, 1) (0: plain SGD, the report's).
+    finetune_optimizer: "sgd" (plain or with momentum) or "adam".
     profile_steps: steps timed per phase in the op profile of layer 1 (0: no profile).
     profile_repeats: timed repetitions of each phase of the op profile.
   """
@@ -46,6 +57,7 @@ class DataParallelConfig(config_lib.Config):
   reference_batch_size: int = 100
   warmup_epochs: float = 0.0
   finetune_momentum: float = 0.0
+  finetune_optimizer: str = "sgd"
   profile_steps: int = 20
   profile_repeats: int = 3
 
@@ -64,6 +76,12 @@ class DataParallelConfig(config_lib.Config):
     """The finetuning learning rate reached after the warm-up (the given one when not scaled)."""
     return self.finetune_learning_rate * scale(self.finetune_lr_scaling, self.effective_finetune_batch_size,
                                                self.reference_batch_size)
+
+  def finetune_update_rule(self) -> sgd.UpdateRule:
+    """Finetuning's update rule: Adam, SGD with momentum, or plain SGD."""
+    if self.finetune_optimizer == "adam":
+      return sgd.UpdateRule("adam")
+    return sgd.UpdateRule("momentum", self.finetune_momentum) if self.finetune_momentum else sgd.SGD
 
   def finetune_warmup_factor(self) -> float:
     """Effective finetuning step after the warm-up over the reference one, lr / (1 - momentum) over the
@@ -116,6 +134,12 @@ def check(values: Mapping[str, Any]) -> None:
     raise ValueError(f"--warmup_epochs must be >= 0, got {values['warmup_epochs']}.")
   if "finetune_momentum" in values and not 0 <= values["finetune_momentum"] < 1:
     raise ValueError(f"--finetune_momentum must be in [0, 1), got {values['finetune_momentum']}.")
+  if "finetune_optimizer" in values:
+    if values["finetune_optimizer"] not in OPTIMIZERS:
+      raise ValueError(f"--finetune_optimizer must be one of {', '.join(OPTIMIZERS)}, "
+                       f"got {values['finetune_optimizer']!r}.")
+    if values["finetune_optimizer"] == "adam" and values.get("finetune_momentum"):
+      raise ValueError("--finetune_momentum applies to --finetune_optimizer=sgd only, not to adam.")
   if "profile_steps" in values:
     v = values["profile_steps"]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:

@@ -89,7 +89,7 @@ def run(config: config_lib.DataParallelConfig,
       "learning_rates": {
           "pretrain": learning_rate, "finetune": config.finetune_learning_rate_after_warmup(),
           "warmup_epochs": config.warmup_epochs, "reference_batch_size": config.reference_batch_size,
-          "finetune_momentum": config.finetune_momentum},
+          "finetune_update_rule": config.finetune_update_rule().describe()},
   }
   profile = pretrain_state.get("profile")
   if profile:
@@ -104,4 +104,4 @@ def run(config: config_lib.DataParallelConfig,
     finetune_schedule = config_lib.warmup(config.finetune_warmup_factor(), config.warmup_epochs, steps)
   return program.finish(run_, record, strategy=strategy, finetune_options=dict(
       learning_rate=config.finetune_learning_rate_after_warmup(), schedule=finetune_schedule,
-      momentum=config.finetune_momentum))
+      rule=config.finetune_update_rule()))

@@ -34,6 +34,9 @@ _OWN = {
     "finetune_momentum": flags.DEFINE_float(
         "finetune_momentum", _DEFAULTS.finetune_momentum,
         "Momentum of finetuning's SGD, in [0, 1) (0: plain SGD as in the report)."),
+    "finetune_optimizer": flags.DEFINE_enum(
+        "finetune_optimizer", _DEFAULTS.finetune_optimizer, config_lib.OPTIMIZERS,
+        "Finetuning's update rule: sgd (plain, or with --finetune_momentum) or adam (Kingma and Ba 2015)."),
     "profile_steps": flags.DEFINE_integer(
         "profile_steps", _DEFAULTS.profile_steps,
         "Steps timed per phase in the op profile of layer 1 (0: no profile)."),
@@ -52,13 +55,14 @@ def _register_validators() -> None:
       return True
     flags.register_validator(name, checker)
 
-  def divisible(values):
+  def checked(values):
     try:
       config_lib.check(values)
     except ValueError as e:
       raise flags.ValidationError(str(e)) from None
     return True
-  flags.register_multi_flags_validator(["batch_size", "finetune_batch_size", "num_devices"], divisible)
+  flags.register_multi_flags_validator(["batch_size", "finetune_batch_size", "num_devices"], checked)
+  flags.register_multi_flags_validator(["finetune_optimizer", "finetune_momentum"], checked)
 
 
 _register_validators()

@@ -9,7 +9,7 @@ Usage (accuracies, not timings: a shared CPU lock is enough):
   flock -s /work/cpu.lock .venv/bin/python -m experiments.dp_finetune_sweep --weights=pretrained.npz \
       --variants=lr0.5_w2:0.5:2,lr1_w2:1.0:2 --output=results/large_batch/mid/finetune_sweep.json
 A variant is name:learning_rate:warmup_epochs[:momentum] (warm-up from the reference 0.1 to learning_rate;
-momentum 0 by default: plain SGD).
+momentum 0 by default: plain SGD; "adam" instead of a momentum: Adam, warm-up from learning_rate / 7).
 """
 
 import json
@@ -26,6 +26,7 @@ from common import data
 from common import devices
 from common import finetune
 from common import runlog
+from common import sgd
 from common import timing
 from data_parallel import config as config_lib
 from data_parallel import replicas
@@ -56,13 +57,19 @@ def main(argv):
   results = []
   for variant in _VARIANTS.value:
     name, lr, warmup_epochs, momentum = (variant.split(":") + ["0"])[:4]
-    lr, warmup_epochs, momentum = float(lr), float(warmup_epochs), float(momentum)
+    if momentum == "adam":
+      rule, lr, warmup_epochs = sgd.UpdateRule("adam"), float(lr), float(warmup_epochs)
+      factor = 7.0
+    else:
+      lr, warmup_epochs, momentum = float(lr), float(warmup_epochs), float(momentum)
+      rule = sgd.UpdateRule("momentum", momentum) if momentum else sgd.SGD
+      # The warm-up starts at the reference effective rate: lr / (1 - momentum) = reference.
+      factor = lr / (_REFERENCE_LR.value * (1 - momentum))
     with strategy.scope():
       classifier = finetune.Classifier(hidden, config.seed)
-    # The warm-up starts at the reference effective rate: lr / (1 - momentum) = reference.
-    schedule = config_lib.warmup(lr / (_REFERENCE_LR.value * (1 - momentum)), warmup_epochs, steps)
+    schedule = config_lib.warmup(factor, warmup_epochs, steps)
     out = finetune.run_finetuning(classifier, layers, mnist, config, {}, lambda _: 0.0, timing.PhaseTimer(),
-                                  strategy=strategy, learning_rate=lr, schedule=schedule, momentum=momentum)
+                                  strategy=strategy, learning_rate=lr, schedule=schedule, rule=rule)
     results.append({"name": name, "learning_rate": lr, "warmup_epochs": warmup_epochs, **out})
     print(f"{name}: test accuracy {out['test_accuracy']:.4f}, validation {out['validation_accuracy']:.4f}, "
           f"last loss {out['history'][-1]['loss']:.4f}", flush=True)

@@ -21,6 +21,8 @@ from typing import Dict, List, Tuple
 from absl import app
 from absl import flags
 
+from data_parallel import config as dp_config
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Size of each preset: shared flags of every run.
@@ -39,6 +41,7 @@ RUNS: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
     ("dp_linear", "data_parallel", ("LARGE", "--pretrain_lr_scaling=linear", "--finetune_lr_scaling=linear")),
     ("dp_linear_sqrt_warmup2", "data_parallel",
      ("LARGE", "--pretrain_lr_scaling=linear", "--finetune_lr_scaling=sqrt", "--warmup_epochs=2")),
+    ("dp_large_batch_recipe", "data_parallel", ("LARGE",) + dp_config.LARGE_BATCH_RECIPE),
 )
 
 _PRESET = flags.DEFINE_enum("preset", "mid", list(PRESETS), "Size of the runs.")

@@ -13,6 +13,8 @@ one run: the later entry reuses the record of the first (e.g. `convergence` draw
 import dataclasses
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from data_parallel import config as dp_config
+
 ENTRIES = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling", "dp_batch_sweep", "dp_op_profile", "mp_vs_dp",
            "accuracy_vs_epochs", "dp_accuracy", "strategy_comparison", "convergence")
 PRESETS = ("smoke", "cpu", "paper")
@@ -76,10 +78,10 @@ class Entry:
 # Sizes per preset. Keys are read by the entry builders below. Program-specific flags are lists:
 #   dp_accuracy.large_batch  flags of data_parallel's large-batch recipe (runs "dp_e*_large_batch").
 #   dp_op_profile.profile    flags of data_parallel's op profile (it profiles layer 1 by default).
-# The large-batch recipe (data_parallel/config.py, Goyal et al. 2017): learning rates scaled from the
-# report's batch 100, linearly for pretraining and by the square root for finetuning, reached by a
-# linear warm-up over the first 2 epochs of every layer and of finetuning.
-_LARGE_BATCH = ("--pretrain_lr_scaling=linear", "--finetune_lr_scaling=sqrt", "--warmup_epochs=2")
+# The large-batch recipe (data_parallel/config.py): the pretraining learning rate scaled linearly from the
+# report's batch 100 (Goyal et al. 2017), finetuning with Adam at a square-root-scaled rate, both reached by
+# a linear warm-up over the first 2 epochs of every layer and of finetuning.
+_LARGE_BATCH = dp_config.LARGE_BATCH_RECIPE
 # The accuracy runs skip data_parallel's op profile of layer 1 (not needed there).
 _NO_PROFILE = ("--profile_steps=0",)
 # Flags of every data_parallel timing run, per preset (smoke: the shortest op profile).
@@ -130,8 +132,7 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
         "mp_vs_dp": dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16)),
         "accuracy": dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2),
         "dp_accuracy": dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
-                            large_batch=("--pretrain_lr_scaling=linear", "--finetune_lr_scaling=sqrt",
-                                         "--warmup_epochs=1")),
+                            large_batch=_LARGE_BATCH + ("--warmup_epochs=1",)),
         "comparison": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=2),
     },
 }

@@ -47,6 +47,7 @@ OWN = {
         (["--pretrain_lr_scaling=cubic"], "--pretrain_lr_scaling"),
         (["--warmup_epochs=-1"], "--warmup_epochs"),
         (["--finetune_momentum=1.0"], "--finetune_momentum"),
+        (["--finetune_optimizer=adam", "--finetune_momentum=0.9"], "applies to --finetune_optimizer=sgd only"),
     ],
 }
 CASES = {program: ([BAD[i] for i in SAMPLE] if program != "greedy.train" else list(BAD)) + OWN.get(program, [])

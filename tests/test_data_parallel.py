@@ -138,27 +138,63 @@ def test_large_batch_learning_rates_and_warmup():
   m = config_lib.DataParallelConfig(batch_size=5000, finetune_lr_scaling="sqrt", finetune_momentum=0.9,
                                     finetune_learning_rate=0.1, warmup_epochs=2)
   assert m.finetune_warmup_factor() == pytest.approx(50 ** 0.5 / 0.1)
+  assert m.finetune_update_rule().describe() == {"name": "momentum", "momentum": 0.9}
+  adam = config_lib.DataParallelConfig(batch_size=5000, finetune_lr_scaling="sqrt", finetune_optimizer="adam",
+                                       finetune_learning_rate=4e-4, warmup_epochs=2)
+  assert adam.finetune_learning_rate_after_warmup() == pytest.approx(4e-4 * 50 ** 0.5)
+  assert adam.finetune_warmup_factor() == pytest.approx(50 ** 0.5)
+  assert adam.finetune_update_rule().name == "adam"
+  assert config_lib.DataParallelConfig().finetune_update_rule().name == "sgd"
+  with pytest.raises(ValueError, match="--finetune_momentum applies to --finetune_optimizer=sgd only"):
+    config_lib.DataParallelConfig(finetune_optimizer="adam", finetune_momentum=0.9)
 
 
-def test_momentum_update_sums_replica_gradients_and_applies_heavy_ball_once():
+def _two_replica_steps(rule, steps=2):
+  """Runs `steps` updates under 2 replicas where replica 0 sees gradient g and replica 1 sees 2g (sum 3g);
+  returns (variable, slots) as numpy values of every copy."""
   strategy = tf.distribute.MirroredStrategy(["/device:CPU:0", "/device:CPU:1"])
   with strategy.scope():
     variable = tf.Variable([1.0, 2.0])
-    velocity = tf.Variable([0.0, 0.0])
+    slots = [[tf.Variable([0.0, 0.0]) for _ in range(rule.num_slots)]]
   g = tf.constant([1.0, -1.0])
 
   @tf.function
-  def step():
+  def step(index):
     def replica_step():
       replica = tf.distribute.get_replica_context().replica_id_in_sync_group
-      gradient = g * tf.cast(replica + 1, tf.float32)  # Replica 0 sees g, replica 1 sees 2g: the sum is 3g.
-      sgd.apply_sgd([variable], [gradient], tf.constant(0.1), [velocity], 0.9)
+      gradient = g * tf.cast(replica + 1, tf.float32)
+      sgd.apply_sgd([variable], [gradient], tf.constant(0.1), rule, slots, index)
     strategy.run(replica_step)
 
-  step()
-  step()
+  for i in range(steps):
+    step(tf.constant(i))
+  return [c.numpy() for c in variable.values], [[c.numpy() for c in s.values] for s in slots[0]]
+
+
+def test_momentum_update_sums_replica_gradients_and_applies_heavy_ball_once():
+  copies, (velocity,) = _two_replica_steps(sgd.UpdateRule("momentum", 0.9))
   # v1 = 3g, x1 = x0 - 0.1 * 3g; v2 = 0.9 * 3g + 3g = 5.7g, x2 = x1 - 0.1 * 5.7g = x0 - 0.87g.
-  for copy in variable.values:
-    np.testing.assert_allclose(copy.numpy(), [1.0 - 0.87, 2.0 + 0.87], rtol=1e-6)
-  for copy in velocity.values:
-    np.testing.assert_allclose(copy.numpy(), [5.7, -5.7], rtol=1e-6)
+  for copy in copies:
+    np.testing.assert_allclose(copy, [1.0 - 0.87, 2.0 + 0.87], rtol=1e-6)
+  for copy in velocity:
+    np.testing.assert_allclose(copy, [5.7, -5.7], rtol=1e-6)
+
+
+def test_adam_update_follows_kingma_and_ba_on_every_copy():
+  rule = sgd.UpdateRule("adam")
+  copies, (m_copies, v_copies) = _two_replica_steps(rule, steps=3)
+  # Algorithm 1 of Kingma & Ba 2015 (epsilon added to sqrt(v) before the bias correction of the rate).
+  x, m, v = np.array([1.0, 2.0]), np.zeros(2), np.zeros(2)
+  grad = 3 * np.array([1.0, -1.0])
+  for t in (1, 2, 3):
+    m = rule.beta_1 * m + (1 - rule.beta_1) * grad
+    v = rule.beta_2 * v + (1 - rule.beta_2) * grad ** 2
+    rate = 0.1 * np.sqrt(1 - rule.beta_2 ** t) / (1 - rule.beta_1 ** t)
+    x = x - rate * m / (np.sqrt(v) + rule.epsilon)
+  for copy in copies:
+    np.testing.assert_allclose(copy, x, rtol=1e-5)
+  for got_m, got_v in zip(m_copies, v_copies):
+    np.testing.assert_allclose(got_m, m, rtol=1e-5)
+    np.testing.assert_allclose(got_v, v, rtol=1e-4)  # float32 squares of 3.
+  with pytest.raises(ValueError, match="unknown update rule"):
+    sgd.UpdateRule("rmsprop")

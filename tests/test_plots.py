@@ -142,3 +142,17 @@ def test_results_readme_compares_every_entry_with_the_report(output_dir):
   # Numbers in the tables come from the records.
   sc = _data(output_dir, "strategy_comparison").runs
   assert f"{sc['greedy']['pretrain_seconds']:.0f}" in text
+
+
+def test_full_size_table_lists_recorded_runs_with_their_commands(tmp_path):
+  from experiments import full_size
+  assert "No full-size records yet" in full_size.table(str(tmp_path))
+  with open(tmp_path / "model_parallel_g2_b100_e30.json", "w") as f:
+    json.dump({"pretrain_seconds": 1200.0, "finetune": {"test_accuracy": 0.9712, "seconds": 600.0}}, f)
+  text = full_size.table(str(tmp_path))
+  assert "| `model_parallel_g2_b100_e30` | 0.9712 | 0.9662 (" in text
+  assert "| 20 + 10 min |" in text
+  assert (f"`python -m model_parallel.train --hidden_units=2000,2000,2000,2000 --num_devices=2 --pretrain_epochs=30 "
+          f"--finetune_epochs=30 --batch_size=100 --model_dir=models/model_parallel_g2_b100_e30 "
+          f"--results_dir={tmp_path} --run_name=model_parallel_g2_b100_e30 --progress=log`") in text
+  assert "greedy_b100_e30" not in text  # No record, no row.
