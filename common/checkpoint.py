@@ -26,13 +26,17 @@ class CheckpointState:
     model_dir: checkpoint directory, or None to keep no checkpoints (then `save` only times nothing).
     config: the run's configuration; its training fields must match to resume.
     max_to_keep: checkpoints kept on disk.
+    chief: False in the non-chief workers of a multi-worker run: they restore the chief's checkpoint
+      from `model_dir` (which must then be shared, e.g. a network file system) but write none, as the
+      variables are mirrored and saving them needs no collective.
     **trackables: objects to save (tf.Module, tf.Variable, lists of them), by name.
   """
 
   def __init__(self, model_dir: Optional[str], config: config_lib.Config, max_to_keep: int = 2,
-               **trackables: Any):
+               chief: bool = True, **trackables: Any):
     self.model_dir = model_dir
     self.config = config
+    self.chief = chief
     with tf.device("/cpu:0"):
       self._progress = tf.Variable("", dtype=tf.string, trainable=False, name="progress")
     self._checkpoint = tf.train.Checkpoint(progress=self._progress, **trackables)
@@ -70,9 +74,9 @@ class CheckpointState:
     """Writes a checkpoint of the trackables with `progress` (JSON-serialisable).
 
     Returns:
-      Seconds spent saving (0 when there is no model_dir).
+      Seconds spent saving (0 when there is no model_dir or this is not the chief).
     """
-    if not self._manager:
+    if not self._manager or not self.chief:
       return 0.0
     start = time.perf_counter()
     self._progress.assign(json.dumps(dict(progress, config=self.config.training_fingerprint())))

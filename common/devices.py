@@ -11,7 +11,7 @@ logical devices are reused when there are enough of them.
 
 import dataclasses
 import os
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -25,19 +25,25 @@ class DeviceSetup:
 
   Attributes:
     names: full device names, e.g. ("/job:localhost/replica:0/task:0/device:CPU:0", ...), one per device.
-    kind: "GPU" for physical GPUs, "CPU-logical" for logical CPU devices.
-    intra_op_threads: TensorFlow's intra-op pool size (shared by all logical CPU devices).
-    inter_op_threads: TensorFlow's inter-op pool size.
+    kind: "GPU" for physical GPUs, "CPU-logical" for logical CPU devices, "CPU" for the CPU devices of
+      the workers of a cluster (`common.cluster`).
+    intra_op_threads: TensorFlow's intra-op pool size (shared by all logical CPU devices; -1: unknown).
+    inter_op_threads: TensorFlow's inter-op pool size (-1: unknown).
+    cluster: None in one process; in a cluster, TF_CONFIG's "cluster" plus this process's "task".
   """
   names: Tuple[str, ...]
   kind: str
   intra_op_threads: int
   inter_op_threads: int
+  cluster: Optional[Dict[str, Any]] = None
 
   def to_record(self) -> dict:
-    """The fields the run record's `environment` stores about devices."""
-    return {"device_kind": self.kind, "devices": list(self.names),
-            "intra_op_threads": self.intra_op_threads, "inter_op_threads": self.inter_op_threads}
+    """The fields the run record's `environment` stores about devices (and "cluster" in a cluster)."""
+    record = {"device_kind": self.kind, "devices": list(self.names),
+              "intra_op_threads": self.intra_op_threads, "inter_op_threads": self.inter_op_threads}
+    if self.cluster is not None:
+      record["cluster"] = self.cluster
+    return record
 
 
 def check_available(num_devices: int) -> None:

@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from common import autoencoder
 from common import checkpoint
+from common import cluster
 from common import config as config_lib
 from common import data
 from common import devices as devices_lib
@@ -45,6 +46,9 @@ class Run:
     timer: phase timer, becomes the record's "timing".
     resumed: True when a checkpoint was restored.
     started: time.perf_counter() at `start`.
+    chief: True unless this is a non-chief worker of a multi-worker run, which writes no checkpoint,
+      exported weights or run record (the chief does).
+    finetune_device: where the classifier lives and finetunes when there is no strategy.
   """
   config: config_lib.Config
   devices: devices_lib.DeviceSetup
@@ -55,6 +59,8 @@ class Run:
   timer: timing.PhaseTimer
   resumed: bool
   started: float
+  chief: bool
+  finetune_device: str
   _checkpoint: checkpoint.CheckpointState
   _on_checkpoint: Optional[Callable[["Run"], None]]
 
@@ -79,7 +85,7 @@ class Run:
 
 def start(config: config_lib.Config, layer_devices: Optional[Sequence[str]] = None,
           strategy: Optional[tf.distribute.Strategy] = None, device_setup: Optional[devices_lib.DeviceSetup] = None,
-          on_checkpoint: Optional[Callable[[Run], None]] = None) -> Run:
+          on_checkpoint: Optional[Callable[[Run], None]] = None, finetune_device: Optional[str] = None) -> Run:
   """Sets up a run: devices, data, model, and the latest checkpoint of `config.model_dir`.
 
   Args:
@@ -88,7 +94,10 @@ def start(config: config_lib.Config, layer_devices: Optional[Sequence[str]] = No
     strategy: create the variables under `strategy.scope()` (data parallel).
     device_setup: devices already set up by the caller (else set up here from the config).
     on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the
-      process or inject a fault at a chosen point; `Run.checkpoints_saved` counts them).
+      process or inject a fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the
+      `common.cluster.KILL_ENV` test hook when that variable names this process, else none.
+    finetune_device: device of the classifier and of finetuning without a strategy (default: the
+      first device).
 
   Raises:
     ValueError: devices cannot be made. DataUnavailableError: MNIST missing.
@@ -99,17 +108,19 @@ def start(config: config_lib.Config, layer_devices: Optional[Sequence[str]] = No
   mnist = data.load_mnist(config.data_dir, config.train_examples)
   first = device_setup.names[0]
   layer_devices = list(layer_devices or [first] * len(config.hidden_units))
-  scope = strategy.scope() if strategy is not None else tf.device(first)
-  with scope:
+  finetune_device = finetune_device or first
+  with strategy.scope() if strategy is not None else tf.device(first):
     layers = autoencoder.build_stack(config.hidden_units, config.seed, devices=None if strategy else layer_devices)
+  with strategy.scope() if strategy is not None else tf.device(finetune_device):
     classifier = finetune.Classifier(config.hidden_units, config.seed)
-  ckpt = checkpoint.CheckpointState(config.model_dir, config, layers=layers, classifier=classifier)
+  chief = strategy is None or strategy.extended.should_checkpoint
+  ckpt = checkpoint.CheckpointState(config.model_dir, config, chief=chief, layers=layers, classifier=classifier)
   state = ckpt.restore()
   resumed = state is not None
   state = state or {}
   state.pop("config", None)
   return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,
-             ckpt, on_checkpoint)
+             chief, finetune_device, ckpt, on_checkpoint or cluster.fault_hook_from_environment())
 
 
 def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rate: float, chunks: int,
@@ -159,7 +170,7 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
     record: the program's record with "strategy", "layers", "pretrain_seconds" and its own "timing"
       entries filled in; "config", "environment", "finetune", "timing" and "total_seconds" are
       completed here.
-    strategy, device: where finetuning runs (default: the first device).
+    strategy, device: where finetuning runs (default: `run.finetune_device`).
     finetune_options: more keyword arguments of `finetune.run_finetuning`: a program's own recipe
       (learning_rate, schedule, momentum); None: plain SGD at config.finetune_learning_rate.
   """
@@ -167,12 +178,12 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
   if config.finetune_epochs > 0:
     record["finetune"] = finetune.run_finetuning(
         run.classifier, run.layers, run.mnist, config, run.state, lambda _: run.save(), run.timer,
-        device=device or run.devices.names[0], strategy=strategy, chunks_per_epoch=run.chunks_per_epoch,
+        device=device or run.finetune_device, strategy=strategy, chunks_per_epoch=run.chunks_per_epoch,
         **(finetune_options or {}))
     logging.info("Finetuned %d epochs: validation accuracy %.4f, test accuracy %.4f",
                  config.finetune_epochs, record["finetune"]["validation_accuracy"],
                  record["finetune"]["test_accuracy"])
-  if config.export_weights:
+  if config.export_weights and run.chief:
     runlog.export_weights(config.export_weights, run.layers)
     logging.info("Exported pretrained weights to %s", config.export_weights)
   full = runlog.new_record(config, run.devices)
@@ -181,7 +192,7 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
   full["resumed"] = run.resumed
   full["total_seconds"] = time.perf_counter() - run.started
   full["run_name"] = config.effective_run_name
-  path = runlog.write_record(full, config)
+  path = runlog.write_record(full, config) if run.chief else None
   if path:
     logging.info("Run record: %s", path)
   return full

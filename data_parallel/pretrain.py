@@ -2,8 +2,9 @@
 
 Greedy layer order (`greedy.pretrain`): layer 1 for E epochs, then layer 2 on the frozen layer 1, and
 so on; but every step the global batch B is split over the G replicas of a
-`tf.distribute.MirroredStrategy` (G GPUs or G logical CPU devices) and the replicas' gradients are
-summed and applied once (`data_parallel.replicas`). With the same seed and B this computes what greedy
+`tf.distribute.MirroredStrategy` (G GPUs or G logical CPU devices; with TF_CONFIG,
+`tf.distribute.MultiWorkerMirroredStrategy` over the workers of a cluster, `common.cluster`) and the
+replicas' gradients are summed and applied once (`data_parallel.replicas`). With the same seed and B this computes what greedy
 computes, up to float rounding. Finetuning runs data parallel too (`common.finetune`).
 
 The learning rates are the given ones unless the large-batch recipe is asked for
@@ -16,6 +17,7 @@ from typing import Any, Callable, Dict, Optional
 from absl import logging
 
 from common import autoencoder
+from common import cluster
 from common import devices as devices_lib
 from common import program
 from common import progress as progress_lib
@@ -31,8 +33,8 @@ def run(config: config_lib.DataParallelConfig,
   """Pretrains data parallel, finetunes data parallel, exports, and writes the run record.
 
   Args:
-    config: the run's configuration; `num_devices` replicas, `batch_size` and the finetuning batch
-      are global batches divisible by it.
+    config: the run's configuration; `num_devices` replicas (per worker with TF_CONFIG), `batch_size`
+      and the finetuning batch are global batches divisible by the number of replicas.
     on_checkpoint: called with the `program.Run` after every checkpoint (see `program.start`).
 
   Returns:
@@ -43,8 +45,11 @@ def run(config: config_lib.DataParallelConfig,
     ValueError: a global batch is not divisible by the replicas, or the devices cannot be made.
     common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
-  device_setup = devices_lib.setup(config.num_devices, config.threads_per_device)
-  strategy = replicas.make_strategy(device_setup.names)
+  if cluster.task() is not None:  # TF_CONFIG: one of several workers (docs/multi_host.md).
+    strategy, device_setup = cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
+  else:
+    device_setup = devices_lib.setup(config.num_devices, config.threads_per_device)
+    strategy = replicas.make_strategy(device_setup.names)
   run_ = program.start(config, strategy=strategy, device_setup=device_setup, on_checkpoint=on_checkpoint)
   images = sgd.replica_resident(strategy, run_.mnist.train_images)
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train

@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import autoencoder
+from common import cluster
 from common import config as config_lib
 from common import devices as devices_lib
 from common import errors
@@ -31,7 +32,10 @@ from model_parallel import schedule as schedule_lib
 def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains model-parallel on `config.num_devices` devices, finetunes, exports, writes the run record.
 
-  Layer i (0-based) goes to group i // G and device i % G.
+  Layer i (0-based) goes to group i // G and device i % G. With TF_CONFIG (`common.cluster`) the
+  "worker" tasks only serve their devices and block, and the "chief" task runs the same schedule as a
+  client with the workers' devices: G = workers x num_devices, device j on worker j // num_devices,
+  so the per-epoch weight copy crosses the network (docs/multi_host.md).
 
   Args:
     config: the run's configuration.
@@ -45,26 +49,32 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
     ValueError: the devices cannot be made. common.errors.UserError subclasses for missing data,
       divergence, or a mismatched checkpoint.
   """
-  setup = devices_lib.setup(config.num_devices, config.threads_per_device)
-  schedule = schedule_lib.Schedule(len(config.hidden_units), config.num_devices, config.pretrain_epochs)
+  in_cluster = cluster.task() is not None  # A worker task serves its devices and never returns.
+  setup = (cluster.serve_or_connect(config.num_devices, config.threads_per_device) if in_cluster
+           else devices_lib.setup(config.num_devices, config.threads_per_device))
+  num_devices = len(setup.names)
+  schedule = schedule_lib.Schedule(len(config.hidden_units), num_devices, config.pretrain_epochs)
   layer_devices = [setup.names[schedule.position(i)] for i in range(schedule.num_layers)]
-  if config.num_devices > schedule.num_layers:
-    logging.warning("--num_devices=%d but only %d layer(s): %d device(s) stay idle.", config.num_devices,
-                    schedule.num_layers, config.num_devices - schedule.num_layers)
+  if num_devices > schedule.num_layers:
+    logging.warning("%d devices but only %d layer(s): %d device(s) stay idle.", num_devices,
+                    schedule.num_layers, num_devices - schedule.num_layers)
   logging.info("Model parallel: %s", "; ".join(
       f"group {g + 1}: " + ", ".join(f"layer {i + 1} on {_short(layer_devices[i])}" for i in members)
       for g, members in enumerate(schedule.groups)))
-  return run_schedule(config, schedule, layer_devices, setup, concurrent=True, on_checkpoint=on_checkpoint)
+  return run_schedule(config, schedule, layer_devices, setup, concurrent=True, on_checkpoint=on_checkpoint,
+                      finetune_device=cluster.client_device() if in_cluster else None)
 
 
 def _short(device: str) -> str:
-  """"/job:localhost/replica:0/task:0/device:CPU:1" -> "CPU:1"."""
-  return device.rsplit("device:", 1)[-1]
+  """"/job:localhost/replica:0/task:0/device:CPU:1" -> "CPU:1"; on a cluster's worker "task:1/CPU:0"."""
+  short = device.rsplit("device:", 1)[-1]
+  return short if "/job:worker/" not in device else f"task:{tf.DeviceSpec.from_string(device).task}/{short}"
 
 
 def run_schedule(config: config_lib.Config, schedule: schedule_lib.Schedule, layer_devices: Sequence[str],
                  device_setup: devices_lib.DeviceSetup, concurrent: bool,
-                 on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
+                 on_checkpoint: Optional[Callable[[program.Run], None]] = None,
+                 finetune_device: Optional[str] = None) -> Dict[str, Any]:
   """Runs `schedule` with layer i on layer_devices[i], then finetunes and writes the run record.
 
   Every step: the active layers of the group train one epoch (epoch index = step index), concurrently
@@ -78,7 +88,7 @@ def run_schedule(config: config_lib.Config, schedule: schedule_lib.Schedule, lay
     layer_devices: full device name of each layer.
     device_setup: the devices set up for the run.
     concurrent: True for model parallel, False for synchronized layer-wise.
-    on_checkpoint: see `program.start`.
+    on_checkpoint, finetune_device: see `program.start`.
 
   Returns:
     The run record (written by `program.finish`), with
@@ -94,7 +104,8 @@ def run_schedule(config: config_lib.Config, schedule: schedule_lib.Schedule, lay
   Raises:
     TrainingDivergedError: a layer's loss became NaN or infinite (the last checkpoint is kept).
   """
-  run_ = program.start(config, layer_devices=layer_devices, device_setup=device_setup, on_checkpoint=on_checkpoint)
+  run_ = program.start(config, layer_devices=layer_devices, device_setup=device_setup, on_checkpoint=on_checkpoint,
+                       finetune_device=finetune_device)
   hidden, n = config.hidden_units, run_.mnist.num_train
   counted = list(device_setup.names) if concurrent else list(dict.fromkeys(layer_devices))  # Devices idle counts.
   images = {}

@@ -1,0 +1,174 @@
+"""Past one machine, on TensorFlow's distributed runtime: `python -m common.launch` runs 2 local worker
+processes with TF_CONFIG. Multi-worker data parallel (MultiWorkerMirroredStrategy, one replica per
+worker) exports greedy's weights; model parallel on a cluster (layer j on worker j's tf.distribute.Server,
+driven by a client) exports sync_layerwise's; a worker killed mid-run makes the launcher stop everything
+with one error line, and the same command resumes from the chief's checkpoint to the same weights."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from common import autoencoder
+from common import cluster
+from common import config as config_lib
+from common import runlog
+from greedy import pretrain as greedy
+from sync_layerwise import pretrain as sync_layerwise
+from conftest import ROOT, SLICE_EXAMPLES
+
+# Start this process's runtime with conftest's logical devices (the reference runs happen in-process).
+assert len(tf.config.list_logical_devices("CPU")) >= 2
+
+# As in tests/test_data_parallel.py: learning rate 0.05 at batch 50 moves the weights far in two epochs.
+BASE = dict(hidden_units=(48, 24), pretrain_epochs=2, finetune_epochs=1, train_examples=SLICE_EXAMPLES,
+            batch_size=50, pretrain_learning_rate=0.05, finetune_learning_rate=0.1, seed=3)
+# A launcher must report a lost worker within this (seconds, from the worker's death to the launcher's exit).
+FAIL_WITHIN_SECONDS = 60
+
+
+def _flags(tmp_path, name, **kw):
+  values = dict(BASE, **kw)
+  flags = [f"--{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in values.items()]
+  return flags + ["--progress=log", f"--results_dir={tmp_path}", f"--run_name={name}",
+                  f"--export_weights={tmp_path / (name + '.npz')}"]
+
+
+def _launch(program, flags, env=None, timeout=170):
+  """Runs the launcher with 2 workers; returns the CompletedProcess."""
+  full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
+  full_env.pop(cluster.TF_CONFIG, None)
+  return subprocess.run([sys.executable, "-m", "common.launch", "--workers=2", program, *flags], cwd=ROOT,
+                        env=full_env, capture_output=True, text=True, timeout=timeout)
+
+
+def _assert_same_weights(got, want, moved=True):
+  assert sorted(got) == sorted(want)
+  for key in want:
+    np.testing.assert_allclose(got[key], want[key], rtol=0, atol=1e-5, err_msg=key)
+  if moved:  # The comparison means something only if training moved the weights well away from the start.
+    for layer in autoencoder.build_stack(BASE["hidden_units"], BASE["seed"]):
+      for key, value in layer.numpy_weights().items():
+        assert np.max(np.abs(got[key] - value)) > 1e-2, key
+
+
+@pytest.fixture(scope="module")
+def greedy_run(tmp_path_factory):
+  """Greedy in this process at the same global batch: (record, exported weights)."""
+  tmp = tmp_path_factory.mktemp("greedy")
+  record = greedy.run(config_lib.Config(strategy="greedy", results_dir=str(tmp), run_name="greedy",
+                                        export_weights=str(tmp / "greedy.npz"), **BASE))
+  return record, runlog.load_weights(str(tmp / "greedy.npz"))
+
+
+def _dp_flags(tmp_path, name, **kw):
+  return _flags(tmp_path, name, num_devices=1, profile_steps=0, **kw)
+
+
+def test_two_workers_data_parallel_exports_greedys_weights(tmp_path, greedy_run):
+  greedy_record, want = greedy_run
+  proc = _launch("data_parallel.train", _dp_flags(tmp_path, "dp"))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  _assert_same_weights(runlog.load_weights(str(tmp_path / "dp.npz")), want)
+  # Both workers trained (each prints the program's summary); the chief alone wrote the record.
+  for worker in (0, 1):
+    assert f"[worker {worker}] data_parallel: pretraining" in proc.stdout, proc.stdout[-2000:]
+  assert sorted(os.listdir(tmp_path)) == ["dp.json", "dp.npz"]
+  record = json.load(open(tmp_path / "dp.json"))
+  env = record["environment"]
+  assert env["cluster"]["task"] == {"type": "worker", "index": 0} and len(env["cluster"]["worker"]) == 2
+  assert env["cluster"]["replicas"] == 2
+  assert [d.split("/device:")[0] for d in env["devices"]] == [
+      "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"]
+  for a, b in zip(record["layers"], greedy_record["layers"]):
+    assert [e["loss"] for e in a["epochs"]] == pytest.approx([e["loss"] for e in b["epochs"]], rel=1e-5)
+  # Finetuning runs on both workers too, with the same result as greedy's single device.
+  assert record["finetune"]["history"][0]["loss"] == pytest.approx(greedy_record["finetune"]["history"][0]["loss"],
+                                                                   rel=1e-5)
+  assert abs(record["finetune"]["test_accuracy"] - greedy_record["finetune"]["test_accuracy"]) <= 2e-4
+
+
+def test_cluster_model_parallel_exports_sync_layerwise_weights(tmp_path):
+  sync = sync_layerwise.run(config_lib.Config(strategy="sync_layerwise", results_dir=str(tmp_path),
+                                              run_name="sync", export_weights=str(tmp_path / "sync.npz"), **BASE))
+  proc = _launch("model_parallel.train", _flags(tmp_path, "mp", num_devices=1))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  _assert_same_weights(runlog.load_weights(str(tmp_path / "mp.npz")), runlog.load_weights(str(tmp_path / "sync.npz")))
+  # Two servers and one client (the chief), which ran the schedule with layer j on worker j.
+  assert "[worker 0]" in proc.stderr and "[worker 1]" in proc.stderr
+  assert "[chief] model_parallel: pretraining" in proc.stdout, proc.stdout[-2000:]
+  record = json.load(open(tmp_path / "mp.json"))
+  assert record["environment"]["cluster"]["task"] == {"type": "chief", "index": 0}
+  assert [l["device"] for l in record["layers"]] == [
+      f"/job:worker/replica:0/task:{j}/device:CPU:0" for j in (0, 1)]
+  steps = record["schedule"]["steps"]
+  assert [s["active_layers"] for s in steps] == [[1], [1, 2], [1, 2]]
+  assert all(s["copy_seconds"] > 0 for s in steps)  # The per-epoch weight copy, task 0 -> task 1.
+  for a, b in zip(record["layers"], sync["layers"]):
+    assert [e["loss"] for e in a["epochs"]] == pytest.approx([e["loss"] for e in b["epochs"]], abs=1e-4)
+  # Finetuning ran on the client, as sync_layerwise's on its one device.
+  assert record["finetune"]["test_accuracy"] == pytest.approx(sync["finetune"]["test_accuracy"], abs=1e-3)
+
+
+def test_killed_worker_stops_the_cluster_and_the_same_command_resumes(tmp_path, greedy_run):
+  _, want = greedy_run
+  flags = _dp_flags(tmp_path, "resumed", model_dir=tmp_path / "model")
+  # Worker 1 (not the chief) loses power right after its 2nd checkpoint (layer 1's last epoch): the
+  # chief then waits in layer 2's first all-reduce for a peer that is gone, until the launcher stops it.
+  killed = _launch("data_parallel.train", flags, env={cluster.KILL_ENV: "worker:1:2"})
+  stopped = time.time()
+  assert killed.returncode != 0
+  death = re.search(r"\[worker 1\] .*killing this process \(SIGKILL\) after checkpoint 2 at unix time ([0-9]+\.[0-9]+)",
+                    killed.stderr)
+  assert death, killed.stderr[-3000:]
+  assert stopped - float(death.group(1)) < FAIL_WITHIN_SECONDS
+  own = [l for l in killed.stderr.splitlines() if not l.startswith("[")]  # The launcher's own lines.
+  assert own == ["error: worker 1 was killed by SIGKILL; stopped the other 1 process(es) of the cluster."], \
+      killed.stderr[-3000:]
+  assert not os.path.exists(tmp_path / "resumed.npz") and not os.path.exists(tmp_path / "resumed.json")
+
+  final = _launch("data_parallel.train", flags)
+  assert final.returncode == 0, final.stderr[-3000:]
+  assert "[worker 0]" in final.stderr and "Resuming from" in final.stderr
+  record = json.load(open(tmp_path / "resumed.json"))
+  assert record["resumed"] is True and [len(l["epochs"]) for l in record["layers"]] == [2, 2]
+  # Layer 1 was not trained again: only layer 2's and finetuning's epochs were logged by the resumed run.
+  assert "[worker 0] I" in final.stderr and "layer 1/2 epoch" not in final.stderr
+  _assert_same_weights(runlog.load_weights(str(tmp_path / "resumed.npz")), want)
+
+
+def test_bad_launcher_input_is_one_clear_line():
+  for args, message in ((["--workers=0", "data_parallel.train"], "--workers"),
+                        (["--workers=2", "no_such_program.train"], "no program module 'no_such_program.train'"),
+                        (["--workers=2"], "give the program to run")):
+    proc = subprocess.run([sys.executable, "-m", "common.launch", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
+
+
+def test_tf_config_is_checked(monkeypatch):
+  monkeypatch.delenv(cluster.TF_CONFIG, raising=False)
+  assert cluster.task() is None
+  monkeypatch.setenv(cluster.TF_CONFIG, json.dumps({"cluster": {"worker": ["a:1", "b:2"]},
+                                                    "task": {"type": "worker", "index": 1}}))
+  assert cluster.task() == ("worker", 1)
+  monkeypatch.setenv(cluster.TF_CONFIG, "{not json")
+  with pytest.raises(ValueError, match="TF_CONFIG must be JSON"):
+    cluster.task()
+  monkeypatch.setenv(cluster.TF_CONFIG, json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker",
+                                                                                           "index": 3}}))
+  with pytest.raises(ValueError, match="task worker:3 is not in its cluster"):
+    cluster.task()
+  # Model parallel needs a client: a cluster of workers only would serve forever.
+  monkeypatch.setenv(cluster.TF_CONFIG, json.dumps({"cluster": {"worker": ["a:1"]}, "task": {"type": "worker",
+                                                                                           "index": 0}}))
+  with pytest.raises(ValueError, match="needs a \"chief\" task"):
+    cluster.serve_or_connect(1, 1)
