@@ -20,13 +20,13 @@ Writes <output_dir>/records/<name>_r<k>.json (run records) and <output_dir>/summ
 
 import json
 import os
-import subprocess
 import sys
 
 from absl import app
 from absl import flags
 
 from common import cluster
+from experiments import dp_common
 from experiments.dp_common import MachineLoad, spread
 
 _HIDDEN = flags.DEFINE_list("hidden_units", ["1000", "1000"], "Hidden units per layer (one worker per layer).")
@@ -36,7 +36,6 @@ _EXAMPLES = flags.DEFINE_integer("train_examples", 11_000, "Training images.")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Runs of each setting (interleaved).")
 _OUTPUT = flags.DEFINE_string("output_dir", "results/benchmarks/cluster", "Where records and the summary go.")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SETTINGS = ("in_process", "cluster")
 
 
@@ -50,16 +49,9 @@ def _run(setting: str, repeat: int, records_dir: str) -> dict:
     command = ["-m", "common.launch", f"--workers={layers}", "model_parallel.train", "--num_devices=1", *program]
   else:
     command = ["-m", "model_parallel.train", f"--num_devices={layers}", *program]
-  print(" ".join(command), flush=True)
-  env = dict(os.environ, PYTHONPATH=ROOT)
+  env = dict(os.environ)
   env.pop(cluster.TF_CONFIG, None)
-  proc = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True, text=True, env=env)
-  if proc.returncode != 0:
-    raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
-  with open(os.path.join(records_dir, f"{name}.json")) as f:
-    record = json.load(f)
-  print(f"  pretraining {record['pretrain_seconds']:.3f} s", flush=True)
-  return record
+  return dp_common.run_program(command, os.path.join(records_dir, f"{name}.json"), env)
 
 
 def _phases(record: dict) -> dict:

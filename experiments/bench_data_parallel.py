@@ -18,7 +18,6 @@ Writes <output_dir>/b<batch>/<run>_r<k>.json (run records) and <output_dir>/summ
 
 import json
 import os
-import subprocess
 import sys
 from typing import Dict, List, Sequence
 
@@ -39,25 +38,17 @@ _OUTPUT = flags.DEFINE_string("output_dir", "results/benchmarks/data_parallel", 
 # (run name, program, replicas)
 RUNS = (("greedy", "greedy", 1), ("dp_g1", "data_parallel", 1), ("dp_g2", "data_parallel", 2))
 PHASES = ("input", "forward_loss", "gradients", "allreduce", "apply")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(name: str, program: str, replicas: int, repeat: int, records_dir: str) -> dict:
   run_name = f"{name}_r{repeat}"
-  command = [sys.executable, "-m", f"{program}.train", f"--hidden_units={','.join(_HIDDEN.value)}",
+  command = ["-m", f"{program}.train", f"--hidden_units={','.join(_HIDDEN.value)}",
              f"--pretrain_epochs={_EPOCHS.value}", "--finetune_epochs=0", f"--batch_size={_BATCH.value}",
              f"--train_examples={_EXAMPLES.value}", "--threads_per_device=1", "--progress=log",
              f"--num_devices={replicas}", f"--results_dir={records_dir}", f"--run_name={run_name}"]
   if program == "data_parallel":
     command.append(f"--profile_steps={_PROFILE_STEPS.value}")
-  print(" ".join(command[1:]), flush=True)
-  proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
-  if proc.returncode != 0:
-    raise RuntimeError(f"{run_name} failed:\n{proc.stderr[-3000:]}")
-  with open(os.path.join(records_dir, f"{run_name}.json")) as f:
-    record = json.load(f)
-  print(f"  pretraining {record['pretrain_seconds']:.2f} s", flush=True)
-  return record
+  return dp_common.run_program(command, os.path.join(records_dir, f"{run_name}.json"))
 
 
 def _epoch_seconds(record: dict) -> float:

@@ -22,13 +22,13 @@ Writes <output_dir>/b<batch>/<program>_r<k>.json (run records) and <output_dir>/
 import json
 import os
 import statistics
-import subprocess
 import sys
 from typing import List
 
 from absl import app
 from absl import flags
 
+from experiments import dp_common
 from experiments.dp_common import spread
 from model_parallel import schedule as schedule_lib
 
@@ -41,24 +41,16 @@ _DEVICES = flags.DEFINE_integer("num_devices", 2, "Devices of model_parallel (G)
 _OUTPUT = flags.DEFINE_string("output_dir", "results/benchmarks/model_parallel", "Where records and summary go.")
 
 PROGRAMS = ("greedy", "sync_layerwise", "model_parallel")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(program: str, repeat: int, records_dir: str) -> dict:
   name = f"{program}_r{repeat}"
-  command = [sys.executable, "-m", f"{program}.train", f"--hidden_units={','.join(_HIDDEN.value)}",
+  command = ["-m", f"{program}.train", f"--hidden_units={','.join(_HIDDEN.value)}",
              f"--pretrain_epochs={_EPOCHS.value}", "--finetune_epochs=0", f"--batch_size={_BATCH.value}",
              f"--train_examples={_EXAMPLES.value}", "--threads_per_device=1", "--progress=log",
              f"--num_devices={_DEVICES.value if program == 'model_parallel' else 1}",
              f"--results_dir={records_dir}", f"--run_name={name}"]
-  print(" ".join(command[1:]), flush=True)
-  proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
-  if proc.returncode != 0:
-    raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
-  with open(os.path.join(records_dir, f"{name}.json")) as f:
-    record = json.load(f)
-  print(f"  pretraining {record['pretrain_seconds']:.2f} s", flush=True)
-  return record
+  return dp_common.run_program(command, os.path.join(records_dir, f"{name}.json"))
 
 
 def _layer_epoch_seconds(record: dict) -> List[float]:

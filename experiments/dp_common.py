@@ -1,15 +1,38 @@
-"""Helpers shared by the data-parallel benchmarks."""
+"""Helpers shared by the benchmarks (experiments/bench_*.py)."""
 
+import json
 import os
 import resource
 import statistics
+import subprocess
+import sys
 import time
-from typing import Dict, Sequence
+from typing import Any, Dict, Optional, Sequence
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def spread(values: Sequence[float]) -> Dict[str, object]:
   """{"min", "median", "max", "values"} of `values` (seconds, ratios, ...)."""
   return {"min": min(values), "median": statistics.median(values), "max": max(values), "values": list(values)}
+
+
+def run_program(args: Sequence[str], record_path: str, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+  """Runs `python <args>` from the repository root (args: e.g. ["-m", "greedy.train", ...]) and returns the
+  run record it wrote to `record_path`, printing its pretraining seconds.
+
+  Raises:
+    RuntimeError: the program failed (with the end of its stderr).
+  """
+  print(" ".join(args), flush=True)
+  env = dict(os.environ if env is None else env, PYTHONPATH=ROOT)
+  proc = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, env=env)
+  if proc.returncode != 0:
+    raise RuntimeError(f"{os.path.basename(record_path)} failed:\n{proc.stderr[-3000:]}")
+  with open(record_path) as f:
+    record = json.load(f)
+  print(f"  pretraining {record['pretrain_seconds']:.2f} s", flush=True)
+  return record
 
 
 def _busy_cpu_seconds() -> float:

@@ -1,6 +1,7 @@
 """Data-parallel figures: seconds per epoch vs batch size (dp_batch_sweep, dpres2.png) and the op profile
 by phase vs devices (dp_op_profile, dpres3.png)."""
 
+import re
 from typing import Dict, List, Tuple
 
 from experiments import plot_style
@@ -82,7 +83,8 @@ def draw_profile(data: plot_style.EntryData):
   """Stacked seconds per epoch by phase vs devices: ours (left) and the report's (right)."""
   fig, (left, right) = plot_style.figure(2)
   rows = profile_rows(data)
-  methods = sorted({str((r.get("profile") or {}).get("method", "?")) for r in data.runs.values()})
+  methods = sorted({re.sub(r"all \d+ replica\(s\)", "all G replicas", str((r.get("profile") or {}).get("method", "?")))
+                    for r in data.runs.values()})  # One note for all device counts.
   if rows:
     _stack(left, {g: p for g, (p, _) in rows.items()}, {g: o for g, (_, o) in rows.items()})
   else:

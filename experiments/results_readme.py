@@ -84,8 +84,9 @@ def headline(data: Dict[str, Optional[plot_style.EntryData]]) -> str:
     if "greedy" in rs:
       ours = ", ".join(f"{plot_style.STRATEGY_NAMES[s]} {rs['greedy']['pretrain_seconds'] / rs[s]['pretrain_seconds']:.2f}×"
                        for s in ("mp", "dp") if s in rs)
-      rows.append(["Speedup over greedy, 4 devices, batch 5000 (`strategy_comparison`)",
-                   "model parallel 1.57×, data parallel 1.10×", f"{ours} ({sc.preset})"])
+      g = max(records.devices(rs[s]) for s in ("mp", "dp") if s in rs)
+      rows.append(["Speedup over greedy, batch 5000 (`strategy_comparison`)",
+                   "model parallel 1.57×, data parallel 1.10× (4 GPUs)", f"{ours} ({sc.preset}, {g} devices)"])
   return results_tables.md_table(["result", "report (4× GRID K520)", "ours"], rows) + "\n\n" + DAGGER
 
 
