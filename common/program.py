@@ -172,7 +172,7 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
       completed here.
     strategy, device: where finetuning runs (default: `run.finetune_device`).
     finetune_options: more keyword arguments of `finetune.run_finetuning`: a program's own recipe
-      (learning_rate, schedule, momentum); None: plain SGD at config.finetune_learning_rate.
+      (learning_rate, schedule, rule); None: plain SGD at config.finetune_learning_rate.
   """
   config = run.config
   if config.finetune_epochs > 0:

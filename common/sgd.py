@@ -62,9 +62,10 @@ class UpdateRule:
     return {"name": self.name}
 
   def apply(self, var: tf.Variable, grad: tf.Tensor, learning_rate: tf.Tensor, slots: Sequence[tf.Variable],
-            step_number: tf.Tensor):
+            step_number: Optional[tf.Tensor] = None):
     """Updates one copy of `var` in place. `slots`: this rule's slot variables of `var` (same shape,
-    zeros at the start); `step_number`: float32, 1 for the first step of training (Adam's t)."""
+    zeros at the start); `step_number`: float32, 1 for the first step of training (Adam's t; None for
+    the other rules)."""
     if self.name == "sgd":
       return tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=learning_rate, delta=grad)
     if self.name == "momentum":
@@ -97,13 +98,15 @@ def apply_sgd(variables: Sequence[tf.Variable], gradients: Sequence[tf.Tensor], 
   """
   ctx = tf.distribute.get_replica_context()
   summed = ctx.all_reduce(tf.distribute.ReduceOp.SUM, list(gradients))
-  step_number = tf.cast((0 if step_index is None else step_index) + 1, tf.float32)
+  step_number = None
+  if rule.name == "adam":  # Only Adam's bias correction needs the step: nothing more per step for SGD.
+    step_number = tf.cast((0 if step_index is None else step_index) + 1, tf.float32)
   ctx.merge_call(update_variables, args=(variables, summed, learning_rate, rule, slots, step_number))
 
 
 def update_variables(strategy: tf.distribute.Strategy, variables: Sequence[tf.Variable], gradients,
                      learning_rate: tf.Tensor, rule: UpdateRule = SGD, slots: Sequence[Sequence[tf.Variable]] = (),
-                     step_number=1.0) -> None:
+                     step_number: Optional[tf.Tensor] = None) -> None:
   """In cross-replica context (`merge_call`): the update of `apply_sgd` on every copy of every variable.
 
   Args:
@@ -112,12 +115,16 @@ def update_variables(strategy: tf.distribute.Strategy, variables: Sequence[tf.Va
     gradients: one (mirrored or per-replica) gradient per variable, the same shapes.
     learning_rate: float32 scalar (or one per replica, all equal).
     rule, slots: as in `apply_sgd`.
-    step_number: float32, 1 for the first step (or one per replica, all equal).
+    step_number: float32, 1 for the first step (or one per replica, all equal); Adam only.
   """
+  # Only what the rule reads goes to each replica's device: (grad, lr) for SGD, as on the hot path.
+  step = () if step_number is None else (step_number,)
+
+  def update(var, grad, lr, *rest):
+    return rule.apply(var, grad, lr, rest[len(step):], rest[0] if step else None)
+
   for k, (var, grad) in enumerate(zip(variables, gradients)):
-    own = tuple(slots[k]) if rule.num_slots else ()
-    strategy.extended.update(
-        var, lambda v, g, lr, t, *s: rule.apply(v, g, lr, s, t), args=(grad, learning_rate, step_number) + own)
+    strategy.extended.update(var, update, args=(grad, learning_rate) + step + tuple(slots[k] if rule.num_slots else ()))
 
 
 def scheduled(learning_rate: tf.Tensor, schedule: Optional[Callable[[tf.Tensor], tf.Tensor]],

@@ -4,8 +4,8 @@ Greedy layer order (`greedy.pretrain`): layer 1 for E epochs, then layer 2 on th
 so on; but every step the global batch B is split over the G replicas of a
 `tf.distribute.MirroredStrategy` (G GPUs or G logical CPU devices; with TF_CONFIG,
 `tf.distribute.MultiWorkerMirroredStrategy` over the workers of a cluster, `common.cluster`) and the
-replicas' gradients are summed and applied once (`data_parallel.replicas`). With the same seed and B this computes what greedy
-computes, up to float rounding. Finetuning runs data parallel too (`common.finetune`).
+replicas' gradients are summed and applied once (`data_parallel.replicas`). With the same seed and B
+this computes what greedy computes, up to float rounding. Finetuning runs data parallel too (`common.finetune`).
 
 The learning rates are the given ones unless the large-batch recipe is asked for
 (`data_parallel.config`); layer 1's step is profiled phase by phase (`data_parallel.profile`) into the

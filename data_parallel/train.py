@@ -3,8 +3,8 @@
 Greedy layer order; every step the global batch --batch_size is split over --num_devices replicas
 (tf.distribute.MirroredStrategy over G GPUs, or over the CPU split into G logical devices with
 --threads_per_device threads each), the gradients are summed over the replicas and applied once. Same
-flags and seed give the same weights as greedy. The large-batch recipe (off by default) scales the learning rates with the batch and
-warms them up (Goyal et al. 2017).
+flags and seed give the same weights as greedy. The large-batch recipe (off by default) scales the
+learning rates with the batch and warms them up (Goyal et al. 2017).
 
 Usage: python -m data_parallel.train --num_devices=2 --batch_size=5000 [--pretrain_lr_scaling=linear ...]
 """

@@ -9,7 +9,8 @@ Usage (accuracies, not timings: a shared CPU lock is enough):
   flock -s /work/cpu.lock .venv/bin/python -m experiments.dp_finetune_sweep --weights=pretrained.npz \
       --variants=lr0.5_w2:0.5:2,lr1_w2:1.0:2 --output=results/large_batch/mid/finetune_sweep.json
 A variant is name:learning_rate:warmup_epochs[:momentum] (warm-up from the reference 0.1 to learning_rate;
-momentum 0 by default: plain SGD; "adam" instead of a momentum: Adam, warm-up from learning_rate / 7).
+momentum 0 by default: plain SGD; "adam" instead of a momentum: Adam, warm-up from learning_rate / sqrt(k),
+k = batch / 100, as in the large-batch recipe).
 """
 
 import json
@@ -59,7 +60,7 @@ def main(argv):
     name, lr, warmup_epochs, momentum = (variant.split(":") + ["0"])[:4]
     if momentum == "adam":
       rule, lr, warmup_epochs = sgd.UpdateRule("adam"), float(lr), float(warmup_epochs)
-      factor = 7.0
+      factor = config_lib.scale("sqrt", _BATCH.value, 100)  # As --finetune_lr_scaling=sqrt warms up.
     else:
       lr, warmup_epochs, momentum = float(lr), float(warmup_epochs), float(momentum)
       rule = sgd.UpdateRule("momentum", momentum) if momentum else sgd.SGD

@@ -42,7 +42,6 @@ RUNS: Dict[str, Tuple[str, Tuple[str, ...], Optional[float], str]] = {
 OUTPUT_DIR = "results/full_size"
 
 
-
 def command(name: str, output_dir: str = OUTPUT_DIR) -> List[str]:
   """The program command of run `name` (argv without the interpreter)."""
   program, run_flags, _, _ = RUNS[name]
@@ -53,7 +52,7 @@ def command(name: str, output_dir: str = OUTPUT_DIR) -> List[str]:
 def table(output_dir: str = OUTPUT_DIR) -> str:
   """A markdown table of the runs that have a record: accuracy beside the report's, time, command."""
   rows = []
-  for name, (program, _, reported_accuracy, compared) in RUNS.items():
+  for name, (_, _, reported_accuracy, compared) in RUNS.items():
     record = records.load(os.path.join(output_dir, f"{name}.json"))
     if record is None:
       continue

@@ -3,7 +3,8 @@
 The layers are taken in groups of G = --num_devices; within a group the layers train concurrently,
 layer j on device j (G GPUs, or the CPU split into G logical devices of --threads_per_device threads),
 all on the same batches, with pipeline fill (layer j starts one epoch after layer j-1) and a per-epoch
-weight copy into the frozen copies of the layers above. Then the whole stack is finetuned and evaluated on the test set.
+weight copy into the frozen copies of the layers above. Then the whole stack is finetuned and evaluated
+on the test set.
 
 Usage: python -m model_parallel.train --num_devices=2 [--hidden_units=2000,2000 --pretrain_epochs=30 ...]
 """
