@@ -139,13 +139,14 @@ def check_divisible(global_batch_size: int, replicas: int, flag: str = "batch_si
 
   Args:
     global_batch_size: B, examples per step over all replicas.
-    replicas: G.
+    replicas: replicas in sync: G, or G times the workers of a multi-worker run.
     flag: the flag named in the message.
   """
   if global_batch_size % replicas:
     raise ValueError(
         f"--{flag}={global_batch_size} (the global batch) is not divisible by the {replicas} replicas "
-        f"(--num_devices={replicas}): every replica takes an equal share; use a multiple of {replicas}, "
+        f"(--num_devices, times the workers when started by common.launch): every replica takes an equal share; "
+        f"use a multiple of {replicas}, "
         f"e.g. {global_batch_size - global_batch_size % replicas or replicas}.")
 
 

@@ -9,6 +9,11 @@ order rotates) so that drifts of the shared machine hit them alike. Reported fro
   * the bound implied by the measured per-layer epoch times: greedy's per-layer epoch times (median over
     its epochs) put through the model-parallel schedule (sum over steps of the slowest active layer,
     `Schedule.critical_path`), the speedups that bound allows, and the fraction of it reached;
+  * the same bound from FLOPs alone (`autoencoder.layer_epoch_flops`: layer n also passes the corrupted
+    and the clean batch through frozen copies of layers 1..n-1), which needs no timing, and the epoch
+    count E at which the measured bound over sync_layerwise first reaches `--target_speedup` (for two
+    layers on two devices, where layer 1 trains E + 1 epochs and layer 2 E, the bound
+    ((E + 1) t1 + E t2) / (t1 + E t2) grows with E towards (t1 + t2) / t2 when t2 > t1);
   * model_parallel's phase timings: per-device busy seconds, idle device-seconds, weight-copy seconds,
     each layer's epoch time when sharing the machine vs alone (greedy), and the per-step overhead
     (wall - slowest device busy).
@@ -28,6 +33,7 @@ from typing import List
 from absl import app
 from absl import flags
 
+from common import autoencoder
 from experiments import dp_common
 from experiments.dp_common import spread
 from model_parallel import schedule as schedule_lib
@@ -38,6 +44,7 @@ _EPOCHS = flags.DEFINE_integer("pretrain_epochs", 4, "Pretraining epochs E.")
 _EXAMPLES = flags.DEFINE_integer("train_examples", 11_000, "Training images.")
 _REPEATS = flags.DEFINE_integer("repeats", 3, "Runs of each program (interleaved).")
 _DEVICES = flags.DEFINE_integer("num_devices", 2, "Devices of model_parallel (G).")
+_TARGET = flags.DEFINE_float("target_speedup", 1.4, "Speedup over sync_layerwise whose reachability is reported.")
 _OUTPUT = flags.DEFINE_string("output_dir", "results/benchmarks/model_parallel", "Where records and summary go.")
 
 PROGRAMS = ("greedy", "sync_layerwise", "model_parallel")
@@ -78,6 +85,19 @@ def _model_parallel_phases(record: dict) -> dict:
   }
 
 
+def _bound_speedup_vs_sync(schedule: schedule_lib.Schedule, layer_cost: List[float]) -> float:
+  """sync_layerwise time / model_parallel time if layer i's epoch costs layer_cost[i] and nothing else does."""
+  return schedule.critical_path(layer_cost, concurrent=False) / schedule.critical_path(layer_cost)
+
+
+def _epochs_to_reach(layer_cost: List[float], target: float, max_epochs: int = 1000) -> int:
+  """The least E for which the bound over sync_layerwise reaches `target`, or -1 if none up to max_epochs."""
+  for epochs in range(1, max_epochs + 1):
+    if _bound_speedup_vs_sync(schedule_lib.Schedule(len(layer_cost), _DEVICES.value, epochs), layer_cost) >= target:
+      return epochs
+  return -1
+
+
 def main(argv):
   del argv
   name = f"b{_BATCH.value}"
@@ -89,6 +109,8 @@ def main(argv):
       program = PROGRAMS[(k + r) % len(PROGRAMS)]
       records[program].append(_run(program, r, records_dir))
   schedule = schedule_lib.Schedule(len(_HIDDEN.value), _DEVICES.value, _EPOCHS.value)
+  hidden = [int(u) for u in _HIDDEN.value]
+  flops = [autoencoder.layer_epoch_flops(hidden, i + 1, _EXAMPLES.value) for i in range(len(hidden))]
   seconds = {p: [rec["pretrain_seconds"] for rec in records[p]] for p in PROGRAMS}
   bounds, per_repeat = [], []
   for r in range(_REPEATS.value):
@@ -101,7 +123,8 @@ def main(argv):
         "speedup_vs_greedy": seconds["greedy"][r] / mp, "speedup_vs_sync_layerwise": seconds["sync_layerwise"][r] / mp,
         "bound_speedup_vs_greedy": seconds["greedy"][r] / bound,
         "bound_speedup_vs_sync_layerwise": seconds["sync_layerwise"][r] / bound,
-        "fraction_of_bound": bound / mp})
+        "fraction_of_bound": bound / mp,
+        "epochs_for_target_bound": _epochs_to_reach(alone, _TARGET.value)})
   summary = {
       "command": "python -m experiments.bench_model_parallel " + " ".join(sys.argv[1:]),
       "setting": {"hidden_units": [int(u) for u in _HIDDEN.value], "batch_size": _BATCH.value,
@@ -116,6 +139,10 @@ def main(argv):
       "bound_speedup_vs_greedy": spread([x["bound_speedup_vs_greedy"] for x in per_repeat]),
       "bound_speedup_vs_sync_layerwise": spread([x["bound_speedup_vs_sync_layerwise"] for x in per_repeat]),
       "fraction_of_bound": spread([x["fraction_of_bound"] for x in per_repeat]),
+      "flop_bound": {"layer_epoch_flops": flops,
+                     "speedup_vs_sync_layerwise": _bound_speedup_vs_sync(schedule, flops),
+                     "target_speedup": _TARGET.value,
+                     "epochs_for_target": _epochs_to_reach(flops, _TARGET.value)},
       "per_repeat": per_repeat,
       "model_parallel_phases": [_model_parallel_phases(rec) for rec in records["model_parallel"]],
       "sync_layerwise_layer_epoch_seconds": [_layer_epoch_seconds(rec) for rec in records["sync_layerwise"]],
@@ -128,6 +155,8 @@ def main(argv):
               "bound_speedup_vs_sync_layerwise", "fraction_of_bound"):
     s = summary[key]
     print(f"{key}: median {s['median']:.3f} (min {s['min']:.3f}, max {s['max']:.3f})")
+  print(f"FLOP bound over sync_layerwise: {summary['flop_bound']['speedup_vs_sync_layerwise']:.3f} at E = "
+        f"{_EPOCHS.value}; reaches {_TARGET.value} from E = {summary['flop_bound']['epochs_for_target']}")
   print(f"Summary: {path}")
 
 

@@ -274,6 +274,17 @@ class Model:
                                    self.allreduce_seconds_per_param, params, self.steps_per_epoch)
     return predict_greedy(t, epochs)
 
+  def work_seconds(self, hidden_units: Sequence[int], epochs: int, devices: int) -> float:
+    """Seconds the run's layer epochs would take one after another on one core (sum of t_k per epoch).
+
+    Dividing it by a run's seconds gives the cores' worth of work the run kept going on average: what
+    the model assumes (over the predicted seconds) or what happened (over the measured seconds).
+    """
+    t = list(dict(self.epoch_seconds_by_depth).get(len(hidden_units), self.epoch_seconds[:len(hidden_units)]))
+    if self.strategy == "model_parallel":
+      return sum(t[k] for _, _, active in model_parallel_steps(len(t), epochs, devices) for k in active)
+    return epochs * sum(t)
+
   def curve(self, hidden_units: Sequence[int], epochs: int,
             max_devices: int = MAX_PREDICTED_DEVICES) -> Dict[int, float]:
     """{G: predicted seconds} for G = 1..max_devices."""

@@ -15,6 +15,7 @@ from experiments import plot_scaling
 from experiments import plot_style
 from experiments import presets
 from experiments import records
+from experiments import perf_model
 from experiments import reported
 from experiments import results_tables
 
@@ -114,6 +115,26 @@ def budget_table(output_dir: str) -> str:
           "seconds of each program in `runs/driver_log.jsonl`. A run shared by two entries counts for the first.")
 
 
+def _noise_note(model: perf_model.Model, errors: List[perf_model.Error], work: Dict[str, float]) -> str:
+  """Sentences on the oversubscribed points and on how much one-device layer times vary between runs."""
+  text = []
+  over = [e for e in errors if e.oversubscribed]
+  if over:
+    measured = [work[e.name] / e.measured for e in over]
+    assumed = [work[e.name] / e.predicted for e in over]
+    text.append(f"With more devices than cores the runs kept {min(measured):.2f}–{max(measured):.2f} cores' worth of "
+                f"work going, the model {min(assumed):.2f}–{max(assumed):.2f}: it gives each of n > C devices C/n of a "
+                "core, slowed by rho as measured with 2 devices.")
+  singles = [t for _, t in model.epoch_seconds_by_depth]
+  spreads = [max(v) / min(v) - 1 for k in range(max(map(len, singles), default=0))
+             for v in [[t[k] for t in singles if len(t) > k]] if len(v) > 1]
+  if spreads:
+    noisy = max(spreads) > results_tables.MODEL_ERROR_GOAL
+    text.append(f"Between the one-device runs the same layer's epoch time differed by up to {max(spreads):.0%}"
+                + (", so a single run per point is noisy on the scale of the goal." if noisy else "."))
+  return "\n\n" + " ".join(text) if text else ""
+
+
 def model_section(data: Dict[str, Optional[plot_style.EntryData]]) -> str:
   """The performance model's calibration and relative error at every measured point."""
   parts = []
@@ -129,8 +150,11 @@ def model_section(data: Dict[str, Optional[plot_style.EntryData]]) -> str:
       continue
     out_of_sample = [abs(e.relative) for e in errors if not e.in_calibration]
     everywhere = max(abs(e.relative) for e in errors)
+    points = {n: perf_model.Point.of(r, n) for n, r in d.runs.items()}
+    work = {e.name: model.work_seconds(e.hidden_units, points[e.name].epochs, e.devices) for e in errors}
     rows = [["x".join(map(str, e.hidden_units)), e.devices, plot_style.fmt_seconds(e.measured) + (" †" if e.oversubscribed else ""),
-             plot_style.fmt_seconds(e.predicted), f"{e.relative:+.1%}", "fit" if e.in_calibration else "predicted"]
+             plot_style.fmt_seconds(e.predicted), f"{e.relative:+.1%}", "fit" if e.in_calibration else "predicted",
+             f"{work[e.name] / e.measured:.2f} / {work[e.name] / e.predicted:.2f}"]
             for e in errors]
     worst = max(out_of_sample) if out_of_sample else None
     goal = results_tables.MODEL_ERROR_GOAL
@@ -141,7 +165,8 @@ def model_section(data: Dict[str, Optional[plot_style.EntryData]]) -> str:
                + ("none (every run was used for the calibration)" if worst is None else judged(worst)))
     parts.append(f"**`{name}`** ({d.preset}): {model.describe()}; calibrated on {', '.join(model.calibration)}; "
                  f"{verdict}.\n\n" + results_tables.md_table(
-                     ["hidden units", "devices", "measured s", "predicted s", "error", "point"], rows))
+                     ["hidden units", "devices", "measured s", "predicted s", "error", "point",
+                      "cores' worth of work, measured / model"], rows) + _noise_note(model, errors, work))
   return "\n\n".join(parts)
 
 
@@ -213,7 +238,9 @@ def write(output_dir: str) -> str:
       "measured on one device, the schedule of each strategy, and a contention factor and copy/all-reduce costs "
       "measured on 2 devices; CPU contention: devices share the cores fairly, so at most min(G, cores) run at "
       "once. Points marked *fit* were used for the calibration (in-sample); *predicted* points were not. Goal: "
-      f"error within {results_tables.MODEL_ERROR_GOAL:.0%} at every point.",
+      f"error within {results_tables.MODEL_ERROR_GOAL:.0%} at every point. The last column divides the run's work "
+      "(its layer epochs at one-device speed, one after another) by the measured and by the predicted seconds: "
+      "the cores' worth of work the run kept going on average, and what the model assumed.",
       "",
       model_section(data),
       "",

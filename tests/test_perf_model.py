@@ -70,6 +70,18 @@ def test_model_parallel_prediction_by_hand():
   assert perf_model.copied_params([0, 1, 2], params) == 2 * 10 + 1 * 20
 
 
+def test_work_seconds_counts_every_layer_epoch_of_the_schedule():
+  t = (1.0, 2.0)
+  mp = perf_model.Model("model_parallel", t, cores=2)
+  # Greedy (G = 1): 3 epochs of each layer. G = 2: layer 1 trains E + 1 = 4 epochs, layer 2 trains 3.
+  assert mp.work_seconds([10, 10], 3, 1) == pytest.approx(3 * (1 + 2))
+  assert mp.work_seconds([10, 10], 3, 2) == pytest.approx(4 * 1 + 3 * 2)
+  # Two devices on two cores, no slowdown: steps last 1, 2, 2, 2 s, so 10 s of work in 7 s.
+  assert mp.work_seconds([10, 10], 3, 2) / mp.predict([10, 10], 3, 2) == pytest.approx(10 / 7)
+  dp = perf_model.Model("data_parallel", t, cores=2)
+  assert dp.work_seconds([10, 10], 3, 4) == pytest.approx(9.0)
+
+
 def test_data_parallel_prediction_by_hand():
   # f = 0.75 of a 2 s epoch splits over G = 2 replicas on 2 cores: 0.75 + 0.5 per epoch.
   assert perf_model.predict_data_parallel([2.0], 4, 2, cores=2, parallel_fraction=0.75) == pytest.approx(4 * 1.25)
