@@ -90,10 +90,11 @@ def _bound_speedup_vs_sync(schedule: schedule_lib.Schedule, layer_cost: List[flo
   return schedule.critical_path(layer_cost, concurrent=False) / schedule.critical_path(layer_cost)
 
 
-def _epochs_to_reach(layer_cost: List[float], target: float, max_epochs: int = 1000) -> int:
-  """The least E for which the bound over sync_layerwise reaches `target`, or -1 if none up to max_epochs."""
+def _epochs_to_reach(layer_cost: List[float], devices: int, target: float, max_epochs: int = 1000) -> int:
+  """The least E for which the bound over sync_layerwise on `devices` devices reaches `target`, or -1
+  if none up to max_epochs."""
   for epochs in range(1, max_epochs + 1):
-    if _bound_speedup_vs_sync(schedule_lib.Schedule(len(layer_cost), _DEVICES.value, epochs), layer_cost) >= target:
+    if _bound_speedup_vs_sync(schedule_lib.Schedule(len(layer_cost), devices, epochs), layer_cost) >= target:
       return epochs
   return -1
 
@@ -124,7 +125,7 @@ def main(argv):
         "bound_speedup_vs_greedy": seconds["greedy"][r] / bound,
         "bound_speedup_vs_sync_layerwise": seconds["sync_layerwise"][r] / bound,
         "fraction_of_bound": bound / mp,
-        "epochs_for_target_bound": _epochs_to_reach(alone, _TARGET.value)})
+        "epochs_for_target_bound": _epochs_to_reach(alone, _DEVICES.value, _TARGET.value)})
   summary = {
       "command": "python -m experiments.bench_model_parallel " + " ".join(sys.argv[1:]),
       "setting": {"hidden_units": [int(u) for u in _HIDDEN.value], "batch_size": _BATCH.value,
@@ -142,7 +143,7 @@ def main(argv):
       "flop_bound": {"layer_epoch_flops": flops,
                      "speedup_vs_sync_layerwise": _bound_speedup_vs_sync(schedule, flops),
                      "target_speedup": _TARGET.value,
-                     "epochs_for_target": _epochs_to_reach(flops, _TARGET.value)},
+                     "epochs_for_target": _epochs_to_reach(flops, _DEVICES.value, _TARGET.value)},
       "per_repeat": per_repeat,
       "model_parallel_phases": [_model_parallel_phases(rec) for rec in records["model_parallel"]],
       "sync_layerwise_layer_epoch_seconds": [_layer_epoch_seconds(rec) for rec in records["sync_layerwise"]],

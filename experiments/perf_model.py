@@ -255,16 +255,23 @@ class Model:
   steps_per_epoch: int = 0
   calibration: Tuple[str, ...] = ()
 
+  def _layer_seconds(self, depth: int) -> List[float]:
+    """t_k of the first `depth` layers: that depth's own one-device run if there is one.
+
+    Raises:
+      ValueError: the stack is deeper than the calibration run's.
+    """
+    if depth > len(self.epoch_seconds):
+      raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {depth}")
+    return list(dict(self.epoch_seconds_by_depth).get(depth, self.epoch_seconds[:depth]))
+
   def predict(self, hidden_units: Sequence[int], epochs: int, devices: int) -> float:
     """Predicted pretraining seconds of the first len(hidden_units) layers on `devices` devices.
 
     Raises:
       ValueError: the stack is deeper than the calibration run's.
     """
-    h = len(hidden_units)
-    if h > len(self.epoch_seconds):
-      raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {h}")
-    t = list(dict(self.epoch_seconds_by_depth).get(h, self.epoch_seconds[:h]))
+    t = self._layer_seconds(len(hidden_units))
     params = layer_params(hidden_units)
     if self.strategy == "model_parallel":
       return predict_model_parallel(t, epochs, devices, self.cores, self.slowdown, self.copy_seconds_per_param,
@@ -279,8 +286,11 @@ class Model:
 
     Dividing it by a run's seconds gives the cores' worth of work the run kept going on average: what
     the model assumes (over the predicted seconds) or what happened (over the measured seconds).
+
+    Raises:
+      ValueError: the stack is deeper than the calibration run's.
     """
-    t = list(dict(self.epoch_seconds_by_depth).get(len(hidden_units), self.epoch_seconds[:len(hidden_units)]))
+    t = self._layer_seconds(len(hidden_units))
     if self.strategy == "model_parallel":
       return sum(t[k] for _, _, active in model_parallel_steps(len(t), epochs, devices) for k in active)
     return epochs * sum(t)

@@ -9,13 +9,13 @@ from experiments import budget
 from experiments import driver
 from experiments import figures
 from experiments import full_size
+from experiments import perf_model
 from experiments import plot_accuracy
 from experiments import plot_comparison
 from experiments import plot_scaling
 from experiments import plot_style
 from experiments import presets
 from experiments import records
-from experiments import perf_model
 from experiments import reported
 from experiments import results_tables
 
@@ -126,8 +126,11 @@ def _noise_note(model: perf_model.Model, errors: List[perf_model.Error], work: D
                 f"work going, the model {min(assumed):.2f}–{max(assumed):.2f}: it gives each of n > C devices C/n of a "
                 "core, slowed by rho as measured with 2 devices.")
   singles = [t for _, t in model.epoch_seconds_by_depth]
-  spreads = [max(v) / min(v) - 1 for k in range(max(map(len, singles), default=0))
-             for v in [[t[k] for t in singles if len(t) > k]] if len(v) > 1]
+  spreads = []  # Per layer k: how far apart its epoch times are across the one-device runs that have it.
+  for k in range(max(map(len, singles), default=0)):
+    times = [t[k] for t in singles if len(t) > k]
+    if len(times) > 1:
+      spreads.append(max(times) / min(times) - 1)
   if spreads:
     noisy = max(spreads) > results_tables.MODEL_ERROR_GOAL
     text.append(f"Between the one-device runs the same layer's epoch time differed by up to {max(spreads):.0%}"
