@@ -116,19 +116,6 @@ def build_stack(hidden_units: Sequence[int], seed: int, input_units: int = data.
   return layers
 
 
-def layer_epoch_flops(hidden_units: Sequence[int], layer_index: int, num_examples: int,
-                      input_units: int = data.IMAGE_PIXELS) -> float:
-  """Multiply-add FLOPs of one pretraining epoch of layer `layer_index` (1-based).
-
-  Five matrix products of the layer (encode, decode, and three for the gradient) plus two forward
-  products (corrupted and clean) per frozen layer below. Used for ETAs and the performance model.
-  """
-  sizes = [input_units] + list(hidden_units)
-  own = 5 * sizes[layer_index - 1] * sizes[layer_index]
-  frozen = sum(2 * sizes[k] * sizes[k + 1] for k in range(layer_index - 1))
-  return 2.0 * num_examples * (own + frozen)
-
-
 class LayerTrainer(tf.Module):
   """Trains one layer on top of frozen encoders, on one device, with SGD.
 

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Optional
 from absl import logging
 
 from common import autoencoder
+from common import cost
 from common import cluster
 from common import devices as devices_lib
 from common import program
@@ -55,7 +56,7 @@ def run(config: config_lib.DataParallelConfig,
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train
   pretrain_state = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
   histories = pretrain_state["layers"]
-  work = [autoencoder.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
+  work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   learning_rate = config.pretrain_learning_rate_after_warmup()

@@ -9,7 +9,7 @@ order rotates) so that drifts of the shared machine hit them alike. Reported fro
   * the bound implied by the measured per-layer epoch times: greedy's per-layer epoch times (median over
     its epochs) put through the model-parallel schedule (sum over steps of the slowest active layer,
     `Schedule.critical_path`), the speedups that bound allows, and the fraction of it reached;
-  * the same bound from FLOPs alone (`autoencoder.layer_epoch_flops`: layer n also passes the corrupted
+  * the same bound from FLOPs alone (`cost.layer_epoch_flops`: layer n also passes the corrupted
     and the clean batch through frozen copies of layers 1..n-1), which needs no timing, and the epoch
     count E at which the measured bound over sync_layerwise first reaches `--target_speedup` (for two
     layers on two devices, where layer 1 trains E + 1 epochs and layer 2 E, the bound
@@ -33,7 +33,7 @@ from typing import List
 from absl import app
 from absl import flags
 
-from common import autoencoder
+from common import cost
 from experiments import dp_common
 from experiments.dp_common import spread
 from model_parallel import schedule as schedule_lib
@@ -111,7 +111,7 @@ def main(argv):
       records[program].append(_run(program, r, records_dir))
   schedule = schedule_lib.Schedule(len(_HIDDEN.value), _DEVICES.value, _EPOCHS.value)
   hidden = [int(u) for u in _HIDDEN.value]
-  flops = [autoencoder.layer_epoch_flops(hidden, i + 1, _EXAMPLES.value) for i in range(len(hidden))]
+  flops = [cost.layer_epoch_flops(hidden, i + 1, _EXAMPLES.value) for i in range(len(hidden))]
   seconds = {p: [rec["pretrain_seconds"] for rec in records[p]] for p in PROGRAMS}
   bounds, per_repeat = [], []
   for r in range(_REPEATS.value):

@@ -3,13 +3,14 @@
 Used for the ETA of `experiments.reproduce` and for the budget table of results/README.md
 (estimated vs measured minutes per entry). The estimate is the performance model
 (`experiments.perf_model`) fed with per-layer epoch seconds computed from FLOPs
-(`common.autoencoder.layer_epoch_flops`) at a per-core rate measured on this project's machines,
+(`common.cost.layer_epoch_flops`) at a per-core rate measured on this project's machines,
 plus fixed costs per process. The constants are stated here, and the README prints them.
 """
 
 import math
 from typing import Dict, Mapping, Sequence
 
+from common import cost
 from experiments import perf_model
 from experiments import presets
 
@@ -40,13 +41,12 @@ SLOWDOWN = 1.8  # measured 1.8 (data parallel) to 2 (model parallel) with 1000-u
 
 def epoch_seconds(hidden_units: Sequence[int], examples: int) -> list:
   """Estimated t_k: seconds of one pretraining epoch of each layer on one core."""
-  from common import autoencoder  # Imports TensorFlow: only when estimating.
-  return [autoencoder.layer_epoch_flops(hidden_units, k + 1, examples) / CORE_FLOPS_PER_SECOND
+  return [cost.layer_epoch_flops(hidden_units, k + 1, examples) / CORE_FLOPS_PER_SECOND
           for k in range(len(hidden_units))]
 
 
 def _finetune_seconds(hidden_units: Sequence[int], examples: int, epochs: int) -> float:
-  params = sum(perf_model.layer_params(hidden_units)) + hidden_units[-1] * 10
+  params = sum(cost.layer_params(hidden_units)) + hidden_units[-1] * 10
   train = 6.0 * examples * params / CORE_FLOPS_PER_SECOND  # forward + backward
   evaluate = 2.0 * 15_000 * params / CORE_FLOPS_PER_SECOND  # validation each epoch, test at the end
   return epochs * (train + evaluate) + WARMUP_SECONDS_PER_LAYER if epochs else 0.0

@@ -31,6 +31,8 @@ import dataclasses
 import statistics
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from common import cost
+
 
 # Devices the model's lines are drawn for.
 MAX_PREDICTED_DEVICES = 8
@@ -157,12 +159,6 @@ def predict_data_parallel(epoch_seconds: Sequence[float], epochs: int, devices: 
 # ---------------------------------------------------------------------------------------------
 # Calibration from run records.
 
-def layer_params(hidden_units: Sequence[int], input_units: int = 784) -> List[int]:
-  """Trainable parameters of each layer: kernel + bias + decoder bias."""
-  sizes = [input_units] + list(hidden_units)
-  return [sizes[k] * sizes[k + 1] + sizes[k + 1] + sizes[k] for k in range(len(hidden_units))]
-
-
 def epoch_seconds_of(record: Mapping) -> List[float]:
   """t_k of a one-device run record: the median wall seconds of layer k's epochs.
 
@@ -272,7 +268,7 @@ class Model:
       ValueError: the stack is deeper than the calibration run's.
     """
     t = self._layer_seconds(len(hidden_units))
-    params = layer_params(hidden_units)
+    params = cost.layer_params(hidden_units)
     if self.strategy == "model_parallel":
       return predict_model_parallel(t, epochs, devices, self.cores, self.slowdown, self.copy_seconds_per_param,
                                     params)
@@ -322,7 +318,7 @@ def _copy_seconds_per_param(records: Iterable[Mapping]) -> float:
   for r in records:
     schedule = r.get("schedule") or {}
     hidden = r["config"]["hidden_units"]
-    params = layer_params(hidden)
+    params = cost.layer_params(hidden)
     g = r["config"]["num_devices"]
     for step in schedule.get("steps", []):
       seconds += float(step.get("copy_seconds") or 0.0)
@@ -401,7 +397,7 @@ def calibrate_data_parallel(records: Mapping[str, Mapping],
       used.append(name)
     if g == 2 and gamma == 0.0:
       steps = r["config"]["train_examples"] // r["config"]["batch_size"]
-      gamma = phases["allreduce"] / (steps * layer_params(r["config"]["hidden_units"])[0])
+      gamma = phases["allreduce"] / (steps * cost.layer_params(r["config"]["hidden_units"])[0])
       used.append(name)
   config = base["config"]
   pairs = {n: r for n, r in records.items() if r["config"]["num_devices"] == 2}

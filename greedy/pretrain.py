@@ -12,6 +12,7 @@ from absl import logging
 import tensorflow as tf
 
 from common import autoencoder
+from common import cost
 from common import config as config_lib
 from common import program
 from common import progress as progress_lib
@@ -36,7 +37,7 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
     images = tf.constant(run_.mnist.train_images)
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train
   histories = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})["layers"]
-  work = [autoencoder.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
+  work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   for i, layer in enumerate(run_.layers):

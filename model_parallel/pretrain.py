@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import autoencoder
+from common import cost
 from common import cluster
 from common import config as config_lib
 from common import devices as devices_lib
@@ -115,7 +116,7 @@ def run_schedule(config: config_lib.Config, schedule: schedule_lib.Schedule, lay
   state = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden], "steps": []})
   histories, records = state["layers"], state["steps"]
   all_steps = schedule.all_steps()
-  flops = [autoencoder.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
+  flops = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
   combine = max if concurrent else sum
   work = [combine(flops[i] for i in step.active) for step in all_steps]
   progress = progress_lib.Progress(sum(work), "pretrain", config.show_progress, sum(work[:len(records)]))

@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import autoencoder
+from common import cost
 from common import finetune
 
 
@@ -89,5 +90,15 @@ def test_zero_learning_rate_changes_nothing(mnist):
 
 def test_epoch_flops():
   # Layer 1 of 784-2000: five 784x2000 products; layer 2 adds two frozen 784x2000 forward products.
-  assert autoencoder.layer_epoch_flops([2000, 2000], 1, 10) == 2 * 10 * 5 * 784 * 2000
-  assert autoencoder.layer_epoch_flops([2000, 2000], 2, 10) == 2 * 10 * (5 * 2000 * 2000 + 2 * 784 * 2000)
+  assert cost.layer_epoch_flops([2000, 2000], 1, 10) == 2 * 10 * 5 * 784 * 2000
+  assert cost.layer_epoch_flops([2000, 2000], 2, 10) == 2 * 10 * (5 * 2000 * 2000 + 2 * 784 * 2000)
+
+
+def test_pipeline_flops_and_params():
+  # Pipelined: own 5 products plus the clean forward it emits; the top layer emits nothing.
+  assert cost.pipeline_layer_epoch_flops([2000, 2000], 1, 10) == 2 * 10 * 6 * 784 * 2000
+  assert cost.pipeline_layer_epoch_flops([2000, 2000], 2, 10) == 2 * 10 * 5 * 2000 * 2000
+  assert cost.layer_params([2000, 10]) == [784 * 2000 + 2000 + 784, 2000 * 10 + 10 + 2000]
+  # The variables of a built layer have exactly the counted parameters.
+  layer = autoencoder.DenoisingAutoencoder(784, 30, 1, seed=0)
+  assert sum(int(np.prod(w.shape)) for w in layer.weights) == cost.layer_params([30])[0]

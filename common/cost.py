@@ -1,0 +1,79 @@
+"""The cost model of the project, in one place and free of TensorFlow: parameters and FLOPs per layer.
+
+Every count follows the model of `common.autoencoder` (tied weights, a separate decoder bias): a layer
+n_in -> n_out has n_in n_out + n_out + n_in parameters, and one training step on b examples costs five
+matrix products of b x n_in x n_out multiply-adds (encode, decode, and three for the gradients). A
+multiply-add is 2 FLOPs. The progress ETA of every program, the placement of `pipeline_parallel`, the
+benchmarks' FLOP bounds, the budget of `experiments.reproduce` and the performance model all use these
+functions, so a change of the model changes them all.
+"""
+
+from typing import List, Sequence
+
+INPUT_UNITS = 784  # MNIST pixels, the input of layer 1.
+NUM_CLASSES = 10
+# Matrix products of one training step of a layer, per example: encode, decode, and the gradients of the
+# decoder and encoder uses of the tied kernel plus the gradient flowing back into the hidden units.
+TRAIN_PRODUCTS = 5
+# Products per frozen layer below, per example, in a greedy-order step: the corrupted and the clean batch.
+FROZEN_PRODUCTS = 2
+
+
+def sizes(hidden_units: Sequence[int], input_units: int = INPUT_UNITS) -> List[int]:
+  """[input_units, hidden_units[0], ...]: the widths of the stack, bottom first."""
+  return [int(input_units)] + [int(u) for u in hidden_units]
+
+
+def layer_params(hidden_units: Sequence[int], input_units: int = INPUT_UNITS) -> List[int]:
+  """Trainable parameters of each layer: kernel [n_in, n_out] + bias [n_out] + decoder bias [n_in]."""
+  s = sizes(hidden_units, input_units)
+  return [s[k] * s[k + 1] + s[k + 1] + s[k] for k in range(len(hidden_units))]
+
+
+def product_flops(hidden_units: Sequence[int], layer_index: int, input_units: int = INPUT_UNITS) -> float:
+  """FLOPs of one matrix product of layer `layer_index` (1-based) for one example: 2 n_in n_out."""
+  s = sizes(hidden_units, input_units)
+  return 2.0 * s[layer_index - 1] * s[layer_index]
+
+
+def layer_epoch_flops(hidden_units: Sequence[int], layer_index: int, num_examples: int,
+                      input_units: int = INPUT_UNITS) -> float:
+  """FLOPs of one pretraining epoch of layer `layer_index` (1-based) in the greedy order.
+
+  Greedy, synchronized layer-wise, model- and data-parallel pretraining: five products of the layer
+  plus two forward products (corrupted and clean) per frozen layer below it, for each of the
+  `num_examples` examples. So layer n costs 5 + 2(n-1) products of its size class per example.
+  """
+  own = TRAIN_PRODUCTS * product_flops(hidden_units, layer_index, input_units)
+  frozen = sum(FROZEN_PRODUCTS * product_flops(hidden_units, k, input_units) for k in range(1, layer_index))
+  return float(num_examples) * (own + frozen)
+
+
+def pipeline_layer_epoch_flops(hidden_units: Sequence[int], layer_index: int, num_examples: int,
+                               input_units: int = INPUT_UNITS) -> float:
+  """FLOPs of one epoch of layer `layer_index` (1-based) in the layer-pipelined schedule.
+
+  `pipeline_parallel`: a layer trains on the encodings the layer below emitted and never recomputes the
+  layers below; it costs its five products plus one forward product of the clean batch that it emits for
+  the layer above (the corrupted encoding is its own training forward pass, reused). The top layer emits
+  nothing.
+  """
+  emits = 1 if layer_index < len(hidden_units) else 0
+  return float(num_examples) * (TRAIN_PRODUCTS + emits) * product_flops(hidden_units, layer_index, input_units)
+
+
+def pretraining_flops(hidden_units: Sequence[int], epochs: int, num_examples: int, pipelined: bool = False,
+                      input_units: int = INPUT_UNITS) -> float:
+  """FLOPs of pretraining every layer for `epochs` epochs (greedy order, or pipelined)."""
+  per_epoch = pipeline_layer_epoch_flops if pipelined else layer_epoch_flops
+  return epochs * sum(per_epoch(hidden_units, k, num_examples, input_units)
+                      for k in range(1, len(hidden_units) + 1))
+
+
+def finetune_epoch_flops(hidden_units: Sequence[int], num_examples: int, evaluated_examples: int = 0,
+                         input_units: int = INPUT_UNITS) -> float:
+  """FLOPs of one finetuning epoch: forward and backward (3 products per layer and example) over the
+  training examples, plus a forward pass (1 product) over `evaluated_examples` (validation, test)."""
+  s = sizes(hidden_units, input_units) + [NUM_CLASSES]
+  per_example = sum(2.0 * a * b for a, b in zip(s, s[1:]))
+  return 3.0 * num_examples * per_example + float(evaluated_examples) * per_example
