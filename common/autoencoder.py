@@ -1,7 +1,7 @@
 """The tied-weight denoising autoencoder layer, its frozen copy, and the compiled training of one layer.
 
 Model (Vincent et al. 2008, "Extracting and composing robust features with denoising autoencoders";
-as in the original implementation, `reference/original_implementation.md`):
+as in the report's original implementation):
   h = sigmoid(x W + b)                     encoder, W float32 [n_in, n_hidden]
   r = sigmoid(h W^T + c)                   decoder with tied weights and its own bias c [n_in]
   loss = mean over batch of sum over units of binary cross-entropy(target, r)
@@ -10,8 +10,10 @@ clean image -> the same frozen copies. The cross-entropy is computed from the lo
 (`tf.nn.sigmoid_cross_entropy_with_logits`), the stable form of the original's clipped log.
 
 `LayerTrainer.run_steps` is the hot path every speedup is measured against: a `tf.while_loop` over
-steps whose body gathers the batch from a device-resident copy of the images and runs one
-XLA-compiled step (corruption mask, frozen forward passes, loss, gradient and SGD update fused).
+steps whose body gathers the batch from a device-resident copy of the images and runs one step
+(corruption mask, frozen forward passes, loss, gradient and SGD update), compiled by XLA into one fused
+computation or run on TensorFlow's default (oneDNN) kernels: the kernel path (`KERNEL_PATHS`), one
+setting of every program (`--kernels`).
 """
 
 import math
@@ -22,6 +24,21 @@ import tensorflow as tf
 from tensorflow.python.framework import config  # is_op_determinism_enabled has no public alias.
 
 from common import data
+
+# Kernel paths of the pretraining steps: "xla" compiles each step with XLA (`jit_compile=True`), "tf" runs
+# TensorFlow's default kernels (oneDNN on CPU). The mathematics is the same; float rounding differs.
+KERNEL_PATHS = ("xla", "tf")
+
+
+def compile_step(fn, kernels: str):
+  """`fn` as a `tf.function` compiled by XLA (kernels "xla") or on TensorFlow's default kernels ("tf").
+
+  Raises:
+    ValueError: an unknown kernel path.
+  """
+  if kernels not in KERNEL_PATHS:
+    raise ValueError(f"unknown kernel path {kernels!r}; one of {', '.join(KERNEL_PATHS)}")
+  return tf.function(fn, jit_compile=kernels == "xla")
 
 
 def sigmoid_glorot_uniform(fan_in: int, fan_out: int, seed: int, layer_index: int) -> tf.Tensor:
@@ -71,8 +88,34 @@ class DenoisingAutoencoder(tf.Module):
       corrupted: float32 [b, input_units], the corrupted input after the frozen layers below.
       target: float32 [b, input_units] in [0, 1], the clean input after the same frozen layers.
     """
-    logits = tf.matmul(self.encode(corrupted), self.kernel, transpose_b=True) + self.decoder_bias
+    return self.reconstruction_loss(self.encode(corrupted), target)
+
+  def reconstruction_loss(self, hidden: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
+    """float32 [b]: cross-entropy between `target` [b, input_units] and the decoding of `hidden`
+    [b, hidden_units] (sigmoid(hidden W^T + c)), summed over the input units, from the logits."""
+    logits = tf.matmul(hidden, self.kernel, transpose_b=True) + self.decoder_bias
     return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits), axis=1)
+
+  def sgd_step(self, inputs: tf.Tensor, target: tf.Tensor, learning_rate: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """One SGD step on a batch; returns (mean loss float32, encoding of `inputs` before the update).
+
+    Args:
+      inputs: float32 [b, input_units], the corrupted input (after the layers below).
+      target: float32 [b, input_units] in [0, 1], the clean input (after the same layers).
+      learning_rate: float32 scalar.
+
+    Returns:
+      (the batch's mean reconstruction loss, float32 [b, hidden_units] = sigmoid(inputs W + b) with the
+      weights as they were at the start of the step: the forward pass of the step, reused by the
+      layer-pipelined schedule as the corrupted path it passes up).
+    """
+    with tf.GradientTape() as tape:
+      hidden = self.encode(inputs)
+      loss = tf.reduce_sum(self.reconstruction_loss(hidden, target)) / tf.cast(tf.shape(inputs)[0], tf.float32)
+    grads = tape.gradient(loss, self.weights)
+    for var, grad in zip(self.weights, grads):
+      var.assign_sub(learning_rate * grad)
+    return loss, hidden
 
   def numpy_weights(self) -> Dict[str, np.ndarray]:
     """{"layerN/kernel": [in, hidden], "layerN/bias": [hidden], "layerN/decoder_bias": [in]}, float32."""
@@ -128,10 +171,11 @@ class LayerTrainer(tf.Module):
     batch_size: examples per step B; an epoch is N // B steps (the remainder is dropped, differently
       each epoch since the order changes).
     device: device name the trainer's ops run on, or None for the default.
+    kernels: the kernel path of `train_step` and `loss_and_gradients`, one of `KERNEL_PATHS`.
   """
 
   def __init__(self, layer: DenoisingAutoencoder, frozen: Sequence, images: tf.Tensor, seed: int,
-               corruption: float, batch_size: int, device: Optional[str] = None):
+               corruption: float, batch_size: int, device: Optional[str] = None, kernels: str = "xla"):
     super().__init__(name=f"trainer{layer.index}")
     self.layer = layer
     self.frozen = list(frozen)
@@ -142,6 +186,9 @@ class LayerTrainer(tf.Module):
     self.device = device
     self.num_examples = int(images.shape[0])
     self.steps_per_epoch = self.num_examples // batch_size
+    self.kernels = kernels
+    self.train_step = compile_step(self._train_step, kernels)
+    self.loss_and_gradients = compile_step(self._loss_and_gradients, kernels)
 
   def corrupted_batch(self, example_indices: tf.Tensor, epoch: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """(corrupted, clean): float32 [b, 784] images of int32 [b] `example_indices`, masked as in `epoch`."""
@@ -158,16 +205,10 @@ class LayerTrainer(tf.Module):
       both = encoder.encode(both)
     return both[:b], both[b:]
 
-  def _loss_and_gradients(self, example_indices, epoch, global_batch_size):
-    corrupted, clean = self.through_frozen(*self.corrupted_batch(example_indices, epoch))
-    with tf.GradientTape() as tape:
-      loss = tf.reduce_sum(self.layer.per_example_loss(corrupted, clean)) / tf.cast(global_batch_size, tf.float32)
-    return loss, tape.gradient(loss, self.layer.weights)
-
-  @tf.function(jit_compile=True)
-  def loss_and_gradients(self, example_indices: tf.Tensor, epoch: tf.Tensor,
-                         global_batch_size: tf.Tensor) -> Tuple[tf.Tensor, List[tf.Tensor]]:
-    """Loss and gradients of a (replica's share of a) batch, without updating the weights.
+  def _loss_and_gradients(self, example_indices: tf.Tensor, epoch: tf.Tensor,
+                          global_batch_size: tf.Tensor) -> Tuple[tf.Tensor, List[tf.Tensor]]:
+    """Loss and gradients of a (replica's share of a) batch, without updating the weights
+    (`loss_and_gradients` is this function compiled on the trainer's kernel path).
 
     Args:
       example_indices: int32 [b], the examples of this batch (or of this replica's slice of it).
@@ -178,14 +219,15 @@ class LayerTrainer(tf.Module):
     Returns:
       (loss float32 scalar, [d kernel, d bias, d decoder_bias] with the layer's weight shapes).
     """
-    return self._loss_and_gradients(example_indices, epoch, global_batch_size)
+    corrupted, clean = self.through_frozen(*self.corrupted_batch(example_indices, epoch))
+    with tf.GradientTape() as tape:
+      loss = tf.reduce_sum(self.layer.per_example_loss(corrupted, clean)) / tf.cast(global_batch_size, tf.float32)
+    return loss, tape.gradient(loss, self.layer.weights)
 
-  @tf.function(jit_compile=True)
-  def train_step(self, example_indices: tf.Tensor, epoch: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
-    """One SGD step on the batch `example_indices` (int32 [B]); returns the batch's mean loss (float32)."""
-    loss, grads = self._loss_and_gradients(example_indices, epoch, tf.shape(example_indices)[0])
-    for var, grad in zip(self.layer.weights, grads):
-      var.assign_sub(learning_rate * grad)
+  def _train_step(self, example_indices: tf.Tensor, epoch: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
+    """One SGD step on the batch `example_indices` (int32 [B]); returns the batch's mean loss (float32).
+    (`train_step` is this function compiled on the trainer's kernel path.)"""
+    loss, _ = self.layer.sgd_step(*self.through_frozen(*self.corrupted_batch(example_indices, epoch)), learning_rate)
     return loss
 
   def run_steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor,

@@ -16,17 +16,19 @@ MAX_LOGICAL_CPU_DEVICES = 64
 # Config fields that do not change the mathematics of a run: they may differ when a run resumes.
 NON_TRAINING_FIELDS = frozenset({
     "data_dir", "model_dir", "results_dir", "run_name", "export_weights", "profile_dir",
-    "show_progress",
+    "show_progress", "heldout_every_epoch", "tensorboard_dir",
 })
+# Kernel paths of the pretraining steps (`common.autoencoder.KERNEL_PATHS`), or "auto": the program's own
+# default, chosen by measurement (README, "Kernels").
+KERNELS = ("auto", "xla", "tf")
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
   """Every setting of a training run; field names and meanings match the command-line flags.
 
-  Defaults mirror the original implementation (`reference/original_implementation.md`): four hidden
-  layers of 2000 sigmoid units, masking corruption 0.5, SGD with learning rate 1e-4 for pretraining and
-  0.1 for finetuning, batch 100.
+  Defaults mirror the report's original implementation: four hidden layers of 2000 sigmoid units,
+  masking corruption 0.5, SGD with learning rate 1e-4 for pretraining and 0.1 for finetuning, batch 100.
   """
   strategy: str = "greedy"
   hidden_units: Tuple[int, ...] = (2000, 2000, 2000, 2000)
@@ -48,6 +50,9 @@ class Config:
   export_weights: Optional[str] = None
   profile_dir: Optional[str] = None
   show_progress: bool = False  # a progress bar on stderr (the programs turn it on for a terminal)
+  kernels: str = "auto"  # kernel path of the pretraining steps: "xla", "tf", or the program's default
+  heldout_every_epoch: bool = False  # evaluate the held-out reconstruction after every layer-epoch
+  tensorboard_dir: Optional[str] = None  # write TensorBoard scalars under <tensorboard_dir>/<run name>
 
   def __post_init__(self):
     object.__setattr__(self, "hidden_units", tuple(int(u) for u in self.hidden_units))
@@ -65,6 +70,10 @@ class Config:
       return self.run_name
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
     return f"{self.strategy}_{stamp}"
+
+  def kernel_path(self, program_default: str) -> str:
+    """The kernel path of the pretraining steps: `kernels`, or `program_default` when it is "auto"."""
+    return program_default if self.kernels == "auto" else self.kernels
 
   def to_dict(self) -> dict:
     """All fields as JSON-ready values (tuples become lists)."""
@@ -119,6 +128,8 @@ def check(values: Mapping[str, Any]) -> None:
     v = values["corruption"]
     if not 0.0 <= v < 1.0:
       raise ValueError(f"--corruption must be in [0, 1) (the fraction of pixels masked), got {v}.")
+  if "kernels" in values and values["kernels"] not in KERNELS:
+    raise ValueError(f"--kernels must be one of {', '.join(KERNELS)}, got {values['kernels']!r}.")
   for name in ("pretrain_learning_rate", "finetune_learning_rate"):
     if name in values and not values[name] > 0:
       raise ValueError(f"--{name} must be positive, got {values[name]}.")

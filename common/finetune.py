@@ -184,7 +184,7 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
                    device: Optional[str] = None, strategy: Optional[tf.distribute.Strategy] = None,
                    chunks_per_epoch: int = 1, learning_rate: Optional[float] = None,
                    schedule: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
-                   rule: sgd.UpdateRule = sgd.SGD) -> Dict[str, Any]:
+                   rule: sgd.UpdateRule = sgd.SGD, summaries: Optional[Any] = None) -> Dict[str, Any]:
   """Finetunes for `config.finetune_epochs`, checkpointing every epoch; returns the record's "finetune".
 
   Resumable: `state["finetune"]` (the checkpointed progress) says how many epochs are done; when it is
@@ -206,6 +206,7 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     schedule: None, or the factor of `learning_rate` at each step (see `Finetuner.run_steps`).
     rule: the update rule (`common.sgd.UpdateRule`, plain SGD by default; others with `strategy` only);
       its slot variables are saved with the classifier.
+    summaries: a `common.summaries.Summaries` receiving each epoch's scalars, or None.
 
   Returns:
     {"epochs", "batch_size", "learning_rate", "seconds", "validation_accuracy", "test_accuracy",
@@ -260,6 +261,8 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     with timer.phase("finetune_evaluate"):
       val = accuracy(classifier, mnist.validation_images, mnist.validation_labels)
     fine["history"].append({"loss": loss, "validation_accuracy": val, "seconds": seconds})
+    if summaries is not None:
+      summaries.finetune_epoch(epoch + 1, fine["history"][-1], steps * batch)
     timer.add("checkpoint", save(state))
     progress.log(f"finetune epoch {epoch + 1}/{epochs} loss {loss:.4f} validation accuracy {val:.4f}",
                  steps * batch, seconds)

@@ -70,6 +70,19 @@ flags.DEFINE_string(
     "profile_dir", None,
     "Capture a TensorFlow profiler trace of the first pretraining epochs into this directory (view in TensorBoard).")
 flags.DEFINE_enum(
+    "kernels", _DEFAULTS.kernels, list(config_lib.KERNELS),
+    "Kernel path of the pretraining steps: xla (each step compiled by XLA), tf (TensorFlow's default oneDNN "
+    "kernels), or auto (the program's default, chosen by measurement: see the README); the weights agree "
+    "to float rounding across paths.")
+flags.DEFINE_bool(
+    "heldout_every_epoch", False,
+    "Also evaluate every layer's held-out reconstruction loss (test images, fixed masks) after each of its "
+    "epochs, not only at the end of pretraining; the evaluation time is kept out of the pretraining seconds.")
+flags.DEFINE_string(
+    "tensorboard_dir", None,
+    "Write per-epoch TensorBoard scalars (losses, held-out losses, examples/s, finetuning accuracy) under "
+    "<tensorboard_dir>/<run_name>.")
+flags.DEFINE_enum(
     "progress", "auto", ["auto", "bar", "log"],
     "Progress display: a bar on stderr plus a line per epoch (bar), only the lines (log), or a bar when stderr is a terminal (auto).")
 
@@ -139,4 +152,7 @@ def config_from_flags(strategy: str, config_cls: Type[config_lib.Config] = confi
       export_weights=f.export_weights,
       profile_dir=f.profile_dir,
       show_progress=show_progress,
+      kernels=f.kernels,
+      heldout_every_epoch=f.heldout_every_epoch,
+      tensorboard_dir=f.tensorboard_dir,
       **extra)

@@ -1,15 +1,18 @@
 """What every training program does around its pretraining schedule.
 
-`start` sets up devices, loads MNIST, builds the layers and the classifier, and restores the latest
-checkpoint of `--model_dir`; the program then runs its schedule, and `finish` finetunes, exports the
-weights and writes the run record. `run_epoch` runs one epoch of a compiled epoch function in chunks
-(for the progress bar) and checks the loss.
+`start` sets up the devices (the one place that does: logical CPU devices, GPUs, or a cluster's workers),
+loads MNIST, builds the layers and the classifier, and restores the latest checkpoint of `--model_dir`;
+the program then runs its schedule, timing its training blocks with `Run.training` and reporting each
+finished layer-epoch with `Run.end_epochs` (elapsed time, held-out loss, TensorBoard); `finish` evaluates
+the held-out reconstruction, finetunes, exports the weights and writes the run record. `run_epoch` runs
+one epoch of a compiled epoch function in chunks (for the progress bar) and checks the loss.
 """
 
+import contextlib
 import dataclasses
 import math
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 import numpy as np
@@ -22,10 +25,18 @@ from common import config as config_lib
 from common import data
 from common import devices as devices_lib
 from common import errors
+from common import evaluation
 from common import finetune
 from common import progress as progress_lib
 from common import runlog
+from common import summaries as summaries_lib
 from common import timing
+
+# How a program uses several processes when TF_CONFIG describes a cluster (`common.cluster`):
+#   "none"           it does not: TF_CONFIG is ignored, the devices are this process's.
+#   "client_server"  the "worker" tasks serve their devices, the "chief" task runs the program on them.
+#   "multi_worker"   every task runs the program under MultiWorkerMirroredStrategy.
+DISTRIBUTIONS = ("none", "client_server", "multi_worker")
 
 # Calls per epoch when a progress bar is shown; without one an epoch is a single call.
 BAR_CHUNKS_PER_EPOCH = 20
@@ -49,6 +60,11 @@ class Run:
     chief: True unless this is a non-chief worker of a multi-worker run, which writes no checkpoint,
       exported weights or run record (the chief does).
     finetune_device: where the classifier lives and finetunes when there is no strategy.
+    layer_devices: the device of each layer (the first device under a strategy).
+    strategy: the tf.distribute strategy of a data-parallel run, else None.
+    kernels: the kernel path of the pretraining steps, "xla" or "tf" (`autoencoder.KERNEL_PATHS`).
+    evaluator: the held-out reconstruction evaluator (`common.evaluation`).
+    summaries: TensorBoard scalars (`common.summaries`; writes nothing without --tensorboard_dir).
   """
   config: config_lib.Config
   devices: devices_lib.DeviceSetup
@@ -61,6 +77,11 @@ class Run:
   started: float
   chief: bool
   finetune_device: str
+  layer_devices: List[str]
+  strategy: Optional[tf.distribute.Strategy]
+  kernels: str
+  evaluator: evaluation.HeldoutEvaluator
+  summaries: summaries_lib.Summaries
   _checkpoint: checkpoint.CheckpointState
   _on_checkpoint: Optional[Callable[["Run"], None]]
 
@@ -82,33 +103,111 @@ class Run:
     """Calls per epoch: several when a progress bar is shown, else one."""
     return BAR_CHUNKS_PER_EPOCH if self.config.show_progress else 1
 
+  @property
+  def _clock(self) -> Dict[str, float]:
+    return self.state.setdefault("clock", {"pretrain_seconds": 0.0, "pretrain_cpu_seconds": 0.0})
 
-def start(config: config_lib.Config, layer_devices: Optional[Sequence[str]] = None,
-          strategy: Optional[tf.distribute.Strategy] = None, device_setup: Optional[devices_lib.DeviceSetup] = None,
-          on_checkpoint: Optional[Callable[[Run], None]] = None, finetune_device: Optional[str] = None) -> Run:
+  @property
+  def pretrain_elapsed(self) -> float:
+    """Steady-state pretraining seconds so far: the wall-clock seconds of every `training` block of the
+    run, resumed runs included (warm-up, evaluation and checkpoints are outside the blocks)."""
+    return self._clock["pretrain_seconds"]
+
+  @property
+  def pretrain_cpu_seconds(self) -> float:
+    """CPU seconds of this process (all its threads) inside the `training` blocks, resumed runs included."""
+    return self._clock["pretrain_cpu_seconds"]
+
+  @contextlib.contextmanager
+  def training(self, phase: Optional[str] = "pretrain_train") -> Iterator[None]:
+    """Times a block of pretraining: its wall seconds go to timing phase `phase` (none when None: the
+    program times its phases itself) and, with its CPU seconds, to the run's pretraining clock
+    (checkpointed, so a resumed run continues it)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    try:
+      yield
+    finally:
+      wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+      if phase:
+        self.timer.add(phase, wall)
+      self._clock["pretrain_seconds"] += wall
+      self._clock["pretrain_cpu_seconds"] += cpu
+
+  def end_epochs(self, entries: Dict[int, Dict[str, Any]], examples: int) -> None:
+    """Completes the record entries of layer-epochs that just ended, {0-based layer: entry}.
+
+    Each entry ({"loss", "seconds", ...}, appended by the program to its layer's history) gets
+    "elapsed_seconds" (`pretrain_elapsed` now) and, with --heldout_every_epoch, "heldout_loss": the
+    layer's held-out reconstruction loss through the current stack below it (timed as "heldout_eval",
+    outside the pretraining clock). Its TensorBoard scalars are written; `examples` is the number of
+    examples one epoch processes.
+    """
+    losses = []
+    if self.config.heldout_every_epoch and entries:
+      with self.timer.phase("heldout_eval"):
+        losses = self.evaluator.losses(self.layers[:max(entries) + 1])
+    for i, entry in sorted(entries.items()):
+      entry["elapsed_seconds"] = self.pretrain_elapsed
+      if losses:
+        entry["heldout_loss"] = losses[i]
+      epochs_done = len(self.state["pretrain"]["layers"][i])
+      self.summaries.pretrain_epoch(i + 1, epochs_done, entry, examples)
+
+
+def setup_devices(config: config_lib.Config, distribution: str = "none",
+                  make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None
+                  ) -> Tuple[devices_lib.DeviceSetup, Optional[tf.distribute.Strategy]]:
+  """The devices of a run, and its strategy when it has one: the one place devices are set up.
+
+  Args:
+    config: uses num_devices and threads_per_device.
+    distribution: one of `DISTRIBUTIONS`: what the program does when TF_CONFIG describes a cluster.
+    make_strategy: for "multi_worker" programs outside a cluster, makes the strategy over the local
+      devices (data parallel: `MirroredStrategy`).
+
+  Returns:
+    (DeviceSetup, strategy or None). A "client_server" worker task never returns: it serves its devices.
+
+  Raises:
+    ValueError: the devices cannot be made, or TF_CONFIG is malformed.
+  """
+  if distribution not in DISTRIBUTIONS:
+    raise ValueError(f"unknown distribution {distribution!r}; one of {', '.join(DISTRIBUTIONS)}")
+  in_cluster = distribution != "none" and cluster.task() is not None
+  if in_cluster and distribution == "client_server":
+    return cluster.serve_or_connect(config.num_devices, config.threads_per_device), None
+  if in_cluster:
+    return cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
+  setup = devices_lib.setup(config.num_devices, config.threads_per_device)
+  return setup, make_strategy(setup.names) if make_strategy is not None else None
+
+
+def start(config: config_lib.Config, kernels: str, distribution: str = "none",
+          place: Optional[Callable[[devices_lib.DeviceSetup], Sequence[str]]] = None,
+          make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None,
+          on_checkpoint: Optional[Callable[[Run], None]] = None) -> Run:
   """Sets up a run: devices, data, model, and the latest checkpoint of `config.model_dir`.
 
   Args:
     config: the configuration (already validated).
-    layer_devices: device of each layer (default: the first device for all).
-    strategy: create the variables under `strategy.scope()` (data parallel).
-    device_setup: devices already set up by the caller (else set up here from the config).
+    kernels: the program's default kernel path, used when config.kernels is "auto".
+    distribution, make_strategy: see `setup_devices`.
+    place: the device of each layer given the devices (default: all on the first device).
     on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the
       process or inject a fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the
       `common.cluster.KILL_ENV` test hook when that variable names this process, else none.
-    finetune_device: device of the classifier and of finetuning without a strategy (default: the
-      first device).
 
   Raises:
     ValueError: devices cannot be made. DataUnavailableError: MNIST missing.
     ResumeMismatchError: `model_dir` holds a checkpoint of a different configuration.
   """
   started = time.perf_counter()
-  device_setup = device_setup or devices_lib.setup(config.num_devices, config.threads_per_device)
+  device_setup, strategy = setup_devices(config, distribution, make_strategy)
   mnist = data.load_mnist(config.data_dir, config.train_examples)
   first = device_setup.names[0]
-  layer_devices = list(layer_devices or [first] * len(config.hidden_units))
-  finetune_device = finetune_device or first
+  layer_devices = list(place(device_setup) if place else [first] * len(config.hidden_units))
+  # In a client/server cluster the client (this process) finetunes; its workers hold the layers.
+  finetune_device = cluster.client_device() if distribution == "client_server" and cluster.task() else first
   with strategy.scope() if strategy is not None else tf.device(first):
     layers = autoencoder.build_stack(config.hidden_units, config.seed, devices=None if strategy else layer_devices)
   with strategy.scope() if strategy is not None else tf.device(finetune_device):
@@ -119,8 +218,11 @@ def start(config: config_lib.Config, layer_devices: Optional[Sequence[str]] = No
   resumed = state is not None
   state = state or {}
   state.pop("config", None)
+  evaluator = evaluation.HeldoutEvaluator(mnist.test_images, config.corruption, finetune_device)
+  summaries = summaries_lib.Summaries(config.tensorboard_dir if chief else None, config.effective_run_name)
   return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,
-             chief, finetune_device, ckpt, on_checkpoint or cluster.fault_hook_from_environment())
+             chief, finetune_device, layer_devices, strategy, config.kernel_path(kernels), evaluator, summaries,
+             ckpt, on_checkpoint or cluster.fault_hook_from_environment())
 
 
 def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rate: float, chunks: int,
@@ -163,31 +265,40 @@ def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rat
 
 def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.Strategy] = None,
            device: Optional[str] = None, finetune_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-  """Finetunes (unless finetune_epochs is 0), exports weights, writes and returns the run record.
+  """Evaluates the held-out reconstruction, finetunes (unless finetune_epochs is 0), exports weights,
+  writes and returns the run record.
 
   Args:
     run: the run.
     record: the program's record with "strategy", "layers", "pretrain_seconds" and its own "timing"
-      entries filled in; "config", "environment", "finetune", "timing" and "total_seconds" are
-      completed here.
-    strategy, device: where finetuning runs (default: `run.finetune_device`).
+      entries filled in; "config", "environment", "heldout_reconstruction", "pretrain_cpu_seconds",
+      "finetune", "timing" and "total_seconds" are completed here.
+    strategy, device: where finetuning runs (default: the run's strategy, else `run.finetune_device`).
     finetune_options: more keyword arguments of `finetune.run_finetuning`: a program's own recipe
       (learning_rate, schedule, rule); None: plain SGD at config.finetune_learning_rate.
   """
   config = run.config
+  with run.timer.phase("heldout_eval"):
+    heldout = run.evaluator.losses(run.layers)
+  logging.info("Held-out reconstruction loss per layer (test images, fixed masks): %s",
+               ", ".join(f"layer {i + 1} {v:.2f}" for i, v in enumerate(heldout)))
   if config.finetune_epochs > 0:
     record["finetune"] = finetune.run_finetuning(
         run.classifier, run.layers, run.mnist, config, run.state, lambda _: run.save(), run.timer,
-        device=device or run.finetune_device, strategy=strategy, chunks_per_epoch=run.chunks_per_epoch,
-        **(finetune_options or {}))
+        device=device or run.finetune_device, strategy=strategy or run.strategy,
+        chunks_per_epoch=run.chunks_per_epoch, summaries=run.summaries, **(finetune_options or {}))
     logging.info("Finetuned %d epochs: validation accuracy %.4f, test accuracy %.4f",
                  config.finetune_epochs, record["finetune"]["validation_accuracy"],
                  record["finetune"]["test_accuracy"])
   if config.export_weights and run.chief:
     runlog.export_weights(config.export_weights, run.layers)
     logging.info("Exported pretrained weights to %s", config.export_weights)
+  run.summaries.flush()
   full = runlog.new_record(config, run.devices)
+  full["environment"]["kernels"] = run.kernels
   full.update(record)
+  full["heldout_reconstruction"] = [{"layer": i + 1, "loss": v} for i, v in enumerate(heldout)]
+  full["pretrain_cpu_seconds"] = run.pretrain_cpu_seconds
   full["timing"] = dict(record.get("timing", {}), **run.timer.as_dict())
   full["resumed"] = run.resumed
   full["total_seconds"] = time.perf_counter() - run.started

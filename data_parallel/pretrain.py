@@ -18,8 +18,6 @@ from absl import logging
 
 from common import autoencoder
 from common import cost
-from common import cluster
-from common import devices as devices_lib
 from common import program
 from common import progress as progress_lib
 from common import sgd
@@ -27,6 +25,9 @@ from common import timing
 from data_parallel import config as config_lib
 from data_parallel import profile as profile_lib
 from data_parallel import replicas
+
+# The kernel path of the steps with --kernels=auto (README, "Kernels").
+KERNELS = "xla"
 
 
 def run(config: config_lib.DataParallelConfig,
@@ -46,12 +47,10 @@ def run(config: config_lib.DataParallelConfig,
     ValueError: a global batch is not divisible by the replicas, or the devices cannot be made.
     common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
-  if cluster.task() is not None:  # TF_CONFIG: one of several workers (docs/multi_host.md).
-    strategy, device_setup = cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
-  else:
-    device_setup = devices_lib.setup(config.num_devices, config.threads_per_device)
-    strategy = replicas.make_strategy(device_setup.names)
-  run_ = program.start(config, strategy=strategy, device_setup=device_setup, on_checkpoint=on_checkpoint)
+  # With TF_CONFIG every worker runs this under MultiWorkerMirroredStrategy (docs/multi_host.md).
+  run_ = program.start(config, KERNELS, distribution="multi_worker", make_strategy=replicas.make_strategy,
+                       on_checkpoint=on_checkpoint)
+  strategy, device_setup = run_.strategy, run_.devices
   images = sgd.replica_resident(strategy, run_.mnist.train_images)
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train
   pretrain_state = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
@@ -65,7 +64,7 @@ def run(config: config_lib.DataParallelConfig,
     if len(histories[i]) >= epochs and (i > 0 or "profile" in pretrain_state or not config.profile_steps):
       continue
     trainer = autoencoder.LayerTrainer(layer, run_.layers[:i], images, config.seed, config.corruption,
-                                       config.batch_size)
+                                       config.batch_size, kernels=run_.kernels)
     schedule = config_lib.warmup(learning_rate / config.pretrain_learning_rate, config.warmup_epochs,
                                  trainer.steps_per_epoch)
     dp = replicas.DataParallelTrainer(strategy, trainer, schedule)
@@ -78,11 +77,12 @@ def run(config: config_lib.DataParallelConfig,
           f"{k} {v:.3f}" for k, v in pretrain_state["profile"]["seconds_per_epoch"].items()))
     epoch_fn = dp.epoch_function(len(histories[i]), epochs - len(histories[i]))
     for epoch in range(len(histories[i]), epochs):
-      with run_.timer.phase("pretrain_train"), timing.trace(trace_dir):
+      with run_.training(), timing.trace(trace_dir):
         result = program.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, learning_rate,
                                    run_.chunks_per_epoch, progress, work[i], f"layer {i + 1}")
       trace_dir = None  # Only the first epoch trained is traced.
       histories[i].append(result)
+      run_.end_epochs({i: result}, trainer.steps_per_epoch * config.batch_size)
       run_.save()
       progress.log(f"layer {i + 1}/{len(hidden)} epoch {epoch + 1}/{epochs} loss {result['loss']:.4f}",
                    trainer.steps_per_epoch * config.batch_size, result["seconds"])

@@ -17,6 +17,9 @@ from common import config as config_lib
 from common import program
 from common import progress as progress_lib
 
+# The kernel path of the steps with --kernels=auto (README, "Kernels").
+KERNELS = "xla"
+
 
 def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains greedily, finetunes, exports, and writes the run record.
@@ -31,7 +34,7 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
   Raises:
     common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
-  run_ = program.start(config, on_checkpoint=on_checkpoint)
+  run_ = program.start(config, KERNELS, on_checkpoint=on_checkpoint)
   device = run_.devices.names[0]
   with tf.device(device):
     images = tf.constant(run_.mnist.train_images)
@@ -44,15 +47,16 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
     if len(histories[i]) >= epochs:
       continue
     trainer = autoencoder.LayerTrainer(layer, run_.layers[:i], images, config.seed, config.corruption,
-                                       config.batch_size, device)
+                                       config.batch_size, device, run_.kernels)
     epoch_fn = tf.function(trainer.run_steps)
     with run_.timer.phase("warmup"):  # Tracing and XLA compilation; learning rate 0 changes nothing.
       epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
     for epoch in range(len(histories[i]), epochs):
-      with run_.timer.phase("pretrain_train"):
+      with run_.training():
         result = program.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, config.pretrain_learning_rate,
                                    run_.chunks_per_epoch, progress, work[i], f"layer {i + 1}")
       histories[i].append(result)
+      run_.end_epochs({i: result}, trainer.steps_per_epoch * config.batch_size)
       run_.save()
       progress.log(f"layer {i + 1}/{len(hidden)} epoch {epoch + 1}/{epochs} loss {result['loss']:.4f}",
                    trainer.steps_per_epoch * config.batch_size, result["seconds"])

@@ -1,7 +1,7 @@
 """One group of layers of the model-parallel schedule: a trainer per layer on its device, the compiled
 epoch-step that runs the active layers, and the per-epoch weight copy into the frozen copies.
 
-Placement (the report's "multigpu" branch, `reference/original_implementation.md`): layer j of the group
+Placement (the report's "multigpu" branch): layer j of the group
 (0-based) lives on device j together with its own copy of the training images and frozen copies of
 every layer below it. Copies of layers of earlier groups hold final weights and are made once when the
 group starts; copies of lower layers of the same group are refreshed from the live layers at the end of
@@ -36,11 +36,12 @@ class GroupTrainer:
     images: {device name: float32 [N, 784] training images on that device}.
     seed, corruption, batch_size: as in `LayerTrainer`.
     concurrent: run the layers' epochs concurrently (model parallel) or one after another (sync).
+    kernels: the kernel path of the layers' steps (`autoencoder.KERNEL_PATHS`).
   """
 
   def __init__(self, layers: Sequence[autoencoder.DenoisingAutoencoder], group: Sequence[int],
                devices: Sequence[str], images: Dict[str, tf.Tensor], seed: int, corruption: float,
-               batch_size: int, concurrent: bool):
+               batch_size: int, concurrent: bool, kernels: str = "xla"):
     self.group = list(group)
     self.devices = list(devices)
     self.concurrent = concurrent
@@ -51,7 +52,7 @@ class GroupTrainer:
         frozen = [autoencoder.FrozenEncoder(layers[k]) for k in range(layer_index)]
       self._copies += [(frozen[k], layers[k]) for k in range(self.group[0], layer_index)]
       trainer = autoencoder.LayerTrainer(layers[layer_index], frozen, images[device], seed, corruption,
-                                         batch_size, device)
+                                         batch_size, device, kernels)
       self._epoch_fns.append(tf.function(trainer.run_steps) if concurrent else trainer.run_steps)
     self.steps_per_epoch = trainer.steps_per_epoch
     self.run_steps = tf.function(self._run_steps)

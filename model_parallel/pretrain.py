@@ -5,8 +5,8 @@ device, all on the same batches, with a per-epoch weight copy into the frozen co
 The schedule (`model_parallel.schedule`) and its execution (`run_schedule`) are shared with
 `sync_layerwise`, which is the same schedule with all H layers in one group on one device, executed one
 layer after another: one implementation of the schedule, placement and execution order being the only
-differences, so the equivalence "model_parallel with G = H equals sync_layerwise" (DESIGN.md) is about
-placement and concurrency, which is what the tests check.
+differences, so the equivalence "model_parallel with G = H equals sync_layerwise" is about placement and
+concurrency, which is what the tests check.
 """
 
 import math
@@ -17,13 +17,14 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from common import autoencoder
 from common import cost
-from common import cluster
 from common import config as config_lib
 from common import devices as devices_lib
 from common import errors
 from common import program
+
+# The kernel path of the steps with --kernels=auto (README, "Kernels").
+KERNELS = "xla"
 from common import progress as progress_lib
 from common import timing
 from model_parallel import group as group_lib
@@ -43,53 +44,50 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
     on_checkpoint: called with the `program.Run` after every checkpoint (see `program.start`).
 
   Returns:
-    The run record: DESIGN.md's fields plus "schedule" (groups, per-step wall, busy, copy and idle
+    The run record: the common fields plus "schedule" (groups, per-step wall, busy, copy and idle
     seconds) and per-layer "group" and per-epoch "step" (see `run_schedule`).
 
   Raises:
     ValueError: the devices cannot be made. common.errors.UserError subclasses for missing data,
       divergence, or a mismatched checkpoint.
   """
-  in_cluster = cluster.task() is not None  # A worker task serves its devices and never returns.
-  setup = (cluster.serve_or_connect(config.num_devices, config.threads_per_device) if in_cluster
-           else devices_lib.setup(config.num_devices, config.threads_per_device))
-  num_devices = len(setup.names)
-  schedule = schedule_lib.Schedule(len(config.hidden_units), num_devices, config.pretrain_epochs)
-  layer_devices = [setup.names[schedule.position(i)] for i in range(schedule.num_layers)]
+  def schedule_on(setup: devices_lib.DeviceSetup) -> schedule_lib.Schedule:
+    return schedule_lib.Schedule(len(config.hidden_units), len(setup.names), config.pretrain_epochs)
+
+  def place(setup: devices_lib.DeviceSetup):
+    schedule = schedule_on(setup)
+    return [setup.names[schedule.position(i)] for i in range(schedule.num_layers)]
+
+  run_ = program.start(config, KERNELS, distribution="client_server", place=place, on_checkpoint=on_checkpoint)
+  schedule = schedule_on(run_.devices)
+  num_devices = len(run_.devices.names)
   if num_devices > schedule.num_layers:
     logging.warning("%d devices but only %d layer(s): %d device(s) stay idle.", num_devices,
                     schedule.num_layers, num_devices - schedule.num_layers)
   logging.info("Model parallel: %s", "; ".join(
-      f"group {g + 1}: " + ", ".join(f"layer {i + 1} on {_short(layer_devices[i])}" for i in members)
+      f"group {g + 1}: " + ", ".join(f"layer {i + 1} on {short_name(run_.layer_devices[i])}" for i in members)
       for g, members in enumerate(schedule.groups)))
-  return run_schedule(config, schedule, layer_devices, setup, concurrent=True, on_checkpoint=on_checkpoint,
-                      finetune_device=cluster.client_device() if in_cluster else None)
+  return run_schedule(run_, schedule, concurrent=True)
 
 
-def _short(device: str) -> str:
+def short_name(device: str) -> str:
   """"/job:localhost/replica:0/task:0/device:CPU:1" -> "CPU:1"; on a cluster's worker "task:1/CPU:0"."""
   short = device.rsplit("device:", 1)[-1]
   return short if "/job:worker/" not in device else f"task:{tf.DeviceSpec.from_string(device).task}/{short}"
 
 
-def run_schedule(config: config_lib.Config, schedule: schedule_lib.Schedule, layer_devices: Sequence[str],
-                 device_setup: devices_lib.DeviceSetup, concurrent: bool,
-                 on_checkpoint: Optional[Callable[[program.Run], None]] = None,
-                 finetune_device: Optional[str] = None) -> Dict[str, Any]:
-  """Runs `schedule` with layer i on layer_devices[i], then finetunes and writes the run record.
+def run_schedule(run_: program.Run, schedule: schedule_lib.Schedule, concurrent: bool) -> Dict[str, Any]:
+  """Runs `schedule` with layer i on run_.layer_devices[i], then finetunes and writes the run record.
 
   Every step: the active layers of the group train one epoch (epoch index = step index), concurrently
   or one after another; then the per-epoch weight copy; then a checkpoint (resume after any crash gives
-  the same weights). Idle seconds of a step are summed over every device of `device_setup` the schedule
+  the same weights). Idle seconds of a step are summed over every device of the run the schedule
   may use (the first one when all layers share it): wall time minus the device's busy time.
 
   Args:
-    config: the run's configuration (strategy name, epochs, batch, learning rate, ...).
+    run_: the started run (`program.start`): configuration, devices, layers on their devices.
     schedule: groups and steps.
-    layer_devices: full device name of each layer.
-    device_setup: the devices set up for the run.
     concurrent: True for model parallel, False for synchronized layer-wise.
-    on_checkpoint, finetune_device: see `program.start`.
 
   Returns:
     The run record (written by `program.finish`), with
@@ -105,8 +103,7 @@ def run_schedule(config: config_lib.Config, schedule: schedule_lib.Schedule, lay
   Raises:
     TrainingDivergedError: a layer's loss became NaN or infinite (the last checkpoint is kept).
   """
-  run_ = program.start(config, layer_devices=layer_devices, device_setup=device_setup, on_checkpoint=on_checkpoint,
-                       finetune_device=finetune_device)
+  config, layer_devices, device_setup = run_.config, run_.layer_devices, run_.devices
   hidden, n = config.hidden_units, run_.mnist.num_train
   counted = list(device_setup.names) if concurrent else list(dict.fromkeys(layer_devices))  # Devices idle counts.
   images = {}
@@ -128,14 +125,14 @@ def run_schedule(config: config_lib.Config, schedule: schedule_lib.Schedule, lay
       continue
     with run_.timer.phase("warmup"):  # Frozen copies, tracing, XLA compilation; learning rate 0 changes nothing.
       trainer = group_lib.GroupTrainer(run_.layers, members, [layer_devices[i] for i in members], images,
-                                       config.seed, config.corruption, config.batch_size, concurrent)
+                                       config.seed, config.corruption, config.batch_size, concurrent, run_.kernels)
       trainer.run_steps(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0),
                         tf.ones([len(members)], tf.int32))[0].numpy()
       trainer.copy_weights()
     for k in todo:
       step = all_steps[k]
       trace = not traced and len(step.active) >= min(2, len(members))  # The first step with layers side by side.
-      with timing.trace(config.profile_dir if trace else None):
+      with timing.trace(config.profile_dir if trace else None), run_.training(None):
         wall, losses, busy = _run_step(trainer, step, lr, run_.chunks_per_epoch, progress, work[k])
       traced = traced or trace
       for i in step.active:
@@ -144,9 +141,10 @@ def run_schedule(config: config_lib.Config, schedule: schedule_lib.Schedule, lay
           raise errors.TrainingDivergedError(
               f"pretraining loss of layer {i + 1} became {losses[i]} in step {step.step + 1} of group {g + 1}; "
               "lower --pretrain_learning_rate. The last good checkpoint is kept.")
-      start = time.perf_counter()
-      trainer.copy_weights()
-      copy = time.perf_counter() - start
+      with run_.training(None):
+        start = time.perf_counter()
+        trainer.copy_weights()
+        copy = time.perf_counter() - start
       device_busy = {d: 0.0 for d in counted}
       for i in step.active:
         device_busy[layer_devices[i]] = min(wall, device_busy[layer_devices[i]] + busy[i])
@@ -154,6 +152,7 @@ def run_schedule(config: config_lib.Config, schedule: schedule_lib.Schedule, lay
       records.append({"group": g, "step": step.step, "active_layers": [i + 1 for i in step.active],
                       "wall_seconds": wall, "busy_seconds": device_busy, "copy_seconds": copy,
                       "idle_seconds": sum(wall - b for b in device_busy.values())})
+      run_.end_epochs({i: histories[i][-1] for i in step.active}, trainer.steps_per_epoch * config.batch_size)
       run_.save()
       _log_step(progress, records[-1], step, schedule, losses, layer_devices, trainer.steps_per_epoch * config.batch_size)
   progress.close()
@@ -206,7 +205,7 @@ def _log_step(progress: progress_lib.Progress, record: Dict[str, Any], step: sch
               schedule: schedule_lib.Schedule, losses: Dict[int, float], layer_devices: Sequence[str],
               examples_per_epoch: int) -> None:
   """One progress line: which layer ran where with its loss, copy and idle seconds, throughput, ETA."""
-  layers = ", ".join(f"layer {i + 1}@{_short(layer_devices[i])} loss {losses[i]:.4f}" for i in step.active)
+  layers = ", ".join(f"layer {i + 1}@{short_name(layer_devices[i])} loss {losses[i]:.4f}" for i in step.active)
   progress.log(
       f"group {step.group + 1}/{len(schedule.groups)} step {step.step + 1}/{schedule.steps_in_group(step.group)}: "
       f"{layers} | step {record['wall_seconds']:.2f} s, copy {record['copy_seconds'] * 1e3:.1f} ms, "

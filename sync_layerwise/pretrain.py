@@ -15,10 +15,12 @@ G = H equals sync_layerwise" then rests only on placement and execution order, w
 from typing import Any, Callable, Dict, Optional
 
 from common import config as config_lib
-from common import devices as devices_lib
 from common import program
 from model_parallel import pretrain as model_parallel
 from model_parallel import schedule as schedule_lib
+
+# The kernel path of the steps with --kernels=auto (README, "Kernels").
+KERNELS = "xla"
 
 
 def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
@@ -36,8 +38,7 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
     ValueError: the devices cannot be made. common.errors.UserError subclasses for missing data,
       divergence, or a mismatched checkpoint.
   """
-  setup = devices_lib.setup(config.num_devices, config.threads_per_device)
+  run_ = program.start(config, KERNELS, on_checkpoint=on_checkpoint)  # Every layer on the first device.
   layers = len(config.hidden_units)
-  schedule = schedule_lib.Schedule(layers, layers, config.pretrain_epochs)
-  return model_parallel.run_schedule(config, schedule, [setup.names[0]] * layers, setup, concurrent=False,
-                                     on_checkpoint=on_checkpoint)
+  return model_parallel.run_schedule(run_, schedule_lib.Schedule(layers, layers, config.pretrain_epochs),
+                                     concurrent=False)
