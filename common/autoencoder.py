@@ -245,7 +245,7 @@ class LayerTrainer(tf.Module):
       which forbids `tf.timestamp`).
     """
     with tf.device(self.device):
-      start = _timestamp()
+      start = timestamp()
       with tf.control_dependencies([start]):
         first_step = tf.identity(first_step)
       stop = first_step + num_steps
@@ -257,11 +257,11 @@ class LayerTrainer(tf.Module):
 
       _, total = tf.while_loop(lambda step, _: step < stop, body, (first_step, tf.constant(0.0)))
       with tf.control_dependencies([total]):
-        end = _timestamp()
+        end = timestamp()
     return total, start, end
 
 
-def _timestamp() -> tf.Tensor:
+def timestamp() -> tf.Tensor:
   """float64 wall-clock seconds when the op runs, or -1 when op determinism forbids reading the clock."""
   if config.is_op_determinism_enabled():
     return tf.constant(-1.0, tf.float64)

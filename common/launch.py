@@ -35,7 +35,7 @@ from absl import flags
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Programs whose workers only serve while one client process (task "chief") runs the program.
-CLIENT_SERVER_PROGRAMS = frozenset({"model_parallel.train"})
+CLIENT_SERVER_PROGRAMS = frozenset({"model_parallel.train", "pipeline_parallel.train"})
 MODES = ("auto", "workers", "client_server")
 # Seconds between SIGTERM and SIGKILL when stopping processes.
 GRACE_SECONDS = 5.0
@@ -48,7 +48,7 @@ _WORKERS = flags.DEFINE_integer(
 _MODE = flags.DEFINE_enum(
     "mode", "auto", MODES,
     "Cluster shape: every task runs the program (workers), N servers plus one client task (client_server), "
-    "or chosen by the program (auto: client_server for model_parallel.train).")
+    "or chosen by the program (auto: client_server for model_parallel.train and pipeline_parallel.train).")
 flags.register_validator("workers", lambda n: n is not None and 1 <= n <= 64,
                          "must be an integer in 1..64 (worker processes on this machine)")
 

@@ -177,7 +177,8 @@ def setup_devices(config: config_lib.Config, distribution: str = "none",
   if in_cluster and distribution == "client_server":
     return cluster.serve_or_connect(config.num_devices, config.threads_per_device), None
   if in_cluster:
-    return cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
+    strategy, setup = cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
+    return setup, strategy
   setup = devices_lib.setup(config.num_devices, config.threads_per_device)
   return setup, make_strategy(setup.names) if make_strategy is not None else None
 
@@ -185,7 +186,8 @@ def setup_devices(config: config_lib.Config, distribution: str = "none",
 def start(config: config_lib.Config, kernels: str, distribution: str = "none",
           place: Optional[Callable[[devices_lib.DeviceSetup], Sequence[str]]] = None,
           make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None,
-          on_checkpoint: Optional[Callable[[Run], None]] = None) -> Run:
+          on_checkpoint: Optional[Callable[[Run], None]] = None,
+          extra_trackables: Optional[Callable[[devices_lib.DeviceSetup], Dict[str, Any]]] = None) -> Run:
   """Sets up a run: devices, data, model, and the latest checkpoint of `config.model_dir`.
 
   Args:
@@ -196,6 +198,8 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none",
     on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the
       process or inject a fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the
       `common.cluster.KILL_ENV` test hook when that variable names this process, else none.
+    extra_trackables: makes more objects to checkpoint with the weights, given the devices ({name:
+      trackable}; e.g. the pipeline's in-flight activations); they are restored with everything else.
 
   Raises:
     ValueError: devices cannot be made. DataUnavailableError: MNIST missing.
@@ -213,12 +217,16 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none",
   with strategy.scope() if strategy is not None else tf.device(finetune_device):
     classifier = finetune.Classifier(config.hidden_units, config.seed)
   chief = strategy is None or strategy.extended.should_checkpoint
-  ckpt = checkpoint.CheckpointState(config.model_dir, config, chief=chief, layers=layers, classifier=classifier)
+  extra = extra_trackables(device_setup) if extra_trackables else {}
+  ckpt = checkpoint.CheckpointState(config.model_dir, config, chief=chief, layers=layers, classifier=classifier,
+                                    **extra)
   state = ckpt.restore()
   resumed = state is not None
   state = state or {}
   state.pop("config", None)
-  evaluator = evaluation.HeldoutEvaluator(mnist.test_images, config.corruption, finetune_device)
+  # Under a strategy the layers are mirrored on every replica: evaluate on this process's default device.
+  evaluator = evaluation.HeldoutEvaluator(mnist.test_images, config.corruption,
+                                          None if strategy is not None else finetune_device)
   summaries = summaries_lib.Summaries(config.tensorboard_dir if chief else None, config.effective_run_name)
   return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,
              chief, finetune_device, layer_devices, strategy, config.kernel_path(kernels), evaluator, summaries,

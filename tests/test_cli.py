@@ -9,7 +9,8 @@ from common import data
 
 from conftest import run_module
 
-PROGRAMS = ["greedy.train", "sync_layerwise.train", "model_parallel.train", "data_parallel.train"]
+PROGRAMS = ["greedy.train", "sync_layerwise.train", "model_parallel.train", "data_parallel.train",
+            "pipeline_parallel.train"]
 
 # (flags, words the error must contain)
 BAD = [
@@ -42,6 +43,10 @@ BAD = [
 # other programs a sample of them plus their own flags (each case is one process start, ~4 s).
 SAMPLE = [0, 3, 9, 12, 15, 16, 20, 21]
 OWN = {
+    "pipeline_parallel.train": [
+        (["--pipeline_chunk_steps=0"], "--pipeline_chunk_steps=0: must be a positive integer"),
+        (["--pipeline_chunk_steps=-3"], "must be a positive integer"),
+    ],
     "data_parallel.train": [
         (["--num_devices=2", "--batch_size=101"], "divisible"),
         (["--pretrain_lr_scaling=cubic"], "--pretrain_lr_scaling"),

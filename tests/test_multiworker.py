@@ -1,7 +1,8 @@
 """Past one machine, on TensorFlow's distributed runtime: `python -m common.launch` runs 2 local worker
 processes with TF_CONFIG. Multi-worker data parallel (MultiWorkerMirroredStrategy, one replica per
 worker) exports greedy's weights; model parallel on a cluster (layer j on worker j's tf.distribute.Server,
-driven by a client) exports sync_layerwise's; a worker killed mid-run makes the launcher stop everything
+driven by a client) exports sync_layerwise's; pipeline parallel on a cluster (stage p on worker p) exports
+its one-device weights; a worker killed mid-run makes the launcher stop everything
 with one error line, and the same command resumes from the chief's checkpoint to the same weights."""
 
 import json
@@ -20,6 +21,8 @@ from common import cluster
 from common import config as config_lib
 from common import runlog
 from greedy import pretrain as greedy
+from pipeline_parallel import config as pp_config
+from pipeline_parallel import pretrain as pipeline
 from sync_layerwise import pretrain as sync_layerwise
 from conftest import ROOT, SLICE_EXAMPLES
 
@@ -114,6 +117,22 @@ def test_cluster_model_parallel_exports_sync_layerwise_weights(tmp_path):
     assert [e["loss"] for e in a["epochs"]] == pytest.approx([e["loss"] for e in b["epochs"]], abs=1e-4)
   # Finetuning ran on the client, as sync_layerwise's on its one device.
   assert record["finetune"]["test_accuracy"] == pytest.approx(sync["finetune"]["test_accuracy"], abs=1e-3)
+
+
+def test_cluster_pipeline_parallel_exports_the_one_device_weights(tmp_path):
+  local = pipeline.run(pp_config.PipelineConfig(results_dir=str(tmp_path), run_name="local",
+                                                export_weights=str(tmp_path / "local.npz"), **BASE))
+  proc = _launch("pipeline_parallel.train", _flags(tmp_path, "pp", num_devices=1, pipeline_chunk_steps=5))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  _assert_same_weights(runlog.load_weights(str(tmp_path / "pp.npz")), runlog.load_weights(str(tmp_path / "local.npz")))
+  assert "[chief] pipeline_parallel: pretraining" in proc.stdout, proc.stdout[-2000:]
+  record = json.load(open(tmp_path / "pp.json"))
+  assert record["environment"]["cluster"]["task"] == {"type": "chief", "index": 0}
+  # Stage p (layer p + 1) on worker p: the activations crossed from task 0 to task 1 over gRPC.
+  assert record["pipeline"]["stages"] == [[1], [2]]
+  assert [l["device"] for l in record["layers"]] == [
+      f"/job:worker/replica:0/task:{j}/device:CPU:0" for j in (0, 1)]
+  assert record["finetune"]["test_accuracy"] == pytest.approx(local["finetune"]["test_accuracy"], abs=1e-3)
 
 
 def test_killed_worker_stops_the_cluster_and_the_same_command_resumes(tmp_path, greedy_run):

@@ -1,0 +1,138 @@
+"""Stages and chunks of the layer-pipelined schedule (pure Python, no TensorFlow).
+
+The H layers are split into P = min(devices, H) contiguous stages, one per device, so that the costliest
+stage is as cheap as possible (the classic linear partition problem, solved exactly by dynamic
+programming); costs come from `common.cost.pipeline_layer_epoch_flops`. The steps t = 0 .. T-1 of the
+run are cut into chunks of K steps; in tick k, stage p trains on chunk k - p (if it exists), so the
+pipeline fills during the first P - 1 ticks and drains during the last P - 1 (GPipe's "bubble", Huang et
+al. 2019, "GPipe: Efficient Training of Giant Neural Networks using Pipeline Parallelism", section 2.3).
+"""
+
+import dataclasses
+from typing import List, Sequence, Tuple
+
+from common import cost
+
+
+def partition(costs: Sequence[float], parts: int) -> List[List[int]]:
+  """Contiguous split of items 0..n-1 into `parts` non-empty groups minimising the largest group cost.
+
+  Args:
+    costs: cost of each item (>= 0), in order.
+    parts: number of groups, 1 <= parts <= len(costs).
+
+  Returns:
+    The groups, each a list of consecutive 0-based indices, in order. Among optimal splits, the one
+    whose earlier groups are as large as possible is returned (deterministic).
+
+  Raises:
+    ValueError: parts outside 1..len(costs), or a negative cost.
+  """
+  n = len(costs)
+  if not 1 <= parts <= n:
+    raise ValueError(f"cannot split {n} layer(s) into {parts} stage(s)")
+  if any(c < 0 for c in costs):
+    raise ValueError(f"costs must be >= 0, got {list(costs)}")
+  prefix = [0.0]
+  for c in costs:
+    prefix.append(prefix[-1] + c)
+  inf = float("inf")
+  # best[k][i]: the least largest-group cost of splitting items 0..i-1 into k groups; cut[k][i]: the
+  # start of the last group in that split.
+  best = [[inf] * (n + 1) for _ in range(parts + 1)]
+  cut = [[0] * (n + 1) for _ in range(parts + 1)]
+  best[0][0] = 0.0
+  for k in range(1, parts + 1):
+    for i in range(k, n + 1):
+      for j in range(i - 1, k - 2, -1):  # The last group is items j..i-1; larger j first: shorter last group.
+        value = max(best[k - 1][j], prefix[i] - prefix[j])
+        if value < best[k][i]:
+          best[k][i], cut[k][i] = value, j
+  groups, end = [], n
+  for k in range(parts, 0, -1):
+    start = cut[k][end]
+    groups.append(list(range(start, end)))
+    end = start
+  return groups[::-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+  """The stages, chunks and ticks of a pipelined run.
+
+  Attributes:
+    hidden_units: the stack, bottom first.
+    num_devices: devices available (P = min(num_devices, H) of them are used).
+    total_steps: T = epochs x steps per epoch.
+    chunk_steps: K, steps per chunk (already clamped to 1..T).
+  """
+  hidden_units: Tuple[int, ...]
+  num_devices: int
+  total_steps: int
+  chunk_steps: int
+
+  def __post_init__(self):
+    if self.num_devices < 1 or self.total_steps < 1 or not 1 <= self.chunk_steps <= self.total_steps:
+      raise ValueError(f"invalid plan: devices {self.num_devices}, total steps {self.total_steps}, "
+                       f"chunk steps {self.chunk_steps}")
+    object.__setattr__(self, "hidden_units", tuple(int(u) for u in self.hidden_units))
+
+  @property
+  def layer_costs(self) -> List[float]:
+    """FLOPs of each layer per training example in the pipelined schedule (`common.cost`)."""
+    return [cost.pipeline_layer_epoch_flops(self.hidden_units, n, 1) for n in range(1, len(self.hidden_units) + 1)]
+
+  @property
+  def stages(self) -> List[List[int]]:
+    """0-based layers of each stage, bottom first."""
+    return partition(self.layer_costs, min(self.num_devices, len(self.hidden_units)))
+
+  @property
+  def num_stages(self) -> int:
+    return len(self.stages)
+
+  @property
+  def stage_costs(self) -> List[float]:
+    """FLOPs of each stage per training example."""
+    costs = self.layer_costs
+    return [sum(costs[i] for i in stage) for stage in self.stages]
+
+  @property
+  def predicted_balance(self) -> float:
+    """Mean stage cost / largest stage cost, in (0, 1]: 1 when every device has the same work."""
+    costs = self.stage_costs
+    return sum(costs) / (len(costs) * max(costs))
+
+  @property
+  def num_chunks(self) -> int:
+    return -(-self.total_steps // self.chunk_steps)
+
+  @property
+  def num_ticks(self) -> int:
+    """Chunks plus the fill: num_chunks + P - 1."""
+    return self.num_chunks + self.num_stages - 1
+
+  def chunk(self, index: int) -> Tuple[int, int]:
+    """(first step, number of steps) of chunk `index`; (0, 0) for an index outside 0..num_chunks-1."""
+    if not 0 <= index < self.num_chunks:
+      return 0, 0
+    first = index * self.chunk_steps
+    return first, min(self.chunk_steps, self.total_steps - first)
+
+  def tick(self, index: int) -> List[Tuple[int, int]]:
+    """(first step, number of steps) that each stage trains in tick `index` (stage p: chunk index - p)."""
+    return [self.chunk(index - p) for p in range(self.num_stages)]
+
+  def critical_path_flops(self, examples_per_step: int) -> float:
+    """FLOPs the busiest device computes back to back over the whole run, if every tick lasts as long as
+    its costliest active stage: the bound of the schedule given equal devices (fill and drain included)."""
+    costs = self.stage_costs
+    return sum(max((costs[p] * n * examples_per_step for p, (_, n) in enumerate(self.tick(k))), default=0.0)
+               for k in range(self.num_ticks))
+
+  def describe(self) -> dict:
+    """The plan for the run record: stages (1-based layers), costs, balance, chunks and ticks."""
+    return {"stages": [[i + 1 for i in s] for s in self.stages], "stage_flops_per_example": self.stage_costs,
+            "predicted_balance": self.predicted_balance, "chunk_steps": self.chunk_steps,
+            "total_steps": self.total_steps, "num_chunks": self.num_chunks, "num_ticks": self.num_ticks,
+            "fill_ticks": self.num_stages - 1}

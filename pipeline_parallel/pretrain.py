@@ -1,0 +1,252 @@
+"""Layer-pipelined pretraining of the stacked denoising autoencoder: every layer trains at once.
+
+This is not the report's schedule; it is this project's extension of it. The schedule, exactly:
+
+  * Steps t = 0 .. E*S - 1 (S = N // B steps per epoch); step t belongs to epoch e = t // S and uses the
+    batch at position t % S of epoch e's shuffling order, with epoch e's masking noise: exactly the batch
+    greedy draws at that step of an epoch (`common.data`).
+  * At step t, layer 1 trains one SGD step on (corrupted images, clean images) and emits the pair
+    (h1(corrupted), h1(clean)) computed with the weights it had at the start of that step: the corrupted
+    encoding is the forward pass of its own training step, reused; the clean one is one extra forward.
+  * Layer n > 1 trains one step at step t on the pair layer n-1 emitted at step t (input = the corrupted
+    path, target = the clean path, as in greedy where both come from the frozen layers below) and emits
+    its own pair. No layer ever runs the layers below it: per example, layer n costs its 5 products plus
+    1 for the clean encoding it emits (none for the top layer), against greedy's 5 + 2(n-1)
+    (`common.cost`).
+  * Nothing of this depends on the devices, the placement or the chunk size, so every placement and
+    every --pipeline_chunk_steps computes the same weights (tested). Layer 1 is exactly greedy's layer 1.
+
+Execution (`pipeline_parallel.placement`, `pipeline_parallel.stages`): the layers form P = min(G, H)
+contiguous stages of least maximal cost, one per device; steps are cut into chunks of K steps; in tick k
+stage p trains chunk k - p, reading the activations stage p - 1 emitted in tick k - 1, so after a fill of
+P - 1 ticks every device computes all the time (the in-flight activations are device-resident tensors of
+[K x B, units], double buffered by the tick structure). A checkpoint is taken at a tick boundary at least
+once per epoch of layer 1 and holds the weights, the progress, and the in-flight activations, so a run
+killed at any point resumes with the same weights as one never interrupted.
+
+Related work: pipelined back-propagation (Chen et al. 2012, "Pipelined back-propagation for
+context-dependent deep neural networks") pipelines the layers of one network trained end to end, with
+stale weights between stages; decoupled greedy learning (Belilovsky et al. 2020, "Decoupled greedy learning
+of CNNs") trains the layers of a CNN concurrently with auxiliary classifiers; the fill/drain "bubble" of
+micro-batch pipelines is analysed in GPipe (Huang et al. 2019, section 2.3).
+"""
+
+import math
+from typing import Any, Callable, Dict, List, Optional
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from common import cost
+from common import devices as devices_lib
+from common import errors
+from common import program
+from common import progress as progress_lib
+from common import timing
+from model_parallel.pretrain import short_name
+from pipeline_parallel import config as config_lib
+from pipeline_parallel import placement
+from pipeline_parallel import stages as stages_lib
+
+# The kernel path of the steps with --kernels=auto (README, "Kernels"): TensorFlow's default kernels, on
+# which stages on different devices compute side by side (XLA-compiled steps did not, measured).
+KERNELS = "tf"
+
+
+class InFlight(tf.Module):
+  """The activations between stages at a tick boundary, as variables so that they are checkpointed.
+
+  Variable 2p / 2p + 1 holds the corrupted / clean encodings stage p emitted for stage p + 1, float32
+  [k x B, units] (k <= K steps; [0, units] when nothing is in flight), on stage p + 1's device.
+  """
+
+  def __init__(self, plan: placement.Plan, stage_devices: List[str]):
+    super().__init__(name="in_flight")
+    self.buffers = []
+    with self.name_scope:
+      for p, stage in enumerate(plan.stages[:-1]):
+        units = plan.hidden_units[stage[-1]]
+        with tf.device(stage_devices[p + 1]):
+          for path in ("corrupted", "clean"):
+            self.buffers.append(tf.Variable(tf.zeros([0, units]), shape=tf.TensorShape([None, units]),
+                                            trainable=False, name=f"stage{p + 1}_{path}"))
+
+  def store(self, tensors: List[tf.Tensor]) -> None:
+    for var, value in zip(self.buffers, tensors):
+      var.assign(value)
+
+  def load(self) -> List[tf.Tensor]:
+    return [var.read_value() for var in self.buffers]
+
+
+def make_plan(config: config_lib.PipelineConfig, num_devices: int) -> placement.Plan:
+  """The plan of a run on `num_devices` devices: stages, chunks (K clamped to the total steps), ticks."""
+  total = (config.train_examples // config.batch_size) * config.pretrain_epochs
+  return placement.Plan(config.hidden_units, num_devices, total, min(config.pipeline_chunk_steps, total))
+
+
+def run(config: config_lib.PipelineConfig,
+        on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
+  """Pretrains layer-pipelined on `config.num_devices` devices, finetunes, exports, writes the run record.
+
+  With TF_CONFIG (`common.cluster`, started by `python -m common.launch`) the "worker" tasks serve their
+  devices and the "chief" task runs the pipeline on them as a client: stage p on device p of the
+  workers' devices (worker 0's first, then worker 1's, ...), so activations cross the network between
+  stages (docs/multi_host.md).
+
+  Args:
+    config: the run's configuration.
+    on_checkpoint: called with the `program.Run` after every checkpoint (see `program.start`).
+
+  Returns:
+    The run record: the common fields (per layer "epochs" with the mean training loss of each epoch,
+    "seconds" from the layer's previous epoch end to the end of the tick in which this epoch ended, and
+    "elapsed_seconds") plus "pipeline": the plan (stages, stage FLOPs, predicted balance, chunks, ticks)
+    and the busy seconds of each stage's device and idle device-seconds (None when op determinism forbids
+    reading the in-graph clock).
+
+  Raises:
+    ValueError: the devices cannot be made. common.errors.UserError subclasses for missing data,
+      divergence, or a mismatched checkpoint.
+  """
+  hidden = config.hidden_units
+
+  def stage_devices(setup: devices_lib.DeviceSetup) -> List[str]:
+    return list(setup.names[:make_plan(config, len(setup.names)).num_stages])
+
+  def place(setup: devices_lib.DeviceSetup) -> List[str]:
+    devices = stage_devices(setup)
+    return [devices[p] for p, stage in enumerate(make_plan(config, len(setup.names)).stages) for _ in stage]
+
+  in_flight = []
+
+  def trackables(setup: devices_lib.DeviceSetup) -> Dict[str, Any]:
+    in_flight.append(InFlight(make_plan(config, len(setup.names)), stage_devices(setup)))
+    return {"in_flight": in_flight[0]}
+
+  run_ = program.start(config, KERNELS, distribution="client_server", place=place, on_checkpoint=on_checkpoint,
+                       extra_trackables=trackables)
+  plan = make_plan(config, len(run_.devices.names))
+  devices = stage_devices(run_.devices)
+  if len(run_.devices.names) > plan.num_stages:
+    logging.warning("%d devices but only %d layer(s): %d device(s) stay idle.", len(run_.devices.names),
+                    len(hidden), len(run_.devices.names) - plan.num_stages)
+  logging.info("Pipeline: %s; chunks of %d steps, %d ticks (fill %d); predicted balance %.3f (mean / largest "
+               "stage FLOPs).", "; ".join(
+                   f"stage {p + 1} on {short_name(devices[p])}: layers {', '.join(str(i + 1) for i in stage)}"
+                   for p, stage in enumerate(plan.stages)),
+               plan.chunk_steps, plan.num_ticks, plan.num_stages - 1, plan.predicted_balance)
+  return _pretrain(run_, plan, devices, in_flight[0])
+
+
+def _pretrain(run_: program.Run, plan: placement.Plan, devices: List[str], in_flight: InFlight) -> Dict[str, Any]:
+  """Runs the ticks of `plan` from where the checkpoint left off, then finishes the run."""
+  config = run_.config
+  hidden, n, b = config.hidden_units, run_.mnist.num_train, config.batch_size
+  steps_per_epoch = n // b
+  with tf.device(devices[0]):
+    images = tf.constant(run_.mnist.train_images)
+  pipeline = stages_lib.Pipeline([
+      stages_lib.Stage([run_.layers[i] for i in stage], devices[p], p < plan.num_stages - 1,
+                       images if p == 0 else None, config.seed, config.corruption, b, n, run_.kernels)
+      for p, stage in enumerate(plan.stages)])
+  state = run_.state.setdefault("pretrain", {
+      "layers": [[] for _ in hidden], "tick": 0, "busy_seconds": [0.0] * plan.num_stages,
+      "wall_seconds": 0.0, "partial": [{"loss_sum": 0.0, "steps": 0, "since": 0.0} for _ in hidden]})
+  histories, partial = state["layers"], state["partial"]
+  stage_of = {i: (p, m) for p, stage in enumerate(plan.stages) for m, i in enumerate(stage)}
+  with run_.timer.phase("warmup"):  # Tracing (and XLA compilation); learning rate 0 changes nothing.
+    warm = []
+    for stage in pipeline.stages[1:]:
+      with tf.device(stage.device):
+        warm += [tf.zeros([b, stage.input_units])] * 2
+    pipeline.tick(tf.zeros([plan.num_stages], tf.int32), tf.ones([plan.num_stages], tf.int32),
+                  tf.constant(0.0), *warm)[0][0].numpy()
+  inputs = in_flight.load() if state["tick"] else pipeline.empty_inputs()
+  tick_work = [max(c * k for c, (_, k) in zip(plan.stage_costs, plan.tick(t))) for t in range(plan.num_ticks)]
+  progress = progress_lib.Progress(sum(tick_work), "pretrain", config.show_progress, sum(tick_work[:state["tick"]]))
+  lr = tf.constant(config.pretrain_learning_rate, tf.float32)
+  logged = [0, run_.pretrain_elapsed]  # Examples layer 1 trained on, and the clock, at the last progress line.
+  for k in range(state["tick"], plan.num_ticks):
+    work = plan.tick(k)
+    firsts = tf.constant([f for f, _ in work], tf.int32)
+    counts = tf.constant([c for _, c in work], tf.int32)
+    trace = config.profile_dir if k == min(plan.num_stages - 1, plan.num_ticks - 1) else None
+    with timing.trace(trace), run_.training():
+      losses, inputs, starts, ends = pipeline.tick(firsts, counts, lr, *inputs)
+      losses = [l.numpy() for l in losses]
+      starts, ends = starts.numpy(), ends.numpy()
+    progress.advance(tick_work[k])
+    if not (starts >= 0).all():  # Op determinism forbids reading the clock: busy time unknown.
+      state["busy_seconds"] = None
+    elif state["busy_seconds"] is not None:
+      for p, (_, count) in enumerate(work):
+        state["busy_seconds"][p] += float(ends[p] - starts[p]) if count else 0.0
+    ended = _account(losses, work, plan, partial, histories, stage_of, steps_per_epoch, run_.pretrain_elapsed)
+    run_.end_epochs(ended, steps_per_epoch * b)
+    logged[0] += work[0][1] * b
+    if ended:
+      _log(progress, ended, histories, devices, stage_of, config.pretrain_epochs, logged[0],
+           run_.pretrain_elapsed - logged[1])
+      logged = [0, run_.pretrain_elapsed]
+    # A checkpoint when layer 1 has crossed an epoch boundary in this tick, and at the end.
+    first, count = work[0]
+    if k == plan.num_ticks - 1 or (first + count) // steps_per_epoch > first // steps_per_epoch:
+      state["tick"] = k + 1
+      with run_.timer.phase("checkpoint_in_flight"):
+        in_flight.store(inputs)
+      run_.save()
+  progress.close()
+  state["tick"] = plan.num_ticks
+  wall = run_.pretrain_elapsed
+  busy = state["busy_seconds"]
+  record = {
+      "strategy": config.strategy,
+      "layers": [{"index": i + 1, "units": u, "device": devices[stage_of[i][0]], "stage": stage_of[i][0] + 1,
+                  "epochs": histories[i]} for i, u in enumerate(hidden)],
+      "pipeline": dict(plan.describe(), devices=devices, busy_seconds=busy,
+                       idle_device_seconds=sum(wall - x for x in busy) if busy is not None else None,
+                       flops=cost.pretraining_flops(hidden, config.pretrain_epochs, steps_per_epoch * b, pipelined=True)),
+      "pretrain_seconds": wall,
+  }
+  logging.info("Pretrained %d layer(s) in %.1f s on %d stage(s) (busy %s s per stage).", len(hidden), wall,
+               plan.num_stages, ", ".join(f"{x:.1f}" for x in busy) if busy is not None else "unknown")
+  return program.finish(run_, record)
+
+
+def _account(losses: List[np.ndarray], work, plan: placement.Plan, partial: List[Dict[str, float]],
+             histories: List[List[Dict[str, Any]]], stage_of, steps_per_epoch: int,
+             elapsed: float) -> Dict[int, Dict[str, Any]]:
+  """Adds a tick's per-step losses to each layer's running epoch; returns {layer: entry} of the epochs
+  that ended in this tick (appended to `histories`).
+
+  Raises:
+    TrainingDivergedError: a loss is NaN or infinite.
+  """
+  ended = {}
+  for i, (p, m) in sorted(stage_of.items()):
+    first, count = work[p]
+    for j in range(count):
+      loss = float(losses[p][j, m])
+      if not math.isfinite(loss):
+        epoch = (first + j) // steps_per_epoch
+        raise errors.TrainingDivergedError(
+            f"pretraining loss of layer {i + 1} became {loss} in epoch {epoch + 1}; lower "
+            "--pretrain_learning_rate. The last good checkpoint is kept.")
+      partial[i]["loss_sum"] += loss
+      partial[i]["steps"] += 1
+      if (first + j + 1) % steps_per_epoch == 0:
+        entry = {"loss": partial[i]["loss_sum"] / partial[i]["steps"], "seconds": elapsed - partial[i]["since"]}
+        histories[i].append(entry)
+        ended[i] = entry
+        partial[i].update(loss_sum=0.0, steps=0, since=elapsed)
+  return ended
+
+
+def _log(progress: progress_lib.Progress, ended: Dict[int, Dict[str, Any]], histories, devices, stage_of,
+         epochs: int, examples: int, seconds: float) -> None:
+  """One progress line for the layer-epochs that ended in a tick; throughput is layer 1's examples/s."""
+  parts = [f"layer {i + 1}@{short_name(devices[stage_of[i][0]])} epoch {len(histories[i])}/{epochs} "
+           f"loss {entry['loss']:.4f}" for i, entry in sorted(ended.items())]
+  progress.log("; ".join(parts), examples, seconds)

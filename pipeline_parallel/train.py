@@ -1,0 +1,45 @@
+"""Layer-pipelined pretraining of a stacked denoising autoencoder on MNIST, then finetuning.
+
+Every layer trains at once, at batch granularity: at step t layer n trains one SGD step on the encodings
+that layer n-1 produced at step t, so no layer ever recomputes the layers below. The layers are split into
+contiguous stages balanced by cost, one per device (--num_devices), which exchange activations every
+--pipeline_chunk_steps steps. Then the whole stack is finetuned and evaluated on the test set. This is not
+the report's schedule (see pipeline_parallel/pretrain.py).
+
+Usage: python -m pipeline_parallel.train --num_devices=2 [--hidden_units=2000,2000 --pretrain_epochs=30 ...]
+"""
+
+from absl import app
+from absl import flags
+
+from common import cli
+from common import flags as common_flags
+from pipeline_parallel import config as config_lib
+from pipeline_parallel import pretrain
+
+_CHUNK_STEPS = flags.DEFINE_integer(
+    "pipeline_chunk_steps", config_lib.DEFAULT_CHUNK_STEPS,
+    "Steps each stage trains between two exchanges of activations with the neighbouring stages (K, clamped "
+    "to the run's total steps); smaller shortens the pipeline fill, larger means fewer exchanges; the "
+    "weights do not depend on it (default chosen by measurement, see the README).")
+
+
+def _check_chunk(value):
+  try:
+    config_lib.check({"pipeline_chunk_steps": value})
+  except ValueError as e:
+    raise flags.ValidationError(str(e).replace("--pipeline_chunk_steps ", "", 1)) from None
+  return True
+
+
+flags.register_validator("pipeline_chunk_steps", _check_chunk)
+
+
+def main(argv):
+  cli.reject_extra_args(argv)
+  cli.run_program(pretrain.run, common_flags.config_from_flags(
+      "pipeline_parallel", config_cls=config_lib.PipelineConfig, pipeline_chunk_steps=_CHUNK_STEPS.value))
+
+
+if __name__ == "__main__":
+  app.run(main)
