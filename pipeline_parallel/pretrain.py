@@ -167,7 +167,6 @@ def _pretrain(run_: program.Run, plan: placement.Plan, devices: List[str], in_fl
   tick_work = [max(c * k for c, (_, k) in zip(plan.stage_costs, plan.tick(t))) for t in range(plan.num_ticks)]
   progress = progress_lib.Progress(sum(tick_work), "pretrain", config.show_progress, sum(tick_work[:state["tick"]]))
   lr = tf.constant(config.pretrain_learning_rate, tf.float32)
-  logged = [0, run_.pretrain_elapsed]  # Examples layer 1 trained on, and the clock, at the last progress line.
   for k in range(state["tick"], plan.num_ticks):
     work = plan.tick(k)
     firsts = tf.constant([f for f, _ in work], tf.int32)
@@ -185,11 +184,8 @@ def _pretrain(run_: program.Run, plan: placement.Plan, devices: List[str], in_fl
         state["busy_seconds"][p] += float(ends[p] - starts[p]) if count else 0.0
     ended = _account(losses, work, plan, partial, histories, stage_of, steps_per_epoch, run_.pretrain_elapsed)
     run_.end_epochs(ended, steps_per_epoch * b)
-    logged[0] += work[0][1] * b
     if ended:
-      _log(progress, ended, histories, devices, stage_of, config.pretrain_epochs, logged[0],
-           run_.pretrain_elapsed - logged[1])
-      logged = [0, run_.pretrain_elapsed]
+      _log(progress, ended, histories, devices, stage_of, config.pretrain_epochs, steps_per_epoch * b)
     # A checkpoint when layer 1 has crossed an epoch boundary in this tick, and at the end.
     first, count = work[0]
     if k == plan.num_ticks - 1 or (first + count) // steps_per_epoch > first // steps_per_epoch:
@@ -245,8 +241,9 @@ def _account(losses: List[np.ndarray], work, plan: placement.Plan, partial: List
 
 
 def _log(progress: progress_lib.Progress, ended: Dict[int, Dict[str, Any]], histories, devices, stage_of,
-         epochs: int, examples: int, seconds: float) -> None:
-  """One progress line for the layer-epochs that ended in a tick; throughput is layer 1's examples/s."""
+         epochs: int, examples_per_epoch: int) -> None:
+  """One progress line for the layer-epochs that ended in a tick; examples/s of the first of them
+  (an epoch's examples over the seconds since that layer's previous epoch ended)."""
   parts = [f"layer {i + 1}@{short_name(devices[stage_of[i][0]])} epoch {len(histories[i])}/{epochs} "
            f"loss {entry['loss']:.4f}" for i, entry in sorted(ended.items())]
-  progress.log("; ".join(parts), examples, seconds)
+  progress.log("; ".join(parts), examples_per_epoch, ended[min(ended)]["seconds"])
