@@ -16,11 +16,13 @@ MAX_LOGICAL_CPU_DEVICES = 64
 # Config fields that do not change the mathematics of a run: they may differ when a run resumes.
 NON_TRAINING_FIELDS = frozenset({
     "data_dir", "model_dir", "results_dir", "run_name", "export_weights", "profile_dir",
-    "show_progress", "heldout_every_epoch", "tensorboard_dir",
+    "show_progress", "heldout_every_epoch", "tensorboard_dir", "thread_pool",
 })
 # Kernel paths of the pretraining steps (`common.autoencoder.KERNEL_PATHS`), or "auto": the program's own
 # default, chosen by measurement (README, "Kernels").
 KERNELS = ("auto", "xla", "tf")
+# The intra-op pool of logical CPU devices (`common.devices.THREAD_POOLS`), or "auto": the program's default.
+THREAD_POOLS = ("auto", "per_device", "shared")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +53,7 @@ class Config:
   profile_dir: Optional[str] = None
   show_progress: bool = False  # a progress bar on stderr (the programs turn it on for a terminal)
   kernels: str = "auto"  # kernel path of the pretraining steps: "xla", "tf", or the program's default
+  thread_pool: str = "auto"  # intra-op pool of logical CPU devices: "per_device", "shared", or the default
   heldout_every_epoch: bool = False  # evaluate the held-out reconstruction after every layer-epoch
   tensorboard_dir: Optional[str] = None  # write TensorBoard scalars under <tensorboard_dir>/<run name>
 
@@ -74,6 +77,10 @@ class Config:
   def kernel_path(self, program_default: str) -> str:
     """The kernel path of the pretraining steps: `kernels`, or `program_default` when it is "auto"."""
     return program_default if self.kernels == "auto" else self.kernels
+
+  def thread_pool_setting(self, program_default: str) -> str:
+    """The intra-op pool setting: `thread_pool`, or `program_default` when it is "auto"."""
+    return program_default if self.thread_pool == "auto" else self.thread_pool
 
   def to_dict(self) -> dict:
     """All fields as JSON-ready values (tuples become lists)."""
@@ -128,6 +135,8 @@ def check(values: Mapping[str, Any]) -> None:
     v = values["corruption"]
     if not 0.0 <= v < 1.0:
       raise ValueError(f"--corruption must be in [0, 1) (the fraction of pixels masked), got {v}.")
+  if "thread_pool" in values and values["thread_pool"] not in THREAD_POOLS:
+    raise ValueError(f"--thread_pool must be one of {', '.join(THREAD_POOLS)}, got {values['thread_pool']!r}.")
   if "kernels" in values and values["kernels"] not in KERNELS:
     raise ValueError(f"--kernels must be one of {', '.join(KERNELS)}, got {values['kernels']!r}.")
   for name in ("pretrain_learning_rate", "finetune_learning_rate"):

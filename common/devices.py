@@ -1,12 +1,16 @@
 """Device setup: G physical GPUs, or G logical CPU devices when there is no GPU.
 
 On a CPU-only machine the one physical CPU is split into G logical devices
-(`tf.config.set_logical_device_configuration`) and TensorFlow's intra-op pool gets
-`threads_per_device` threads and its inter-op pool G threads, so each logical device runs its ops on
-one worker thread with `threads_per_device` threads for a matrix product: "1 device vs G devices"
-means "1 worker vs G workers" (checked in `reference/tf_notes.md`). This must happen before anything
-initialises the TensorFlow runtime; if it already has been (a test process, a notebook), the existing
-logical devices are reused when there are enough of them.
+(`tf.config.set_logical_device_configuration`) and TensorFlow's inter-op pool gets G threads. TensorFlow
+has one intra-op pool per process, shared by all devices, so per-device thread counts do not exist; the
+thread pool setting chooses its size:
+  "per_device"  `threads_per_device` threads: with 1, each logical device runs its ops on its one inter-op
+                thread, single-threaded, so "1 device vs G devices" means "1 worker vs G workers" (the
+                report's question, G GPUs vs 1);
+  "shared"      G x `threads_per_device` threads that every device's ops draw from, so a device whose
+                work is done lends its cores to the others (all cores serve the busy devices).
+This must happen before anything initialises the TensorFlow runtime; if it already has been (a test
+process, a notebook), the existing logical devices are reused when there are enough of them.
 """
 
 import dataclasses
@@ -28,6 +32,7 @@ class DeviceSetup:
     kind: "GPU" for physical GPUs, "CPU-logical" for logical CPU devices, "CPU" for the CPU devices of
       the workers of a cluster (`common.cluster`).
     intra_op_threads: TensorFlow's intra-op pool size (shared by all logical CPU devices; -1: unknown).
+    thread_pool: "per_device" or "shared" (see the module docstring).
     inter_op_threads: TensorFlow's inter-op pool size (-1: unknown).
     cluster: None in one process; in a cluster, TF_CONFIG's "cluster" plus this process's "task".
   """
@@ -36,10 +41,11 @@ class DeviceSetup:
   intra_op_threads: int
   inter_op_threads: int
   cluster: Optional[Dict[str, Any]] = None
+  thread_pool: str = "per_device"
 
   def to_record(self) -> dict:
     """The fields the run record's `environment` stores about devices (and "cluster" in a cluster)."""
-    record = {"device_kind": self.kind, "devices": list(self.names),
+    record = {"device_kind": self.kind, "devices": list(self.names), "thread_pool": self.thread_pool,
               "intra_op_threads": self.intra_op_threads, "inter_op_threads": self.inter_op_threads}
     if self.cluster is not None:
       record["cluster"] = self.cluster
@@ -61,12 +67,27 @@ def check_available(num_devices: int) -> None:
     raise ValueError(f"--num_devices must be at most {config_lib.MAX_LOGICAL_CPU_DEVICES}, got {num_devices}.")
 
 
-def setup(num_devices: int, threads_per_device: int = 1) -> DeviceSetup:
+THREAD_POOLS = ("per_device", "shared")
+
+
+def intra_op_threads(num_devices: int, threads_per_device: int, thread_pool: str) -> int:
+  """The intra-op pool size of a thread pool setting: threads_per_device, or G x that when shared.
+
+  Raises:
+    ValueError: an unknown thread pool setting.
+  """
+  if thread_pool not in THREAD_POOLS:
+    raise ValueError(f"unknown thread pool {thread_pool!r}; one of {', '.join(THREAD_POOLS)}")
+  return threads_per_device * (num_devices if thread_pool == "shared" else 1)
+
+
+def setup(num_devices: int, threads_per_device: int = 1, thread_pool: str = "per_device") -> DeviceSetup:
   """Makes `num_devices` devices available and returns them.
 
   Args:
     num_devices: G >= 1.
-    threads_per_device: intra-op threads for logical CPU devices (ignored on GPUs).
+    threads_per_device: intra-op threads per logical CPU device (ignored on GPUs).
+    thread_pool: "per_device" or "shared": the intra-op pool size (see the module docstring).
 
   Returns:
     The `DeviceSetup` with exactly `num_devices` device names.
@@ -83,10 +104,11 @@ def setup(num_devices: int, threads_per_device: int = 1) -> DeviceSetup:
     return DeviceSetup(names, "GPU", tf.config.threading.get_intra_op_parallelism_threads(),
                        tf.config.threading.get_inter_op_parallelism_threads())
   cpu = tf.config.list_physical_devices("CPU")[0]
+  want = intra_op_threads(num_devices, threads_per_device, thread_pool)
   try:
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(num_devices)])
-    tf.config.threading.set_intra_op_parallelism_threads(threads_per_device)
+    tf.config.threading.set_intra_op_parallelism_threads(want)
     tf.config.threading.set_inter_op_parallelism_threads(num_devices)
   except RuntimeError:
     pass  # Already initialised: reuse what exists, checked below.
@@ -97,10 +119,10 @@ def setup(num_devices: int, threads_per_device: int = 1) -> DeviceSetup:
         "device(s); set devices up before any other TensorFlow call.")
   intra = tf.config.threading.get_intra_op_parallelism_threads()
   inter = tf.config.threading.get_inter_op_parallelism_threads()
-  if intra != threads_per_device:
-    logging.warning("Intra-op threads are %d (set before this run), not the requested %d.",
-                    intra, threads_per_device)
-  setup_ = DeviceSetup(tuple(d.name for d in logical[:num_devices]), "CPU-logical", intra, inter)
-  logging.info("Using %d logical CPU device(s), %d intra-op thread(s), on %d core(s): %s",
-               num_devices, intra, os.cpu_count() or 0, ", ".join(setup_.names))
+  if intra != want:
+    logging.warning("Intra-op threads are %d (set before this run), not the requested %d.", intra, want)
+  setup_ = DeviceSetup(tuple(d.name for d in logical[:num_devices]), "CPU-logical", intra, inter,
+                       thread_pool=thread_pool)
+  logging.info("Using %d logical CPU device(s), %d intra-op thread(s) (%s pool), on %d core(s): %s",
+               num_devices, intra, thread_pool.replace("_", " "), os.cpu_count() or 0, ", ".join(setup_.names))
   return setup_

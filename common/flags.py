@@ -74,6 +74,12 @@ flags.DEFINE_enum(
     "Kernel path of the pretraining steps: xla (each step compiled by XLA), tf (TensorFlow's default oneDNN "
     "kernels), or auto (the program's default, chosen by measurement: see the README); the weights agree "
     "to float rounding across paths.")
+flags.DEFINE_enum(
+    "thread_pool", _DEFAULTS.thread_pool, list(config_lib.THREAD_POOLS),
+    "Intra-op thread pool of logical CPU devices: per_device (--threads_per_device threads: each device one "
+    "worker, the report's 1-vs-G-devices question), shared (num_devices x threads_per_device threads that "
+    "every device's ops share, so an idle device lends its cores), or auto (the program's default, chosen by "
+    "measurement); ignored on GPUs.")
 flags.DEFINE_bool(
     "heldout_every_epoch", False,
     "Also evaluate every layer's held-out reconstruction loss (test images, fixed masks) after each of its "
@@ -153,6 +159,7 @@ def config_from_flags(strategy: str, config_cls: Type[config_lib.Config] = confi
       profile_dir=f.profile_dir,
       show_progress=show_progress,
       kernels=f.kernels,
+      thread_pool=f.thread_pool,
       heldout_every_epoch=f.heldout_every_epoch,
       tensorboard_dir=f.tensorboard_dir,
       **extra)

@@ -155,8 +155,8 @@ class Run:
 
 
 def setup_devices(config: config_lib.Config, distribution: str = "none",
-                  make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None
-                  ) -> Tuple[devices_lib.DeviceSetup, Optional[tf.distribute.Strategy]]:
+                  make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None,
+                  thread_pool: str = "per_device") -> Tuple[devices_lib.DeviceSetup, Optional[tf.distribute.Strategy]]:
   """The devices of a run, and its strategy when it has one: the one place devices are set up.
 
   Args:
@@ -164,6 +164,7 @@ def setup_devices(config: config_lib.Config, distribution: str = "none",
     distribution: one of `DISTRIBUTIONS`: what the program does when TF_CONFIG describes a cluster.
     make_strategy: for "multi_worker" programs outside a cluster, makes the strategy over the local
       devices (data parallel: `MirroredStrategy`).
+    thread_pool: the program's default intra-op pool setting, used when config.thread_pool is "auto".
 
   Returns:
     (DeviceSetup, strategy or None). A "client_server" worker task never returns: it serves its devices.
@@ -179,11 +180,11 @@ def setup_devices(config: config_lib.Config, distribution: str = "none",
   if in_cluster:
     strategy, setup = cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
     return setup, strategy
-  setup = devices_lib.setup(config.num_devices, config.threads_per_device)
+  setup = devices_lib.setup(config.num_devices, config.threads_per_device, config.thread_pool_setting(thread_pool))
   return setup, make_strategy(setup.names) if make_strategy is not None else None
 
 
-def start(config: config_lib.Config, kernels: str, distribution: str = "none",
+def start(config: config_lib.Config, kernels: str, distribution: str = "none", thread_pool: str = "per_device",
           place: Optional[Callable[[devices_lib.DeviceSetup], Sequence[str]]] = None,
           make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None,
           on_checkpoint: Optional[Callable[[Run], None]] = None,
@@ -193,7 +194,7 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none",
   Args:
     config: the configuration (already validated).
     kernels: the program's default kernel path, used when config.kernels is "auto".
-    distribution, make_strategy: see `setup_devices`.
+    distribution, make_strategy, thread_pool: see `setup_devices`.
     place: the device of each layer given the devices (default: all on the first device).
     on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the
       process or inject a fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the
@@ -206,7 +207,7 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none",
     ResumeMismatchError: `model_dir` holds a checkpoint of a different configuration.
   """
   started = time.perf_counter()
-  device_setup, strategy = setup_devices(config, distribution, make_strategy)
+  device_setup, strategy = setup_devices(config, distribution, make_strategy, thread_pool)
   mnist = data.load_mnist(config.data_dir, config.train_examples)
   first = device_setup.names[0]
   layer_devices = list(place(device_setup) if place else [first] * len(config.hidden_units))

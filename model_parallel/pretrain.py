@@ -25,6 +25,8 @@ from common import program
 
 # The kernel path of the steps with --kernels=auto (README, "Kernels").
 KERNELS = "xla"
+# The intra-op pool of logical CPU devices with --thread_pool=auto (README, "Kernels and threads").
+THREAD_POOL = "per_device"
 from common import progress as progress_lib
 from common import timing
 from model_parallel import group as group_lib
@@ -58,7 +60,8 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
     schedule = schedule_on(setup)
     return [setup.names[schedule.position(i)] for i in range(schedule.num_layers)]
 
-  run_ = program.start(config, KERNELS, distribution="client_server", place=place, on_checkpoint=on_checkpoint)
+  run_ = program.start(config, KERNELS, distribution="client_server", thread_pool=THREAD_POOL, place=place,
+                       on_checkpoint=on_checkpoint)
   schedule = schedule_on(run_.devices)
   num_devices = len(run_.devices.names)
   if num_devices > schedule.num_layers:

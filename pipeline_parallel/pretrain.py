@@ -52,6 +52,8 @@ from pipeline_parallel import stages as stages_lib
 # The kernel path of the steps with --kernels=auto (README, "Kernels"): TensorFlow's default kernels, on
 # which stages on different devices compute side by side (XLA-compiled steps did not, measured).
 KERNELS = "tf"
+# The intra-op pool of logical CPU devices with --thread_pool=auto (README, "Kernels and threads").
+THREAD_POOL = "per_device"
 
 
 class InFlight(tf.Module):
@@ -125,8 +127,8 @@ def run(config: config_lib.PipelineConfig,
     in_flight.append(InFlight(make_plan(config, len(setup.names)), stage_devices(setup)))
     return {"in_flight": in_flight[0]}
 
-  run_ = program.start(config, KERNELS, distribution="client_server", place=place, on_checkpoint=on_checkpoint,
-                       extra_trackables=trackables)
+  run_ = program.start(config, KERNELS, distribution="client_server", thread_pool=THREAD_POOL, place=place,
+                       on_checkpoint=on_checkpoint, extra_trackables=trackables)
   plan = make_plan(config, len(run_.devices.names))
   devices = stage_devices(run_.devices)
   if len(run_.devices.names) > plan.num_stages:

@@ -180,3 +180,20 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
   record = model_parallel.run(_config(tmp_path, "nan", num_devices=2, model_dir=model_dir))
   assert record["resumed"]
   assert all(np.isfinite(w).all() for w in runlog.load_weights(str(tmp_path / "nan.npz")).values())
+
+
+def test_shared_thread_pool_gives_the_same_weights(tmp_path):
+  """The cost-balanced placement on CPU (one intra-op pool of G x threads shared by the devices) changes
+  where the work runs, not what is computed: the same weights as one thread per device."""
+  flags = ["--hidden_units=64,48", "--num_devices=2", "--pretrain_epochs=2", "--finetune_epochs=0",
+           f"--train_examples={SLICE_EXAMPLES}", "--batch_size=50", f"--pretrain_learning_rate={LEARNING_RATE}",
+           "--seed=3", "--progress=log", f"--results_dir={tmp_path}", "--kernels=tf"]
+  for pool in ("per_device", "shared"):
+    proc = run_module("model_parallel.train", *flags, f"--thread_pool={pool}", f"--run_name={pool}",
+                      f"--export_weights={tmp_path / pool}.npz")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+  _assert_same_weights(str(tmp_path / "per_device.npz"), str(tmp_path / "shared.npz"), (64, 48))
+  env = {pool: json.load(open(tmp_path / f"{pool}.json"))["environment"] for pool in ("per_device", "shared")}
+  # The cause of the difference: the size of the one intra-op pool the devices share.
+  assert (env["per_device"]["thread_pool"], env["per_device"]["intra_op_threads"]) == ("per_device", 1)
+  assert (env["shared"]["thread_pool"], env["shared"]["intra_op_threads"]) == ("shared", 2)
