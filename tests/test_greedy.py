@@ -13,7 +13,7 @@ from common import config as config_lib
 from common import errors
 from common import runlog
 from greedy import pretrain
-from conftest import ROOT, SLICE_EXAMPLES, run_module
+from conftest import SLICE_EXAMPLES, run_module
 
 SMALL = ["--hidden_units=64,32", "--pretrain_epochs=2", "--finetune_epochs=2", f"--train_examples={SLICE_EXAMPLES}",
          "--batch_size=50", "--pretrain_learning_rate=0.01", "--seed=1", "--progress=log"]
@@ -77,7 +77,6 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
   model_dir = tmp_path / "model"
   resumable = SMALL + [f"--model_dir={model_dir}", f"--export_weights={tmp_path}/resumed.npz",
                        f"--results_dir={tmp_path}", "--run_name=resumed"]
-  helper = os.path.join(ROOT, "tests", "kill_at_checkpoint.py")
   # Checkpoints: layer 1 epochs 1-2, layer 2 epochs 1-2, finetune epochs 1-2.
   # Killed after the 3rd (inside layer 2's pretraining), then after the 2nd of the resumed
   # process (inside finetuning), then resumed to the end with the ordinary command.
@@ -86,7 +85,6 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
                         f"--kill_after_checkpoint={kill_after}", *resumable)
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert not os.path.exists(tmp_path / "resumed.npz")
-  assert os.path.exists(helper)
   final = run_module("greedy.train", *resumable)
   assert final.returncode == 0, final.stderr[-3000:]
   want = runlog.load_weights(str(tmp_path / "base.npz"))
