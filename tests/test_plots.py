@@ -197,3 +197,15 @@ def test_cores_note_says_what_the_records_show(output_dir):
   faster = series.oversubscribed_faster(data)
   assert ("still, some oversubscribed runs were faster" in note) == bool(faster)
   assert "no further speedup can appear" not in note
+
+
+def test_top_readme_headline_is_replaced_between_its_markers(output_dir, tmp_path):
+  top = tmp_path / "README.md"
+  top.write_text(f"# Title\n\n{readme.HEADLINE_BEGIN}\nold table\n{readme.HEADLINE_END}\n\n## After\n")
+  readme.write_top_readme(output_dir, str(top))
+  text = top.read_text()
+  assert "old table" not in text and text.startswith("# Title") and text.endswith("## After\n")
+  assert readme.headline(output_dir, readme._load_all(output_dir)) in text
+  top.write_text("# No markers\n")
+  with pytest.raises(ValueError, match="no headline block"):
+    readme.write_top_readme(output_dir, str(top))

@@ -101,7 +101,7 @@ def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> s
       ["Model parallel speedup over 1 device, 4 layers, batch 5000 (`mp_scaling_b5000`)", "2.10× on 4 GPUs",
        _scaling_cell(data["mp_scaling_b5000"], others["mp_scaling_b5000"], 4)],
       ["Data parallel speedup over 1 device, 4 layers (`dp_scaling`; ours: global batch 5000)",
-       "near linear (batch 5000 per GPU)", _scaling_cell(data["dp_scaling"], others["dp_scaling"], 4)],
+       "near linear (batch 5000, per tower in the original code)", _scaling_cell(data["dp_scaling"], others["dp_scaling"], 4)],
       ["Model parallel on 2 devices vs greedy / vs sync_layerwise, 2 × 1000 units, batch 1000 (benchmark)", "—",
        cell(_benchmark_cell(output_dir, "model_parallel", "summary_b1000.json",
                             [("speedup_vs_greedy", "vs greedy"), ("speedup_vs_sync_layerwise", "vs sync_layerwise")]))],
@@ -119,7 +119,7 @@ def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> s
     row = series.dp_accuracy_rows(dp, dp.preset)[-1]
     batch = series.batch_label([r for n, r in dp.runs.items() if n.startswith("dp_")])
     rows.append([f"Data parallel test accuracy at a large batch, report's recipe / large-batch recipe",
-                 f"{reported.DP_ACCURACY[60]} (60+60), {reported.DP_ACCURACY[30]} (30+30), batch 5000 per GPU",
+                 f"{reported.DP_ACCURACY[60]} (60+60), {reported.DP_ACCURACY[30]} (30+30), batch 5000 (per tower)",
                  cell(f"{style.fmt_accuracy(row['report_recipe'])} / {style.fmt_accuracy(row['large_batch'])} "
                       f"({dp.preset}, {row['epochs']}+{row['epochs']}, {batch}, single runs)",
                       _full_size(data["full_size"], "data_parallel"))])
