@@ -35,7 +35,7 @@ def test_finetuning_beats_chance_by_far_and_record_is_complete(tmp_path):
   # The reconstruction loss falls from epoch to epoch.
   losses = [e["loss"] for e in record["layers"][0]["epochs"]]
   assert losses[-1] < losses[0]
-  # Every contract field of DESIGN.md's run record, in the file on disk.
+  # Every field of the run record (common/runlog.py), in the file on disk.
   on_disk = json.load(open(tmp_path / "runs" / "run.json"))
   for field in runlog.REQUIRED_FIELDS:
     assert field in on_disk, field

@@ -16,8 +16,8 @@ from experiments.report import readme
 from experiments.report import series
 from experiments.report import style
 from experiments.report import tables
+from conftest import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "records")
 RESULTS = os.path.join(ROOT, "results")
 

@@ -17,8 +17,8 @@ from experiments.benchmarks import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
 from experiments.report import figures
 from experiments.report import readme
+from conftest import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
 
 
