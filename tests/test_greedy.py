@@ -3,7 +3,6 @@ resume after SIGKILL, and the divergence guard."""
 
 import json
 import os
-import sys
 
 import numpy as np
 import pytest

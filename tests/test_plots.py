@@ -7,7 +7,6 @@ import shutil
 
 import pytest
 
-from experiments import perf_model
 from experiments import presets
 from experiments import records
 from experiments import reported

@@ -14,9 +14,8 @@ from experiments import perf_model
 from experiments import presets
 from experiments import records
 from experiments import reported
-from experiments.benchmarks import catalog
-from experiments.benchmarks import harness
 from experiments.report import figures
+from experiments.report import other_tables
 from experiments.report import series
 from experiments.report import style
 from experiments.report import tables
@@ -186,12 +185,6 @@ def _noise_note(model: perf_model.Model, predictions: List[perf_model.Prediction
   return "\n\n" + " ".join(text) if text else ""
 
 
-def _judged(x: Optional[float]) -> str:
-  if x is None:
-    return "none"
-  return f"{x:.1%} ({'within' if x <= tables.MODEL_ERROR_GOAL else 'outside'} the {tables.MODEL_ERROR_GOAL:.0%} goal)"
-
-
 def model_part(name: str, d: records.EntryData) -> str:
   """The performance model of one entry on one machine: parameters, errors, per-point table."""
   model, why = series.model_for(d)
@@ -204,9 +197,9 @@ def model_part(name: str, d: records.EntryData) -> str:
                                                                                            else ""),
            style.fmt_seconds(p.predicted), f"{p.relative_error:+.1%}", "fit" if p.in_calibration else "predicted",
            f"{work[p.name] / p.measured:.2f} / {work[p.name] / p.predicted:.2f}"] for p in predictions]
-  verdict = (f"in-sample error at the fit points (G <= 2): largest {_judged(series.max_error(predictions, True))}; "
+  verdict = (f"in-sample error at the fit points (G <= 2): largest {tables.judged_error(series.max_error(predictions, True))}; "
              f"out-of-sample error at the predicted points (G > 2, not used for the fit): largest "
-             f"{_judged(series.max_error(predictions, False))}")
+             f"{tables.judged_error(series.max_error(predictions, False))}")
   return (f"**`{name}`** ({style.machine_label(d)}, preset {d.preset}): {model.describe()}; calibrated on "
           f"{', '.join(model.calibration)}; {verdict}.\n\n"
           + style.md_table(["hidden units", "devices", "measured s", "predicted s", "error", "point",
@@ -225,75 +218,6 @@ def model_section(output_dir: str, data: Dict[str, Optional[records.EntryData]])
   return "\n\n".join(parts)
 
 
-def _folder_records(folder: str) -> Dict[str, dict]:
-  return {f[:-len(".json")]: records.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder))
-          if f.endswith(".json")}
-
-
-def machine_section(output_dir: str, machine: str) -> str:
-  """The other machine's records outside the run list and the benchmarks: one table per folder, with the
-  speedup over its one-device run, the test accuracy, and the performance model fitted on its G <= 2 runs
-  predicting the rest when the folder has both."""
-  root = os.path.join(output_dir, machine)
-  parts = []
-  for folder in sorted(os.listdir(root)):
-    path = os.path.join(root, folder)
-    if folder in ("runs", "benchmarks") or not os.path.isdir(path):
-      continue
-    rs = _folder_records(path)
-    base = {len(r["config"]["hidden_units"]): r for r in rs.values() if records.devices(r) == 1}
-    d = records.EntryData(folder, "", rs)
-    predicted = {}
-    if any(records.devices(r) == 2 for r in rs.values()) and base:
-      predicted = {p.name: p for p in series.model_predictions(d)}
-    rows = []
-    for name, r in rs.items():
-      one = base.get(len(r["config"]["hidden_units"]))
-      p = predicted.get(name)
-      rows.append([f"`{name}`", style.program_name(series.strategy(r)), "x".join(map(str, r["config"]["hidden_units"])),
-                   series.batch_label([r]), r["config"]["pretrain_epochs"], records.devices(r),
-                   style.fmt_seconds(series.seconds(r)),
-                   style.fmt_ratio(series.seconds(one) / series.seconds(r)) if one else "—",
-                   f"{style.fmt_seconds(p.predicted)} ({p.relative_error:+.1%}, {'fit' if p.in_calibration else 'predicted'})"
-                   if p else "—", style.fmt_accuracy(records.test_accuracy(r))])
-    model = ""
-    if predicted:
-      m, _ = series.model_for(d)
-      model = (f" Performance model fitted on the G <= 2 runs ({m.describe()}); out-of-sample error at the "
-               f"predicted points: largest {_judged(series.max_error(list(predicted.values()), False))}.")
-      if m.strategy == "data_parallel" and m.parallel_fraction == 1.0 and not m.allreduce_seconds_per_param:
-        model += (" These runs have no op profile, so the model takes all of an epoch to split over the replicas "
-                  "(f = 1) and the all-reduce to be free (gamma = 0).")
-    parts.append(f"**`{machine}/{folder}/`** ({records.hardware(list(rs.values()))}; command in "
-                 f"[`{machine}/README.md`]({machine}/README.md)).{model}\n\n" + style.md_table(
-                     ["run", "program", "hidden units", "batch", "epochs", "devices", "pretraining s",
-                      "speedup over 1 device", "model s (error)", "test accuracy"], rows))
-  return "\n\n".join(parts)
-
-
-# ---- benchmarks ------------------------------------------------------------------------------------
-
-def benchmark_section(output_dir: str) -> str:
-  """Every benchmark summary of this machine and the others: each configuration's seconds and the measures."""
-  parts = []
-  for benchmark in catalog.BENCHMARKS:
-    rows = []
-    for where in [output_dir] + [os.path.join(output_dir, m) for m in records.OTHER_MACHINES]:
-      for file, summary in harness.load_summaries(where, benchmark).items():
-        seconds = "; ".join(f"{n} {style.fmt_spread(s)}" for n, s in summary["pretrain_seconds"].items())
-        measures = [style.fmt_spread(summary.get(key)) for key, _ in benchmark.columns]
-        link = os.path.relpath(os.path.join(where, "benchmarks", benchmark.name, file), output_dir)
-        rows.append([f"{summary['setting'].get('cpu_count', '?')} cores", harness.setting_of(summary), seconds,
-                     *measures, f"[`{link}`]({link})"])
-    if not rows:
-      continue
-    parts.append(f"**`{benchmark.name}`** (`python -m experiments.benchmarks.{benchmark.name}`; each summary's "
-                 "`command` field has its flags):\n\n" + style.md_table(
-                     ["machine", "setting", "pretraining s per configuration"] + [label for _, label in benchmark.columns]
-                     + ["summary"], rows))
-  return "\n\n".join(parts) if parts else "No benchmark records yet."
-
-
 # ---- entries ---------------------------------------------------------------------------------------
 
 def entry_section(output_dir: str, name: str, data: Optional[records.EntryData]) -> str:
@@ -310,7 +234,7 @@ def entry_section(output_dir: str, name: str, data: Optional[records.EntryData])
   table, sentences = tables.TABLES[name](data, others)
   lines += [table, "", " ".join(x for x in sentences if x), ""]
   if name == "large_batch":
-    lines += _finetune_sweeps(os.path.join(output_dir, "large_batch", data.preset))
+    lines += other_tables.finetune_sweeps(os.path.join(output_dir, "large_batch", data.preset))
   entries = presets.build(data.preset)
   jobs = driver.plan(entries, data.preset, _rel(output_dir), "scratch/reproduce", 2)
   mine = {(r.home, r.stored_name) for r in entries[name].runs}
@@ -320,29 +244,6 @@ def entry_section(output_dir: str, name: str, data: Optional[records.EntryData])
   lines += ["python " + " ".join(driver.command(j)[1:]) for j in jobs if (j.run.home, j.run.stored_name) in mine]
   lines += ["```", "</details>", ""]
   return "\n".join(lines)
-
-
-# The probe that made the finetuning-only sweeps of the large-batch study (removed since).
-_SWEEP_PROBE = "experiments/dp_finetune_sweep.py"
-_SWEEP_PROBE_COMMIT = "c7ce2f6"
-
-
-def _finetune_sweeps(folder: str) -> List[str]:
-  """Lines on the finetuning-only sweeps kept beside the large-batch study's records (history)."""
-  files = sorted(f for f in os.listdir(folder) if f.startswith("finetune_sweep")) if os.path.isdir(folder) else []
-  if not files:
-    return []
-  rows = []
-  for file in files:
-    sweep = records.load(os.path.join(folder, file))
-    for v in sweep["variants"]:
-      rows.append([f"`{file}`", v["name"], f"{v['learning_rate']:g}", f"{v['warmup_epochs']:g}",
-                   style.fmt_accuracy(v["validation_accuracy"])])
-  return ["History: before the recipe was fixed, finetuning alone was swept from one set of pretrained weights "
-          f"(plain SGD and SGD with momentum 0.9 at batch 5000, 10 epochs) by a probe since removed (`{_SWEEP_PROBE}`, "
-          f"`git show {_SWEEP_PROBE_COMMIT}:{_SWEEP_PROBE}`); each file's `command` field is the command that made it. "
-          "Validation accuracy:", "", style.md_table(["record", "variant", "learning rate", "warm-up epochs",
-                                                      "validation accuracy"], rows), ""]
 
 
 def write(output_dir: str) -> str:
@@ -394,12 +295,12 @@ def write(output_dir: str) -> str:
       "(min–max) over repeats; a speedup is the ratio of the same repeat's runs. Notes on what they show: "
       "[docs/model_parallel.md](../docs/model_parallel.md), [docs/data_parallel.md](../docs/data_parallel.md), "
       "[docs/multi_host.md](../docs/multi_host.md).", "",
-      benchmark_section(output_dir), "",
+      other_tables.benchmark_section(output_dir), "",
   ]
   for machine in machines:
     text += [f"## More records of the {machine} machine", "",
              "Single runs outside the run list, each folder made by one command (see the machine's README).", "",
-             machine_section(output_dir, machine), ""]
+             other_tables.machine_section(output_dir, machine), ""]
   text += ["## Entries", ""]
   for name in presets.ENTRIES:
     text.append(entry_section(output_dir, name, data[name]))

@@ -28,22 +28,12 @@ def seconds(record: dict) -> float:
 
 # ---- scaling entries -------------------------------------------------------------------------------
 
-def by_devices(data: records.EntryData) -> Dict[int, dict]:
-  """{devices: record} of an entry with one run per device count (dp_scaling)."""
-  return dict(sorted((records.devices(r), r) for r in data.runs.values()))
-
-
-def mp_layers(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
-  """{hidden layers: {devices: record}} of a model-parallel scaling entry."""
+def stacks(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
+  """{hidden layers: {devices: record}} of a scaling entry (data parallel: one stack), sorted."""
   out: Dict[int, Dict[int, dict]] = {}
   for r in data.runs.values():
     out.setdefault(len(r["config"]["hidden_units"]), {})[records.devices(r)] = r
   return {h: dict(sorted(out[h].items())) for h in sorted(out)}
-
-
-def stacks(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
-  """{hidden layers: {devices: record}} of any scaling entry (data parallel: one stack)."""
-  return mp_layers(data)
 
 
 def model_for(data: records.EntryData) -> Tuple[Optional[perf_model.Model], str]:

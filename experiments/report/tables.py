@@ -2,7 +2,7 @@
 differs, all computed from the records (`report.series`) and `experiments.reported`. Every table function
 takes (data, others): the entry's records on this machine and {machine: records} of the other machines."""
 
-from typing import Callable, Dict, List, Mapping, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Tuple
 
 from experiments import records
 from experiments import reported
@@ -11,6 +11,13 @@ from experiments.report import style
 
 MODEL_ERROR_GOAL = 0.15
 Others = Mapping[str, records.EntryData]
+
+
+def judged_error(x: Optional[float]) -> str:
+  """A relative error against the goal, e.g. "12.3% (within the 15% goal)"; "none" for None."""
+  if x is None:
+    return "none"
+  return f"{x:.1%} ({'within' if x <= MODEL_ERROR_GOAL else 'outside'} the {MODEL_ERROR_GOAL:.0%} goal)"
 
 
 def _over(record: dict) -> str:
