@@ -5,7 +5,7 @@ Usage:
   python -m experiments.reproduce --preset=cpu                      # the report's entries, ~1 hour on 2 cores
   python -m experiments.reproduce --preset=paper --only=dp_accuracy # one entry at the report's size
   python -m experiments.reproduce --preset=cpu --only=mp_scaling_b100/h4_g2,dp_scaling
-  python -m experiments.reproduce --preset=mid                      # the large-batch study (hours)
+  python -m experiments.reproduce --preset=mid                      # the large-batch study (~45 min)
   python -m experiments.reproduce --preset=full                     # the full-size runs (hours each)
   python -m experiments.reproduce --preset=cpu --dry_run            # the plan with estimated minutes
   python -m experiments.reproduce --figures_only                    # redraw everything from the records

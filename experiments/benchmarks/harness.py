@@ -184,7 +184,7 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
       json.dump(summary, f, indent=1)
   else:
     out(f"[benchmark {benchmark.name}] every record exists; {path} left as it was")
-  for measure, label in benchmark.columns:
+  for measure, label in ((m, l) for m, l in benchmark.columns if m in summary):
     s = summary[measure]
     out(f"{label}: median {s['median']:.3f} (min {s['min']:.3f}, max {s['max']:.3f})")
   return path, summary
@@ -207,6 +207,8 @@ def main(benchmark: Benchmark) -> None:
   for name, (default, help_text) in benchmark.options.items():
     define = flags.DEFINE_float if isinstance(default, float) else flags.DEFINE_integer
     options[name] = define(name, default, help_text)
+  for holder in (hidden, batch, epochs, examples, devices, repeats, output, work, *options.values()):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[holder.name])  # shown by --help
 
   def _main(argv):
     if len(argv) > 1:
