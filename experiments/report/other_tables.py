@@ -73,7 +73,10 @@ def benchmark_section(output_dir: str) -> str:
     if not rows:
       continue
     parts.append(f"**`{benchmark.name}`** (`python -m experiments.benchmarks.{benchmark.name}`; each summary's "
-                 "`command` field has its flags):\n\n" + style.md_table(
+                 "`command` field has its flags; summaries made before the benchmarks moved to "
+                 f"`experiments/benchmarks/` name the module `experiments.bench_{benchmark.name}`, same flags and "
+                 "configurations; rerunning the command on the committed records recomputes the same summary):\n\n"
+                 + style.md_table(
                      ["machine", "setting", "pretraining s per configuration"] + [label for _, label in benchmark.columns]
                      + ["summary"], rows))
   return "\n\n".join(parts) if parts else "No benchmark records yet."
