@@ -4,7 +4,7 @@ Used for the ETA of `experiments.driver` and for the budget table of results/REA
 (estimated vs measured minutes per entry). The estimate is the performance model
 (`experiments.perf_model`) fed with per-layer epoch seconds computed from FLOPs
 (`common.cost.layer_epoch_flops`) at a per-core rate measured on this project's machines,
-plus fixed costs per process. The constants are stated here, and the README prints them.
+plus fixed costs per process. The constants are stated here; results/README.md prints the main ones.
 """
 
 import math
