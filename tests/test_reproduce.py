@@ -96,11 +96,13 @@ def test_select_entries_and_single_runs():
 
 @pytest.fixture
 def fake_modules(tmp_path, monkeypatch):
-  """{program: module} stand-ins that call tests.fixtures.fake_train.main(program)."""
+  """{program: module} stand-ins that call tests.fixtures.fake_train.main(program), for every program of the
+  run list and of the model-parallel benchmark."""
   stubs = tmp_path / "stubs"
   stubs.mkdir()
   modules = {}
-  for program in ("greedy", "model_parallel", "data_parallel"):
+  programs = {r.program for e in presets.build("smoke").values() for r in e.runs} | set(bench_model_parallel.PROGRAMS)
+  for program in sorted(programs):
     (stubs / f"fake_{program}.py").write_text(
         f"from tests.fixtures import fake_train\nfake_train.main({program!r})\n")
     modules[program] = f"fake_{program}"
@@ -176,10 +178,9 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
   assert order == ["greedy_r0", "sync_layerwise_r0", "model_parallel_r0", "sync_layerwise_r1", "model_parallel_r1",
                    "greedy_r1"]
   assert {j.run.flag("num_devices") for j in jobs if j.run.program == "model_parallel"} == {2}
-  modules = dict(fake_modules, sync_layerwise=fake_modules["greedy"])
   lines = []
   path, summary = harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append,
-                              modules)
+                              fake_modules)
   assert path == os.path.join(out, "summary_b100.json") and os.path.exists(path)
   assert summary["order"] == order and summary["machine_load"] is not None
   seconds = {name: [records.load(p)["pretrain_seconds"] for p in paths] for name, paths in summary["records"].items()}
@@ -188,7 +189,7 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
       [g / m for g, m in zip(seconds["greedy"], seconds["model_parallel"])])
   # A rerun times nothing and keeps the summary that was measured.
   os.utime(path, (0, 0))
-  harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append, modules)
+  harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append, fake_modules)
   assert os.path.getmtime(path) == 0
 
 
