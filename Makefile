@@ -12,10 +12,13 @@ export TFDS_DATA_DIR ?= $(abspath $(SHARED_DATA))
 endif
 
 # The main job: model-parallel pretraining, one layer per device, on every core (logical CPU devices).
+# Its record goes to runs/ (ignored by git); the committed results/quickstart/make_train.json was made with
+# `make train RESULTS_DIR=results/quickstart` on 2 cores.
 NUM_DEVICES ?= $(shell nproc 2>/dev/null || echo 2)
+RESULTS_DIR ?= runs
 TRAIN_PROGRAM ?= model_parallel
 TRAIN_FLAGS ?= --hidden_units=1000,1000 --pretrain_epochs=10 --finetune_epochs=10 --batch_size=100 \
-	--num_devices=$(NUM_DEVICES) --results_dir=results/quickstart --run_name=make_train
+	--num_devices=$(NUM_DEVICES) --results_dir=$(RESULTS_DIR) --run_name=make_train
 # Every figure and table of the report (about an hour on 2 cores with the cpu preset; see results/README.md).
 REPRODUCE_FLAGS ?= --preset=cpu
 

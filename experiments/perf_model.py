@@ -1,7 +1,7 @@
 """A performance model of layer-wise pretraining: predicts pretraining seconds for G = 1..8 devices.
 
-Inputs are quantities measured at small G (1 and 2 devices) and the schedule of each strategy
-(DESIGN.md, "The four schedules"; reference/original_implementation.md, "Schedules"):
+Inputs are quantities measured at small G (1 and 2 devices) and the schedule of each strategy (the
+report's section on the schedules; the model-parallel one is `model_parallel.schedule.Schedule`):
 
   * t_k: seconds of one epoch of layer k alone on one device (one core): the median epoch of a G = 1
     run (greedy, or model_parallel/data_parallel with one device). Layer k's epoch includes the
@@ -10,11 +10,12 @@ Inputs are quantities measured at small G (1 and 2 devices) and the schedule of 
     busy devices each progresses at min(1, C/n) of a core, times 1/rho when n >= 2, where rho >= 1 is
     the slowdown of running side by side (memory bandwidth, caches). On a 2-core machine, G > 2
     devices are oversubscribed: they cannot run faster than 2 devices, only share the cores.
-  * model_parallel: groups of G layers; in a group of m layers, steps s = 0..E+m-2, layer j of the
-    group active from step j on (pipeline fill). A step lasts the processor-sharing makespan of its
-    active layers' epochs, plus the weight copies at its end: kappa seconds per copied parameter, for
-    every copy of a layer into the frozen copies of the layers above it in its group. Groups run one
-    after another.
+  * model_parallel: the steps of `Schedule(H, G, E)` (groups of G layers; in a group of m layers, steps
+    s = 0..E+m-2, layer j of the group active from step j on: pipeline fill). A step lasts the
+    processor-sharing makespan of its active layers' epochs, plus the weight copies at its end: kappa
+    seconds per copied parameter, for every copy of a layer into the frozen copies of the layers above
+    it in its group. Groups run one after another. sync_layerwise: the same steps on one core, the
+    active layers one after another.
   * data_parallel: greedy order; an epoch of layer k splits the fraction f of t_k that is per-example
     compute over G replicas (processor sharing again: f t_k / min(G, C), times rho for G >= 2), keeps
     the rest (input gather, SGD apply, step overhead) serial, and adds the all-reduce. All-reduce cost
@@ -22,9 +23,10 @@ Inputs are quantities measured at small G (1 and 2 devices) and the schedule of 
     parameters per step: S_k (G - 1) P_k gamma seconds per epoch (S_k steps per epoch).
   * greedy: sum of E t_k (G does not change it).
 
-Calibration (`calibrate_model_parallel`, `calibrate_data_parallel`) reads those quantities from run
-records; `relative_errors` compares predictions with every measured point and says which points the
-calibration used (their error is in-sample) and which it did not (a real prediction).
+Calibration (`calibrate_model_parallel`, `calibrate_data_parallel`) reads t_k, kappa and the all-reduce
+cost from run records and fits rho (it is a fit, not a measurement); `predictions` compares the model with
+every measured point and says which points the calibration used (their error is in-sample) and which it
+did not (a real prediction).
 """
 
 import dataclasses
@@ -32,6 +34,7 @@ import statistics
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from common import cost
+from model_parallel import schedule as schedule_lib
 
 
 # Devices the model's lines are drawn for.
@@ -70,21 +73,6 @@ def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: floa
   return elapsed
 
 
-def model_parallel_steps(num_layers: int, epochs: int, devices: int) -> List[Tuple[int, int, List[int]]]:
-  """The model-parallel schedule: [(group, step, active layers 0-based)], in execution order.
-
-  Layers are taken in groups of `devices`; a group of m layers runs steps 0..epochs+m-2 and layer j
-  (0-based in the group) is active from step j on, so it trains epochs+m-1-j epochs and the group's
-  last layer exactly `epochs`. G = 1 is greedy. (reference/original_implementation.md, "multigpu".)
-  """
-  steps = []
-  for group, first in enumerate(range(0, num_layers, devices)):
-    members = list(range(first, min(first + devices, num_layers)))
-    for s in range(epochs + len(members) - 1):
-      steps.append((group, s, [k for j, k in enumerate(members) if j <= s]))
-  return steps
-
-
 def copied_params(members: Sequence[int], params: Sequence[int]) -> int:
   """Parameters copied at the end of every step of a group: each layer's device holds a frozen copy of
   every lower layer of its group, refreshed from the live layer (`model_parallel/group.py`), so the
@@ -113,18 +101,19 @@ def predict_model_parallel(epoch_seconds: Sequence[float], epochs: int, devices:
     params: parameters per layer (needed when kappa > 0).
   """
   total = 0.0
-  layers = len(epoch_seconds)
-  for _, _, active in model_parallel_steps(layers, epochs, devices):
-    total += processor_sharing_makespan([epoch_seconds[k] for k in active], cores, slowdown)
+  schedule = schedule_lib.Schedule(len(epoch_seconds), devices, epochs)
+  for step in schedule.all_steps():
+    total += processor_sharing_makespan([epoch_seconds[k] for k in step.active], cores, slowdown)
     if copy_seconds_per_param:
-      members = _group_members(active[0], layers, devices)
-      total += copy_seconds_per_param * copied_params(members, params)
+      total += copy_seconds_per_param * copied_params(schedule.groups[step.group], params)
   return total
 
 
-def _group_members(layer: int, num_layers: int, devices: int) -> List[int]:
-  first = layer - layer % devices
-  return list(range(first, min(first + devices, num_layers)))
+def predict_sync_layerwise(epoch_seconds: Sequence[float], epochs: int) -> float:
+  """Seconds of synchronized layer-wise pretraining: every step of `Schedule(H, H, E)`, its active layers
+  one after another on one core."""
+  return schedule_lib.Schedule(len(epoch_seconds), len(epoch_seconds), epochs).critical_path(
+      epoch_seconds, concurrent=False)
 
 
 def predict_data_parallel(epoch_seconds: Sequence[float], epochs: int, devices: int, cores: int,
@@ -227,7 +216,7 @@ class Model:
   """A calibrated model of one strategy.
 
   Attributes:
-    strategy: "model_parallel", "data_parallel" or "greedy".
+    strategy: "model_parallel", "data_parallel", "sync_layerwise" or "greedy".
     epoch_seconds: t_k for the deepest stack measured (a shallower stack uses its first layers).
     epoch_seconds_by_depth: ((H, t_k of an H-layer stack), ...) from each depth's own one-device run,
       used for that depth instead of `epoch_seconds` (runs of one experiment differ by a few percent
@@ -275,6 +264,8 @@ class Model:
     if self.strategy == "data_parallel":
       return predict_data_parallel(t, epochs, devices, self.cores, self.parallel_fraction, self.slowdown,
                                    self.allreduce_seconds_per_param, params, self.steps_per_epoch)
+    if self.strategy == "sync_layerwise":
+      return predict_sync_layerwise(t, epochs)
     return predict_greedy(t, epochs)
 
   def work_seconds(self, hidden_units: Sequence[int], epochs: int, devices: int) -> float:
@@ -287,8 +278,9 @@ class Model:
       ValueError: the stack is deeper than the calibration run's.
     """
     t = self._layer_seconds(len(hidden_units))
-    if self.strategy == "model_parallel":
-      return sum(t[k] for _, _, active in model_parallel_steps(len(t), epochs, devices) for k in active)
+    if self.strategy in ("model_parallel", "sync_layerwise"):
+      g = devices if self.strategy == "model_parallel" else len(t)
+      return schedule_lib.Schedule(len(t), g, epochs).critical_path(t, concurrent=False)
     return epochs * sum(t)
 
   def curve(self, hidden_units: Sequence[int], epochs: int,
@@ -299,7 +291,7 @@ class Model:
   def describe(self) -> str:
     """The calibrated parameters in one line (for figures and results/README.md)."""
     parts = [f"t_k = {', '.join(f'{t:.3g}' for t in self.epoch_seconds)} s", f"C = {self.cores}",
-             f"rho = {self.slowdown:.3f}"]
+             f"fitted rho = {self.slowdown:.3f}"]
     if self.strategy == "model_parallel":
       parts.append(f"kappa = {self.copy_seconds_per_param * 1e9:.3g} ns/param")
     if self.strategy == "data_parallel":
@@ -316,13 +308,12 @@ def _copy_seconds_per_param(records: Iterable[Mapping]) -> float:
   """kappa = measured copy seconds / copied parameters, over every step of model-parallel schedules."""
   seconds, copied = 0.0, 0
   for r in records:
-    schedule = r.get("schedule") or {}
     hidden = r["config"]["hidden_units"]
     params = cost.layer_params(hidden)
-    g = r["config"]["num_devices"]
-    for step in schedule.get("steps", []):
+    schedule = schedule_lib.Schedule(len(hidden), r["config"]["num_devices"], r["config"]["pretrain_epochs"])
+    for step in (r.get("schedule") or {}).get("steps", []):
       seconds += float(step.get("copy_seconds") or 0.0)
-      copied += copied_params(_group_members(step["active_layers"][0] - 1, len(hidden), g), params)
+      copied += copied_params(schedule.groups[schedule.group_of(step["active_layers"][0] - 1)], params)
   return seconds / copied if copied else 0.0
 
 
@@ -409,8 +400,16 @@ def calibrate_data_parallel(records: Mapping[str, Mapping],
 
 
 @dataclasses.dataclass(frozen=True)
-class Error:
-  """Prediction vs measurement at one measured point."""
+class Prediction:
+  """The model's prediction at one measured point, beside the measurement.
+
+  Attributes:
+    name: the run's name.
+    hidden_units, devices: the point.
+    measured, predicted: pretraining seconds.
+    in_calibration: the run was used to calibrate the model (its error is in-sample).
+    oversubscribed: more devices than the machine's cores.
+  """
   name: str
   hidden_units: Tuple[int, ...]
   devices: int
@@ -420,17 +419,16 @@ class Error:
   oversubscribed: bool
 
   @property
-  def relative(self) -> float:
+  def relative_error(self) -> float:
     """(predicted - measured) / measured."""
     return (self.predicted - self.measured) / self.measured
 
 
-def relative_errors(model: Model, records: Mapping[str, Mapping]) -> List[Error]:
+def predictions(model: Model, records: Mapping[str, Mapping]) -> List[Prediction]:
   """The model's prediction at every measured run of `records`, sorted by layers then devices."""
-  errors = []
+  out = []
   for name, r in records.items():
     p = Point.of(r, name)
-    errors.append(Error(name, p.hidden_units, p.devices, p.seconds, model.predict(p.hidden_units, p.epochs, p.devices),
-                        name in model.calibration, p.devices > model.cores))
-  return sorted(errors, key=lambda e: (len(e.hidden_units), e.devices, e.name))
-
+    out.append(Prediction(name, p.hidden_units, p.devices, p.seconds, model.predict(p.hidden_units, p.epochs, p.devices),
+                          name in model.calibration, p.devices > model.cores))
+  return sorted(out, key=lambda e: (len(e.hidden_units), e.devices, e.name))

@@ -1,16 +1,21 @@
-"""Reading the run records of the experiments (DESIGN.md, "The run record").
+"""Reading the run records of the experiments (the record each program writes, `common/runlog.py`).
 
-Records live at <output_dir>/runs/<entry>/<preset>_<run>.json (one directory per entry; a run shared
-by two entries lives in the first one's directory, see `presets.build`). Everything the figures and
-results/README.md show is computed here from those records.
+Records live where `presets.record_file` puts them, normally <output_dir>/runs/<entry>/<preset>_<run>.json
+(a run shared by two entries lives in the first one's directory, see `presets.build`). `EntryData` is what
+a figure or table of an entry is computed from. Records of other machines live in subdirectories of the
+output directory laid out the same way (`OTHER_MACHINES`).
 """
 
+import dataclasses
 import json
 import os
 import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from experiments import presets
+
+# Subdirectories of an output directory that hold another machine's records, in the same layout.
+OTHER_MACHINES = ("xeon16",)
 
 # Config fields compared between a stored record and the run that would make it.
 _COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices",
@@ -20,7 +25,7 @@ _COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size",
 
 def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
   """Where the record of `run` at `preset` is written."""
-  return os.path.join(output_dir, "runs", run.home, f"{preset}_{run.stored_name}.json")
+  return os.path.join(output_dir, presets.record_file(preset, run))
 
 
 def load(path: str) -> Optional[Dict[str, Any]]:
@@ -55,25 +60,72 @@ def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
 
 
 def entry_records(output_dir: str, entry: str, preset: str) -> Dict[str, Dict[str, Any]]:
-  """{run name: record} of the runs of `entry` at `preset` that exist."""
+  """{run name: record} of the runs of `entry` at `preset` that exist (none if the preset lacks the entry)."""
   out = {}
-  for run in presets.build(preset)[entry].runs:
+  entries = presets.build(preset)
+  for run in entries[entry].runs if entry in entries else ():
     record = load(record_path(output_dir, preset, run))
     if record is not None:
       out[run.name] = record
   return out
 
 
+# Which preset an entry shows when several have records: the largest first.
+_PREFERENCE = ("cpu", "paper", "full", "mid", "smoke")
+
+
 def primary_preset(output_dir: str, entry: str) -> Optional[str]:
   """The preset an entry's figure and table show: paper when all its paper runs exist, else the
-  largest preset with any record (cpu, then paper, then smoke); None when there is none."""
+  largest preset with any record (cpu, paper, full, mid, then smoke); None when there is none."""
   runs = {p: entry_records(output_dir, entry, p) for p in presets.PRESETS}
-  if runs["paper"] and len(runs["paper"]) == len(presets.build("paper")[entry].runs):
+  paper = presets.build("paper")
+  if runs["paper"] and len(runs["paper"]) == len(paper[entry].runs):
     return "paper"
-  for preset in ("cpu", "paper", "smoke"):
+  for preset in _PREFERENCE:
     if runs[preset]:
       return preset
   return None
+
+
+@dataclasses.dataclass
+class EntryData:
+  """The records a figure or table is drawn from.
+
+  Attributes:
+    entry: the entry name.
+    preset: the preset shown (see `primary_preset`).
+    runs: {run name: record} of `preset`.
+    other: {preset: {run name: record}} of the other presets that have records (accuracy figures
+      show them too).
+  """
+  entry: str
+  preset: str
+  runs: Dict[str, Dict[str, Any]]
+  other: Dict[str, Dict[str, Dict[str, Any]]] = dataclasses.field(default_factory=dict)
+
+  @staticmethod
+  def load(output_dir: str, entry: str) -> Optional["EntryData"]:
+    """The entry's records in `output_dir`, or None when it has none."""
+    preset = primary_preset(output_dir, entry)
+    if preset is None:
+      return None
+    other = {p: r for p in presets.PRESETS if p != preset
+             for r in [entry_records(output_dir, entry, p)] if r}
+    return EntryData(entry, preset, entry_records(output_dir, entry, preset), other)
+
+  def all_records(self) -> list:
+    """Records of every preset present."""
+    return list(self.runs.values()) + [r for runs in self.other.values() for r in runs.values()]
+
+
+def other_machines(output_dir: str, entry: str) -> Dict[str, EntryData]:
+  """{machine directory: the entry's records there} for the other machines that have records of it."""
+  out = {}
+  for machine in OTHER_MACHINES:
+    data = EntryData.load(os.path.join(output_dir, machine), entry)
+    if data is not None:
+      out[machine] = data
+  return out
 
 
 def config(record: Mapping, name: str) -> Any:
@@ -108,14 +160,25 @@ def hardware(records: Sequence[Mapping]) -> str:
 
 
 def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
-  """Median wall seconds of one pretraining epoch of layer `layer` (0-based)."""
+  """Median seconds of one pretraining epoch of layer `layer` (0-based)."""
   return statistics.median(e["seconds"] for e in record["layers"][layer]["epochs"])
+
+
+def layer_epoch_seconds(record: Mapping) -> List[float]:
+  """Median seconds of one pretraining epoch of each layer, bottom first."""
+  return [median_epoch_seconds(record, k) for k in range(len(record["layers"]))]
 
 
 def test_accuracy(record: Mapping) -> Optional[float]:
   """The finetuned test accuracy in [0, 1], or None when the run did not finetune."""
   fine = record.get("finetune")
   return fine["test_accuracy"] if fine else None
+
+
+def validation_accuracy(record: Mapping) -> Optional[float]:
+  """The finetuned accuracy on the validation split (5,000 images held out of training), or None."""
+  fine = record.get("finetune")
+  return fine.get("validation_accuracy") if fine else None
 
 
 def _step_end_times(record: Mapping) -> Dict[Tuple[int, int], float]:

@@ -1,6 +1,8 @@
-"""The report's numbers, as given in reference/original_implementation.md ("Reported results") and
-read off its figures (reference/paper_figures/*.png). Values read off a plot are approximate (about
-1-2% of the axis range); the source of each is named. Hardware: AWS g2.8xlarge, 4 x NVIDIA GRID K520.
+"""The report's numbers ("Parallelizing Pretraining of Deep Neural Networks using Stacked Autoencoders",
+section "Results"), from its text and read off its figures (named after the report's image files, e.g.
+mpres1.png). Values read off a plot are approximate (about 1-2% of the axis range); the source of each is
+named. Hardware: AWS g2.8xlarge, 4 x NVIDIA GRID K520. The report's data-parallel batch was per GPU (the
+original's `batch_size` was per tower: global batch = 4 x batch on 4 GPUs).
 """
 
 HARDWARE = "report (4× GRID K520)"
@@ -40,11 +42,14 @@ MP_VS_DP = {(30, "c1"): {"dp": 193, "mp": 283}, (30, "c2"): {"dp": 181, "mp": 25
 # Test accuracy after E pretraining + E finetuning epochs (conres2.png; greedy endpoints and "around
 # 96.62%" from the text; greedy's middle points read off the plot).
 ACCURACY = {"greedy": {10: 0.940, 20: 0.952, 30: 0.957, 40: 0.961, 50: 0.966, 60: 0.969},
-            "mp": {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
+            "model_parallel": {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
 MP_ACCURACY_TEXT = 0.9662
 
-# Data parallel at batch 5000 (text): E pretraining + E finetuning epochs -> test accuracy.
+# Data parallel at batch 5000 per GPU (text): E pretraining + E finetuning epochs -> test accuracy.
 DP_ACCURACY = {30: 0.7472, 60: 0.8162}
+# How the report's data-parallel batches compare with ours (ours are global batches).
+DP_BATCH_NOTE = ("the report's data-parallel batch was per tower in the original code (global batch = GPUs x "
+                 "batch, e.g. 20,000 for its batch 5000 on 4 GPUs); ours is the global batch, split over the devices")
 
-# 60 epochs, batch 5000, 4 x 2000 (conres3.png): pretraining seconds.
-STRATEGY_COMPARISON = {"greedy": 1105, "mp": 702, "dp": 1007}
+# 60 epochs, batch 5000, 4 x 2000 (conres3.png): pretraining seconds per program.
+STRATEGY_COMPARISON = {"greedy": 1105, "model_parallel": 702, "data_parallel": 1007}

@@ -12,61 +12,65 @@ from conftest import run_module
 PROGRAMS = ["greedy.train", "sync_layerwise.train", "model_parallel.train", "data_parallel.train",
             "pipeline_parallel.train"]
 
-# (flags, words the error must contain)
-BAD = [
-    (["--batch_size=0"], "--batch_size=0: must be a positive integer"),
-    (["--batch_size=-5"], "must be a positive integer"),
-    (["--batch_size=1.5"], "--batch_size=1.5"),
-    (["--pretrain_epochs=0"], "--pretrain_epochs=0: must be a positive integer"),
-    (["--pretrain_epochs=two"], "--pretrain_epochs"),
-    (["--finetune_epochs=-1"], "non-negative"),
-    (["--hidden_units=100,0"], "positive integers"),
-    (["--hidden_units=100,abc"], "positive integers"),
-    (["--hidden_units="], "at least one layer"),
-    (["--corruption=1.0"], "must be in [0, 1)"),
-    (["--corruption=-0.1"], "must be in [0, 1)"),
-    (["--num_devices=0"], "--num_devices=0"),
-    (["--num_devices=1000"], "must be at most"),
-    (["--threads_per_device=0"], "--threads_per_device=0"),
-    (["--train_examples=0"], "--train_examples=0"),
-    (["--train_examples=55001"], "must be in 1..55000"),
-    (["--batch_size=3000", "--train_examples=2000"], "larger than the training data"),
-    (["--finetune_batch_size=3000", "--train_examples=2000"], "larger than the training data"),
-    (["--pretrain_learning_rate=0"], "must be positive"),
-    (["--seed=-1"], "--seed"),
-    (["--no_such_flag=1"], "no_such_flag"),
-    (["stray_argument"], "Unexpected positional arguments: stray_argument"),
-]
+# {case: (flags, words the error must contain)}
+BAD = {
+    "batch_zero": (["--batch_size=0"], "--batch_size=0: must be a positive integer"),
+    "batch_negative": (["--batch_size=-5"], "must be a positive integer"),
+    "batch_fraction": (["--batch_size=1.5"], "--batch_size=1.5"),
+    "epochs_zero": (["--pretrain_epochs=0"], "--pretrain_epochs=0: must be a positive integer"),
+    "epochs_word": (["--pretrain_epochs=two"], "--pretrain_epochs"),
+    "finetune_epochs_negative": (["--finetune_epochs=-1"], "non-negative"),
+    "hidden_zero": (["--hidden_units=100,0"], "positive integers"),
+    "hidden_word": (["--hidden_units=100,abc"], "positive integers"),
+    "hidden_empty": (["--hidden_units="], "at least one layer"),
+    "corruption_one": (["--corruption=1.0"], "must be in [0, 1)"),
+    "corruption_negative": (["--corruption=-0.1"], "must be in [0, 1)"),
+    "devices_zero": (["--num_devices=0"], "--num_devices=0"),
+    "devices_too_many": (["--num_devices=1000"], "must be at most"),
+    "threads_zero": (["--threads_per_device=0"], "--threads_per_device=0"),
+    "examples_zero": (["--train_examples=0"], "--train_examples=0"),
+    "examples_too_many": (["--train_examples=55001"], "must be in 1..55000"),
+    "batch_above_examples": (["--batch_size=3000", "--train_examples=2000"], "larger than the training data"),
+    "finetune_batch_above_examples": (["--finetune_batch_size=3000", "--train_examples=2000"],
+                                      "larger than the training data"),
+    "learning_rate_zero": (["--pretrain_learning_rate=0"], "must be positive"),
+    "seed_negative": (["--seed=-1"], "--seed"),
+    "unknown_flag": (["--no_such_flag=1"], "no_such_flag"),
+    "stray_argument": (["stray_argument"], "Unexpected positional arguments: stray_argument"),
+}
 
 
 # The shared flags are defined and checked once (common/flags.py): greedy gets every case above, the
-# other programs a sample of them plus their own flags (each case is one process start, ~4 s).
-SAMPLE = [0, 3, 9, 12, 15, 16, 20, 21]
+# other programs a sample of them (one of each kind of check) plus their own flags (each case is one
+# process start, ~4 s).
+SAMPLE = ("batch_zero", "epochs_zero", "corruption_one", "devices_too_many", "examples_too_many", "batch_above_examples",
+          "unknown_flag", "stray_argument")
 OWN = {
-    "pipeline_parallel.train": [
-        (["--pipeline_chunk_steps=0"], "--pipeline_chunk_steps=0: must be a positive integer"),
-        (["--pipeline_chunk_steps=-3"], "must be a positive integer"),
-    ],
-    "data_parallel.train": [
-        (["--num_devices=2", "--batch_size=101"], "divisible"),
-        (["--pretrain_lr_scaling=cubic"], "--pretrain_lr_scaling"),
-        (["--warmup_epochs=-1"], "--warmup_epochs"),
-        (["--finetune_momentum=1.0"], "--finetune_momentum"),
-        (["--finetune_optimizer=adam", "--finetune_momentum=0.9"], "applies to --finetune_optimizer=sgd only"),
-    ],
+    "pipeline_parallel.train": {
+        "chunk_zero": (["--pipeline_chunk_steps=0"], "--pipeline_chunk_steps=0: must be a positive integer"),
+        "chunk_negative": (["--pipeline_chunk_steps=-3"], "must be a positive integer"),
+    },
+    "data_parallel.train": {
+        "indivisible_batch": (["--num_devices=2", "--batch_size=101"], "divisible"),
+        "unknown_scaling": (["--pretrain_lr_scaling=cubic"], "--pretrain_lr_scaling"),
+        "warmup_negative": (["--warmup_epochs=-1"], "--warmup_epochs"),
+        "momentum_one": (["--finetune_momentum=1.0"], "--finetune_momentum"),
+        "momentum_with_adam": (["--finetune_optimizer=adam", "--finetune_momentum=0.9"],
+                               "applies to --finetune_optimizer=sgd only"),
+    },
 }
-CASES = {program: ([BAD[i] for i in SAMPLE] if program != "greedy.train" else list(BAD)) + OWN.get(program, [])
-         for program in PROGRAMS}
+CASES = {program: {**(BAD if program == "greedy.train" else {name: BAD[name] for name in SAMPLE}),
+                   **OWN.get(program, {})} for program in PROGRAMS}
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-  """Runs every (program, bad flags) pair concurrently; returns {(program, index): CompletedProcess}."""
+  """Runs every (program, bad flags) pair concurrently; returns {(program, case): CompletedProcess}."""
   runs = {}
   with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
     for program in PROGRAMS:
-      for i, (flags, _) in enumerate(CASES[program]):
-        runs[(program, i)] = pool.submit(run_module, program, *flags, "--results_dir=", timeout=120)
+      for case, (flags, _) in CASES[program].items():
+        runs[(program, case)] = pool.submit(run_module, program, *flags, "--results_dir=", timeout=120)
     empty = str(tmp_path_factory.mktemp("no_mnist"))
     for program in PROGRAMS:
       runs[(program, "no_data")] = pool.submit(
@@ -75,11 +79,11 @@ def results(tmp_path_factory):
     return {k: f.result() for k, f in runs.items()}
 
 
-@pytest.mark.parametrize("program,index", [(p, i) for p in PROGRAMS for i in range(len(CASES[p]))],
-                         ids=[f"{p}:{' '.join(CASES[p][i][0])}" for p in PROGRAMS for i in range(len(CASES[p]))])
-def test_bad_flag_is_refused_cleanly(results, program, index):
-  proc = results[(program, index)]
-  expected = CASES[program][index][1]
+@pytest.mark.parametrize("program,case", [(p, c) for p in PROGRAMS for c in CASES[p]],
+                         ids=[f"{p}:{c}" for p in PROGRAMS for c in CASES[p]])
+def test_bad_flag_is_refused_cleanly(results, program, case):
+  proc = results[(program, case)]
+  expected = CASES[program][case][1]
   assert proc.returncode != 0
   assert "Traceback" not in proc.stderr
   assert expected in proc.stderr, proc.stderr[-2000:]

@@ -1,4 +1,6 @@
-"""MNIST loading, shuffling order and masking noise: shapes, ranges, fractions, determinism."""
+"""MNIST loading, shuffling order and masking noise: shapes, ranges, fractions, determinism, disjoint splits."""
+
+import hashlib
 
 import numpy as np
 import pytest
@@ -80,3 +82,25 @@ def test_corrupt_zeroes_exactly_the_masked_pixels():
   keep = data.keep_mask(idx, 0, tf.constant(0), 0.5).numpy()
   np.testing.assert_allclose(out, 0.7 * keep)
   np.testing.assert_array_equal(data.corrupt(images, idx, 0, tf.constant(0), 0.0).numpy(), images.numpy())
+
+
+def _row_hashes(images):
+  """One hash per image (its pixels as bytes): equal images, equal hashes."""
+  return [hashlib.sha1(row.tobytes()).hexdigest() for row in (images * 255).round().astype(np.uint8)]
+
+
+def test_train_validation_and_test_splits_are_disjoint(mnist):
+  # Validation (the first 5,000 training images, used to choose recipes) must never be trained on, and
+  # neither split may hold a test image. MNIST holds no duplicate images, so equal hashes mean shared examples.
+  full = data.load_mnist()
+  splits = {"train": _row_hashes(full.train_images), "validation": _row_hashes(full.validation_images),
+            "test": _row_hashes(full.test_images)}
+  assert [len(splits[s]) for s in splits] == [55_000, 5_000, 10_000]
+  sets = {name: set(h) for name, h in splits.items()}
+  assert all(len(sets[name]) == len(splits[name]) for name in splits)
+  assert not sets["train"] & sets["validation"]
+  assert not sets["train"] & sets["test"]
+  assert not sets["validation"] & sets["test"]
+  # A slice of the training data (--train_examples) is the start of the full training split, after validation.
+  assert _row_hashes(mnist.train_images) == splits["train"][:len(mnist.train_images)]
+  assert _row_hashes(mnist.validation_images) == splits["validation"]

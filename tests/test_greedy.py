@@ -3,7 +3,6 @@ resume after SIGKILL, and the divergence guard."""
 
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from common import config as config_lib
 from common import errors
 from common import runlog
 from greedy import pretrain
-from conftest import ROOT, SLICE_EXAMPLES, run_module
+from conftest import SLICE_EXAMPLES, run_module
 
 SMALL = ["--hidden_units=64,32", "--pretrain_epochs=2", "--finetune_epochs=2", f"--train_examples={SLICE_EXAMPLES}",
          "--batch_size=50", "--pretrain_learning_rate=0.01", "--seed=1", "--progress=log"]
@@ -35,7 +34,7 @@ def test_finetuning_beats_chance_by_far_and_record_is_complete(tmp_path):
   # The reconstruction loss falls from epoch to epoch.
   losses = [e["loss"] for e in record["layers"][0]["epochs"]]
   assert losses[-1] < losses[0]
-  # Every contract field of DESIGN.md's run record, in the file on disk.
+  # Every field of the run record (common/runlog.py), in the file on disk.
   on_disk = json.load(open(tmp_path / "runs" / "run.json"))
   for field in runlog.REQUIRED_FIELDS:
     assert field in on_disk, field
@@ -77,7 +76,6 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
   model_dir = tmp_path / "model"
   resumable = SMALL + [f"--model_dir={model_dir}", f"--export_weights={tmp_path}/resumed.npz",
                        f"--results_dir={tmp_path}", "--run_name=resumed"]
-  helper = os.path.join(ROOT, "tests", "kill_at_checkpoint.py")
   # Checkpoints: layer 1 epochs 1-2, layer 2 epochs 1-2, finetune epochs 1-2.
   # Killed after the 3rd (inside layer 2's pretraining), then after the 2nd of the resumed
   # process (inside finetuning), then resumed to the end with the ordinary command.
@@ -86,7 +84,6 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
                         f"--kill_after_checkpoint={kill_after}", *resumable)
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert not os.path.exists(tmp_path / "resumed.npz")
-  assert os.path.exists(helper)
   final = run_module("greedy.train", *resumable)
   assert final.returncode == 0, final.stderr[-3000:]
   want = runlog.load_weights(str(tmp_path / "base.npz"))

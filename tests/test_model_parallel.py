@@ -1,4 +1,4 @@
-"""Model-parallel pretraining on a small slice of real MNIST: the schedule, the equivalences of DESIGN.md
+"""Model-parallel pretraining on a small slice of real MNIST: the schedule, the equivalences
 (G = 1 equals greedy, G = H equals sync_layerwise), more layers than devices, the run record, resume
 after SIGKILL, and the divergence guard."""
 

@@ -1,12 +1,12 @@
 """The performance model on synthetic timings where the answer is known exactly (no TensorFlow runs)."""
 
-import importlib.util
 import os
 
 import pytest
 
 from experiments import perf_model
-from experiments import plot_style
+from experiments import records
+from model_parallel import schedule as schedule_lib
 from tests.fixtures import make_records
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "records")
@@ -32,23 +32,17 @@ def test_processor_sharing_makespan_by_hand():
     perf_model.processor_sharing_makespan([1.0], 2, slowdown=0.5)
 
 
-def test_schedule_by_hand():
-  # H = 3 layers, G = 2 devices, E = 2 epochs: groups [0, 1] and [2]; pipeline fill in the first.
-  assert perf_model.model_parallel_steps(3, 2, 2) == [
-      (0, 0, [0]), (0, 1, [0, 1]), (0, 2, [0, 1]), (1, 0, [2]), (1, 1, [2])]
-  # G = 1 is greedy: E steps per layer, one layer each.
-  assert perf_model.model_parallel_steps(2, 3, 1) == [(0, s, [0]) for s in range(3)] + [(1, s, [1]) for s in range(3)]
-
-
-def test_schedule_matches_model_parallel_program():
-  if importlib.util.find_spec("model_parallel") is None:
-    pytest.skip("model_parallel not present")
-  from model_parallel import schedule
-  for h in range(1, 7):
-    for g in range(1, 6):
-      for e in (1, 2, 5):
-        want = [(s.group, s.step, list(s.active)) for s in schedule.Schedule(h, g, e).all_steps()]
-        assert perf_model.model_parallel_steps(h, e, g) == want, (h, g, e)
+def test_model_parallel_prediction_follows_the_programs_schedule():
+  # With a core per device and no slowdown or copies, a step lasts as long as its slowest active layer:
+  # the model is the schedule's critical path, for every grouping (the model uses model_parallel's Schedule).
+  t = [1.0, 3.0, 2.0, 5.0, 4.0]
+  for g in range(1, 6):
+    for e in (1, 2, 5):
+      schedule = schedule_lib.Schedule(len(t), g, e)
+      assert perf_model.predict_model_parallel(t, e, g, cores=g) == pytest.approx(schedule.critical_path(t))
+  # Synchronized layer-wise: the same steps with all layers in one group, one after another.
+  assert perf_model.predict_sync_layerwise(t, 2) == pytest.approx(
+      schedule_lib.Schedule(len(t), len(t), 2).critical_path(t, concurrent=False))
 
 
 def test_model_parallel_prediction_by_hand():
@@ -102,7 +96,7 @@ def test_fit_scalar_finds_the_known_minimum():
 
 
 def _entry(entry):
-  data = plot_style.EntryData.load(FIXTURES, entry)
+  data = records.EntryData.load(FIXTURES, entry)
   assert data is not None and data.preset == "cpu"
   return data.runs
 
@@ -115,11 +109,11 @@ def test_calibration_recovers_the_parameters_the_timings_were_made_with():
   assert model.slowdown == pytest.approx(make_records.FIXTURE_SLOWDOWN, rel=1e-4)
   assert model.copy_seconds_per_param == pytest.approx(make_records.FIXTURE_COPY_SECONDS_PER_PARAM, rel=1e-3)
   assert model.cores == make_records.CORES
-  errors = perf_model.relative_errors(model, runs)
-  assert len(errors) == 9
-  assert max(abs(e.relative) for e in errors) < 1e-3
-  assert {e.name for e in errors if e.in_calibration} == {"h2_g1", "h3_g1", "h4_g1", "h2_g2", "h3_g2", "h4_g2"}
-  assert {e.devices for e in errors if e.oversubscribed} == {3, 4}
+  predictions = perf_model.predictions(model, runs)
+  assert len(predictions) == 9
+  assert max(abs(p.relative_error) for p in predictions) < 1e-3
+  assert {p.name for p in predictions if p.in_calibration} == {"h2_g1", "h3_g1", "h4_g1", "h2_g2", "h3_g2", "h4_g2"}
+  assert {p.devices for p in predictions if p.oversubscribed} == {3, 4}
   # The curve goes to 8 devices; beyond H devices model parallel cannot go faster.
   curve = model.curve((2000,) * 4, 10)
   assert sorted(curve) == list(range(1, 9)) and curve[8] == pytest.approx(curve[4])
@@ -131,14 +125,14 @@ def test_data_parallel_calibration_recovers_fraction_and_allreduce_cost():
   assert model.parallel_fraction == pytest.approx(make_records.FIXTURE_PARALLEL_FRACTION, rel=1e-4)
   assert model.allreduce_seconds_per_param == pytest.approx(make_records.FIXTURE_ALLREDUCE_SECONDS_PER_PARAM, rel=1e-4)
   assert model.slowdown == pytest.approx(make_records.FIXTURE_SLOWDOWN, rel=1e-4)
-  assert max(abs(e.relative) for e in perf_model.relative_errors(model, runs)) < 1e-4
+  assert max(abs(p.relative_error) for p in perf_model.predictions(model, runs)) < 1e-4
 
 
 def test_a_wrong_model_shows_its_error():
   # Calibrated on batch-5000 timings, the model mispredicts the batch-100 runs (other examples): the
   # relative errors must say so rather than hide it.
   model = perf_model.calibrate_model_parallel(_entry("mp_scaling_b5000"))
-  errors = perf_model.relative_errors(model, _entry("mp_scaling_b100"))
-  assert min(abs(e.relative) for e in errors) > 0.5
+  predictions = perf_model.predictions(model, _entry("mp_scaling_b100"))
+  assert min(abs(p.relative_error) for p in predictions) > 0.5
   with pytest.raises(ValueError, match="one device"):
     perf_model.calibrate_model_parallel({k: v for k, v in _entry("mp_scaling_b100").items() if not k.endswith("g1")})

@@ -1,7 +1,7 @@
-"""The reproduce driver: presets, the run plan, skipping, failures, progress lines (with stand-in programs
-that write synthetic records), and the smoke preset end to end with the real programs."""
+"""The run list and the driver: presets, the run plan, skipping, failures, progress lines, the benchmark
+harness (with stand-in programs that write synthetic records), and the smoke preset end to end with the real
+programs."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,18 +11,21 @@ import pytest
 
 from experiments import budget
 from experiments import driver
-from experiments import figures
 from experiments import presets
 from experiments import records
-from experiments import results_readme
+from experiments.benchmarks import harness
+from experiments.benchmarks import model_parallel as bench_model_parallel
+from experiments.report import figures
+from experiments.report import readme
+from conftest import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "results")
 
 
 def test_presets_are_consistent_and_paper_matches_the_report():
   for name in presets.PRESETS:
     entries = presets.build(name)
-    assert list(entries) == list(presets.ENTRIES)
+    assert list(entries) == {"mid": ["large_batch"], "full": ["full_size"]}.get(name, list(presets.REPORT_ENTRIES))
     for entry in entries.values():
       assert entry.runs, (name, entry.name)
       for run in entry.runs:
@@ -46,12 +49,29 @@ def test_presets_are_consistent_and_paper_matches_the_report():
   for preset in ("cpu", "paper"):
     entries = presets.build(preset)
     conv = {r.name: (r.home, r.stored_name) for r in entries["convergence"].runs}
+    assert list(conv) == [name for name, _ in presets.COMPARED]
     assert conv["greedy"] == ("strategy_comparison", "greedy")
     g = {"cpu": 2, "paper": 4}[preset]  # the cpu preset compares strategies on the 2 cores there are
     assert conv["mp"] == ("mp_scaling_b5000", f"h4_g{g}")
     dp_acc = {r.name: r.home for r in entries["dp_accuracy"].runs}
     assert [k for k, home in dp_acc.items() if home == "accuracy_vs_epochs"] == [
         n for n in dp_acc if n.startswith("greedy")]
+
+
+def test_the_studies_are_presets_whose_committed_records_match_their_runs():
+  # The large-batch study and the full-size runs are presets of the run list; their committed records (made
+  # before they were) must still be found and match the flags, or reproduce would refuse them.
+  for preset, entry in (("mid", "large_batch"), ("full", "full_size")):
+    runs = presets.build(preset)[entry].runs
+    assert len(runs) == 4
+    for run in runs:
+      record = records.load(records.record_path(RESULTS, preset, run))
+      assert record is not None, (preset, run.name)
+      assert records.mismatches(record, run) == [], (preset, run.name)
+      assert run.resumable
+  full = {r.name: r for r in presets.build("full")["full_size"].runs}
+  assert full["dp_b5000_e30_large_batch"].extra_flags[-len(presets.LARGE_BATCH_CANDIDATES[-1][1]):] == \
+      presets.LARGE_BATCH_CANDIDATES[-1][1]
 
 
 def test_cpu_preset_budget_is_about_an_hour():
@@ -70,15 +90,19 @@ def test_select_entries_and_single_runs():
     presets.select(entries, ["nope"])
   with pytest.raises(ValueError, match="has no run"):
     presets.select(entries, ["dp_scaling/g9"])
+  with pytest.raises(ValueError, match="unknown preset"):
+    presets.build("huge")
 
 
 @pytest.fixture
 def fake_modules(tmp_path, monkeypatch):
-  """{program: module} stand-ins that call tests.fixtures.fake_train.main(program)."""
+  """{program: module} stand-ins that call tests.fixtures.fake_train.main(program), for every program of the
+  run list and of the model-parallel benchmark."""
   stubs = tmp_path / "stubs"
   stubs.mkdir()
   modules = {}
-  for program in ("greedy", "model_parallel", "data_parallel"):
+  programs = {r.program for e in presets.build("smoke").values() for r in e.runs} | set(bench_model_parallel.PROGRAMS)
+  for program in sorted(programs):
     (stubs / f"fake_{program}.py").write_text(
         f"from tests.fixtures import fake_train\nfake_train.main({program!r})\n")
     modules[program] = f"fake_{program}"
@@ -86,8 +110,9 @@ def fake_modules(tmp_path, monkeypatch):
   return modules
 
 
-def _driver(output_dir, modules, lines, preset="smoke", jobs=1):
-  return driver.Driver(preset, output_dir, jobs=jobs, modules=modules, out=lines.append)
+def _run(jobs, out, modules, lines, parallel=1):
+  return driver.run(jobs, "reproduce smoke", os.path.join(out, "runs", "driver_log.jsonl"), parallel, modules,
+                    lines.append)
 
 
 def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
@@ -97,7 +122,7 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   unique = {(r.home, r.stored_name) for e in entries.values() for r in e.runs}
   assert len(jobs) == len(unique)
   lines = []
-  assert _driver(out, fake_modules, lines, jobs=2).run(jobs) == len(jobs)
+  assert _run(jobs, out, fake_modules, lines, parallel=2) == len(jobs)
   done = [line for line in lines if " done in " in line]
   assert len(done) == len(jobs) and all("ETA" in line and "elapsed" in line for line in done)
   assert any(line.startswith("[reproduce smoke] ") and " run 1/" in line for line in lines)
@@ -108,11 +133,11 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   assert len(log) == len(jobs) and {line["parallel_jobs"] for line in log} == {2}
   # A rerun skips every existing record.
   lines = []
-  assert _driver(out, fake_modules, lines).run(jobs) == 0
+  assert _run(jobs, out, fake_modules, lines) == 0
   assert f"{len(jobs)} of {len(jobs)} records exist; running 0" in lines[0]
   # Figures and README from the records alone.
   assert len(figures.draw(out, presets.ENTRIES, out=lambda _: None)) == 10
-  text = open(results_readme.write(out)).read()
+  text = open(readme.write(out)).read()
   assert "preset smoke" in text
 
 
@@ -123,25 +148,49 @@ def test_driver_stops_on_a_failing_program_and_keeps_finished_records(tmp_path, 
   monkeypatch.setenv("FAKE_TRAIN_FAIL", "smoke_g2")
   lines = []
   with pytest.raises(driver.RunFailedError) as failure:
-    _driver(out, fake_modules, lines).run(jobs)
+    _run(jobs, out, fake_modules, lines)
   message = str(failure.value)
   assert "dp_scaling/g2 failed (exit status 1)" in message
   assert "--run_name=smoke_g2" in message and "fake failure of smoke_g2" in message
   assert os.path.exists(jobs[0].record) and not os.path.exists(jobs[1].record)
   # Fixed, the rerun does only the missing run.
   monkeypatch.delenv("FAKE_TRAIN_FAIL")
-  assert _driver(out, fake_modules, []).run(jobs) == 1
+  assert _run(jobs, out, fake_modules, []) == 1
 
 
 def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
   out = str(tmp_path / "out")
   jobs = driver.plan(presets.select(presets.build("smoke"), ["dp_scaling/g1"]), "smoke", out, str(tmp_path), 2)
-  _driver(out, fake_modules, []).run(jobs)
+  _run(jobs, out, fake_modules, [])
   record = json.load(open(jobs[0].record))
   record["config"]["batch_size"] = 7
   json.dump(record, open(jobs[0].record, "w"))
   with pytest.raises(driver.RunFailedError, match="batch_size=7 .preset: 200.*Delete it"):
-    _driver(out, fake_modules, []).run(jobs)
+    _run(jobs, out, fake_modules, [])
+
+
+def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modules):
+  setting = harness.Setting((32, 16), 100, 2, 400, 2, 2, {"target_speedup": 1.4})
+  out = str(tmp_path / "bench")
+  jobs = harness.plan(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), 2)
+  # Repeat r runs the three programs rotated by r, so none always goes first.
+  order = [j.run_name for j in jobs]
+  assert order == ["greedy_r0", "sync_layerwise_r0", "model_parallel_r0", "sync_layerwise_r1", "model_parallel_r1",
+                   "greedy_r1"]
+  assert {j.run.flag("num_devices") for j in jobs if j.run.program == "model_parallel"} == {2}
+  lines = []
+  path, summary = harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append,
+                              fake_modules)
+  assert path == os.path.join(out, "summary_b100.json") and os.path.exists(path)
+  assert summary["order"] == order and summary["machine_load"] is not None
+  seconds = {name: [records.load(p)["pretrain_seconds"] for p in paths] for name, paths in summary["records"].items()}
+  assert summary["pretrain_seconds"]["greedy"]["values"] == seconds["greedy"]
+  assert summary["speedup_vs_greedy"]["values"] == pytest.approx(
+      [g / m for g, m in zip(seconds["greedy"], seconds["model_parallel"])])
+  # A rerun times nothing and keeps the summary that was measured.
+  os.utime(path, (0, 0))
+  harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append, fake_modules)
+  assert os.path.getmtime(path) == 0
 
 
 def test_command_line_errors():
@@ -155,21 +204,21 @@ def test_command_line_errors():
   assert bad.returncode == 1 and "unknown entry 'nope'" in bad.stderr
   dry = run("--preset=cpu", "--dry_run", "--only=dp_scaling")
   assert dry.returncode == 0 and "dp_scaling: 4 runs, estimated" in dry.stdout
+  dry = run("--preset=full", "--dry_run")
+  assert dry.returncode == 0 and "full_size: 4 runs" in dry.stdout and "results/full_size/greedy_b100_e30.json" in dry.stdout
 
 
-def _programs_present():
-  return all(importlib.util.find_spec(p) is not None for p in ("greedy", "model_parallel", "data_parallel"))
-
-
-@pytest.mark.skipif(not _programs_present(), reason="model_parallel and data_parallel are not there yet")
 def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   out = tmp_path / "out"
   env = dict(os.environ, PYTHONPATH=ROOT)
+  before = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   done = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--preset=smoke", f"--output_dir={out}",
                          f"--work_dir={tmp_path / 'work'}", "--jobs=2"], cwd=ROOT, env=env, capture_output=True,
                         text=True, timeout=900)
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-  assert sorted(os.listdir(out / "figures")) == sorted(f"{e}.png" for e in presets.ENTRIES)
+  after = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
+  assert after == before  # Nothing written into the committed results.
+  assert sorted(os.listdir(out / "figures")) == sorted(f"{e}.png" for e in presets.REPORT_ENTRIES)
   for entry in presets.build("smoke").values():
     for run in entry.runs:
       record = records.load(records.record_path(str(out), "smoke", run))

@@ -1,0 +1,7 @@
+"""Every benchmark, in the order results/README.md shows them. A new benchmark module is added here."""
+
+from experiments.benchmarks import cluster
+from experiments.benchmarks import data_parallel
+from experiments.benchmarks import model_parallel
+
+BENCHMARKS = (model_parallel.BENCHMARK, data_parallel.BENCHMARK, cluster.BENCHMARK)
