@@ -67,7 +67,8 @@ class Benchmark:
     configurations: Setting -> the configurations (RunSpec.name is the configuration's name).
     summarize: (Setting, Records) -> {measure: value}; spreads via `spread`.
     defaults: flag defaults of the shared flags, e.g. {"batch_size": 1000}.
-    options: the benchmark's own flags, {name: (default, help)}; their values are in Setting.options.
+    options: the benchmark's own flags, {name: (default, help)} (a float, an int, or a list of strings);
+      their values are in Setting.options.
     folder: Setting -> the records' folder under the output directory.
     summary_file: Setting -> the summary's file name under the output directory.
     columns: (measure, label) of the spreads results/README.md shows, besides every configuration's seconds.
@@ -205,6 +206,9 @@ def main(benchmark: Benchmark) -> None:
   work = flags.DEFINE_string("work_dir", f"scratch/benchmarks/{benchmark.name}", "Program logs.")
   options = {}
   for name, (default, help_text) in benchmark.options.items():
+    if isinstance(default, (list, tuple)):
+      options[name] = flags.DEFINE_list(name, [str(v) for v in default], help_text)
+      continue
     define = flags.DEFINE_float if isinstance(default, float) else flags.DEFINE_integer
     options[name] = define(name, default, help_text)
   for holder in (hidden, batch, epochs, examples, devices, repeats, output, work, *options.values()):

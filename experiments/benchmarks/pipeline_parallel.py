@@ -1,0 +1,108 @@
+"""Benchmark: pipeline_parallel against greedy and model_parallel, side by side.
+
+Pretraining only, 1 intra-op thread per device (each device one worker), the configurations alternated repeat
+after repeat (`harness`): greedy on one device, model_parallel and pipeline_parallel on --num_devices,
+pipeline_parallel on one device, and pipeline_parallel on --num_devices with checkpoints (a --model_dir,
+so the cost of saving the in-flight activations is measured). With --chunk_steps listing several K, one
+pipeline_parallel configuration per K (the sweep that chose the default). Measures, per repeat:
+  * speedups of pipeline_parallel on G devices over greedy and over model_parallel, and of
+    pipeline_parallel on one device over greedy (the saved recomputation of the frozen layers alone);
+  * the FLOP bound over greedy: greedy's FLOPs / the pipeline's critical path (the costliest stage of
+    every tick, fill and drain included, `placement.Plan.critical_path_flops`), no timing involved;
+  * the fraction of its own FLOP bound reached: the one-device pipeline's seconds scaled to the critical
+    path of G balanced stages, over the measured seconds on G devices;
+  * cores busy (process CPU seconds / wall seconds while training) and the checkpoint seconds.
+
+Usage (timings are committed: run alone on the machine):
+  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000
+  python -m experiments.benchmarks.pipeline_parallel --batch_size=100
+  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 --chunk_steps=1,2,4,8,16 --baselines=0
+Writes <output_dir>/b<batch>[_chunks]/<configuration>_r<k>.json and <output_dir>/summary_b<batch>[_chunks].json.
+"""
+
+import dataclasses
+from typing import Dict, List
+
+from common import cost
+from experiments.benchmarks import harness
+from pipeline_parallel import config as pp_config
+from pipeline_parallel import placement
+
+PIPELINE = "pipeline_parallel"
+
+
+def _chunks(s: harness.Setting) -> List[int]:
+  return [int(k) for k in s.options["chunk_steps"]]
+
+
+def _name(s: harness.Setting, k: int) -> str:
+  return PIPELINE if len(_chunks(s)) == 1 else f"{PIPELINE}_k{k}"
+
+
+def configurations(s: harness.Setting) -> List:
+  """The baselines (unless --baselines=0) and pipeline_parallel on G devices for each chunk size."""
+  chunk = [f"--pipeline_chunk_steps={_chunks(s)[0]}"]
+  runs = [s.run(_name(s, k), PIPELINE, s.num_devices, extra=(f"--pipeline_chunk_steps={k}",)) for k in _chunks(s)]
+  if s.options["baselines"]:
+    runs = [s.run("greedy", "greedy", 1), s.run("model_parallel", "model_parallel", s.num_devices), *runs,
+            s.run(f"{PIPELINE}_1_device", PIPELINE, 1, extra=chunk),
+            dataclasses.replace(s.run(f"{PIPELINE}_checkpoints", PIPELINE, s.num_devices, extra=chunk), resumable=True)]
+  return runs
+
+
+def _plan(s: harness.Setting, devices: int, k: int) -> placement.Plan:
+  total = (s.train_examples // s.batch_size) * s.pretrain_epochs
+  return placement.Plan(s.hidden_units, devices, total, min(k, total))
+
+
+def _cores_busy(record: dict) -> float:
+  return record["pretrain_cpu_seconds"] / record["pretrain_seconds"]
+
+
+def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
+  """Speedups, the FLOP bound and the fraction of it reached, cores busy, checkpoint cost."""
+  k = _chunks(s)[0]
+  plan, alone = _plan(s, s.num_devices, k), _plan(s, 1, k)
+  examples = (s.train_examples // s.batch_size) * s.batch_size
+  greedy_flops = cost.pretraining_flops(s.hidden_units, s.pretrain_epochs, examples)
+  path = plan.critical_path_flops(s.batch_size)
+  out = {"plan": plan.describe(),
+         "flop_bound_vs_greedy": greedy_flops / path,
+         "flop_bound_vs_one_device": alone.critical_path_flops(s.batch_size) / path,
+         "cores_busy": {name: harness.spread([_cores_busy(r) for r in rs]) for name, rs in runs.items()}}
+  if not s.options["baselines"]:
+    return out
+  pp = runs[_name(s, k)]
+  one = runs[f"{PIPELINE}_1_device"]
+  out["speedup_vs_greedy"] = harness.ratio_spread(runs, "greedy", _name(s, k))
+  out["speedup_vs_model_parallel"] = harness.ratio_spread(runs, "model_parallel", _name(s, k))
+  out["one_device_speedup_vs_greedy"] = harness.ratio_spread(runs, "greedy", f"{PIPELINE}_1_device")
+  out["fraction_of_flop_bound"] = harness.spread([
+      a["pretrain_seconds"] / out["flop_bound_vs_one_device"] / b["pretrain_seconds"] for a, b in zip(one, pp)])
+  saved = runs[f"{PIPELINE}_checkpoints"]
+  out["checkpoint_seconds"] = harness.spread([
+      r["timing"].get("checkpoint", 0.0) + r["timing"].get("checkpoint_in_flight", 0.0) for r in saved])
+  out["checkpoint_fraction_of_pretraining"] = harness.spread([
+      (r["timing"].get("checkpoint", 0.0) + r["timing"].get("checkpoint_in_flight", 0.0)) / r["pretrain_seconds"]
+      for r in saved])
+  return out
+
+
+def _folder(s: harness.Setting) -> str:
+  return f"b{s.batch_size}" + ("_chunks" if len(_chunks(s)) > 1 else "")
+
+
+BENCHMARK = harness.Benchmark(
+    name=PIPELINE, configurations=configurations, summarize=summarize,
+    defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 3,
+              "train_examples": 55_000, "num_devices": 2, "repeats": 3},
+    options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline_parallel configurations (several: a sweep)."),
+             "baselines": (1, "1: also greedy, model_parallel, the one-device pipeline and checkpoints; 0: only "
+                              "pipeline_parallel at each chunk size.")},
+    folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",
+    columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_model_parallel", "speedup vs model_parallel"),
+             ("one_device_speedup_vs_greedy", "1 device vs greedy"),
+             ("fraction_of_flop_bound", "fraction of FLOP bound")))
+
+if __name__ == "__main__":
+  harness.main(BENCHMARK)
