@@ -1,6 +1,6 @@
 """Supervised finetuning: the pretrained sigmoid stack plus a linear 10-way layer, softmax cross-entropy.
 
-As in the original (`reference/original_implementation.md`): every layer is trained, plain SGD with
+As in the report's original implementation: every layer is trained, plain SGD with
 learning rate 0.1; accuracy on the 5,000 validation and 10,000 test images. The original applied a
 sigmoid to the logits before the softmax; that defect is not mirrored.
 """

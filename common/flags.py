@@ -72,7 +72,7 @@ flags.DEFINE_string(
 flags.DEFINE_enum(
     "kernels", _DEFAULTS.kernels, list(config_lib.KERNELS),
     "Kernel path of the pretraining steps: xla (each step compiled by XLA), tf (TensorFlow's default oneDNN "
-    "kernels), or auto (the program's default, chosen by measurement: see the README); the weights agree "
+    "kernels), or auto (the program's default, chosen by measurement: docs/kernels_and_threads.md); the weights agree "
     "to float rounding across paths.")
 flags.DEFINE_enum(
     "thread_pool", _DEFAULTS.thread_pool, list(config_lib.THREAD_POOLS),

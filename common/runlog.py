@@ -1,6 +1,6 @@
 """The run record every program writes (`<results_dir>/<run_name>.json`) and the exported weights.
 
-Record layout (DESIGN.md, "The run record"):
+Record layout (docs/programs.md, "The run record"):
   {"strategy", "config": {all flag values}, "environment": {tensorflow, device_kind, devices,
    cpu_count, hostname, ...}, "pretrain_seconds", "layers": [{"index", "units", "device",
    "epochs": [{"loss", "seconds"}, ...]}, ...], "timing": {phase: seconds}, "finetune": {...},

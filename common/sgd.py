@@ -6,7 +6,7 @@ contiguous share of the global batch's positions, so replica r of G processes ex
 single device would process at positions [r B/G, (r+1) B/G) of the step: with the loss summed over a
 replica's examples and divided by the global batch (`tf.nn.compute_average_loss` semantics), the
 all-reduced (summed) gradient equals the single-device gradient of the global batch, which is what
-makes data parallel equal greedy (DESIGN.md, "The four schedules").
+makes data parallel equal greedy (docs/design.md).
 
 The replicas' example indices come either from `replica_positions` (computed inside the replica) or
 from `distributed_indices`, a `tf.data` pipeline built once and distributed by the strategy

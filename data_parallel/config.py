@@ -25,7 +25,7 @@ from common import sgd
 SCALINGS = ("none", "linear", "sqrt")
 OPTIMIZERS = ("sgd", "adam")
 
-# The large-batch recipe, chosen by measurement (README, "Data parallel"; results/large_batch/): the
+# The large-batch recipe, chosen by measurement (docs/data_parallel.md; results/large_batch/): the
 # pretraining learning rate scaled linearly with the batch, finetuning with Adam at 4e-4 for the reference
 # batch scaled by the square root, both reached by a linear warm-up over 2 epochs.
 LARGE_BATCH_RECIPE = ("--pretrain_lr_scaling=linear", "--finetune_optimizer=adam", "--finetune_learning_rate=0.0004",

@@ -26,7 +26,7 @@ from data_parallel import config as config_lib
 from data_parallel import profile as profile_lib
 from data_parallel import replicas
 
-# The kernel path of the steps with --kernels=auto (README, "Kernels").
+# The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md).
 KERNELS = "xla"
 
 

@@ -1,7 +1,7 @@
 """The op-level profile of a data-parallel step: seconds per epoch in each phase, each timed on its own.
 
 As the report measured its data-parallel code ("we run one op after another several times to get an
-estimate of time taken by every op", `reference/paper_report.md`), every phase of a step runs alone,
+estimate of time taken by every op", the report, "Baselines and Model Correctness checks"), every phase of a step runs alone,
 for `steps` steps over all replicas inside one compiled loop, and is timed `repeats` times after an
 untimed call that traces and compiles it (`common.timing.time_repeated`):
 

@@ -17,7 +17,7 @@ from common import config as config_lib
 from common import program
 from common import progress as progress_lib
 
-# The kernel path of the steps with --kernels=auto (README, "Kernels").
+# The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md).
 KERNELS = "xla"
 
 

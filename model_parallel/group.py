@@ -8,7 +8,7 @@ group starts; copies of lower layers of the same group are refreshed from the li
 every step (`copy_weights`), so in step s every layer reads the layers below as they were at the end of
 step s - 1, and no variable is shared between devices while a step runs.
 
-Concurrency (chosen by measurement, `experiments/mp_concurrency.py`): one `tf.function` per group holds
+Concurrency (chosen by measurement, docs/model_parallel.md): one `tf.function` per group holds
 every layer's epoch loop (`LayerTrainer.run_steps`), each wrapped in its own nested `tf.function`.
 The runtime runs the device subgraphs side by side because nothing orders them: the nested calls touch
 disjoint variables. Without the nesting, automatic control dependencies chain the stateful

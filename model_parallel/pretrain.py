@@ -23,9 +23,9 @@ from common import devices as devices_lib
 from common import errors
 from common import program
 
-# The kernel path of the steps with --kernels=auto (README, "Kernels").
+# The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md).
 KERNELS = "xla"
-# The intra-op pool of logical CPU devices with --thread_pool=auto (README, "Kernels and threads").
+# The intra-op pool of logical CPU devices with --thread_pool=auto (docs/kernels_and_threads.md).
 THREAD_POOL = "per_device"
 from common import progress as progress_lib
 from common import timing

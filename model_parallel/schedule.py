@@ -1,6 +1,6 @@
 """The epoch-step schedule of model-parallel and synchronized layer-wise pretraining (pure Python).
 
-The report's "multigpu" branch (`reference/original_implementation.md`, "Schedules"): the H layers are
+The report's "multigpu" branch (its original implementation's model-parallel schedule): the H layers are
 taken in groups of G (G = number of devices). Within a group of g <= G layers there are E + g - 1
 epoch-steps s = 0 .. E + g - 2; layer j (0-based in the group) is active from step j on (pipeline fill:
 it starts once the layer below has trained one epoch), so it trains E + g - 1 - j epochs and the top

@@ -49,10 +49,10 @@ from pipeline_parallel import config as config_lib
 from pipeline_parallel import placement
 from pipeline_parallel import stages as stages_lib
 
-# The kernel path of the steps with --kernels=auto (README, "Kernels"): TensorFlow's default kernels, on
+# The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md): TensorFlow's default kernels, on
 # which stages on different devices compute side by side (XLA-compiled steps did not, measured).
 KERNELS = "tf"
-# The intra-op pool of logical CPU devices with --thread_pool=auto (README, "Kernels and threads").
+# The intra-op pool of logical CPU devices with --thread_pool=auto (docs/kernels_and_threads.md).
 THREAD_POOL = "per_device"
 
 

@@ -19,7 +19,7 @@ from common import program
 from model_parallel import pretrain as model_parallel
 from model_parallel import schedule as schedule_lib
 
-# The kernel path of the steps with --kernels=auto (README, "Kernels").
+# The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md).
 KERNELS = "xla"
 
 
