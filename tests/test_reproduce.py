@@ -15,6 +15,7 @@ from experiments import presets
 from experiments import records
 from experiments.benchmarks import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
+from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.report import figures
 from experiments.report import readme
 from conftest import ROOT
@@ -191,6 +192,23 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
   os.utime(path, (0, 0))
   harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append, fake_modules)
   assert os.path.getmtime(path) == 0
+
+
+def test_benchmarks_list_one_configuration_per_variant():
+  setting = harness.Setting((32, 16), 100, 2, 400, 2, 1, {"target_speedup": 1.4, "kernels": ["xla", "tf"],
+                                                          "thread_pool": ["per_device", "shared"]})
+  runs = bench_model_parallel.configurations(setting)
+  assert [r.name for r in runs] == ["greedy", "sync_layerwise", "model_parallel", "model_parallel_xla_shared",
+                                    "model_parallel_tf_per_device", "model_parallel_tf_shared"]
+  assert runs[3].extra_flags == ("--kernels=xla", "--thread_pool=shared")
+  assert bench_model_parallel.BENCHMARK.folder(setting) == "b100_variants"
+  setting = harness.Setting((32, 16), 100, 2, 400, 2, 1, {"chunk_steps": ["1", "4"], "kernels": ["tf", "xla"],
+                                                          "baselines": 0})
+  runs = bench_pipeline_parallel.configurations(setting)
+  assert [r.name for r in runs] == ["pipeline_parallel_k1_tf", "pipeline_parallel_k1_xla", "pipeline_parallel_k4_tf",
+                                    "pipeline_parallel_k4_xla"]
+  assert runs[3].extra_flags == ("--pipeline_chunk_steps=4", "--kernels=xla")
+  assert bench_pipeline_parallel.BENCHMARK.folder(setting) == "b100_chunks_kernels"
 
 
 def test_command_line_errors():

@@ -12,12 +12,18 @@ Pretraining only, 1 intra-op thread per device, the three programs alternated re
   * model_parallel's phases: per-device busy seconds, idle device-seconds, weight-copy seconds, each
     layer's epoch time beside the other layer, and the per-step overhead (wall - slowest device busy).
 
+With --kernels and --thread_pool listing several values, one model_parallel configuration per pair (named
+model_parallel_<kernels>_<pool> after the first), each with its speedups and cores busy (`variants`): the
+comparison that chose the program's defaults (docs/kernels_and_threads.md).
+
 Usage (timings are committed: run alone on the machine, e.g. under an exclusive lock):
   python -m experiments.benchmarks.model_parallel --batch_size=1000 --repeats=7
+  python -m experiments.benchmarks.model_parallel --batch_size=1000 --train_examples=22000 --repeats=3 \
+      --kernels=xla,tf --thread_pool=per_device,shared
 Writes <output_dir>/b<batch>/<program>_r<k>.json and <output_dir>/summary_b<batch>.json.
 """
 
-from typing import List
+from typing import List, Tuple
 
 from common import cost
 from experiments import records
@@ -27,9 +33,21 @@ from model_parallel import schedule as schedule_lib
 PROGRAMS = ("greedy", "sync_layerwise", "model_parallel")
 
 
+def _variants(s: harness.Setting) -> List[Tuple[str, str]]:
+  """(kernel path, thread pool) of every model_parallel configuration; the first is the main one."""
+  return [(k, t) for k in s.options.get("kernels", ["auto"]) for t in s.options.get("thread_pool", ["auto"])]
+
+
+def _name(s: harness.Setting, kernels: str, pool: str) -> str:
+  """"model_parallel" for the main configuration, model_parallel_<kernels>_<pool> for the others."""
+  return "model_parallel" if (kernels, pool) == _variants(s)[0] else f"model_parallel_{kernels}_{pool}"
+
+
 def configurations(s: harness.Setting) -> List:
-  """greedy and sync_layerwise on one device, model_parallel on s.num_devices."""
-  return [s.run(p, p, s.num_devices if p == "model_parallel" else 1) for p in PROGRAMS]
+  """greedy and sync_layerwise on one device, model_parallel on s.num_devices (one per kernels x thread pool)."""
+  return [s.run(p, p, 1) for p in PROGRAMS[:2]] + [
+      s.run(_name(s, k, t), "model_parallel", s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}"))
+      for k, t in _variants(s)]
 
 
 def _phases(record: dict) -> dict:
@@ -87,14 +105,31 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   out["flop_bound"] = {"layer_epoch_flops": flops, "speedup_vs_sync_layerwise": _bound_vs_sync(schedule, flops),
                        "target_speedup": target, "epochs_for_target": _epochs_to_reach(flops, s.num_devices, target)}
   out["per_repeat"] = per_repeat
+  out["variants"] = {_name(s, *v): {
+      "kernels": v[0], "thread_pool": v[1],
+      "speedup_vs_greedy": harness.ratio_spread(runs, "greedy", _name(s, *v)),
+      "speedup_vs_sync_layerwise": harness.ratio_spread(runs, "sync_layerwise", _name(s, *v)),
+      "fraction_of_bound": harness.spread([g["bound_seconds"] / r["pretrain_seconds"]
+                                           for g, r in zip(per_repeat, runs[_name(s, *v)])]),
+      # None for records older than the CPU seconds.
+      "cores_busy": harness.spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"] for r in runs[_name(s, *v)]])
+                    if all("pretrain_cpu_seconds" in r for r in runs[_name(s, *v)]) else None}
+      for v in _variants(s)}
   out["model_parallel_phases"] = [_phases(r) for r in runs["model_parallel"]]
   out["sync_layerwise_layer_epoch_seconds"] = [records.layer_epoch_seconds(r) for r in runs["sync_layerwise"]]
   return out
 
 
+def _folder(s: harness.Setting) -> str:
+  return f"b{s.batch_size}" + ("_variants" if len(_variants(s)) > 1 else "")
+
+
 BENCHMARK = harness.Benchmark(
     name="model_parallel", configurations=configurations, summarize=summarize,
-    options={"target_speedup": (1.4, "Speedup over sync_layerwise whose reachability is reported.")},
+    folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",
+    options={"target_speedup": (1.4, "Speedup over sync_layerwise whose reachability is reported."),
+             "kernels": (["auto"], "Kernel paths (--kernels) of the model_parallel configurations."),
+             "thread_pool": (["auto"], "Thread pools (--thread_pool) of the model_parallel configurations.")},
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_sync_layerwise", "speedup vs sync_layerwise"),
              ("bound_speedup_vs_greedy", "bound vs greedy"), ("fraction_of_bound", "fraction of bound")))
 

@@ -4,7 +4,8 @@ Pretraining only, 1 intra-op thread per device (each device one worker), the con
 after repeat (`harness`): greedy on one device, model_parallel and pipeline_parallel on --num_devices,
 pipeline_parallel on one device, and pipeline_parallel on --num_devices with checkpoints (a --model_dir,
 so the cost of saving the in-flight activations is measured). With --chunk_steps listing several K, one
-pipeline_parallel configuration per K (the sweep that chose the default). Measures, per repeat:
+pipeline_parallel configuration per K (the sweep that chose the default); with --kernels listing several
+paths, one per path (the comparison that chose the program's kernel path). Measures, per repeat:
   * speedups of pipeline_parallel on G devices over greedy and over model_parallel, and of
     pipeline_parallel on one device over greedy (the saved recomputation of the frozen layers alone);
   * the FLOP bound over greedy: greedy's FLOPs / the pipeline's critical path (the costliest stage of
@@ -17,11 +18,12 @@ Usage (timings are committed: run alone on the machine):
   python -m experiments.benchmarks.pipeline_parallel --batch_size=1000
   python -m experiments.benchmarks.pipeline_parallel --batch_size=100
   python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 --chunk_steps=1,2,4,8,16 --baselines=0
-Writes <output_dir>/b<batch>[_chunks]/<configuration>_r<k>.json and <output_dir>/summary_b<batch>[_chunks].json.
+  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 --kernels=tf,xla --baselines=0
+Writes <output_dir>/b<batch>[_chunks][_kernels]/<configuration>_r<k>.json and the summary beside the folder.
 """
 
 import dataclasses
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from common import cost
 from experiments.benchmarks import harness
@@ -35,18 +37,30 @@ def _chunks(s: harness.Setting) -> List[int]:
   return [int(k) for k in s.options["chunk_steps"]]
 
 
-def _name(s: harness.Setting, k: int) -> str:
-  return PIPELINE if len(_chunks(s)) == 1 else f"{PIPELINE}_k{k}"
+def _variants(s: harness.Setting) -> List[Tuple[int, str]]:
+  """(chunk size K, kernel path) of every pipeline_parallel configuration on G devices; the first is the main one."""
+  return [(k, kernels) for k in _chunks(s) for kernels in s.options["kernels"]]
+
+
+def _name(s: harness.Setting, k: int, kernels: str) -> str:
+  name = PIPELINE
+  if len(_chunks(s)) > 1:
+    name += f"_k{k}"
+  if len(s.options["kernels"]) > 1:
+    name += f"_{kernels}"
+  return name
 
 
 def configurations(s: harness.Setting) -> List:
-  """The baselines (unless --baselines=0) and pipeline_parallel on G devices for each chunk size."""
-  chunk = [f"--pipeline_chunk_steps={_chunks(s)[0]}"]
-  runs = [s.run(_name(s, k), PIPELINE, s.num_devices, extra=(f"--pipeline_chunk_steps={k}",)) for k in _chunks(s)]
+  """The baselines (unless --baselines=0) and pipeline_parallel on G devices for each chunk size and kernel path."""
+  k0, kernels0 = _variants(s)[0]
+  main = [f"--pipeline_chunk_steps={k0}", f"--kernels={kernels0}"]
+  runs = [s.run(_name(s, k, kern), PIPELINE, s.num_devices, extra=(f"--pipeline_chunk_steps={k}", f"--kernels={kern}"))
+          for k, kern in _variants(s)]
   if s.options["baselines"]:
     runs = [s.run("greedy", "greedy", 1), s.run("model_parallel", "model_parallel", s.num_devices), *runs,
-            s.run(f"{PIPELINE}_1_device", PIPELINE, 1, extra=chunk),
-            dataclasses.replace(s.run(f"{PIPELINE}_checkpoints", PIPELINE, s.num_devices, extra=chunk), resumable=True)]
+            s.run(f"{PIPELINE}_1_device", PIPELINE, 1, extra=main),
+            dataclasses.replace(s.run(f"{PIPELINE}_checkpoints", PIPELINE, s.num_devices, extra=main), resumable=True)]
   return runs
 
 
@@ -61,7 +75,7 @@ def _cores_busy(record: dict) -> float:
 
 def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   """Speedups, the FLOP bound and the fraction of it reached, cores busy, checkpoint cost."""
-  k = _chunks(s)[0]
+  k, kernels = _variants(s)[0]
   plan, alone = _plan(s, s.num_devices, k), _plan(s, 1, k)
   examples = (s.train_examples // s.batch_size) * s.batch_size
   greedy_flops = cost.pretraining_flops(s.hidden_units, s.pretrain_epochs, examples)
@@ -69,13 +83,17 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   out = {"plan": plan.describe(),
          "flop_bound_vs_greedy": greedy_flops / path,
          "flop_bound_vs_one_device": alone.critical_path_flops(s.batch_size) / path,
-         "cores_busy": {name: harness.spread([_cores_busy(r) for r in rs]) for name, rs in runs.items()}}
+         "cores_busy": {name: harness.spread([_cores_busy(r) for r in rs]) for name, rs in runs.items()},
+         "pretrain_seconds": {name: harness.spread([r["pretrain_seconds"] for r in rs]) for name, rs in runs.items()}}
+  first = _name(s, k, kernels)
+  # first configuration seconds / this one's: > 1 means this one is faster.
+  out["speedup_vs_first"] = {_name(s, *v): harness.ratio_spread(runs, first, _name(s, *v)) for v in _variants(s)[1:]}
   if not s.options["baselines"]:
     return out
-  pp = runs[_name(s, k)]
+  pp = runs[first]
   one = runs[f"{PIPELINE}_1_device"]
-  out["speedup_vs_greedy"] = harness.ratio_spread(runs, "greedy", _name(s, k))
-  out["speedup_vs_model_parallel"] = harness.ratio_spread(runs, "model_parallel", _name(s, k))
+  out["speedup_vs_greedy"] = harness.ratio_spread(runs, "greedy", first)
+  out["speedup_vs_model_parallel"] = harness.ratio_spread(runs, "model_parallel", first)
   out["one_device_speedup_vs_greedy"] = harness.ratio_spread(runs, "greedy", f"{PIPELINE}_1_device")
   out["fraction_of_flop_bound"] = harness.spread([
       a["pretrain_seconds"] / out["flop_bound_vs_one_device"] / b["pretrain_seconds"] for a, b in zip(one, pp)])
@@ -89,7 +107,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
 
 
 def _folder(s: harness.Setting) -> str:
-  return f"b{s.batch_size}" + ("_chunks" if len(_chunks(s)) > 1 else "")
+  return (f"b{s.batch_size}" + ("_chunks" if len(_chunks(s)) > 1 else "")
+          + ("_kernels" if len(s.options["kernels"]) > 1 else ""))
 
 
 BENCHMARK = harness.Benchmark(
@@ -97,6 +116,7 @@ BENCHMARK = harness.Benchmark(
     defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 3,
               "train_examples": 55_000, "num_devices": 2, "repeats": 3},
     options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline_parallel configurations (several: a sweep)."),
+             "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline_parallel configurations (several: a comparison)."),
              "baselines": (1, "1: also greedy, model_parallel, the one-device pipeline and checkpoints; 0: only "
                               "pipeline_parallel at each chunk size.")},
     folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",
