@@ -65,7 +65,13 @@ def run_seconds(run: presets.RunSpec, cores: int) -> float:
                              allreduce_seconds_per_param=DP_ALLREDUCE_SECONDS_PER_PARAM, steps_per_epoch=steps)
   else:
     model = perf_model.Model(run.program, tuple(t), cores, slowdown=SLOWDOWN)
-  seconds = STARTUP_SECONDS + WARMUP_SECONDS_PER_LAYER * len(hidden) + model.predict(hidden, epochs, devices)
+  if run.program == "pipeline_parallel":
+    config = dict(run.flags)
+    pretrain = perf_model.PipelineModel(CORE_FLOPS_PER_SECOND, cores, "").predict(config, devices)
+    pretrain *= SLOWDOWN if min(devices, len(hidden)) > 1 else 1.0
+  else:
+    pretrain = model.predict(hidden, epochs, devices)
+  seconds = STARTUP_SECONDS + WARMUP_SECONDS_PER_LAYER * len(hidden) + pretrain
   if run.program == "data_parallel":
     warmup = DP_WARMUP_SECONDS_PER_LAYER.get(devices, DP_WARMUP_SECONDS_PER_LAYER[4] * devices / 4)
     seconds += DP_STARTUP_SECONDS + warmup * len(hidden)

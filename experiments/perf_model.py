@@ -22,6 +22,8 @@ report's section on the schedules; the model-parallel one is `model_parallel.sch
     model: reduce to one device and broadcast back, i.e. G - 1 transfers of the layer's P_k
     parameters per step: S_k (G - 1) P_k gamma seconds per epoch (S_k steps per epoch).
   * greedy: sum of E t_k (G does not change it).
+  * pipeline_parallel (`PipelineModel`): a FLOP rate fitted on its one-device run, through the critical path
+    of the pipeline's ticks on G devices and the machine's cores.
 
 Calibration (`calibrate_model_parallel`, `calibrate_data_parallel`) reads t_k, kappa and the all-reduce
 cost from run records and fits rho (it is a fit, not a measurement); `predictions` compares the model with
@@ -35,6 +37,8 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 from common import cost
 from model_parallel import schedule as schedule_lib
+from pipeline_parallel import config as pp_config
+from pipeline_parallel import placement
 
 
 # Devices the model's lines are drawn for.
@@ -432,3 +436,52 @@ def predictions(model: Model, records: Mapping[str, Mapping]) -> List[Prediction
     out.append(Prediction(name, p.hidden_units, p.devices, p.seconds, model.predict(p.hidden_units, p.epochs, p.devices),
                           name in model.calibration, p.devices > model.cores))
   return sorted(out, key=lambda e: (len(e.hidden_units), e.devices, e.name))
+
+
+# ---- pipeline_parallel ---------------------------------------------------------------------------
+
+def pipeline_plan(config: Mapping, devices: int) -> "placement.Plan":
+  """The pipeline's plan (stages, chunks, ticks) of a run's config on `devices` devices."""
+  hidden = tuple(config["hidden_units"])
+  total = (config["train_examples"] // config["batch_size"]) * config["pretrain_epochs"]
+  k = config.get("pipeline_chunk_steps") or pp_config.DEFAULT_CHUNK_STEPS
+  return placement.Plan(hidden, devices, total, min(int(k), total))
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineModel:
+  """Pretraining seconds of `pipeline_parallel` on G devices from one measured one-device run.
+
+  A device computes rate FLOPs per second (fitted: the one-device run's FLOPs / its seconds). On G devices a
+  run lasts the longer of (1) its critical path, every tick as long as its costliest active stage, fill and
+  drain included (`placement.Plan.critical_path_flops`), and (2) all its FLOPs shared by min(G, C) cores,
+  divided by the rate. No co-run slowdown: the G > 1 points measure how far from it the machine is.
+
+  Attributes:
+    rate: FLOPs per second of one device (float).
+    cores: C, the machine's cores.
+    calibration: name of the one-device run the rate comes from.
+  """
+  rate: float
+  cores: int
+  calibration: str
+
+  def predict(self, config: Mapping, devices: int) -> float:
+    """Predicted pretraining seconds of a run with `config` on `devices` devices."""
+    plan = pipeline_plan(config, devices)
+    work = pipeline_plan(config, 1).critical_path_flops(config["batch_size"])
+    return max(plan.critical_path_flops(config["batch_size"]), work / min(devices, self.cores)) / self.rate
+
+
+def calibrate_pipeline(runs: Mapping[str, Mapping]) -> PipelineModel:
+  """The model fitted on the one-device run among `runs` ({name: record}, one stack).
+
+  Raises:
+    ValueError: no one-device run.
+  """
+  ones = [(name, r) for name, r in runs.items() if int(r["config"]["num_devices"]) == 1]
+  if not ones:
+    raise ValueError("no one-device run to fit the FLOP rate on")
+  name, r = ones[0]
+  flops = pipeline_plan(r["config"], 1).critical_path_flops(r["config"]["batch_size"])
+  return PipelineModel(flops / r["pretrain_seconds"], int(r["environment"]["cpu_count"]), name)

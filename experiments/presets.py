@@ -25,8 +25,10 @@ from data_parallel import config as dp_config
 
 REPORT_ENTRIES = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling", "dp_batch_sweep", "dp_op_profile", "mp_vs_dp",
                   "accuracy_vs_epochs", "dp_accuracy", "strategy_comparison", "convergence")
+# Beyond the report, at the same three sizes: the layer-pipelined program's scaling.
+BEYOND = ("pp_scaling",)
 STUDIES = ("large_batch", "full_size")
-ENTRIES = REPORT_ENTRIES + STUDIES
+ENTRIES = REPORT_ENTRIES + BEYOND + STUDIES
 PRESETS = ("smoke", "cpu", "paper", "mid", "full")
 
 # Where an entry's records go, relative to the output directory (default: DEFAULT_LAYOUT).
@@ -38,8 +40,11 @@ CONFIG_2 = (2000, 1000, 500, 100)
 
 # The programs compared side by side, as (run name, program). A program that takes the shared flags and
 # --num_devices joins an entry with one line here.
-COMPARED = (("greedy", "greedy"), ("mp", "model_parallel"), ("dp", "data_parallel"))  # strategy_comparison
-ACCURACY_COMPARED = (("greedy", "greedy"), ("mp", "model_parallel"))  # accuracy_vs_epochs
+COMPARED = (("greedy", "greedy"), ("mp", "model_parallel"), ("dp", "data_parallel"),
+            ("pp", "pipeline_parallel"))  # strategy_comparison, convergence
+ACCURACY_COMPARED = (("greedy", "greedy"), ("mp", "model_parallel"), ("pp", "pipeline_parallel"))  # accuracy_vs_epochs
+# The comparison runs record the held-out reconstruction after every epoch (the convergence entry's loss).
+_HELDOUT = ("--heldout_every_epoch",)
 # Programs that run on one device whatever the entry's device count.
 ONE_DEVICE_PROGRAMS = ("greedy", "sync_layerwise")
 
@@ -58,7 +63,8 @@ class RunSpec:
 
   Attributes:
     name: the run's name within its entry, e.g. "h4_g2".
-    program: "greedy", "sync_layerwise", "model_parallel" or "data_parallel" (`python -m <program>.train`).
+    program: "greedy", "sync_layerwise", "model_parallel", "data_parallel" or "pipeline_parallel"
+      (`python -m <program>.train`).
     flags: the shared flags as (name, value) pairs (`common/flags.py`).
     extra_flags: program-specific flags, verbatim ("--name=value").
     resumable: checkpoint every epoch to a model directory, so a killed run resumes (long runs).
@@ -135,6 +141,7 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
         "accuracy": dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
         "dp_accuracy": dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4),
         "comparison": dict(examples=55_000, epochs=60, batch=5000, hidden=CONFIG_1, devices=4),
+        "pp_scaling": dict(examples=55_000, epochs=30, batch=100, stacks=((2000,) * 4, (1000,) * 8)),
     },
     # Timing entries: epochs / 6, layers of 1000 units instead of 2000 (Config 2 halved too), fewer
     # examples (at least 2 steps per epoch at the report's batch), 12 of the 19 batch sizes of the sweep;
@@ -154,6 +161,7 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
         "accuracy": dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=4),
         "dp_accuracy": dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=2),
         "comparison": dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=2),
+        "pp_scaling": dict(examples=11_000, epochs=2, batch=100, stacks=((1000,) * 4, (500,) * 8)),
     },
     # Few runs: sizes chosen so that entries share runs (dp_op_profile = dp_scaling, strategy_comparison's
     # and mp_vs_dp's Config 1 runs = the scaling entries' 2-device runs).
@@ -168,6 +176,7 @@ _SIZES: Dict[str, Dict[str, Dict[str, Any]]] = {
         "dp_accuracy": dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
                             large_batch=dp_config.LARGE_BATCH_RECIPE + ("--warmup_epochs=1",)),
         "comparison": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=2),
+        "pp_scaling": dict(examples=400, epochs=2, batch=40, stacks=((32, 32),)),
     },
     "mid": {"large_batch": dict(examples=55_000, epochs=10, hidden=(1000,) * 4, batch=5000, devices=2,
                                 reference_batch=100)},
@@ -213,6 +222,11 @@ def _mp_vs_dp(s) -> List[RunSpec]:
           for short, program in (("dp", "data_parallel"), ("mp", "model_parallel"))]
 
 
+def _pp_scaling(s) -> List[RunSpec]:
+  return [run(f"h{len(h)}x{h[0]}_g{g}", "pipeline_parallel", h, s["epochs"], s["batch"], g, s["examples"])
+          for h in s["stacks"] for g in range(1, len(h) + 1)]
+
+
 def _accuracy(s) -> List[RunSpec]:
   return [run(f"{short}_e{e}", program, s["hidden"], e, s["batch"], _devices(program, s["devices"]), s["examples"], e,
               resumable=True) for e in s["epochs"] for short, program in ACCURACY_COMPARED]
@@ -231,7 +245,7 @@ def _dp_accuracy(s, accuracy) -> List[RunSpec]:
 
 def _comparison(s) -> List[RunSpec]:
   return [run(short, program, s["hidden"], s["epochs"], s["batch"], _devices(program, s["devices"]), s["examples"],
-              extra=s["dp_flags"] if program == "data_parallel" else ()) for short, program in COMPARED]
+              extra=(s["dp_flags"] if program == "data_parallel" else ()) + _HELDOUT) for short, program in COMPARED]
 
 
 def _large_batch(s) -> List[RunSpec]:
@@ -265,6 +279,7 @@ _TITLES = {
     "convergence": "Reconstruction loss vs wall-clock seconds",
     "large_batch": "Large-batch study: which recipe lets data parallel at a large batch match greedy",
     "full_size": "Full size: the report's network on all 55,000 images",
+    "pp_scaling": "Pipeline parallel (beyond the report): pretraining time vs devices",
 }
 # Entry -> (its key in _SIZES, builder).
 _BUILDERS = {
@@ -273,7 +288,7 @@ _BUILDERS = {
     "dp_op_profile": ("dp_op_profile", _dp_op_profile), "mp_vs_dp": ("mp_vs_dp", _mp_vs_dp),
     "accuracy_vs_epochs": ("accuracy", _accuracy), "strategy_comparison": ("comparison", _comparison),
     "convergence": ("comparison", _comparison), "large_batch": ("large_batch", _large_batch),
-    "full_size": ("full_size", _full_size),
+    "full_size": ("full_size", _full_size), "pp_scaling": ("pp_scaling", _pp_scaling),
 }
 
 

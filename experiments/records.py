@@ -198,37 +198,47 @@ def _step_end_times(record: Mapping) -> Dict[Tuple[int, int], float]:
   return out
 
 
-def loss_curves(record: Mapping) -> List[List[Tuple[float, float]]]:
-  """Per layer, [(seconds since pretraining began, reconstruction loss)] at the end of each epoch.
+def has_heldout_curves(record: Mapping) -> bool:
+  """True if every epoch of every layer has its held-out reconstruction loss (--heldout_every_epoch)."""
+  return all("heldout_loss" in e and "elapsed_seconds" in e for layer in record["layers"] for e in layer["epochs"])
 
-  Greedy and data parallel run the layers one after another; model parallel places every epoch at
-  the end of its step (`schedule.steps`). Seconds are steady-state training seconds (warm-up and
-  checkpoints excluded), as in `pretrain_seconds`.
+
+def loss_curves(record: Mapping, key: str = "loss") -> List[List[Tuple[float, float]]]:
+  """Per layer, [(seconds since pretraining began, loss)] at the end of each epoch.
+
+  `key` is "loss" (the epoch's mean training reconstruction loss) or "heldout_loss" (the held-out
+  reconstruction loss after the epoch, `has_heldout_curves`). Seconds are steady-state training seconds
+  (warm-up, checkpoints and evaluation excluded), as in `pretrain_seconds`: the epoch's `elapsed_seconds`
+  where the record has it; else, for model parallel, the end of the epoch's step (`schedule.steps`), and
+  for the programs that run the layers one after another, the sum of the epochs' seconds.
   """
+  if all("elapsed_seconds" in e for layer in record["layers"] for e in layer["epochs"]):
+    return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
   if record.get("schedule") and record["schedule"].get("steps"):
     ends = _step_end_times(record)
-    return [[(ends[(layer.get("group", 0), e["step"])], e["loss"]) for e in layer["epochs"]]
+    return [[(ends[(layer.get("group", 0), e["step"])], e[key]) for e in layer["epochs"]]
             for layer in record["layers"]]
   curves, clock = [], 0.0
   for layer in record["layers"]:
     curve = []
     for e in layer["epochs"]:
       clock += e["seconds"]
-      curve.append((clock, e["loss"]))
+      curve.append((clock, e[key]))
     curves.append(curve)
   return curves
 
 
+def time_to_loss_per_layer(curves: Sequence[Sequence[Tuple[float, float]]],
+                           targets: Sequence[float]) -> List[Optional[float]]:
+  """Per layer, the seconds at which its loss first reached its target (loss <= target), None if never."""
+  return [next((t for t, loss in curve if loss <= target), None) for curve, target in zip(curves, targets)]
+
+
 def time_to_loss(curves: Sequence[Sequence[Tuple[float, float]]], targets: Sequence[float]) -> Optional[float]:
-  """Seconds until every layer's epoch loss has reached its target (layer k: loss <= targets[k]);
+  """Seconds until every layer's loss has reached its target (layer k: loss <= targets[k]);
   None when some layer never does."""
-  latest = 0.0
-  for curve, target in zip(curves, targets):
-    reached = [t for t, loss in curve if loss <= target]
-    if not reached:
-      return None
-    latest = max(latest, reached[0])
-  return latest
+  per_layer = time_to_loss_per_layer(curves, targets)
+  return None if any(t is None for t in per_layer) else max(per_layer, default=0.0)
 
 
 def driver_log(output_dir: str) -> List[Dict[str, Any]]:

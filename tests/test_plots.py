@@ -11,6 +11,7 @@ from experiments import presets
 from experiments import records
 from experiments import reported
 from experiments.report import figures
+from experiments.report import pipeline
 from experiments.report import readme
 from experiments.report import series
 from experiments.report import style
@@ -60,7 +61,7 @@ def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(out
   assert "examples 5500 (paper 55000)" in texts["mp_scaling_b100"]
   assert "performance model (2 cores): t_k" in texts["mp_scaling_b100"] and "fitted rho" in texts["mp_scaling_b100"]
   written = figures.draw(output_dir, presets.ENTRIES, out=lambda _: None)
-  assert len(written) == 10 and all(os.path.exists(p) for p in written)
+  assert len(written) == 11 and all(os.path.exists(p) for p in written)
 
 
 def test_scaling_figure_plots_the_records_and_the_report(output_dir):
@@ -208,3 +209,24 @@ def test_top_readme_headline_is_replaced_between_its_markers(output_dir, tmp_pat
   top.write_text("# No markers\n")
   with pytest.raises(ValueError, match="no headline block"):
     readme.write_top_readme(output_dir, str(top))
+
+
+def test_pipeline_scaling_and_heldout_convergence(output_dir):
+  data = _data(output_dir, "pp_scaling")
+  rows = pipeline.rows(data)
+  assert {(r["stack"], r["devices"]) for r in rows} == {("4 x 1000", g) for g in range(1, 5)} | {
+      ("8 x 500", g) for g in range(1, 9)}
+  # The model is fitted on each stack's one-device run: exact there, a prediction elsewhere.
+  for r in rows:
+    assert (r["predicted"] == pytest.approx(r["seconds"])) if r["in_sample"] else r["predicted"] > 0
+  text, sentences = tables.TABLES["pp_scaling"](data, {})
+  assert "+0% (fit)" in text and "8 x 500 | 8 †" in text
+  assert any("not used for the fit" in s for s in sentences)
+  # The comparison runs record the held-out loss every epoch: the convergence entry compares it.
+  conv = _data(output_dir, "convergence")
+  rs = series.strategy_records(conv)
+  assert list(rs) == ["greedy", "mp", "dp", "pp"]
+  assert series.convergence_key(rs) == "heldout_loss"
+  text, sentences = tables.TABLES["convergence"](conv, {})
+  assert "held-out reconstruction loss" in sentences[0]
+  assert len(series.layer_times_to_target(conv)["greedy"]) == 4

@@ -26,7 +26,7 @@ RESULTS = os.path.join(ROOT, "results")
 def test_presets_are_consistent_and_paper_matches_the_report():
   for name in presets.PRESETS:
     entries = presets.build(name)
-    assert list(entries) == {"mid": ["large_batch"], "full": ["full_size"]}.get(name, list(presets.REPORT_ENTRIES))
+    assert list(entries) == {"mid": ["large_batch"], "full": ["full_size"]}.get(name, list(presets.REPORT_ENTRIES + presets.BEYOND))
     for entry in entries.values():
       assert entry.runs, (name, entry.name)
       for run in entry.runs:
@@ -46,14 +46,15 @@ def test_presets_are_consistent_and_paper_matches_the_report():
   assert {r.flag("batch_size") for r in paper["mp_vs_dp"].runs} == {7000}
   assert sorted({r.flag("pretrain_epochs") for r in paper["accuracy_vs_epochs"].runs}) == [10, 20, 30, 40, 50, 60]
   assert all(r.flag("train_examples") == 55_000 for e in paper.values() for r in e.runs)
-  # Shared runs: convergence draws strategy_comparison's records; its model-parallel run is mp_scaling_b5000's.
+  # Shared runs: convergence draws strategy_comparison's records (their own: they record the held-out loss
+  # after every epoch, which the scaling runs do not).
   for preset in ("cpu", "paper"):
     entries = presets.build(preset)
     conv = {r.name: (r.home, r.stored_name) for r in entries["convergence"].runs}
     assert list(conv) == [name for name, _ in presets.COMPARED]
     assert conv["greedy"] == ("strategy_comparison", "greedy")
-    g = {"cpu": 2, "paper": 4}[preset]  # the cpu preset compares strategies on the 2 cores there are
-    assert conv["mp"] == ("mp_scaling_b5000", f"h4_g{g}")
+    assert conv["mp"] == ("strategy_comparison", "mp")
+    assert all("--heldout_every_epoch" in r.extra_flags for r in entries["convergence"].runs)
     dp_acc = {r.name: r.home for r in entries["dp_accuracy"].runs}
     assert [k for k, home in dp_acc.items() if home == "accuracy_vs_epochs"] == [
         n for n in dp_acc if n.startswith("greedy")]
@@ -78,7 +79,7 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
 def test_cpu_preset_budget_is_about_an_hour():
   total = sum(budget.entry_seconds(presets.build("cpu"), 2).values())
   assert 40 * 60 < total < 75 * 60
-  assert sum(budget.entry_seconds(presets.build("smoke"), 2).values()) < 8 * 60
+  assert sum(budget.entry_seconds(presets.build("smoke"), 2).values()) < 9 * 60
 
 
 def test_select_entries_and_single_runs():
@@ -137,7 +138,7 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   assert _run(jobs, out, fake_modules, lines) == 0
   assert f"{len(jobs)} of {len(jobs)} records exist; running 0" in lines[0]
   # Figures and README from the records alone.
-  assert len(figures.draw(out, presets.ENTRIES, out=lambda _: None)) == 10
+  assert len(figures.draw(out, presets.ENTRIES, out=lambda _: None)) == 11
   text = open(readme.write(out)).read()
   assert "preset smoke" in text
 
@@ -236,7 +237,7 @@ def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
   after = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   assert after == before  # Nothing written into the committed results.
-  assert sorted(os.listdir(out / "figures")) == sorted(f"{e}.png" for e in presets.REPORT_ENTRIES)
+  assert sorted(os.listdir(out / "figures")) == sorted(f"{e}.png" for e in presets.REPORT_ENTRIES + presets.BEYOND)
   for entry in presets.build("smoke").values():
     for run in entry.runs:
       record = records.load(records.record_path(str(out), "smoke", run))

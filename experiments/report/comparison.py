@@ -69,19 +69,21 @@ def draw_strategy_comparison(data: records.EntryData):
 
 
 def draw_convergence(data: records.EntryData):
-  """One panel per layer: epoch loss vs seconds since pretraining began, per program, with the fixed loss as
+  """One panel per layer: held-out reconstruction loss after each epoch (the training epoch loss for records
+  without it) vs seconds since pretraining began, per program, with the fixed loss as
   a dotted line and each program's time to reach it (all layers) in the legend."""
   rs = series.strategy_records(data)
   layers = max(len(r["layers"]) for r in rs.values())
   fig, axes = style.figure(layers, width=3.6, height=4.2)
   targets = series.convergence_targets(rs)
   reach = series.times_to_target(data)
+  key = series.convergence_key(rs)
   for name, r in rs.items():
     program = series.strategy(r)
     label = style.program_name(program)
     if name in reach:
       label += f": {style.fmt_seconds(reach[name])} s" if reach[name] is not None else ": not reached"
-    for k, curve in enumerate(records.loss_curves(r)):
+    for k, curve in enumerate(records.loss_curves(r, key)):
       over = records.oversubscribed(r)
       style.points(axes[k], [t for t, _ in curve], [loss for _, loss in curve], [over] * len(curve),
                    style.program_color(program), label if k == 0 else None, marker=".")
@@ -91,7 +93,8 @@ def draw_convergence(data: records.EntryData):
     ax.set_title(f"layer {k + 1}", fontsize=9)
     ax.set_xlabel("seconds since pretraining began")
     ax.set_yscale("log")
-  axes[0].set_ylabel("reconstruction loss (epoch mean)")
+  axes[0].set_ylabel("held-out reconstruction loss (test images)" if key == "heldout_loss"
+                     else "reconstruction loss (epoch mean)")
   axes[0].legend(fontsize=7, title="time to fixed loss", title_fontsize=7)
   style.finish(fig, data, f"fixed loss (dotted): greedy's final loss of each layer x {1 + series.LOSS_TOLERANCE}; "
                           "time to reach it = when the last layer gets there. The report has no such figure.")

@@ -8,6 +8,7 @@ from experiments import records
 from experiments.report import accuracy
 from experiments.report import comparison
 from experiments.report import data_parallel
+from experiments.report import pipeline
 from experiments.report import scaling
 from experiments.report import style
 
@@ -23,6 +24,7 @@ DRAW: Dict[str, Callable] = {
     "dp_accuracy": accuracy.draw_dp_accuracy,
     "strategy_comparison": comparison.draw_strategy_comparison,
     "convergence": comparison.draw_convergence,
+    "pp_scaling": pipeline.draw,
 }
 _WITH_OTHER_MACHINES = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")
 

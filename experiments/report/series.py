@@ -148,6 +148,22 @@ def accuracy_series(data: records.EntryData, preset: str) -> Dict[str, List[Tupl
   return {k: sorted(v) for k, v in out.items()}
 
 
+def heldout_vs_greedy(data: records.EntryData, preset: str) -> Dict[Tuple[str, int], List[float]]:
+  """{(program, epochs): per layer, its held-out reconstruction loss at the end of pretraining / greedy's at the
+  same epochs} for every non-greedy record of `preset` that has one (records older than it are left out)."""
+  runs = runs_of(data, preset)
+  greedy = {r["config"]["pretrain_epochs"]: r for r in runs.values() if strategy(r) == "greedy"}
+  out = {}
+  for r in runs.values():
+    e = r["config"]["pretrain_epochs"]
+    if strategy(r) == "greedy" or e not in greedy:
+      continue
+    ours, base = r.get("heldout_reconstruction"), greedy[e].get("heldout_reconstruction")
+    if ours and base:
+      out[(strategy(r), e)] = [a["loss"] / b["loss"] for a, b in zip(ours, base)]
+  return out
+
+
 def dp_accuracy_rows(data: records.EntryData, preset: str) -> List[Dict[str, Optional[float]]]:
   """Per epoch setting: {"epochs", "report_recipe", "large_batch", "greedy", "report"} test accuracies
   (None where the record is missing; "report" is the report's value at the matching paper setting)."""
@@ -184,11 +200,18 @@ def strategy_records(data: records.EntryData) -> Dict[str, dict]:
   return {name: data.runs[name] for name, _ in presets.COMPARED if name in data.runs}
 
 
+def convergence_key(rs: Dict[str, dict]) -> str:
+  """The loss the convergence entry compares: "heldout_loss" (held-out reconstruction, the same test images
+  and masks for every program) when every record has it after every epoch, else the training "loss"."""
+  return "heldout_loss" if rs and all(records.has_heldout_curves(r) for r in rs.values()) else "loss"
+
+
 def convergence_targets(rs: Dict[str, dict]) -> Optional[List[float]]:
-  """The fixed loss of each layer: greedy's final epoch loss of that layer x (1 + LOSS_TOLERANCE)."""
+  """The fixed loss of each layer: greedy's final loss of that layer x (1 + LOSS_TOLERANCE)."""
   if "greedy" not in rs:
     return None
-  return [layer["epochs"][-1]["loss"] * (1 + LOSS_TOLERANCE) for layer in rs["greedy"]["layers"]]
+  key = convergence_key(rs)
+  return [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs["greedy"]["layers"]]
 
 
 def times_to_target(data: records.EntryData) -> Dict[str, Optional[float]]:
@@ -197,5 +220,15 @@ def times_to_target(data: records.EntryData) -> Dict[str, Optional[float]]:
   targets = convergence_targets(rs)
   if targets is None:
     return {}
-  return {s: records.time_to_loss(records.loss_curves(r), targets) for s, r in rs.items()}
+  key = convergence_key(rs)
+  return {s: records.time_to_loss(records.loss_curves(r, key), targets) for s, r in rs.items()}
 
+
+def layer_times_to_target(data: records.EntryData) -> Dict[str, List[Optional[float]]]:
+  """{run name: per layer, the seconds at which it first reached its fixed loss (None: never)}."""
+  rs = strategy_records(data)
+  targets = convergence_targets(rs)
+  if targets is None:
+    return {}
+  key = convergence_key(rs)
+  return {s: records.time_to_loss_per_layer(records.loss_curves(r, key), targets) for s, r in rs.items()}

@@ -17,8 +17,8 @@ REPORT_LABEL = reported.HARDWARE
 REPORT_COLOR = "0.45"
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 _PROGRAM_COLORS = {"greedy": "tab:blue", "model_parallel": "tab:orange", "data_parallel": "tab:green",
-                   "sync_layerwise": "tab:purple"}
-_SPARE_COLORS = ("tab:red", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
+                   "sync_layerwise": "tab:purple", "pipeline_parallel": "tab:red"}
+_SPARE_COLORS = ( "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
 _PROGRAM_NAMES = {"greedy": "greedy layer-wise", "sync_layerwise": "synchronized layer-wise"}
 DAGGER = "† more logical devices than cores (oversubscribed)."
 # Markers and line styles of the machines a scaling figure shows: this one (""), then the others.
