@@ -16,6 +16,7 @@ import tensorflow as tf
 from common import config as config_lib
 from common import data
 from common import errors
+from common import optimizers
 from common import progress as progress_lib
 from common import sgd
 from common import timing
@@ -47,7 +48,7 @@ class Classifier(tf.Module):
     """All trainable variables, in a fixed order."""
     return self.kernels + self.biases + [self.output_kernel, self.output_bias]
 
-  def update_slots(self, rule: sgd.UpdateRule) -> List[List[tf.Variable]]:
+  def update_slots(self, rule: optimizers.UpdateRule) -> List[List[tf.Variable]]:
     """Per weight, the `rule.num_slots` slot variables of an update rule (momentum's velocity, Adam's
     moments), zero-initialised and created (in the current device or strategy scope) on the first call;
     saved and restored with the classifier. Raises ValueError if a different rule made them before."""
@@ -88,11 +89,11 @@ class Finetuner(tf.Module):
     seed: keys the shuffling order (a stream separate from pretraining's).
     batch_size: global batch B; an epoch is N // B steps.
     device: device of the single-device path (None: default).
-    rule: the update rule (`common.sgd.UpdateRule`); other than plain SGD on the strategy path only.
+    rule: the update rule (`common.optimizers.UpdateRule`); other than plain SGD on the strategy path only.
   """
 
   def __init__(self, classifier: Classifier, images: tf.Tensor, labels: tf.Tensor, seed: int,
-               batch_size: int, device: Optional[str] = None, rule: sgd.UpdateRule = sgd.SGD):
+               batch_size: int, device: Optional[str] = None, rule: optimizers.UpdateRule = optimizers.SGD):
     super().__init__(name="finetuner")
     self.classifier = classifier
     self.rule = rule
@@ -127,7 +128,7 @@ class Finetuner(tf.Module):
     return data.epoch_indices(positions, self.seed, epoch, self.num_examples, data.FINETUNE_STREAM)
 
   def run_steps(self, epoch, first_step, num_steps, learning_rate, strategy=None, iterator=None,
-                schedule: Optional[Callable[[tf.Tensor], tf.Tensor]] = None) -> tf.Tensor:
+                lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None) -> tf.Tensor:
     """Runs a range of an epoch's steps (graph code); returns the sum of the batch mean losses.
 
     Args:
@@ -138,11 +139,11 @@ class Finetuner(tf.Module):
       iterator: with `strategy`, a `sgd.distributed_indices` iterator of the finetuning stream standing
         at (epoch, first_step); its elements are checked against the step. None: every replica
         computes its positions itself (`sgd.replica_positions`).
-      schedule: None, or a function of the step's index in the whole run (int32 scalar,
+      lr_multiplier: None, or a function of the step's index in the whole run (int32 scalar,
         epoch * steps_per_epoch + step) returning a float32 factor for `learning_rate` (a warm-up).
     """
     def rate(step):
-      return sgd.scheduled(learning_rate, schedule, epoch * self.steps_per_epoch + step)
+      return optimizers.learning_rate_at(learning_rate, lr_multiplier, epoch * self.steps_per_epoch + step)
 
     if strategy is not None:
       def replica_step(step, element=None):
@@ -152,7 +153,7 @@ class Finetuner(tf.Module):
           indices = sgd.element_indices(element, epoch, step)
         loss, grads = self.loss_and_gradients(tf.gather(self.images, indices), tf.gather(self.labels, indices),
                                               self.batch_size)
-        sgd.apply_sgd(self.classifier.weights, grads, rate(step), self.rule, self.slots,
+        optimizers.apply_update(self.classifier.weights, grads, rate(step), self.rule, self.slots,
                       epoch * self.steps_per_epoch + step)
         return loss
       return sgd.distributed_steps(strategy, replica_step, first_step, num_steps, iterator)
@@ -183,8 +184,8 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
                    state: Dict[str, Any], save: Callable[[Dict[str, Any]], float], timer: timing.PhaseTimer,
                    device: Optional[str] = None, strategy: Optional[tf.distribute.Strategy] = None,
                    chunks_per_epoch: int = 1, learning_rate: Optional[float] = None,
-                   schedule: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
-                   rule: sgd.UpdateRule = sgd.SGD, summaries: Optional[Any] = None) -> Dict[str, Any]:
+                   lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
+                   rule: optimizers.UpdateRule = optimizers.SGD, summaries: Optional[Any] = None) -> Dict[str, Any]:
   """Finetunes for `config.finetune_epochs`, checkpointing every epoch; returns the record's "finetune".
 
   Resumable: `state["finetune"]` (the checkpointed progress) says how many epochs are done; when it is
@@ -203,8 +204,8 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
       replica's example indices come from one distributed input pipeline (`sgd.distributed_indices`).
     chunks_per_epoch: calls per epoch (more gives a smoother progress bar).
     learning_rate: the SGD learning rate (after the warm-up); None uses config.finetune_learning_rate.
-    schedule: None, or the factor of `learning_rate` at each step (see `Finetuner.run_steps`).
-    rule: the update rule (`common.sgd.UpdateRule`, plain SGD by default; others with `strategy` only);
+    lr_multiplier: None, or the factor of `learning_rate` at each step (see `Finetuner.run_steps`).
+    rule: the update rule (`common.optimizers.UpdateRule`, plain SGD by default; others with `strategy` only);
       its slot variables are saved with the classifier.
     summaries: a `common.summaries.Summaries` receiving each epoch's scalars, or None.
 
@@ -227,19 +228,19 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     labels = sgd.replica_resident(strategy, mnist.train_labels)
     inputs = lambda first, count: sgd.distributed_indices(  # noqa: E731
         strategy, config.seed, mnist.num_train, batch, first, count, data.FINETUNE_STREAM)
-    warmup_iterator, iterator = inputs(0, 1), inputs(done, epochs - done)
+    compile_iterator, iterator = inputs(0, 1), inputs(done, epochs - done)
   else:
     with tf.device(device):
       images = tf.constant(mnist.train_images)
       labels = tf.constant(mnist.train_labels)
-    warmup_iterator = iterator = None
+    compile_iterator = iterator = None
   with strategy.scope() if strategy is not None else tf.device(device):
     finetuner = Finetuner(classifier, images, labels, config.seed, batch, device, rule)
-  compiled = tf.function(lambda it, e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, it, schedule))
+  compiled = tf.function(lambda it, e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, it, lr_multiplier))
   epoch_fn = lambda e, f, n, lr: compiled(iterator, e, f, n, lr)  # noqa: E731
   steps = finetuner.steps_per_epoch
-  with timer.phase("finetune_warmup"):
-    compiled(warmup_iterator, tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
+  with timer.phase(timing.FINETUNE_COMPILE_PHASE):
+    compiled(compile_iterator, tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
   progress = progress_lib.Progress(epochs, "finetune", config.show_progress, done_work=done)
   bounds = np.linspace(0, steps, min(chunks_per_epoch, steps) + 1).astype(int)
   learning_rate = config.finetune_learning_rate if learning_rate is None else learning_rate

@@ -1,7 +1,9 @@
 """Phase timing: wall-clock seconds per named phase, with tracing/compilation kept out of the phases.
 
-Programs call a compiled function once before timing it (a warm-up step with learning rate 0, timed
-under the "warmup" phase), so the phases hold steady-state time only. `time_repeated` measures a
+Programs call a compiled function once before timing it (a compile step with learning rate 0, timed
+under COMPILE_PHASE), so the phases hold steady-state time only. "Warm-up" in this project means the
+learning-rate warm-up (`--warmup_epochs`) only; the record key of the compile phase, "warmup", predates
+that rule and stays, since committed records and users' scripts read it. `time_repeated` measures a
 single operation on its own, repeated, the way the report's op-level profile did; `trace` captures a
 TensorFlow profiler trace for TensorBoard.
 """
@@ -13,6 +15,10 @@ import time
 from typing import Callable, Dict, Iterator, Optional
 
 import tensorflow as tf
+
+# Timer phases of the compile step (tracing and XLA compilation before the timed steps); record keys.
+COMPILE_PHASE = "warmup"
+FINETUNE_COMPILE_PHASE = "finetune_warmup"
 
 
 class PhaseTimer:
@@ -46,8 +52,8 @@ class PhaseTimer:
     return {k: round(v, 6) for k, v in self._seconds.items()}
 
 
-def time_repeated(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -> Dict[str, float]:
-  """Times `fn()` on its own: `warmup` untimed calls (tracing, compilation), then `repeats` timed calls.
+def time_repeated(fn: Callable[[], object], repeats: int = 5, untimed_calls: int = 1) -> Dict[str, float]:
+  """Times `fn()` on its own: `untimed_calls` calls (tracing, compilation), then `repeats` timed calls.
 
   `fn` must return a tensor (or nest of tensors) whose values are fetched, so asynchronous work is
   finished when the clock stops.
@@ -60,7 +66,7 @@ def time_repeated(fn: Callable[[], object], repeats: int = 5, warmup: int = 1) -
   """
   if repeats < 1:
     raise ValueError(f"repeats must be >= 1, got {repeats}")
-  for _ in range(warmup):
+  for _ in range(untimed_calls):
     tf.nest.map_structure(lambda t: t.numpy() if hasattr(t, "numpy") else t, fn())
   samples = []
   for _ in range(repeats):

@@ -20,6 +20,7 @@ from typing import Any, Mapping
 import tensorflow as tf
 
 from common import config as config_lib
+from common import optimizers
 from common import sgd
 
 SCALINGS = ("none", "linear", "sqrt")
@@ -77,11 +78,11 @@ class DataParallelConfig(config_lib.Config):
     return self.finetune_learning_rate * scale(self.finetune_lr_scaling, self.effective_finetune_batch_size,
                                                self.reference_batch_size)
 
-  def finetune_update_rule(self) -> sgd.UpdateRule:
+  def finetune_update_rule(self) -> optimizers.UpdateRule:
     """Finetuning's update rule: Adam, SGD with momentum, or plain SGD."""
     if self.finetune_optimizer == "adam":
-      return sgd.UpdateRule("adam")
-    return sgd.UpdateRule("momentum", self.finetune_momentum) if self.finetune_momentum else sgd.SGD
+      return optimizers.UpdateRule("adam")
+    return optimizers.UpdateRule("momentum", self.finetune_momentum) if self.finetune_momentum else optimizers.SGD
 
   def finetune_warmup_factor(self) -> float:
     """Effective finetuning step after the warm-up over the reference one, lr / (1 - momentum) over the
@@ -95,7 +96,7 @@ def scale(scaling: str, batch_size: int, reference_batch_size: int) -> float:
   return {"none": 1.0, "linear": k, "sqrt": math.sqrt(k)}[scaling]
 
 
-def warmup(factor: float, warmup_epochs: float, steps_per_epoch: int):
+def lr_warmup(factor: float, warmup_epochs: float, steps_per_epoch: int):
   """The warm-up as a function of the step index (int32 scalar tensor, counted from the start) giving the
   float32 multiplier of the scaled learning rate: 1/factor at step 0 growing linearly to 1 after
   `warmup_epochs` epochs (Goyal et al. 2017, section 2.2), then 1. Returns None when there is no warm-up.

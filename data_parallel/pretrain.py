@@ -65,11 +65,11 @@ def run(config: config_lib.DataParallelConfig,
       continue
     trainer = autoencoder.LayerTrainer(layer, run_.layers[:i], images, config.seed, config.corruption,
                                        config.batch_size, kernels=run_.kernels)
-    schedule = config_lib.warmup(learning_rate / config.pretrain_learning_rate, config.warmup_epochs,
+    lr_multiplier = config_lib.lr_warmup(learning_rate / config.pretrain_learning_rate, config.warmup_epochs,
                                  trainer.steps_per_epoch)
-    dp = replicas.DataParallelTrainer(strategy, trainer, schedule)
-    with run_.timer.phase("warmup"):  # Tracing and XLA compilation; learning rate 0 changes nothing.
-      dp.warm_up()
+    dp = replicas.DataParallelTrainer(strategy, trainer, lr_multiplier)
+    with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
+      dp.compile()
     if i == 0 and config.profile_steps and "profile" not in pretrain_state:
       with run_.timer.phase("profile"):
         pretrain_state["profile"] = profile_lib.profile_layer(dp, config.profile_steps, config.profile_repeats)
@@ -104,10 +104,10 @@ def run(config: config_lib.DataParallelConfig,
     record["timing"] = {f"profile/{k}": v for k, v in profile["seconds_per_epoch"].items()}
   logging.info("Pretrained %d layer(s) on %d replica(s) in %.1f s (steady-state training time).", len(hidden),
                strategy.num_replicas_in_sync, record["pretrain_seconds"])
-  finetune_schedule = None
+  finetune_lr_multiplier = None
   if config.finetune_epochs:
     steps = n // config.effective_finetune_batch_size
-    finetune_schedule = config_lib.warmup(config.finetune_warmup_factor(), config.warmup_epochs, steps)
+    finetune_lr_multiplier = config_lib.lr_warmup(config.finetune_warmup_factor(), config.warmup_epochs, steps)
   return program.finish(run_, record, strategy=strategy, finetune_options=dict(
-      learning_rate=config.finetune_learning_rate_after_warmup(), schedule=finetune_schedule,
+      learning_rate=config.finetune_learning_rate_after_warmup(), lr_multiplier=finetune_lr_multiplier,
       rule=config.finetune_update_rule()))

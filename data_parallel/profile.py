@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from common import autoencoder
 from common import data
-from common import sgd
+from common import optimizers
 from common import timing
 from data_parallel import replicas
 
@@ -109,7 +109,7 @@ def profile_layer(dp: replicas.DataParallelTrainer, steps: int, repeats: int) ->
     return tf.add_n([tf.reshape(s, [-1])[0] for s in summed])  # Every reduced tensor is needed.
 
   def apply_step(g):
-    tf.distribute.get_replica_context().merge_call(sgd.update_variables, args=(weights, g, tf.constant(0.0)))
+    tf.distribute.get_replica_context().merge_call(optimizers.update_variables, args=(weights, g, tf.constant(0.0)))
     return tf.constant(0.0)
 
   loops = {

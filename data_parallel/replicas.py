@@ -7,7 +7,7 @@ gathers its examples from its copy of the training images, corrupts them (masks 
 and example index), runs the frozen layers below and computes the loss summed over its examples
 divided by B (`tf.nn.compute_average_loss` semantics) and its gradients in one XLA computation
 (`LayerTrainer.loss_and_gradients`); the gradients are summed over the replicas (all-reduce) and
-applied once to the mirrored weights (`common.sgd.apply_sgd`). The summed gradient is the gradient of
+applied once to the mirrored weights (`common.optimizers.apply_update`). The summed gradient is the gradient of
 the global batch, so G replicas compute what greedy computes at batch B, up to float rounding.
 """
 
@@ -16,6 +16,7 @@ from typing import Callable, Optional, Sequence, Tuple
 import tensorflow as tf
 
 from common import autoencoder
+from common import optimizers
 from common import sgd
 
 
@@ -41,7 +42,7 @@ class DataParallelTrainer:
     strategy: the strategy; the layer's variables were created in its scope (mirrored).
     trainer: the layer's `LayerTrainer`, built with the global batch B as `batch_size` and images that
       every replica can read (`common.sgd.replica_resident`).
-    schedule: None, or the learning-rate warm-up: a function of the step index counted from the
+    lr_multiplier: None, or the learning-rate warm-up: a function of the step index counted from the
       layer's first step (int32) returning the factor of the learning rate (float32).
     fetch_to_device: prefetch the replicas' example indices onto their devices.
 
@@ -50,11 +51,11 @@ class DataParallelTrainer:
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, trainer: autoencoder.LayerTrainer,
-               schedule: Optional[Callable[[tf.Tensor], tf.Tensor]] = None, fetch_to_device: bool = True):
+               lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None, fetch_to_device: bool = True):
     sgd.check_divisible(trainer.batch_size, strategy.num_replicas_in_sync)
     self.strategy = strategy
     self.trainer = trainer
-    self.schedule = schedule
+    self.lr_multiplier = lr_multiplier
     self.fetch_to_device = fetch_to_device
     self.steps_per_epoch = trainer.steps_per_epoch
     self._compiled = tf.function(self._steps)
@@ -71,13 +72,13 @@ class DataParallelTrainer:
     def replica_step(step, element):
       indices = sgd.element_indices(element, epoch, step)
       loss, grads = t.loss_and_gradients(indices, epoch, t.batch_size)
-      sgd.apply_sgd(t.layer.weights, grads,
-                    sgd.scheduled(learning_rate, self.schedule, epoch * self.steps_per_epoch + step))
+      optimizers.apply_update(t.layer.weights, grads,
+                    optimizers.learning_rate_at(learning_rate, self.lr_multiplier, epoch * self.steps_per_epoch + step))
       return loss
 
     return sgd.distributed_steps(self.strategy, replica_step, first_step, num_steps, iterator)
 
-  def warm_up(self) -> None:
+  def compile(self) -> None:
     """Traces and compiles the step function with one step at learning rate 0 (changes nothing)."""
     self._compiled(self.inputs(0, 1), tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
 

@@ -16,6 +16,7 @@ from common import cost
 from common import config as config_lib
 from common import program
 from common import progress as progress_lib
+from common import timing
 
 # The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md).
 KERNELS = "xla"
@@ -49,7 +50,7 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
     trainer = autoencoder.LayerTrainer(layer, run_.layers[:i], images, config.seed, config.corruption,
                                        config.batch_size, device, run_.kernels)
     epoch_fn = tf.function(trainer.run_steps)
-    with run_.timer.phase("warmup"):  # Tracing and XLA compilation; learning rate 0 changes nothing.
+    with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
       epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
     for epoch in range(len(histories[i]), epochs):
       with run_.training():

@@ -126,7 +126,7 @@ def run_schedule(run_: program.Run, schedule: schedule_lib.Schedule, concurrent:
     todo = [k for k in range(len(records), len(all_steps)) if all_steps[k].group == g]
     if not todo:
       continue
-    with run_.timer.phase("warmup"):  # Frozen copies, tracing, XLA compilation; learning rate 0 changes nothing.
+    with run_.timer.phase(timing.COMPILE_PHASE):  # Frozen copies, tracing, XLA compilation; learning rate 0 changes nothing.
       trainer = group_lib.GroupTrainer(run_.layers, members, [layer_devices[i] for i in members], images,
                                        config.seed, config.corruption, config.batch_size, concurrent, run_.kernels)
       trainer.run_steps(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0),

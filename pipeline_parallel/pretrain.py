@@ -158,7 +158,7 @@ def _pretrain(run_: program.Run, plan: placement.Plan, devices: List[str], in_fl
       "wall_seconds": 0.0, "partial": [{"loss_sum": 0.0, "steps": 0, "since": 0.0} for _ in hidden]})
   histories, partial = state["layers"], state["partial"]
   stage_of = {i: (p, m) for p, stage in enumerate(plan.stages) for m, i in enumerate(stage)}
-  with run_.timer.phase("warmup"):  # Tracing (and XLA compilation); learning rate 0 changes nothing.
+  with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing (and XLA compilation); learning rate 0 changes nothing.
     warm = []
     for stage in pipeline.stages[1:]:
       with tf.device(stage.device):

@@ -9,9 +9,9 @@ import pytest
 import tensorflow as tf
 
 from common import autoencoder
-from common import runlog
 from common import config as common_config
-from common import sgd
+from common import optimizers
+from common import runlog
 from data_parallel import config as config_lib
 from data_parallel import pretrain
 from data_parallel import profile as profile_lib
@@ -125,11 +125,11 @@ def test_large_batch_learning_rates_and_warmup():
   assert c.finetune_learning_rate_after_warmup() == pytest.approx(0.1 * 50 ** 0.5)
   default = config_lib.DataParallelConfig(batch_size=5000)  # The report's recipe: rates unchanged.
   assert default.pretrain_learning_rate_after_warmup() == 1e-4 and default.finetune_learning_rate_after_warmup() == 0.1
-  multiplier = config_lib.warmup(50.0, 2, steps_per_epoch=11)
+  multiplier = config_lib.lr_warmup(50.0, 2, steps_per_epoch=11)
   got = [float(multiplier(tf.constant(s))) for s in (0, 11, 22, 100)]
   # Starts at the reference rate (1/50 of the scaled one), linear in the step, 1 after two epochs.
   assert got == pytest.approx([1 / 50, 1 / 50 + (1 - 1 / 50) / 2, 1.0, 1.0])
-  assert config_lib.warmup(50.0, 0, 11) is None and config_lib.warmup(1.0, 5, 11) is None
+  assert config_lib.lr_warmup(50.0, 0, 11) is None and config_lib.lr_warmup(1.0, 5, 11) is None
   with pytest.raises(ValueError, match="--pretrain_lr_scaling must be one of"):
     config_lib.DataParallelConfig(pretrain_lr_scaling="cubic")
   with pytest.raises(ValueError, match=r"--finetune_momentum must be in \[0, 1\)"):
@@ -163,7 +163,7 @@ def _two_replica_steps(rule, steps=2):
     def replica_step():
       replica = tf.distribute.get_replica_context().replica_id_in_sync_group
       gradient = g * tf.cast(replica + 1, tf.float32)
-      sgd.apply_sgd([variable], [gradient], tf.constant(0.1), rule, slots, index)
+      optimizers.apply_update([variable], [gradient], tf.constant(0.1), rule, slots, index)
     strategy.run(replica_step)
 
   for i in range(steps):
@@ -172,7 +172,7 @@ def _two_replica_steps(rule, steps=2):
 
 
 def test_momentum_update_sums_replica_gradients_and_applies_heavy_ball_once():
-  copies, (velocity,) = _two_replica_steps(sgd.UpdateRule("momentum", 0.9))
+  copies, (velocity,) = _two_replica_steps(optimizers.UpdateRule("momentum", 0.9))
   # v1 = 3g, x1 = x0 - 0.1 * 3g; v2 = 0.9 * 3g + 3g = 5.7g, x2 = x1 - 0.1 * 5.7g = x0 - 0.87g.
   for copy in copies:
     np.testing.assert_allclose(copy, [1.0 - 0.87, 2.0 + 0.87], rtol=1e-6)
@@ -181,7 +181,7 @@ def test_momentum_update_sums_replica_gradients_and_applies_heavy_ball_once():
 
 
 def test_adam_update_follows_kingma_and_ba_on_every_copy():
-  rule = sgd.UpdateRule("adam")
+  rule = optimizers.UpdateRule("adam")
   copies, (m_copies, v_copies) = _two_replica_steps(rule, steps=3)
   # Algorithm 1 of Kingma & Ba 2015 (epsilon added to sqrt(v) before the bias correction of the rate).
   x, m, v = np.array([1.0, 2.0]), np.zeros(2), np.zeros(2)
@@ -197,4 +197,4 @@ def test_adam_update_follows_kingma_and_ba_on_every_copy():
     np.testing.assert_allclose(got_m, m, rtol=1e-5)
     np.testing.assert_allclose(got_v, v, rtol=1e-4)  # float32 squares of 3.
   with pytest.raises(ValueError, match="unknown update rule"):
-    sgd.UpdateRule("rmsprop")
+    optimizers.UpdateRule("rmsprop")

@@ -60,7 +60,7 @@ def _benchmark_cell(output_dir: str, name: str, file: str, measures: List[tuple]
   if summary is None:
     return None
   repeats = len(next(iter(summary["pretrain_seconds"].values()))["values"])
-  cells = [f"{label} {style.fmt_spread(summary[key])}×" for key, label in measures]
+  cells = [f"{m[1]} {style.fmt_spread(summary[m[0]])}{m[2] if len(m) > 2 else '×'}" for m in measures]
   return f"{', '.join(cells)} (median (min–max) of {repeats} repeats, {summary['setting']['cpu_count']} cores)"
 
 
@@ -107,11 +107,19 @@ def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> s
       ["Data parallel, 2 replicas vs 1, one 2000-unit layer, global batch 5000 (benchmark)", "—",
        cell(_benchmark_cell(output_dir, "data_parallel", "summary_b5000.json",
                             [("speedup_2_vs_1_replica", "2 vs 1 replica")]))],
+      *[[f"Pipeline parallel (not in the report) on 2 devices vs greedy / vs model_parallel; on 1 device vs greedy; "
+         f"4 × 1000 units, batch {b} (benchmark)", "—",
+         cell(_benchmark_cell(output_dir, "pipeline_parallel", f"summary_b{b}.json",
+                              [("speedup_vs_greedy", "vs greedy"), ("speedup_vs_model_parallel", "vs model_parallel"),
+                               ("one_device_speedup_vs_greedy", "1 device vs greedy")]))] for b in (1000, 100)],
       ["Greedy test accuracy", f"{reported.ACCURACY['greedy'][60]} (60+60), {reported.ACCURACY['greedy'][30]} (30+30)",
        cell(_accuracy_cell(data["accuracy_vs_epochs"], "greedy"), _full_size(data["full_size"], "greedy"))],
       ["Model parallel test accuracy", f"~{reported.MP_ACCURACY_TEXT}",
        cell(_accuracy_cell(data["accuracy_vs_epochs"], "model_parallel"),
             _full_size(data["full_size"], "model_parallel"))],
+      ["Pipeline parallel test accuracy", "—",
+       cell(_accuracy_cell(data["accuracy_vs_epochs"], "pipeline_parallel"),
+            _full_size(data["full_size"], "pipeline_parallel"))],
   ]
   dp = data["dp_accuracy"]
   if dp is not None:
