@@ -15,6 +15,7 @@ from experiments import presets
 from experiments import records
 from experiments.benchmarks import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
+from experiments.benchmarks import equal_cores as bench_equal_cores
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.report import figures
 from experiments.report import readme
@@ -210,6 +211,18 @@ def test_benchmarks_list_one_configuration_per_variant():
                                     "pipeline_parallel_k4_xla"]
   assert runs[3].extra_flags == ("--pipeline_chunk_steps=4", "--kernels=xla")
   assert bench_pipeline_parallel.BENCHMARK.folder(setting) == "b100_chunks_kernels"
+
+
+def test_equal_cores_benchmark_gives_every_program_the_same_cores():
+  setting = harness.Setting((32, 16), 100, 2, 400, 2, 1, {"cores": 2})
+  runs = bench_equal_cores.configurations(setting)
+  assert [r.name for r in runs] == [
+      "greedy_g1_t2", "sync_layerwise_g1_t2", "model_parallel_g1_t2", "model_parallel_g2_t1",
+      "model_parallel_g2_t1_shared", "data_parallel_g1_t2", "data_parallel_g2_t1", "pipeline_parallel_g1_t2",
+      "pipeline_parallel_g2_t1", "pipeline_parallel_g2_t1_shared"]
+  assert all(r.flag("num_devices") * r.flag("threads_per_device") == 2 for r in runs)
+  assert all("--heldout_every_epoch" in r.extra_flags for r in runs)
+  assert bench_equal_cores.baseline(setting) == "greedy_g1_t2"
 
 
 def test_command_line_errors():

@@ -1,0 +1,98 @@
+"""Benchmark: every program given the same N cores; which finishes pretraining first, and in which configuration.
+
+The report's question is "G devices against one" (one thread each). A CPU user asks another: "I have N cores;
+which program, with which flags, is done first?" For N = --cores (default: the machine's), every program runs
+in every configuration of devices x threads per device that uses exactly N cores (devices dividing N), and the
+two-level programs (model_parallel, pipeline_parallel) also with --thread_pool=shared, all alternated repeat
+after repeat (`harness`), every run recording the held-out reconstruction loss after each epoch. Measures:
+  * per program, its fastest configuration (median pretraining seconds) and every configuration's seconds;
+  * the ratio greedy on all N cores (1 device x N threads) / each program's fastest configuration;
+  * seconds until every layer's held-out loss reached greedy's final one x 1.01 (greedy on N threads as the
+    reference; `records.loss_curves`), per configuration.
+
+Usage (timings are committed: run alone on the machine):
+  python -m experiments.benchmarks.equal_cores --batch_size=100
+  python -m experiments.benchmarks.equal_cores --batch_size=1000
+  python -m experiments.benchmarks.equal_cores --batch_size=5000
+Writes <output_dir>/n<cores>_b<batch>/<configuration>_r<k>.json and <output_dir>/summary_n<cores>_b<batch>.json.
+"""
+
+import os
+from typing import Dict, List, Optional
+
+from experiments import records
+from experiments.benchmarks import harness
+
+PROGRAMS = ("greedy", "sync_layerwise", "model_parallel", "data_parallel", "pipeline_parallel")
+# Programs whose devices can share one intra-op pool (--thread_pool=shared).
+TWO_LEVEL = ("model_parallel", "pipeline_parallel")
+HELDOUT = "--heldout_every_epoch"
+LOSS_TOLERANCE = 0.01
+
+
+def _cores(s: harness.Setting) -> int:
+  return int(s.options["cores"]) or os.cpu_count() or 1
+
+
+def baseline(s: harness.Setting) -> str:
+  """The reference configuration: greedy, one device with every core as its threads."""
+  return f"greedy_g1_t{_cores(s)}"
+
+
+def configurations(s: harness.Setting) -> List:
+  """Every program x (devices, threads) with devices x threads = N, plus shared pools for the two-level ones."""
+  n, runs = _cores(s), []
+  for program in PROGRAMS:
+    one_device = program in ("greedy", "sync_layerwise")
+    for g in [d for d in range(1, n + 1) if n % d == 0 and (d == 1 or not one_device)]:
+      if program == "data_parallel" and s.batch_size % g:
+        continue
+      t = n // g
+      runs.append(s.run(f"{program}_g{g}_t{t}", program, g, extra=(HELDOUT,), threads=t))
+      if program in TWO_LEVEL and g > 1:
+        runs.append(s.run(f"{program}_g{g}_t{t}_shared", program, g, extra=(HELDOUT, "--thread_pool=shared"),
+                          threads=t))
+  return runs
+
+
+def _program(name: str) -> str:
+  return name.split("_g", 1)[0]
+
+
+def _time_to_greedy(record: dict, targets: List[float]) -> Optional[float]:
+  if not records.has_heldout_curves(record):
+    return None
+  return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)
+
+
+def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
+  """Fastest configuration per program, ratios to greedy on all cores, time to greedy's held-out loss."""
+  seconds = {name: harness.spread([r["pretrain_seconds"] for r in rs])["median"] for name, rs in runs.items()}
+  best: Dict[str, str] = {}
+  for name in runs:
+    p = _program(name)
+    if p not in best or seconds[name] < seconds[best[p]]:
+      best[p] = name
+  base = baseline(s)
+  out = {"cores": _cores(s), "baseline": base,
+         "fastest_configuration": best,
+         "speedup_vs_greedy_all_cores": {p: harness.ratio_spread(runs, base, name) for p, name in best.items()},
+         "fastest_program": min(best.values(), key=lambda name: seconds[name])}
+  greedy = runs[base]
+  targets = [[layer["epochs"][-1]["heldout_loss"] * (1 + LOSS_TOLERANCE) for layer in r["layers"]] for r in greedy]
+  if all(records.has_heldout_curves(r) for r in greedy):
+    out["seconds_to_greedy_heldout_loss"] = {
+        name: [_time_to_greedy(r, t) for r, t in zip(rs, targets)] for name, rs in runs.items()}
+  return out
+
+
+BENCHMARK = harness.Benchmark(
+    name="equal_cores", configurations=configurations, summarize=summarize,
+    defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 100, "pretrain_epochs": 3,
+              "train_examples": 22_000, "num_devices": 2, "repeats": 3},
+    options={"cores": (0, "N, the cores every configuration uses (devices x threads per device); 0: all of the "
+                          "machine's.")},
+    folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", summary_file=lambda s: f"summary_n{_cores(s)}_b{s.batch_size}.json")
+
+if __name__ == "__main__":
+  harness.main(BENCHMARK)
