@@ -133,8 +133,8 @@ class CheckpointState:
       self.restored_from = path
       if self.chief and (state is None or os.path.basename(state.model_checkpoint_path) != os.path.basename(path)):
         # Name the checkpoint used (and the older ones, for deletion in turn) in the state file.
-        tf.train.update_checkpoint_state(self.model_dir, path,
-                                         all_model_checkpoint_paths=list(reversed(candidates[k:])))
+        tf.compat.v1.train.update_checkpoint_state(self.model_dir, path,
+                                                   all_model_checkpoint_paths=list(reversed(candidates[k:])))
         self._manager = tf.train.CheckpointManager(self._checkpoint, self.model_dir, max_to_keep=self._max_to_keep)
         logging.info("The state file of --model_dir=%s now names %s.", self.model_dir, path)
       logging.info("Resuming from %s", path)
