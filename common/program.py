@@ -219,7 +219,12 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
     ResumeMismatchError: `model_dir` holds a checkpoint of a different configuration.
   """
   started = time.perf_counter()
-  outputs.check(config, chief=_writes_outputs(distribution))
+  # Every output location is checked before anything is built; in a cluster the chief (task "chief", or
+  # worker 0 of a multi-worker run) writes the record and weights, and a client/server program's workers
+  # only serve.
+  task = cluster.task() if distribution != "none" else None
+  if not (distribution == "client_server" and task is not None and task[0] != "chief"):
+    outputs.check(config, chief=task is None or task in (("chief", 0), ("worker", 0)))
   device_setup, strategy = setup_devices(config, distribution, make_strategy, thread_pool)
   chief = strategy is None or strategy.extended.should_checkpoint
   # One writer per model directory: the chief (the workers of a multi-worker run share it).
@@ -252,16 +257,6 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
              chief, finetune_device, layer_devices, strategy, config.kernel_path(kernels), evaluator, summaries,
              ckpt, on_checkpoint or cluster.fault_hook_from_environment(), model_dir_lock)
 
-
-def _writes_outputs(distribution: str) -> bool:
-  """Whether this process writes the record, weights and summaries: False only in the non-chief tasks
-  of a cluster (the workers of a client/server program serve; worker 0 of a multi-worker one is the chief)."""
-  task = cluster.task() if distribution != "none" else None
-  if task is None:
-    return True
-  if distribution == "client_server":
-    return task[0] == "chief"
-  return task[0] == "chief" or task == ("worker", 0) and "chief" not in cluster.tf_config()["cluster"]
 
 
 def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rate: float, chunks: int,

@@ -17,7 +17,6 @@ import time
 import numpy as np
 import pytest
 
-from common import checkpoint
 from common import config as config_lib
 from common import devices
 from common import errors
@@ -346,7 +345,7 @@ def test_missing_or_garbled_state_file_recovers_from_the_checkpoint_files(traine
 def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(trained):
   config, first, tmp = trained
   model = tmp / "model"
-  assert [os.path.basename(p) for p in checkpoint.checkpoint_candidates(str(model))] == ["ckpt-2", "ckpt-1"]
+  assert os.path.exists(model / "ckpt-1.index") and os.path.exists(model / "ckpt-2.index")
   (model / "ckpt-2.data-00000-of-00001").write_bytes(b"corrupt")
   record = greedy.run(dataclasses.replace(config, export_weights=str(tmp / "again.npz")))
   assert record["resumed_from"].endswith("ckpt-1")
