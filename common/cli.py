@@ -3,15 +3,16 @@
 import sys
 from typing import Any, Callable, Dict, Sequence
 
-from absl import app
-
 from common import errors
 
 
 def reject_extra_args(argv: Sequence[str]) -> None:
-  """Raises app.UsageError when positional arguments follow the program name."""
+  """Exits with status 2 and one line (not absl's usage page, which lists every flag since --help shows the
+  shared flags) when positional arguments follow the program name."""
   if len(argv) > 1:
-    raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
+    print(f"error: Unexpected positional arguments: {' '.join(argv[1:])} (flags are --name=value; --helpshort "
+          "lists them)", file=sys.stderr)
+    sys.exit(2)
 
 
 def run_program(run: Callable[..., Dict[str, Any]], config: Any) -> Dict[str, Any]:
