@@ -1,7 +1,8 @@
 """What every training program does around its pretraining schedule.
 
-`start` sets up the devices (the one place that does: logical CPU devices, GPUs, or a cluster's workers),
-loads MNIST, builds the layers and the classifier, and restores the latest checkpoint of `--model_dir`;
+`start` checks every output location (`common.outputs`), sets up the devices (the one place that does:
+logical CPU devices, GPUs, or a cluster's workers), takes the lock of `--model_dir` (`common.lock`), loads
+MNIST, builds the layers and the classifier, and restores the newest intact checkpoint of `--model_dir`;
 the program then runs its schedule, timing its training blocks with `Run.training` and reporting each
 finished layer-epoch with `Run.end_epochs` (elapsed time, held-out loss, TensorBoard); `finish` evaluates
 the held-out reconstruction, finetunes, exports the weights and writes the run record. `run_epoch` runs
@@ -217,6 +218,9 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
   Raises:
     ValueError: devices cannot be made. DataUnavailableError: MNIST missing.
     ResumeMismatchError: `model_dir` holds a checkpoint of a different configuration.
+    OutputPathError: an output location cannot be written (`common.outputs.check`, before anything else).
+    ModelDirInUseError: another running process holds `model_dir` (`common.lock`).
+    CheckpointUnusableError: `model_dir` holds checkpoint files of which none can be read.
   """
   started = time.perf_counter()
   # Every output location is checked before anything is built; in a cluster the chief (task "chief", or
@@ -256,7 +260,6 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
   return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,
              chief, finetune_device, layer_devices, strategy, config.kernel_path(kernels), evaluator, summaries,
              ckpt, on_checkpoint or cluster.fault_hook_from_environment(), model_dir_lock)
-
 
 
 def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rate: float, chunks: int,

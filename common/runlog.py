@@ -5,6 +5,10 @@ Record layout (docs/programs.md, "The run record"):
    cpu_count, hostname, ...}, "pretrain_seconds", "layers": [{"index", "units", "device",
    "epochs": [{"loss", "seconds"}, ...]}, ...], "timing": {phase: seconds}, "finetune": {...},
    "total_seconds"}
+plus, written by `common.program.finish`: "process_seconds" (= "total_seconds", this process's wall
+seconds), "run_seconds" and "run_processes" (the whole run, over its resumed processes), "resumed",
+"resumed_from" and "skipped_checkpoints" (docs/troubleshooting.md), "warnings" and "diverged" (a run that
+learned nothing).
 """
 
 import datetime
