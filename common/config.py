@@ -12,6 +12,8 @@ from typing import Any, Mapping, Optional, Tuple
 MNIST_TRAIN_EXAMPLES = 55_000
 # More logical CPU devices than this only oversubscribes the cores further.
 MAX_LOGICAL_CPU_DEVICES = 64
+# More epochs than this is a typo (the report trains 30 to 60); the epoch also keys the int32 corruption seeds.
+MAX_EPOCHS = 100_000
 
 # Config fields that do not change the mathematics of a run: they may differ when a run resumes.
 NON_TRAINING_FIELDS = frozenset({
@@ -127,6 +129,9 @@ def check(values: Mapping[str, Any]) -> None:
     v = values["finetune_epochs"]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
       raise ValueError(f"--finetune_epochs must be a non-negative integer (0 skips finetuning), got {v!r}.")
+  for name in ("pretrain_epochs", "finetune_epochs"):
+    if isinstance(values.get(name), int) and values[name] > MAX_EPOCHS:
+      raise ValueError(f"--{name} must be at most {MAX_EPOCHS:,}, got {values[name]}.")
   if "seed" in values:
     v = values["seed"]
     if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**31:

@@ -67,6 +67,33 @@ def check_available(num_devices: int) -> None:
     raise ValueError(f"--num_devices must be at most {config_lib.MAX_LOGICAL_CPU_DEVICES}, got {num_devices}.")
 
 
+def check_threads(threads_per_device: int, cores: Optional[int] = None) -> None:
+  """Raises ValueError when `threads_per_device` exceeds the machine's cores (`os.cpu_count()`).
+
+  More threads than cores in one device cannot run at once; a very large count only grows memory (each
+  thread has a stack). Devices x threads beyond the cores stays allowed (`oversubscription`).
+  """
+  cores = cores or os.cpu_count() or 1
+  if threads_per_device > cores:
+    raise ValueError(f"--threads_per_device must be at most {cores} (the cores of this machine), "
+                     f"got {threads_per_device}.")
+
+
+def oversubscription(num_devices: int, threads_per_device: int, cores: Optional[int] = None) -> Optional[str]:
+  """The warning for a run whose devices x threads exceed the cores, or None.
+
+  Such runs are allowed (the project measures them, marked oversubscribed): the devices share the cores,
+  so their times are not those of separate devices.
+  """
+  cores = cores or os.cpu_count() or 1
+  threads = num_devices * threads_per_device
+  if threads <= cores:
+    return None
+  return (f"Oversubscribed: {num_devices} device(s) x {threads_per_device} thread(s) = {threads} threads on "
+          f"{cores} core(s); the devices share the cores, so times are not those of {num_devices} separate "
+          "devices (records mark such runs oversubscribed).")
+
+
 THREAD_POOLS = ("per_device", "shared")
 
 
@@ -123,6 +150,9 @@ def setup(num_devices: int, threads_per_device: int = 1, thread_pool: str = "per
     logging.warning("Intra-op threads are %d (set before this run), not the requested %d.", intra, want)
   setup_ = DeviceSetup(tuple(d.name for d in logical[:num_devices]), "CPU-logical", intra, inter,
                        thread_pool=thread_pool)
+  warning = oversubscription(num_devices, threads_per_device)
+  if warning:
+    logging.warning("%s", warning)
   logging.info("Using %d logical CPU device(s), %d intra-op thread(s) (%s pool), on %d core(s): %s",
                num_devices, intra, thread_pool.replace("_", " "), os.cpu_count() or 0, ", ".join(setup_.names))
   return setup_

@@ -15,3 +15,15 @@ class TrainingDivergedError(UserError):
 
 class ResumeMismatchError(UserError):
   """`--model_dir` holds a checkpoint written with a different training configuration."""
+
+
+class OutputPathError(UserError):
+  """An output location (--results_dir, --export_weights, --model_dir, ...) cannot be written."""
+
+
+class ModelDirInUseError(UserError):
+  """Another running process holds the lock of `--model_dir`."""
+
+
+class CheckpointUnusableError(UserError):
+  """`--model_dir` holds checkpoint data, but no checkpoint in it can be restored."""

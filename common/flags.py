@@ -12,6 +12,7 @@ from absl import flags
 
 from common import config as config_lib
 from common import devices
+from common import memory
 
 _DEFAULTS = config_lib.Config()
 
@@ -101,6 +102,8 @@ def _register_validators() -> None:
         config_lib.check({name: [u for u in value] if name == "hidden_units" else value})
         if name == "num_devices":
           devices.check_available(value)
+        if name == "threads_per_device":
+          devices.check_threads(value)
       except ValueError as e:
         raise flags.ValidationError(str(e).replace(f"--{name} ", "", 1)) from None
       return True
@@ -118,6 +121,20 @@ def _register_validators() -> None:
       raise flags.ValidationError(str(e)) from None
     return True
   flags.register_multi_flags_validator(["batch_size", "finetune_batch_size", "train_examples"], batch_fits)
+
+  def fits_in_memory(values):
+    try:
+      units = [int(u) for u in values["hidden_units"]]
+    except (TypeError, ValueError):
+      return True  # The hidden_units validator reports it.
+    if not units or not all(isinstance(values[k], int) for k in ("batch_size", "train_examples")):
+      return True
+    try:
+      memory.check(units, values["batch_size"], values["train_examples"])
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from None
+    return True
+  flags.register_multi_flags_validator(["hidden_units", "batch_size", "train_examples"], fits_in_memory)
 
 
 _register_validators()

@@ -2,6 +2,9 @@
 
 Usage: python -m common.launch [--workers=N] <program>.train [the program's flags...]
 
+Only the programs that use several workers are accepted (`PROGRAMS`: data_parallel, model_parallel,
+pipeline_parallel); any other would run once per worker, every copy doing the same work.
+
   python -m common.launch --workers=2 data_parallel.train --batch_size=200 --model_dir=/tmp/dp
   python -m common.launch --workers=2 model_parallel.train --hidden_units=1000,1000
 
@@ -36,6 +39,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Programs whose workers only serve while one client process (task "chief") runs the program.
 CLIENT_SERVER_PROGRAMS = frozenset({"model_parallel.train", "pipeline_parallel.train"})
+# Programs whose every task runs the program under MultiWorkerMirroredStrategy.
+MULTI_WORKER_PROGRAMS = frozenset({"data_parallel.train"})
+# The only programs that use several workers: any other would run once per worker, each doing the same work.
+PROGRAMS = CLIENT_SERVER_PROGRAMS | MULTI_WORKER_PROGRAMS
 MODES = ("auto", "workers", "client_server")
 # Seconds between SIGTERM and SIGKILL when stopping processes.
 GRACE_SECONDS = 5.0
@@ -197,7 +204,8 @@ def launch(program: str, args: Sequence[str], workers: int, mode: str = "auto") 
   """Runs `python -m program args...` as a local cluster of `workers` tasks; returns the exit status.
 
   Raises:
-    LaunchError: `program` is not an importable module.
+    LaunchError: `program` is not an importable module, or not one of `PROGRAMS` (the programs that use
+      several workers).
   """
   try:
     found = importlib.util.find_spec(program)
@@ -205,6 +213,9 @@ def launch(program: str, args: Sequence[str], workers: int, mode: str = "auto") 
     found = None
   if found is None:
     raise LaunchError(f"no program module {program!r}; give one like data_parallel.train or model_parallel.train.")
+  if program not in PROGRAMS:
+    raise LaunchError(f"{program} does not use several workers (each would do the same work); the launcher "
+                      f"runs {', '.join(sorted(PROGRAMS))}. Run {program} directly: python -m {program} [flags].")
   client_server = mode == "client_server" or (mode == "auto" and program in CLIENT_SERVER_PROGRAMS)
   tasks = cluster_tasks(workers, client_server)
   cluster = Cluster(program, args, client_server)

@@ -1,7 +1,8 @@
 """What every training program does around its pretraining schedule.
 
-`start` sets up the devices (the one place that does: logical CPU devices, GPUs, or a cluster's workers),
-loads MNIST, builds the layers and the classifier, and restores the latest checkpoint of `--model_dir`;
+`start` checks every output location (`common.outputs`), sets up the devices (the one place that does:
+logical CPU devices, GPUs, or a cluster's workers), takes the lock of `--model_dir` (`common.lock`), loads
+MNIST, builds the layers and the classifier, and restores the newest intact checkpoint of `--model_dir`;
 the program then runs its schedule, timing its training blocks with `Run.training` and reporting each
 finished layer-epoch with `Run.end_epochs` (elapsed time, held-out loss, TensorBoard); `finish` evaluates
 the held-out reconstruction, finetunes, exports the weights and writes the run record. `run_epoch` runs
@@ -27,6 +28,8 @@ from common import devices as devices_lib
 from common import errors
 from common import evaluation
 from common import finetune
+from common import lock as lock_lib
+from common import outputs
 from common import progress as progress_lib
 from common import runlog
 from common import summaries as summaries_lib
@@ -40,6 +43,8 @@ DISTRIBUTIONS = ("none", "client_server", "multi_worker")
 
 # Calls per epoch when a progress bar is shown; without one an epoch is a single call.
 BAR_CHUNKS_PER_EPOCH = 20
+# A finetuned test accuracy at or below this is "at chance" (10 classes: 0.1) and flags the run.
+CHANCE_ACCURACY = 0.12
 
 
 @dataclasses.dataclass
@@ -84,6 +89,13 @@ class Run:
   summaries: summaries_lib.Summaries
   _checkpoint: checkpoint.CheckpointState
   _on_checkpoint: Optional[Callable[["Run"], None]]
+  _lock: Optional[lock_lib.ModelDirLock] = None
+
+  @property
+  def run_seconds(self) -> float:
+    """Wall seconds of the whole run: this process so far plus every earlier process of the run up to
+    its last checkpoint (a resumed run continues the count)."""
+    return self._clock.get("earlier_processes_seconds", 0.0) + time.perf_counter() - self.started
 
   @property
   def checkpoints_saved(self) -> int:
@@ -92,6 +104,7 @@ class Run:
 
   def save(self) -> float:
     """Checkpoints the weights with `state`; returns seconds spent (also added to timing "checkpoint")."""
+    self._clock["run_seconds"] = self.run_seconds
     seconds = self._checkpoint.save(self.state)
     self.timer.add("checkpoint", seconds)
     if self._on_checkpoint is not None and self.config.model_dir:
@@ -205,9 +218,21 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
   Raises:
     ValueError: devices cannot be made. DataUnavailableError: MNIST missing.
     ResumeMismatchError: `model_dir` holds a checkpoint of a different configuration.
+    OutputPathError: an output location cannot be written (`common.outputs.check`, before anything else).
+    ModelDirInUseError: another running process holds `model_dir` (`common.lock`).
+    CheckpointUnusableError: `model_dir` holds checkpoint files of which none can be read.
   """
   started = time.perf_counter()
+  # Every output location is checked before anything is built; in a cluster the chief (task "chief", or
+  # worker 0 of a multi-worker run) writes the record and weights, and a client/server program's workers
+  # only serve.
+  task = cluster.task() if distribution != "none" else None
+  if not (distribution == "client_server" and task is not None and task[0] != "chief"):
+    outputs.check(config, chief=task is None or task in (("chief", 0), ("worker", 0)))
   device_setup, strategy = setup_devices(config, distribution, make_strategy, thread_pool)
+  chief = strategy is None or strategy.extended.should_checkpoint
+  # One writer per model directory: the chief (the workers of a multi-worker run share it).
+  model_dir_lock = lock_lib.acquire(config.model_dir) if config.model_dir and chief else None
   mnist = data.load_mnist(config.data_dir, config.train_examples)
   first = device_setup.names[0]
   layer_devices = list(place(device_setup) if place else [first] * len(config.hidden_units))
@@ -217,7 +242,6 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
     layers = autoencoder.build_stack(config.hidden_units, config.seed, devices=None if strategy else layer_devices)
   with strategy.scope() if strategy is not None else tf.device(finetune_device):
     classifier = finetune.Classifier(config.hidden_units, config.seed)
-  chief = strategy is None or strategy.extended.should_checkpoint
   extra = extra_trackables(device_setup) if extra_trackables else {}
   ckpt = checkpoint.CheckpointState(config.model_dir, config, chief=chief, layers=layers, classifier=classifier,
                                     **extra)
@@ -225,13 +249,17 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
   resumed = state is not None
   state = state or {}
   state.pop("config", None)
+  clock = state.setdefault("clock", {"pretrain_seconds": 0.0, "pretrain_cpu_seconds": 0.0})
+  # The run's wall seconds before this process: the earlier processes' up to their last checkpoint.
+  clock["earlier_processes_seconds"] = clock.get("run_seconds", 0.0)
+  clock["processes"] = clock.get("processes", 0) + 1
   # Under a strategy the layers are mirrored on every replica: evaluate on this process's default device.
   evaluator = evaluation.HeldoutEvaluator(mnist.test_images, config.corruption,
                                           None if strategy is not None else finetune_device)
   summaries = summaries_lib.Summaries(config.tensorboard_dir if chief else None, config.effective_run_name)
   return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,
              chief, finetune_device, layer_devices, strategy, config.kernel_path(kernels), evaluator, summaries,
-             ckpt, on_checkpoint or cluster.fault_hook_from_environment())
+             ckpt, on_checkpoint or cluster.fault_hook_from_environment(), model_dir_lock)
 
 
 def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rate: float, chunks: int,
@@ -300,8 +328,9 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
                  config.finetune_epochs, record["finetune"]["validation_accuracy"],
                  record["finetune"]["test_accuracy"])
   if config.export_weights and run.chief:
-    runlog.export_weights(config.export_weights, run.layers)
-    logging.info("Exported pretrained weights to %s", config.export_weights)
+    written = outputs.write_with_fallback(lambda path: runlog.export_weights(path, run.layers),
+                                          outputs.weights_file(config.export_weights), "exported weights")
+    logging.info("Exported pretrained weights to %s", written)
   run.summaries.flush()
   full = runlog.new_record(config, run.devices)
   full["environment"]["kernels"] = run.kernels
@@ -310,9 +339,54 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
   full["pretrain_cpu_seconds"] = run.pretrain_cpu_seconds
   full["timing"] = dict(record.get("timing", {}), **run.timer.as_dict())
   full["resumed"] = run.resumed
+  if run.resumed:
+    full["resumed_from"] = run._checkpoint.restored_from
+  if run._checkpoint.skipped:
+    full["skipped_checkpoints"] = list(run._checkpoint.skipped)
   full["total_seconds"] = time.perf_counter() - run.started
+  # total_seconds is this process's; a resumed run's processes together took run_seconds.
+  full["process_seconds"] = full["total_seconds"]
+  full["run_seconds"] = run.run_seconds
+  full["run_processes"] = int(run._clock.get("processes", 1))
   full["run_name"] = config.effective_run_name
-  path = runlog.write_record(full, config) if run.chief else None
+  full["warnings"] = health_warnings(full)
+  full["diverged"] = bool(full["warnings"])
+  for message in full["warnings"]:
+    logging.warning("%s", message)
+  path = None
+  if run.chief and config.results_dir:
+    path = outputs.write_with_fallback(lambda p: runlog.write_record(full, config, p),
+                                       runlog.record_path(full, config), "run record")
   if path:
     logging.info("Run record: %s", path)
+  if run._lock is not None:
+    run._lock.release()
   return full
+
+
+def health_warnings(record: Dict[str, Any]) -> List[str]:
+  """Signs that a run that ended normally learned nothing: the messages, or [] for a healthy run.
+
+  Two checks on the record, made once at the end (nothing is added to a training step):
+    - layer 1's reconstruction loss never fell below its first epoch's (layer 1's input, the images,
+      never moves, so its loss falls in any working run of two or more epochs): a finite divergence,
+      e.g. a learning rate so high the sigmoids saturate;
+    - the finetuned test accuracy is at chance (at most `CHANCE_ACCURACY`; 10 classes).
+
+  Args:
+    record: a run record with "layers" (per epoch "loss") and "finetune" (None or with "test_accuracy").
+  """
+  warnings = []
+  layers = record.get("layers") or []
+  losses = [e["loss"] for e in layers[0].get("epochs", [])] if layers else []
+  if len(losses) >= 2 and not min(losses[1:]) < losses[0]:
+    warnings.append(
+        f"Layer 1's reconstruction loss never fell below its first epoch's ({losses[0]:.4g} in epoch 1, "
+        f"{losses[-1]:.4g} in epoch {len(losses)}): pretraining diverged without overflowing; lower "
+        "--pretrain_learning_rate.")
+  accuracy = (record.get("finetune") or {}).get("test_accuracy")
+  if accuracy is not None and accuracy <= CHANCE_ACCURACY:
+    warnings.append(
+        f"The finetuned test accuracy {accuracy:.4f} is at chance (0.1 for 10 classes): the model learned "
+        "nothing; check the learning rates (--pretrain_learning_rate, --finetune_learning_rate).")
+  return warnings

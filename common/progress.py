@@ -6,6 +6,7 @@ for deeper layers costing more than the first).
 """
 
 import datetime
+import math
 import sys
 import time
 from typing import Optional
@@ -14,8 +15,18 @@ from absl import logging
 import tqdm
 
 
+# Durations from this many seconds on print in years (datetime.timedelta overflows near 2.7 million years).
+_YEAR_SECONDS = 365.25 * 86400
+
+
 def _clock(seconds: float) -> str:
-  return str(datetime.timedelta(seconds=int(round(max(seconds, 0.0)))))
+  """"H:MM:SS", "N days, H:MM:SS", or "~N years" for any float, however large ("?" for NaN)."""
+  if math.isnan(seconds):
+    return "?"
+  seconds = max(seconds, 0.0)
+  if seconds >= 1000 * _YEAR_SECONDS:
+    return f"~{seconds / _YEAR_SECONDS:.3g} years"
+  return str(datetime.timedelta(seconds=int(round(seconds))))
 
 
 class Progress:

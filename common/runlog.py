@@ -5,6 +5,10 @@ Record layout (docs/programs.md, "The run record"):
    cpu_count, hostname, ...}, "pretrain_seconds", "layers": [{"index", "units", "device",
    "epochs": [{"loss", "seconds"}, ...]}, ...], "timing": {phase: seconds}, "finetune": {...},
    "total_seconds"}
+plus, written by `common.program.finish`: "process_seconds" (= "total_seconds", this process's wall
+seconds), "run_seconds" and "run_processes" (the whole run, over its resumed processes), "resumed",
+"resumed_from" and "skipped_checkpoints" (docs/troubleshooting.md), "warnings" and "diverged" (a run that
+learned nothing).
 """
 
 import datetime
@@ -44,15 +48,23 @@ def new_record(config: config_lib.Config, device_setup: devices_lib.DeviceSetup)
           "pretrain_seconds": 0.0, "layers": [], "timing": {}, "finetune": None, "total_seconds": 0.0}
 
 
-def write_record(record: Dict[str, Any], config: config_lib.Config) -> Optional[str]:
-  """Writes `record` as JSON to <results_dir>/<run_name>.json (atomically); returns the path.
+def record_path(record: Dict[str, Any], config: config_lib.Config) -> str:
+  """Where `write_record` puts `record`: <results_dir>/<run_name>.json."""
+  return os.path.join(config.results_dir or ".", f"{record.get('run_name') or config.effective_run_name}.json")
+
+
+def write_record(record: Dict[str, Any], config: config_lib.Config, path: Optional[str] = None) -> Optional[str]:
+  """Writes `record` as JSON to `path` (default `record_path`), atomically; returns the path.
 
   Returns None (and writes nothing) when `config.results_dir` is None.
+
+  Raises:
+    OSError: the file cannot be written.
   """
   if not config.results_dir:
     return None
-  os.makedirs(config.results_dir, exist_ok=True)
-  path = os.path.join(config.results_dir, f"{record.get('run_name') or config.effective_run_name}.json")
+  path = path or record_path(record, config)
+  os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
   tmp = path + ".tmp"
   with open(tmp, "w") as f:
     json.dump(record, f, indent=1, sort_keys=False)
@@ -61,15 +73,24 @@ def write_record(record: Dict[str, Any], config: config_lib.Config) -> Optional[
   return path
 
 
-def export_weights(path: str, layers: Iterable) -> None:
+def export_weights(path: str, layers: Iterable) -> str:
   """Writes the pretrained weights to `path` (.npz), keys "layerN/kernel", "layerN/bias",
-  "layerN/decoder_bias" (float32), as produced by `DenoisingAutoencoder.numpy_weights`."""
+  "layerN/decoder_bias" (float32), as produced by `DenoisingAutoencoder.numpy_weights`.
+
+  Returns:
+    The file written: `path`, with ".npz" appended when it lacks it (as `numpy.savez` does).
+
+  Raises:
+    OSError: the file cannot be written.
+  """
   arrays: Dict[str, np.ndarray] = {}
   for layer in layers:
     arrays.update(layer.numpy_weights())
+  path = path if path.endswith(".npz") else path + ".npz"
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
   np.savez(path, **arrays)
+  return path
 
 
 def load_weights(path: str) -> Dict[str, np.ndarray]:

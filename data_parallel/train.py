@@ -17,6 +17,9 @@ from common import flags as common_flags
 from data_parallel import config as config_lib
 from data_parallel import pretrain
 
+# --help and --helpshort list the shared flags too, as this program's own.
+flags.adopt_module_key_flags(common_flags)
+
 _DEFAULTS = config_lib.DataParallelConfig()
 _OWN = {
     "pretrain_lr_scaling": flags.DEFINE_enum(

@@ -7,10 +7,14 @@ Usage: python -m greedy.train [--hidden_units=2000,2000 --pretrain_epochs=30 ...
 """
 
 from absl import app
+from absl import flags
 
 from common import cli
 from common import flags as common_flags
 from greedy import pretrain
+
+# --help and --helpshort list the shared flags too, as this program's own.
+flags.adopt_module_key_flags(common_flags)
 
 
 def main(argv):

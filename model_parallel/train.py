@@ -10,10 +10,14 @@ Usage: python -m model_parallel.train --num_devices=2 [--hidden_units=2000,2000 
 """
 
 from absl import app
+from absl import flags
 
 from common import cli
 from common import flags as common_flags
 from model_parallel import pretrain
+
+# --help and --helpshort list the shared flags too, as this program's own.
+flags.adopt_module_key_flags(common_flags)
 
 
 def main(argv):

@@ -17,6 +17,9 @@ from common import flags as common_flags
 from pipeline_parallel import config as config_lib
 from pipeline_parallel import pretrain
 
+# --help and --helpshort list the shared flags too, as this program's own.
+flags.adopt_module_key_flags(common_flags)
+
 _CHUNK_STEPS = flags.DEFINE_integer(
     "pipeline_chunk_steps", config_lib.DEFAULT_CHUNK_STEPS,
     "Steps each stage trains between two exchanges of activations with the neighbouring stages (K, clamped "

@@ -1,0 +1,361 @@
+"""Everyday mistakes and faults cost no finished run (issue 14): output paths checked up front, one writer
+per --model_dir, checkpoints that fail safe, clean stops, one-line refusals, warnings for runs that learned
+nothing. Faults on the command line are driven through the real command line (a subprocess); faults on
+disk through the library. Tiny configurations: each run takes seconds."""
+
+import concurrent.futures
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from common import config as config_lib
+from common import devices
+from common import errors
+from common import memory
+from common import outputs
+from common import program
+from common import progress
+from common import runlog
+from greedy import pretrain as greedy
+
+from conftest import ROOT, run_module
+
+TINY = ["--hidden_units=20", "--train_examples=500", "--batch_size=50", "--pretrain_epochs=2", "--finetune_epochs=0",
+        "--progress=log"]
+PROGRAMS = ["greedy.train", "sync_layerwise.train", "model_parallel.train", "data_parallel.train",
+            "pipeline_parallel.train"]
+
+
+def _one_error_line(proc) -> str:
+  """The single "error: ..." line of a refused run (asserting there is exactly one and no traceback)."""
+  assert proc.returncode != 0, proc.stderr[-2000:]
+  assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+  lines = [l for l in proc.stderr.splitlines() if l.startswith("error:") or "Flags parsing error" in l]
+  assert len(lines) == 1, proc.stderr[-3000:]
+  return lines[0]
+
+
+def _refused_before_training(proc) -> None:
+  assert " epoch 1/" not in proc.stderr, proc.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- refusals on the command line, concurrently
+
+def _refusals(tmp):
+  a_file = os.path.join(tmp, "a_file")
+  open(a_file, "w").close()
+  return {
+      # item 1: output paths
+      "results_dir_unwritable": (["--results_dir=/proc/x"], "--results_dir=/proc/x"),
+      "export_unwritable": ([f"--results_dir={tmp}/r", "--export_weights=/proc/x/w.npz"], "--export_weights"),
+      "run_name_escapes": ([f"--results_dir={tmp}/r", "--run_name=../escaped"], "--run_name"),
+      # item 6: model_dir
+      "model_dir_is_file": ([f"--model_dir={a_file}", "--results_dir="], "is a file"),
+      "model_dir_unwritable": (["--model_dir=/proc/x", "--results_dir="], "--model_dir=/proc/x"),
+      # item 7: threads bounded by the cores
+      "threads_above_cores": ([f"--threads_per_device={(os.cpu_count() or 1) + 1}", "--results_dir="],
+                              f"at most {os.cpu_count()} (the cores of this machine)"),
+      # item 8: what cannot fit or cannot end
+      "hidden_units_too_large": (["--hidden_units=100000000", "--results_dir="], "GiB"),
+      "epochs_huge": ([f"--pretrain_epochs={10**18}", "--results_dir="], "--pretrain_epochs"),
+  }
+
+
+@pytest.fixture(scope="module")
+def refused(tmp_path_factory):
+  tmp = str(tmp_path_factory.mktemp("refusals"))
+  cases = _refusals(tmp)
+  with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+    # TINY first: a case's own flags override it.
+    futures = {case: pool.submit(run_module, "greedy.train", *TINY, *flags, timeout=120)
+               for case, (flags, _) in cases.items()}
+    return {case: (f.result(), cases[case][1], tmp) for case, f in futures.items()}
+
+
+@pytest.mark.parametrize("case", ["results_dir_unwritable", "export_unwritable", "run_name_escapes"])
+def test_bad_output_path_is_refused_before_training(refused, case):
+  proc, expected, tmp = refused[case]
+  line = _one_error_line(proc)
+  assert expected in line, line
+  _refused_before_training(proc)
+  assert not os.path.exists(os.path.join(tmp, "escaped.json"))
+  for name in ("sub/name", "..", ".", ""):
+    with pytest.raises(ValueError, match="--run_name must be a plain file name"):
+      outputs.check_run_name(name)
+
+
+@pytest.mark.parametrize("case", ["model_dir_is_file", "model_dir_unwritable"])
+def test_invalid_model_dir_is_one_line(refused, case):
+  proc, expected, _ = refused[case]
+  line = _one_error_line(proc)
+  assert expected in line, line
+  _refused_before_training(proc)
+
+
+def test_threads_per_device_is_bounded_by_the_cores(refused):
+  proc, expected, _ = refused["threads_above_cores"]
+  assert expected in _one_error_line(proc)
+  # Devices x threads beyond the cores stays allowed, with a warning.
+  cores = os.cpu_count() or 1
+  assert devices.oversubscription(1, cores) is None
+  warning = devices.oversubscription(cores + 1, 1)
+  assert warning and "Oversubscribed" in warning and f"{cores + 1} threads on {cores} core(s)" in warning
+
+
+def test_what_cannot_fit_is_refused_with_the_estimate(refused):
+  proc, _, _ = refused["hidden_units_too_large"]
+  line = _one_error_line(proc)
+  assert "needs at least" in line and "GiB" in line and "--hidden_units=100000000" in line, line
+  assert "Load dataset" not in proc.stderr  # before anything is built
+  # The report's default model fits in a gigabyte; the estimate counts the resident data.
+  memory.check([2000] * 4, 100, 55_000, available=2**30)
+  parts = memory.estimate_bytes([2000] * 4, 100, 55_000)
+  assert parts["data"] == (55_000 + 15_000) * 784 * 4 and parts["total"] < 2**30
+  with pytest.raises(ValueError, match="needs at least"):
+    memory.check([100_000_000], 100, 55_000, available=2**36)
+
+
+def test_huge_epochs_are_refused_and_the_eta_is_safe_for_any_value(refused):
+  proc, expected, _ = refused["epochs_huge"]
+  assert expected in _one_error_line(proc)
+  for seconds in (1e15, 1e300, float("inf")):
+    assert "years" in progress._clock(seconds)
+  assert progress._clock(float("nan")) == "?" and progress._clock(3700) == "1:01:40"
+  p = progress.Progress(1e30, "pretrain")
+  p.advance(1.0)
+  assert "years" in progress._clock(p.eta())
+
+
+# ---------------------------------------------------------------- item 11: the launcher
+
+def test_launcher_refuses_programs_that_do_not_use_several_workers():
+  proc = subprocess.run([sys.executable, "-m", "common.launch", "--workers=2", "greedy.train", *TINY, "--results_dir="],
+                        cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+  line = _one_error_line(proc)
+  assert "greedy.train does not use several workers" in line, line
+  for name in ("data_parallel.train", "model_parallel.train", "pipeline_parallel.train"):
+    assert name in line
+  assert "[worker" not in proc.stderr  # no process was started
+
+
+# ---------------------------------------------------------------- item 13: --help
+
+def test_help_lists_the_programs_flags():
+  runs = [(p, "--helpshort") for p in PROGRAMS] + [("greedy.train", "--help")]
+  with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+    procs = dict(zip(runs, pool.map(lambda r: run_module(*r, timeout=120), runs)))
+  for (name, _), proc in procs.items():
+    text = proc.stdout + proc.stderr  # absl's help exits with status 1
+    assert "--hidden_units: Hidden units of each autoencoder layer" in text, (name, text[-3000:])
+    assert "(default: '2000,2000,2000,2000')" in text, name
+    assert "--model_dir:" in text and "--threads_per_device:" in text, name
+  assert "--pipeline_chunk_steps:" in procs[("pipeline_parallel.train", "--helpshort")].stdout
+
+
+# ---------------------------------------------------------------- items 9 and 12: a diverged run, weights without .npz
+
+@pytest.fixture(scope="module")
+def diverged(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp("diverged")
+  proc = run_module("greedy.train", "--hidden_units=20,20", "--train_examples=500", "--batch_size=50",
+                    "--pretrain_epochs=3", "--finetune_epochs=1", "--pretrain_learning_rate=1e6", "--progress=log",
+                    f"--results_dir={tmp}", "--run_name=diverged", f"--export_weights={tmp}/weights", timeout=180)
+  return proc, tmp
+
+
+def test_finite_divergence_is_flagged_and_the_run_still_succeeds(diverged):
+  proc, tmp = diverged
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  record = json.load(open(tmp / "diverged.json"))
+  assert record["diverged"] is True
+  assert any("Layer 1's reconstruction loss never fell below its first epoch's" in w for w in record["warnings"])
+  assert any("at chance" in w for w in record["warnings"]), record["finetune"]
+  assert "WARNING: Layer 1's reconstruction loss never fell" in proc.stderr
+  # A healthy history raises nothing: the check can pass.
+  healthy = {"layers": [{"epochs": [{"loss": 200.0}, {"loss": 150.0}]}], "finetune": {"test_accuracy": 0.9}}
+  assert program.health_warnings(healthy) == []
+
+
+def test_exported_weights_log_the_file_written(diverged):
+  proc, tmp = diverged
+  assert os.path.exists(tmp / "weights.npz") and not os.path.exists(tmp / "weights")
+  assert f"Exported pretrained weights to {tmp}/weights.npz" in proc.stderr
+
+
+# ---------------------------------------------------------------- items 2 and 10: a second run on a busy model_dir, Ctrl-C
+
+class _Watched:
+  """A program started in the background whose stderr is collected line by line."""
+
+  def __init__(self, *flags):
+    self.lines = []
+    self.proc = subprocess.Popen([sys.executable, "-m", "greedy.train", *flags], cwd=ROOT,
+                                 env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+    self._reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stderr.readline, "")),
+                                    daemon=True)
+    self._reader.start()
+
+  def wait_for(self, text, timeout=120.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+      if any(text in l for l in list(self.lines)):
+        return
+      if self.proc.poll() is not None:
+        break
+      time.sleep(0.1)
+    raise AssertionError(f"no line with {text!r}: " + "".join(self.lines)[-3000:])
+
+  def stderr(self):
+    self._reader.join(timeout=10)
+    return "".join(self.lines)
+
+
+@pytest.fixture(scope="module")
+def contended(tmp_path_factory):
+  """Run A trains (a bar, so an epoch is 20 calls); run B starts on the same --model_dir; A gets SIGINT."""
+  tmp = tmp_path_factory.mktemp("contended")
+  flags = ["--hidden_units=200", "--train_examples=5000", "--batch_size=50", "--pretrain_epochs=100000",
+           "--finetune_epochs=0", "--progress=bar", f"--model_dir={tmp}/model", "--results_dir="]
+  a = _Watched(*flags)
+  try:
+    a.wait_for(" epoch 1/")
+    b = run_module("greedy.train", *flags, timeout=120)
+    a.wait_for(" epoch 2/")
+    sent = time.monotonic()
+    a.proc.send_signal(signal.SIGINT)
+    a.proc.wait(timeout=60)
+    stop_seconds = time.monotonic() - sent
+  finally:
+    if a.proc.poll() is None:
+      a.proc.kill()
+  return a, b, stop_seconds, tmp
+
+
+def test_second_run_on_a_busy_model_dir_is_refused_naming_the_owner(contended):
+  a, b, _, _ = contended
+  line = _one_error_line(b)
+  assert f"is in use by process {a.proc.pid} on host" in line, line
+  _refused_before_training(b)
+
+
+def test_ctrl_c_stops_within_seconds_says_how_to_resume_and_exits_130(contended):
+  a, _, stop_seconds, tmp = contended
+  text = a.stderr()
+  assert a.proc.returncode == 130, text[-3000:]
+  assert "Traceback" not in text and "KeyboardInterrupt" not in text, text[-3000:]
+  assert "rerun the same command to resume" in text
+  assert stop_seconds < 30
+  # The lock was released on the way out: the file holds no owner.
+  assert open(tmp / "model" / "LOCK").read() == ""
+
+
+# ---------------------------------------------------------------- items 2 and 5: killed, then resumed
+
+@pytest.fixture(scope="module")
+def killed_then_resumed(tmp_path_factory):
+  tmp = tmp_path_factory.mktemp("killed")
+  flags = [*TINY, "--hidden_units=20,20", f"--model_dir={tmp}/model", f"--results_dir={tmp}", "--run_name=resumed"]
+  killed = run_module("greedy.train", *flags, env={"SDAE_TEST_KILL_AFTER_CHECKPOINT": "local:0:2"}, timeout=180)
+  resumed = run_module("greedy.train", *flags, timeout=180)
+  return killed, resumed, tmp
+
+
+def test_a_lock_left_by_a_killed_run_is_taken_over(killed_then_resumed):
+  killed, resumed, _ = killed_then_resumed
+  assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+  assert resumed.returncode == 0, resumed.stderr[-3000:]
+  assert "Took over the lock of --model_dir=" in resumed.stderr and "which is no longer running" in resumed.stderr
+
+
+def test_resumed_run_reports_this_process_and_the_whole_run(killed_then_resumed):
+  _, resumed, tmp = killed_then_resumed
+  record = json.load(open(tmp / "resumed.json"))
+  assert record["resumed"] is True and record["run_processes"] == 2
+  assert record["process_seconds"] == record["total_seconds"]
+  # The whole run took longer than its pretraining; this process alone need not have.
+  assert record["run_seconds"] >= record["pretrain_seconds"]
+  assert record["run_seconds"] > record["process_seconds"]
+  assert "this process" in resumed.stdout and "whole run" in resumed.stdout and "over 2 processes" in resumed.stdout
+
+
+# ---------------------------------------------------------------- items 1, 3, 4: faults on disk, through the library
+
+def _config(tmp_path, **overrides):
+  base = dict(hidden_units=(20, 20), pretrain_epochs=2, finetune_epochs=0, batch_size=50, train_examples=500,
+              results_dir=str(tmp_path / "runs"), run_name="run", model_dir=str(tmp_path / "model"))
+  base.update(overrides)
+  return config_lib.Config(**base)
+
+
+def test_outputs_that_fail_at_the_end_go_to_the_working_directory(tmp_path, monkeypatch):
+  work = tmp_path / "work"
+  work.mkdir()
+  monkeypatch.chdir(work)
+  results, weights = tmp_path / "runs", tmp_path / "weights"
+
+  def break_outputs(_):  # After the checks passed: both output directories become files.
+    for path in (results, weights):
+      shutil.rmtree(path, ignore_errors=True)
+      path.write_text("not a directory")
+
+  config = _config(tmp_path, export_weights=str(weights / "w.npz"))
+  record = greedy.run(config, on_checkpoint=break_outputs)
+  assert record["layers"][0]["epochs"]
+  assert json.load(open(work / "run.json"))["run_name"] == "run"
+  assert set(runlog.load_weights(str(work / "w.npz"))) >= {"layer1/kernel", "layer2/kernel"}
+
+
+@pytest.fixture
+def trained(tmp_path):
+  """A finished tiny run with checkpoints ckpt-1 and ckpt-2 (one per epoch of each layer; max 2 kept)."""
+  config = _config(tmp_path, pretrain_epochs=1, export_weights=str(tmp_path / "first.npz"))
+  record = greedy.run(config)
+  return config, record, tmp_path
+
+
+def test_missing_or_garbled_state_file_recovers_from_the_checkpoint_files(trained):
+  config, first, tmp = trained
+  model = tmp / "model"
+  for damage in ("missing", "garbled"):
+    if damage == "missing":
+      os.remove(model / "checkpoint")
+    else:
+      (model / "checkpoint").write_text("garbage {{{")
+    record = greedy.run(dataclasses.replace(config, export_weights=str(tmp / f"{damage}.npz")))
+    assert record["resumed"] is True and record["resumed_from"].endswith("ckpt-2"), damage
+    np.testing.assert_array_equal(runlog.load_weights(str(tmp / f"{damage}.npz"))["layer2/kernel"],
+                                  runlog.load_weights(str(tmp / "first.npz"))["layer2/kernel"])
+  # The flag-mismatch refusal still applies when the state file is gone.
+  os.remove(model / "checkpoint")
+  with pytest.raises(errors.ResumeMismatchError, match="seed"):
+    greedy.run(dataclasses.replace(config, seed=3))
+
+
+def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(trained):
+  config, first, tmp = trained
+  model = tmp / "model"
+  assert os.path.exists(model / "ckpt-1.index") and os.path.exists(model / "ckpt-2.index")
+  (model / "ckpt-2.data-00000-of-00001").write_bytes(b"corrupt")
+  record = greedy.run(dataclasses.replace(config, export_weights=str(tmp / "again.npz")))
+  assert record["resumed_from"].endswith("ckpt-1")
+  assert [os.path.basename(s["path"]) for s in record["skipped_checkpoints"]] == ["ckpt-2"]
+  assert record["skipped_checkpoints"][0]["reason"]
+  # Resuming from the older checkpoint retrains layer 2 exactly.
+  np.testing.assert_array_equal(runlog.load_weights(str(tmp / "again.npz"))["layer2/kernel"],
+                                runlog.load_weights(str(tmp / "first.npz"))["layer2/kernel"])
+  # Nothing readable: refuse, say what to do, overwrite nothing.
+  for name in os.listdir(model):
+    if name.startswith("ckpt-") and name.endswith(".index"):
+      (model / name).write_bytes(b"x")
+  with pytest.raises(errors.CheckpointUnusableError, match="move them away"):
+    greedy.run(config)
