@@ -136,8 +136,9 @@ def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
     for k in range(len(configurations)):
       c = configurations[(k + r) % len(configurations)]
       record = os.path.join(folder, f"{c.name}_r{r}.json")
+      # Logs and checkpoints per setting: another batch size must not resume this one's checkpoints.
       jobs.append(driver.job(benchmark.name, len(jobs) + 1, setting.repeats * len(configurations), c, record,
-                             work_dir, cores))
+                             os.path.join(work_dir, benchmark.folder(setting)), cores))
   return jobs
 
 
