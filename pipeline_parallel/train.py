@@ -24,7 +24,7 @@ _CHUNK_STEPS = flags.DEFINE_integer(
     "pipeline_chunk_steps", config_lib.DEFAULT_CHUNK_STEPS,
     "Steps each stage trains between two exchanges of activations with the neighbouring stages (K, clamped "
     "to the run's total steps); smaller shortens the pipeline fill, larger means fewer exchanges; the "
-    "weights do not depend on it (default chosen by measurement: docs/pipeline_parallel.md).")
+    "weights do not depend on it (the sweep over K: docs/pipeline_parallel.md, 'Speed').")
 
 
 def _check_chunk(value):
