@@ -14,7 +14,7 @@ DEFAULT_CHUNK_STEPS = 4
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig(config_lib.Config):
   """`Config` plus `pipeline_chunk_steps`: K, the steps a stage trains between two exchanges of
-  activations with its neighbours (clamped to the run's total steps). The weights do not depend on it."""
+  activations with its neighbours (clamped to the steps of one epoch). The weights do not depend on it."""
   strategy: str = "pipeline_parallel"
   pipeline_chunk_steps: int = DEFAULT_CHUNK_STEPS
 

@@ -23,7 +23,7 @@ flags.adopt_module_key_flags(common_flags)
 _CHUNK_STEPS = flags.DEFINE_integer(
     "pipeline_chunk_steps", config_lib.DEFAULT_CHUNK_STEPS,
     "Steps each stage trains between two exchanges of activations with the neighbouring stages (K, clamped "
-    "to the run's total steps); smaller shortens the pipeline fill, larger means fewer exchanges; the "
+    "to the steps of one epoch); smaller shortens the pipeline fill, larger means fewer exchanges; the "
     "weights do not depend on it (the sweep over K: docs/pipeline_parallel.md, 'Speed').")
 
 

@@ -166,6 +166,17 @@ def test_more_devices_than_layers_and_record(tmp_path):
   assert on_disk["pretrain_cpu_seconds"] > 0 and "heldout_eval" in on_disk["timing"]
 
 
+def test_every_epoch_is_recorded_when_a_chunk_is_longer_than_an_epoch(tmp_path):
+  # 2 steps per epoch, K = 8 asked: K is clamped to one epoch, so no tick ends two epochs of a layer and
+  # every epoch gets its own entry with a held-out loss.
+  record = pipeline.run(_config(tmp_path, "long", hidden_units=(32, 16), num_devices=2, batch_size=SLICE_EXAMPLES // 2,
+                                pretrain_epochs=3, pipeline_chunk_steps=8, heldout_every_epoch=True))
+  assert record["pipeline"]["chunk_steps"] == 2
+  for layer in record["layers"]:
+    assert len(layer["epochs"]) == 3
+    assert all("heldout_loss" in e and "elapsed_seconds" in e for e in layer["epochs"])
+
+
 def test_layer_one_equals_greedy_and_one_layer_equals_greedy(tmp_path):
   common = dict(hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0, train_examples=SLICE_EXAMPLES,
                 batch_size=50, pretrain_learning_rate=LEARNING_RATE, seed=3, results_dir=str(tmp_path), kernels="tf")
