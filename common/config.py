@@ -21,7 +21,7 @@ NON_TRAINING_FIELDS = frozenset({
     "show_progress", "heldout_every_epoch", "tensorboard_dir", "thread_pool",
 })
 # Kernel paths of the pretraining steps (`common.autoencoder.KERNEL_PATHS`), or "auto": the program's own
-# default, chosen by measurement (docs/kernels_and_threads.md).
+# default (docs/kernels_and_threads.md says which and why).
 KERNELS = ("auto", "xla", "tf")
 # The intra-op pool of logical CPU devices (`common.devices.THREAD_POOLS`), or "auto": the program's default.
 THREAD_POOLS = ("auto", "per_device", "shared")

@@ -73,14 +73,14 @@ flags.DEFINE_string(
 flags.DEFINE_enum(
     "kernels", _DEFAULTS.kernels, list(config_lib.KERNELS),
     "Kernel path of the pretraining steps: xla (each step compiled by XLA), tf (TensorFlow's default oneDNN "
-    "kernels), or auto (the program's default, chosen by measurement: docs/kernels_and_threads.md); the weights agree "
+    "kernels), or auto (the program's default and why: docs/kernels_and_threads.md); the weights agree "
     "to float rounding across paths.")
 flags.DEFINE_enum(
     "thread_pool", _DEFAULTS.thread_pool, list(config_lib.THREAD_POOLS),
     "Intra-op thread pool of logical CPU devices: per_device (--threads_per_device threads: each device one "
     "worker, the report's 1-vs-G-devices question), shared (num_devices x threads_per_device threads that "
-    "every device's ops share, so an idle device lends its cores), or auto (the program's default, chosen by "
-    "measurement); ignored on GPUs.")
+    "every device's ops share, so an idle device lends its cores), or auto (the program's default: docs/kernels_and_threads.md); "
+    "ignored on GPUs.")
 flags.DEFINE_bool(
     "heldout_every_epoch", False,
     "Also evaluate every layer's held-out reconstruction loss (test images, fixed masks) after each of its "
