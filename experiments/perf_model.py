@@ -443,10 +443,9 @@ def predictions(model: Model, records: Mapping[str, Mapping]) -> List[Prediction
 def pipeline_plan(config: Mapping, devices: int) -> "placement.Plan":
   """The pipeline's plan (stages, chunks, ticks) of a run's config on `devices` devices."""
   hidden = tuple(config["hidden_units"])
-  steps_per_epoch = config["train_examples"] // config["batch_size"]
-  total = steps_per_epoch * config["pretrain_epochs"]
   k = config.get("pipeline_chunk_steps") or pp_config.DEFAULT_CHUNK_STEPS
-  return placement.Plan(hidden, devices, total, min(int(k), steps_per_epoch, total))  # as pipeline_parallel clamps
+  return placement.plan_for(hidden, devices, config["train_examples"], config["batch_size"],
+                            config["pretrain_epochs"], int(k))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -136,3 +136,17 @@ class Plan:
             "predicted_balance": self.predicted_balance, "chunk_steps": self.chunk_steps,
             "total_steps": self.total_steps, "num_chunks": self.num_chunks, "num_ticks": self.num_ticks,
             "fill_ticks": self.num_stages - 1}
+
+
+def plan_for(hidden_units: Sequence[int], num_devices: int, train_examples: int, batch_size: int,
+             pretrain_epochs: int, chunk_steps: int) -> Plan:
+  """The plan of a run with these flags: T = (N // B) x E steps, K clamped to one epoch's steps (so a layer
+  ends at most one epoch per tick, and every epoch gets its own record entry) and to T. The weights do not
+  depend on K.
+
+  Raises:
+    ValueError: no steps (fewer training examples than one batch) or a K below 1.
+  """
+  steps_per_epoch = train_examples // batch_size
+  total = steps_per_epoch * pretrain_epochs
+  return Plan(tuple(hidden_units), num_devices, total, min(chunk_steps, steps_per_epoch, total))

@@ -83,16 +83,10 @@ class InFlight(tf.Module):
 
 
 def make_plan(config: config_lib.PipelineConfig, num_devices: int) -> placement.Plan:
-  """The plan of a run on `num_devices` devices: stages, chunks, ticks.
-
-  K is clamped to the steps of one epoch (so a layer ends at most one epoch per tick, and every epoch gets
-  its own record entry and held-out evaluation, at the end of the tick it ended in) and to the total steps.
-  The weights do not depend on K.
-  """
-  steps_per_epoch = config.train_examples // config.batch_size
-  total = steps_per_epoch * config.pretrain_epochs
-  return placement.Plan(config.hidden_units, num_devices, total,
-                        min(config.pipeline_chunk_steps, steps_per_epoch, total))
+  """The plan of a run on `num_devices` devices (`placement.plan_for`); an epoch's held-out evaluation
+  happens at the end of the tick it ended in."""
+  return placement.plan_for(config.hidden_units, num_devices, config.train_examples, config.batch_size,
+                            config.pretrain_epochs, config.pipeline_chunk_steps)
 
 
 def run(config: config_lib.PipelineConfig,

@@ -65,9 +65,7 @@ def configurations(s: harness.Setting) -> List:
 
 
 def _plan(s: harness.Setting, devices: int, k: int) -> placement.Plan:
-  steps_per_epoch = s.train_examples // s.batch_size
-  total = steps_per_epoch * s.pretrain_epochs
-  return placement.Plan(s.hidden_units, devices, total, min(k, steps_per_epoch, total))  # as the program clamps
+  return placement.plan_for(s.hidden_units, devices, s.train_examples, s.batch_size, s.pretrain_epochs, k)
 
 
 def _cores_busy(record: dict) -> float:
