@@ -127,7 +127,7 @@ class Finetuner(tf.Module):
   def _indices(self, positions, epoch):
     return data.epoch_indices(positions, self.seed, epoch, self.num_examples, data.FINETUNE_STREAM)
 
-  def run_steps(self, epoch, first_step, num_steps, learning_rate, strategy=None, iterator=None,
+  def run_steps(self, epoch, first_step, num_steps, learning_rate, strategy=None,
                 lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None) -> tf.Tensor:
     """Runs a range of an epoch's steps (graph code); returns the sum of the batch mean losses.
 
@@ -135,10 +135,8 @@ class Finetuner(tf.Module):
       epoch, first_step, num_steps: int32 scalars.
       learning_rate: float32 scalar (0 changes nothing: used to warm up compilation).
       strategy: run under this strategy, every replica taking its share of each global batch
-        (`common.sgd`); None runs the fused single-device step on `device`.
-      iterator: with `strategy`, a `sgd.distributed_indices` iterator of the finetuning stream standing
-        at (epoch, first_step); its elements are checked against the step. None: every replica
-        computes its positions itself (`sgd.replica_positions`).
+        (`common.sgd`; every replica computes its positions itself, `sgd.replica_positions`); None runs
+        the fused single-device step on `device`.
       lr_multiplier: None, or a function of the step's index in the whole run (int32 scalar,
         epoch * steps_per_epoch + step) returning a float32 factor for `learning_rate` (a warm-up).
     """
@@ -146,17 +144,14 @@ class Finetuner(tf.Module):
       return optimizers.learning_rate_at(learning_rate, lr_multiplier, epoch * self.steps_per_epoch + step)
 
     if strategy is not None:
-      def replica_step(step, element=None):
-        if element is None:
-          indices = self._indices(sgd.replica_positions(step, self.batch_size), epoch)
-        else:
-          indices = sgd.element_indices(element, epoch, step)
+      def replica_step(step):
+        indices = self._indices(sgd.replica_positions(step, self.batch_size), epoch)
         loss, grads = self.loss_and_gradients(tf.gather(self.images, indices), tf.gather(self.labels, indices),
                                               self.batch_size)
         optimizers.apply_update(self.classifier.weights, grads, rate(step), self.rule, self.slots,
                       epoch * self.steps_per_epoch + step)
         return loss
-      return sgd.distributed_steps(strategy, replica_step, first_step, num_steps, iterator)
+      return sgd.distributed_steps(strategy, replica_step, first_step, num_steps)
 
     if self.rule.name != "sgd":
       raise ValueError(f"finetuning with {self.rule.name} runs under a tf.distribute strategy only")
@@ -201,7 +196,7 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     timer: phases "finetune_warmup", "finetune_train", "finetune_evaluate", "checkpoint" are added.
     device, strategy: where to run (one device, or replicas of a strategy). Under a strategy the
       training images are copied once to every replica device (`sgd.replica_resident`) and each
-      replica's example indices come from one distributed input pipeline (`sgd.distributed_indices`).
+      replica computes its example indices (`sgd.replica_positions`).
     chunks_per_epoch: calls per epoch (more gives a smoother progress bar).
     learning_rate: the SGD learning rate (after the warm-up); None uses config.finetune_learning_rate.
     lr_multiplier: None, or the factor of `learning_rate` at each step (see `Finetuner.run_steps`).
@@ -226,21 +221,16 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
   if strategy is not None:
     images = sgd.replica_resident(strategy, mnist.train_images)
     labels = sgd.replica_resident(strategy, mnist.train_labels)
-    inputs = lambda first, count: sgd.distributed_indices(  # noqa: E731
-        strategy, config.seed, mnist.num_train, batch, first, count, data.FINETUNE_STREAM)
-    compile_iterator, iterator = inputs(0, 1), inputs(done, epochs - done)
   else:
     with tf.device(device):
       images = tf.constant(mnist.train_images)
       labels = tf.constant(mnist.train_labels)
-    compile_iterator = iterator = None
   with strategy.scope() if strategy is not None else tf.device(device):
     finetuner = Finetuner(classifier, images, labels, config.seed, batch, device, rule)
-  compiled = tf.function(lambda it, e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, it, lr_multiplier))
-  epoch_fn = lambda e, f, n, lr: compiled(iterator, e, f, n, lr)  # noqa: E731
+  epoch_fn = tf.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, lr_multiplier))
   steps = finetuner.steps_per_epoch
   with timer.phase(timing.FINETUNE_COMPILE_PHASE):
-    compiled(compile_iterator, tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
+    epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
   progress = progress_lib.Progress(epochs, "finetune", config.show_progress, done_work=done)
   bounds = np.linspace(0, steps, min(chunks_per_epoch, steps) + 1).astype(int)
   learning_rate = config.finetune_learning_rate if learning_rate is None else learning_rate

@@ -75,7 +75,7 @@ def run(config: config_lib.DataParallelConfig,
         pretrain_state["profile"] = profile_lib.profile_layer(dp, config.profile_steps, config.profile_repeats)
       logging.info("Op profile of layer 1, seconds per epoch: %s", ", ".join(
           f"{k} {v:.3f}" for k, v in pretrain_state["profile"]["seconds_per_epoch"].items()))
-    epoch_fn = dp.epoch_function(len(histories[i]), epochs - len(histories[i]))
+    epoch_fn = dp.epoch_function()
     for epoch in range(len(histories[i]), epochs):
       with run_.training(), timing.trace(trace_dir):
         result = program.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, learning_rate,

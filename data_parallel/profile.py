@@ -5,8 +5,8 @@ estimate of time taken by every op", the report, "Baselines and Model Correctnes
 for `steps` steps over all replicas inside one compiled loop, and is timed `repeats` times after an
 untimed call that traces and compiles it (`common.timing.time_repeated`):
 
-  input         next element of the distributed input pipeline, gather of the replica's images from
-                its copy of the training set, corruption mask (XLA)
+  input         the replica's positions and example indices (`DataParallelTrainer.replica_indices`),
+                gather of its images from its copy of the training set, corruption mask (XLA)
   forward_loss  frozen layers below, encoder, decoder, reconstruction loss, on a prepared batch (XLA)
   gradients     (forward, loss and gradients, XLA) minus forward_loss: the backward pass alone
   allreduce     the replicas' gradients summed by the strategy's all-reduce
@@ -63,14 +63,14 @@ class Phases(tf.Module):
     return loss, tape.gradient(loss, self.t.layer.weights)
 
 
-def _loop(strategy: tf.distribute.Strategy, replica_fn: Callable[..., tf.Tensor], args=(), iterator=None
+def _loop(strategy: tf.distribute.Strategy, replica_fn: Callable[..., tf.Tensor], args=(), pass_step=False
           ) -> Callable:
-  """A compiled loop running `replica_fn(*args)` (or `replica_fn(next(iterator))`) on every replica `n`
-  times; returns fn(n) -> float32 (the sum of the replicas' outputs, so nothing is pruned)."""
+  """A compiled loop running `replica_fn(*args)` (or `replica_fn(i)` at loop index i, with `pass_step`) on
+  every replica `n` times; returns fn(n) -> float32 (the sum of the replicas' outputs, so nothing is pruned)."""
   @tf.function
   def loop(n):
     def body(i, total):
-      out = strategy.run(replica_fn, args=args if iterator is None else (next(iterator),))
+      out = strategy.run(replica_fn, args=(i,) if pass_step else args)
       return i + 1, total + strategy.reduce(tf.distribute.ReduceOp.SUM, out, axis=None)
     return tf.while_loop(lambda i, _: i < n, body, (tf.constant(0), tf.constant(0.0)))[1]
   return loop
@@ -93,14 +93,12 @@ def profile_layer(dp: replicas.DataParallelTrainer, steps: int, repeats: int) ->
   steps = max(1, min(steps, per_epoch))
   phases = Phases(t)
   epoch = tf.constant(0)
-  # Enough epochs of input for the compile call and every timed loop.
-  iterator = dp.inputs(0, -(-(repeats + 1) * steps // per_epoch) + 1)
 
-  def input_step(element):
-    corrupted, clean = phases.prepare(element["indices"], epoch)
+  def input_step(step):
+    corrupted, clean = phases.prepare(dp.replica_indices(epoch, step % per_epoch), epoch)
     return corrupted[0, 0] + clean[0, 0]
 
-  batch = strategy.run(lambda element: phases.prepare(element["indices"], epoch), args=(next(dp.inputs(0, 1)),))
+  batch = strategy.run(lambda: phases.prepare(dp.replica_indices(epoch, tf.constant(0)), epoch))
   grads = strategy.run(lambda c, x: phases.forward_loss_gradients(c, x)[1], args=batch)
   weights = t.layer.weights
 
@@ -113,7 +111,7 @@ def profile_layer(dp: replicas.DataParallelTrainer, steps: int, repeats: int) ->
     return tf.constant(0.0)
 
   loops = {
-      "input": _loop(strategy, input_step, iterator=iterator),
+      "input": _loop(strategy, input_step, pass_step=True),
       "forward_loss": _loop(strategy, lambda c, x: phases.forward_loss(c, x), batch),
       "forward_loss_gradients": _loop(strategy, lambda c, x: phases.forward_loss_gradients(c, x)[0], batch),
       "allreduce": _loop(strategy, allreduce_step, (grads,)),

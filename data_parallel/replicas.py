@@ -2,9 +2,9 @@
 
 Each step (the report's "dataparallel" branch; Goyal et al. 2017, section 3): the global batch of B
 examples is split over the G replicas, replica r taking positions [r B/G, (r+1) B/G) of the epoch's
-order, delivered by one distributed input pipeline (`common.sgd.distributed_indices`); every replica
-gathers its examples from its copy of the training images, corrupts them (masks keyed by seed, epoch
-and example index), runs the frozen layers below and computes the loss summed over its examples
+order, which it computes itself (`common.sgd.replica_positions`, `common.data.epoch_indices`: no input
+pipeline); every replica gathers its examples from its copy of the training images, corrupts them
+(masks keyed by seed, epoch and example index), runs the frozen layers below and computes the loss summed over its examples
 divided by B (`tf.nn.compute_average_loss` semantics) and its gradients in one XLA computation
 (`LayerTrainer.loss_and_gradients`); the gradients are summed over the replicas (all-reduce) and
 applied once to the mirrored weights (`common.optimizers.apply_update`). The summed gradient is the gradient of
@@ -16,6 +16,7 @@ from typing import Callable, Optional, Sequence, Tuple
 import tensorflow as tf
 
 from common import autoencoder
+from common import data
 from common import optimizers
 from common import sgd
 
@@ -44,50 +45,42 @@ class DataParallelTrainer:
       every replica can read (`common.sgd.replica_resident`).
     lr_multiplier: None, or the learning-rate warm-up: a function of the step index counted from the
       layer's first step (int32) returning the factor of the learning rate (float32).
-    fetch_to_device: prefetch the replicas' example indices onto their devices.
 
   Raises:
     ValueError: B is not divisible by the number of replicas.
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, trainer: autoencoder.LayerTrainer,
-               lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None, fetch_to_device: bool = True):
+               lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None):
     sgd.check_divisible(trainer.batch_size, strategy.num_replicas_in_sync)
     self.strategy = strategy
     self.trainer = trainer
     self.lr_multiplier = lr_multiplier
-    self.fetch_to_device = fetch_to_device
     self.steps_per_epoch = trainer.steps_per_epoch
     self._compiled = tf.function(self._steps)
 
-  def inputs(self, first_epoch: int, num_epochs: int):
-    """The distributed iterator of the replicas' example indices from step 0 of `first_epoch` on."""
+  def replica_indices(self, epoch: tf.Tensor, step: tf.Tensor) -> tf.Tensor:
+    """In replica context: int32 [B / G], this replica's example indices at (epoch, step), its share
+    [r B/G, (r+1) B/G) of the positions a single device processes at that step."""
     t = self.trainer
-    return sgd.distributed_indices(self.strategy, t.seed, t.num_examples, t.batch_size, first_epoch, num_epochs,
-                                   fetch_to_device=self.fetch_to_device)
+    return data.epoch_indices(sgd.replica_positions(step, t.batch_size), t.seed, epoch, t.num_examples)
 
-  def _steps(self, iterator, epoch, first_step, num_steps, learning_rate):
+  def _steps(self, epoch, first_step, num_steps, learning_rate):
     t = self.trainer
 
-    def replica_step(step, element):
-      indices = sgd.element_indices(element, epoch, step)
-      loss, grads = t.loss_and_gradients(indices, epoch, t.batch_size)
+    def replica_step(step):
+      loss, grads = t.loss_and_gradients(self.replica_indices(epoch, step), epoch, t.batch_size)
       optimizers.apply_update(t.layer.weights, grads,
                     optimizers.learning_rate_at(learning_rate, self.lr_multiplier, epoch * self.steps_per_epoch + step))
       return loss
 
-    return sgd.distributed_steps(self.strategy, replica_step, first_step, num_steps, iterator)
+    return sgd.distributed_steps(self.strategy, replica_step, first_step, num_steps)
 
   def compile(self) -> None:
     """Traces and compiles the step function with one step at learning rate 0 (changes nothing)."""
-    self._compiled(self.inputs(0, 1), tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
+    self._compiled(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
 
-  def epoch_function(self, first_epoch: int, num_epochs: int) -> Callable[..., Tuple[tf.Tensor]]:
+  def epoch_function(self) -> Callable[..., Tuple[tf.Tensor]]:
     """`fn(epoch, first_step, num_steps, learning_rate) -> (sum of the steps' batch losses,)` for
-    `common.program.run_epoch`, reading a fresh input pipeline that starts at step 0 of `first_epoch`.
-
-    Calls must follow the order of the steps (epoch by epoch, step ranges in order); a call out of
-    order fails with "the input pipeline is out of step".
-    """
-    iterator = self.inputs(first_epoch, num_epochs)
-    return lambda epoch, first_step, num_steps, lr: (self._compiled(iterator, epoch, first_step, num_steps, lr),)
+    `common.program.run_epoch`; any (epoch, step range) may be run, in any order."""
+    return lambda epoch, first_step, num_steps, lr: (self._compiled(epoch, first_step, num_steps, lr),)

@@ -359,3 +359,52 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(trained):
       (model / name).write_bytes(b"x")
   with pytest.raises(errors.CheckpointUnusableError, match="move them away"):
     greedy.run(config)
+
+
+def _op_types(concrete_function) -> set:
+  """Every op type of a traced function, its loop bodies and nested functions included."""
+  graph_def = concrete_function.graph.as_graph_def()
+  types = {node.op for node in graph_def.node}
+  for function in graph_def.library.function:
+    types.update(node.op for node in function.node_def)
+  return types
+
+
+def test_data_parallel_reads_no_input_iterator(mnist, tmp_path, monkeypatch):
+  """More devices than cores (issue 14, item 14): with a distributed input iterator per layer, creating
+  layer 2's while layer 1's was alive or being freed sat idle for minutes (191 s at 16 devices on 2 cores,
+  docs/data_parallel.md). Every replica now computes its example indices in the step: a whole run
+  (pretraining and finetuning) on the 4 logical devices of conftest (2x the cores of CI) creates no
+  distributed dataset, and no iterator op appears in its steps."""
+  import tensorflow as tf
+  from common import autoencoder
+  from common import sgd
+  from data_parallel import config as dp_config
+  from data_parallel import pretrain as dp_pretrain
+  from data_parallel import replicas
+
+  made = []
+  for method in ("distribute_datasets_from_function", "experimental_distribute_dataset"):
+    original = getattr(tf.distribute.MirroredStrategy, method)
+
+    def recorded(self, *args, _method=method, _original=original, **kwargs):
+      made.append(_method)
+      return _original(self, *args, **kwargs)
+    monkeypatch.setattr(tf.distribute.MirroredStrategy, method, recorded)
+  config = dp_config.DataParallelConfig(
+      hidden_units=(16, 8), pretrain_epochs=1, finetune_epochs=1, train_examples=400, batch_size=40,
+      num_devices=4, results_dir=str(tmp_path), run_name="dp4", model_dir=str(tmp_path / "model"))
+  record = dp_pretrain.run(config)
+  assert made == []
+  assert [len(layer["epochs"]) for layer in record["layers"]] == [1, 1]
+  assert len(record["layers"][0]["device"].split(",")) == 4
+
+  strategy = replicas.make_strategy([d.name for d in tf.config.list_logical_devices("CPU")[:4]])
+  images = sgd.replica_resident(strategy, mnist.train_images)
+  with strategy.scope():
+    layers = [autoencoder.DenoisingAutoencoder(784, 16, 1, 0), autoencoder.DenoisingAutoencoder(16, 8, 2, 0)]
+  dp = replicas.DataParallelTrainer(strategy, autoencoder.LayerTrainer(layers[1], layers[:1], images, 0, 0.3, 40))
+  types = _op_types(dp._compiled.get_concrete_function(tf.constant(0), tf.constant(0), tf.constant(2),
+                                                       tf.constant(0.0)))
+  assert [t for t in types if "IndexShuffle" in t], sorted(types)  # the indices are computed in the step
+  assert not [t for t in types if "Iterator" in t], sorted(t for t in types if "Iterator" in t)
