@@ -59,18 +59,16 @@ def run_seconds(run: presets.RunSpec, cores: int) -> float:
   epochs, devices = run.flag("pretrain_epochs"), run.flag("num_devices")
   t = epoch_seconds(hidden, examples)
   steps = examples // batch
-  if run.program == "data_parallel":
-    t = [x + (steps * DP_STEP_SECONDS if devices > 1 else 0.0) for x in t]
-    model = perf_model.Model("data_parallel", tuple(t), cores, slowdown=SLOWDOWN,
-                             allreduce_seconds_per_param=DP_ALLREDUCE_SECONDS_PER_PARAM, steps_per_epoch=steps)
-  else:
-    model = perf_model.Model(run.program, tuple(t), cores, slowdown=SLOWDOWN)
   if run.program == "pipeline_parallel":
-    config = dict(run.flags)
-    pretrain = perf_model.PipelineModel(CORE_FLOPS_PER_SECOND, cores, "").predict(config, devices)
+    pretrain = perf_model.PipelineModel(CORE_FLOPS_PER_SECOND, cores, "").predict(dict(run.flags), devices)
     pretrain *= SLOWDOWN if min(devices, len(hidden)) > 1 else 1.0
+  elif run.program == "data_parallel":
+    t = [x + (steps * DP_STEP_SECONDS if devices > 1 else 0.0) for x in t]
+    pretrain = perf_model.Model("data_parallel", tuple(t), cores, slowdown=SLOWDOWN,
+                                allreduce_seconds_per_param=DP_ALLREDUCE_SECONDS_PER_PARAM,
+                                steps_per_epoch=steps).predict(hidden, epochs, devices)
   else:
-    pretrain = model.predict(hidden, epochs, devices)
+    pretrain = perf_model.Model(run.program, tuple(t), cores, slowdown=SLOWDOWN).predict(hidden, epochs, devices)
   seconds = STARTUP_SECONDS + WARMUP_SECONDS_PER_LAYER * len(hidden) + pretrain
   if run.program == "data_parallel":
     warmup = DP_WARMUP_SECONDS_PER_LAYER.get(devices, DP_WARMUP_SECONDS_PER_LAYER[4] * devices / 4)
