@@ -261,7 +261,9 @@ def _full_size(s) -> List[RunSpec]:
         (("report", ()), ("large_batch", dp_config.LARGE_BATCH_RECIPE))]
   return ([run(f"greedy_b{b}_e{e}", "greedy", s["hidden"], e, b, 1, s["examples"], e, resumable=True),
            run(f"model_parallel_g{g}_b{b}_e{e}", "model_parallel", s["hidden"], e, b, g, s["examples"], e,
-               resumable=True)]
+               resumable=True),
+           run(f"pipeline_parallel_g{g}_b{b}_e{e}", "pipeline_parallel", s["hidden"], e, b, g, s["examples"], e,
+               extra=_HELDOUT, resumable=True)]
           + [run(name, "data_parallel", s["hidden"], e, s["dp_batch"], g, s["examples"], e, extra=_NO_PROFILE + flags,
                  resumable=True) for name, flags in dp])
 

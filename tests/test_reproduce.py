@@ -15,6 +15,7 @@ from experiments import presets
 from experiments import records
 from experiments.benchmarks import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
+from experiments.benchmarks import devices_beyond_cores as bench_beyond_cores
 from experiments.benchmarks import equal_cores as bench_equal_cores
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.report import figures
@@ -64,9 +65,9 @@ def test_presets_are_consistent_and_paper_matches_the_report():
 def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # The large-batch study and the full-size runs are presets of the run list; their committed records (made
   # before they were) must still be found and match the flags, or reproduce would refuse them.
-  for preset, entry in (("mid", "large_batch"), ("full", "full_size")):
+  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 5)):
     runs = presets.build(preset)[entry].runs
-    assert len(runs) == 4
+    assert len(runs) == count
     for run in runs:
       record = records.load(records.record_path(RESULTS, preset, run))
       assert record is not None, (preset, run.name)
@@ -225,6 +226,20 @@ def test_equal_cores_benchmark_gives_every_program_the_same_cores():
   assert bench_equal_cores.baseline(setting) == "greedy_g1_t2"
 
 
+def test_devices_beyond_cores_benchmark_runs_each_program_where_it_can():
+  setting = harness.Setting((32, 16, 8, 8), 640, 2, 1280, 2, 1, {"devices": ["1", "2", "8", "64", "3"],
+                                                                 "code": ["after_fix"]})
+  runs = bench_beyond_cores.configurations(setting)
+  # model_parallel up to its 4 layers; data_parallel where G divides the batch (3 does not divide 640).
+  assert [r.name for r in runs] == ["dp_g1", "dp_g2", "dp_g8", "dp_g64", "mp_g1", "mp_g2", "mp_g3"]
+  assert runs[3].extra_flags == ("--profile_steps=0",) and runs[3].flag("num_devices") == 64
+  assert bench_beyond_cores.BENCHMARK.summary_file(setting) == "summary_b640_after_fix.json"
+  record = {"layers": [{"epochs": [{"seconds": 2.0, "elapsed_seconds": 10.0}, {"seconds": 2.0, "elapsed_seconds": 12.0}]},
+                       {"epochs": [{"seconds": 3.0, "elapsed_seconds": 40.0}]},
+                       {"epochs": [{"seconds": 3.0, "elapsed_seconds": 45.0}]}]}
+  assert bench_beyond_cores.largest_gap(record) == 25.0  # layer 2 started at 37 s, layer 1 ended at 12 s
+
+
 def test_command_line_errors():
   env = dict(os.environ, PYTHONPATH=ROOT)
   def run(*args):
@@ -237,7 +252,7 @@ def test_command_line_errors():
   dry = run("--preset=cpu", "--dry_run", "--only=dp_scaling")
   assert dry.returncode == 0 and "dp_scaling: 4 runs, estimated" in dry.stdout
   dry = run("--preset=full", "--dry_run")
-  assert dry.returncode == 0 and "full_size: 4 runs" in dry.stdout and "results/full_size/greedy_b100_e30.json" in dry.stdout
+  assert dry.returncode == 0 and "full_size: 5 runs" in dry.stdout and "results/full_size/greedy_b100_e30.json" in dry.stdout
 
 
 def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):

@@ -305,10 +305,10 @@ def full_size(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
                  f"{rep[0]} ({rep[1]})" if rep else "—",
                  f"{series.seconds(r) / 60:.0f} + {r['finetune']['seconds'] / 60:.0f} min"])
   short = [f"`{name}`" for name, r in data.runs.items()
-           if "run_seconds" not in r and r.get("total_seconds", float("inf")) < r["pretrain_seconds"]]
-  sentences = [f"{', '.join(short)}: resumed before records kept the whole run's time, so its total_seconds is its "
-               "last process's only (smaller than its pretraining seconds); the minutes shown are pretraining and "
-               "finetuning." if short else ""]
+           if r.get("run_seconds", r.get("total_seconds", float("inf"))) < r["pretrain_seconds"]]
+  sentences = [f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so "
+               "their total_seconds (and run_seconds, where present) are the last process's only (smaller than the "
+               "pretraining seconds); the minutes shown are pretraining and finetuning." if short else ""]
   sentences += ["The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per "
                "run, so not in the `cpu` preset. Times are not benchmarks (these ran at low priority beside other "
                "work). Single runs. The large-batch recipe is the one chosen on validation accuracy in `large_batch`."]
