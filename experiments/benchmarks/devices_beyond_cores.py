@@ -9,8 +9,8 @@ sat idle for minutes (64 devices on 2 cores: no epoch in 300 s). Each program ru
 only, without data_parallel's op profile. Measures, from the run records:
   * seconds per layer-epoch (steady state), its growth over the run on C devices, and the oversubscription
     G / C it may grow by;
-  * compile (warm-up) seconds, the largest gap between one layer's last epoch and the next one's first
-    (time spent neither training nor compiling shows up there), and the whole run's seconds;
+  * compile (warm-up) seconds, the seconds of the run outside every timed phase (the stall sat there:
+    building a layer's input iterator was in no phase), and the whole run's seconds;
   * cores busy while training (process CPU seconds / training seconds).
 
 Usage (timings are committed: run alone on the machine):
@@ -49,12 +49,11 @@ def _epoch_seconds(record: dict) -> float:
   return record["pretrain_seconds"] / sum(len(layer["epochs"]) for layer in record["layers"])
 
 
-def largest_gap(record: dict) -> float:
-  """Seconds: the largest gap between a layer's last epoch ending and the next layer's first epoch starting
-  (each epoch's `elapsed_seconds` is the run's clock at its end), the next layer's compilation included."""
-  ends = [layer["epochs"][-1]["elapsed_seconds"] for layer in record["layers"][:-1]]
-  starts = [layer["epochs"][0]["elapsed_seconds"] - layer["epochs"][0]["seconds"] for layer in record["layers"][1:]]
-  return max((b - a for a, b in zip(ends, starts)), default=0.0)
+def outside_phases(record: dict) -> float:
+  """Seconds of the whole run spent in none of its timed phases (start-up, building each layer's trainer and
+  inputs, writing the record): where the stall showed, since it sat between the phases."""
+  phases = sum(v for k, v in record["timing"].items() if "/" not in k)  # "profile/<phase>" are estimates
+  return (record["run_seconds"] if "run_seconds" in record else record["total_seconds"]) - phases
 
 
 def _commit() -> Optional[str]:
@@ -77,7 +76,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
         "devices": g, "oversubscription": g / cores, "epoch_seconds": epoch,
         "epoch_growth_vs_cores": epoch / _epoch_seconds(reference[0]) if reference else None,
         "allowed_growth": max(1.0, g / cores),
-        "warmup_seconds": record["timing"].get("warmup"), "largest_gap_between_layers_seconds": largest_gap(record),
+        "warmup_seconds": record["timing"].get("warmup"), "outside_phases_seconds": outside_phases(record),
         "run_seconds": record.get("run_seconds", record.get("total_seconds")),
         "cores_busy_training": record.get("pretrain_cpu_seconds", 0.0) / record["pretrain_seconds"],
     }
