@@ -28,9 +28,10 @@ DP_ALLREDUCE_SECONDS_PER_PARAM = 1e-9
 # Data parallel fixed costs, measured with 4 x 1000 units, batch 5000, 10,000 examples on 2 cores
 # (cpu preset, dp_scaling) while other jobs loaded the machine: ~20 s more start-up (MirroredStrategy),
 # then per layer a warm-up (tracing, compilation, input pipeline) of ~2.5, 6, 90 and 70 s for G = 1, 2,
-# 3, 4 replicas, and the op profile of layer 1 (~5 s + 1.5 s x G) unless --profile_steps=0. On a quiet
-# machine the G = 3 and 4 warm-ups are far shorter (the measured wall seconds of each run are in
-# results/runs/driver_log.jsonl and the budget table of results/README.md), so this over-estimates.
+# 3, 4 replicas, and the op profile of layer 1 (~5 s + 1.5 s x G) unless --profile_steps=0. Most of the
+# G = 3 and 4 warm-ups was an idle wait on the input iterators, since removed (docs/data_parallel.md, "More
+# devices than cores": 4 x 256 units, 2.3 s per layer at G = 4 after the fix), so this over-estimates; the
+# constants stay those of the committed cpu-preset records' time.
 DP_STARTUP_SECONDS = 20.0
 DP_WARMUP_SECONDS_PER_LAYER = {1: 2.5, 2: 6.0, 3: 90.0, 4: 70.0}
 DP_PROFILE_SECONDS = 5.0
