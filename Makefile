@@ -19,6 +19,8 @@ RESULTS_DIR ?= runs
 TRAIN_PROGRAM ?= model_parallel
 TRAIN_FLAGS ?= --hidden_units=1000,1000 --pretrain_epochs=10 --finetune_epochs=10 --batch_size=100 \
 	--num_devices=$(NUM_DEVICES) --results_dir=$(RESULTS_DIR) --run_name=make_train
+# Test processes: each test process runs TensorFlow on one intra-op thread, so 2 fill a 2-core machine.
+TEST_WORKERS ?= 2
 # Every figure and table of the report (about an hour on 2 cores with the cpu preset; see results/README.md).
 REPRODUCE_FLAGS ?= --preset=cpu
 
@@ -35,7 +37,7 @@ train: venv
 	$(PY) -m $(TRAIN_PROGRAM).train $(TRAIN_FLAGS)
 
 test: venv
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 tests
 
 reproduce: venv
 	$(PY) -m experiments.reproduce $(REPRODUCE_FLAGS) --output_dir=results
