@@ -7,6 +7,7 @@ validate the `Config` they are given with the same rules, so a test or an experi
 
 import dataclasses
 import datetime
+import os
 from typing import Any, Mapping, Optional, Tuple
 
 MNIST_TRAIN_EXAMPLES = 55_000
@@ -158,3 +159,15 @@ def check(values: Mapping[str, Any]) -> None:
   g = values.get("num_devices")
   if g is not None and g > MAX_LOGICAL_CPU_DEVICES:
     raise ValueError(f"--num_devices must be at most {MAX_LOGICAL_CPU_DEVICES}, got {g}.")
+
+
+def check_threads(threads_per_device: int, cores: Optional[int] = None) -> None:
+  """Raises ValueError when `threads_per_device` exceeds the machine's cores (`os.cpu_count()`).
+
+  More threads than cores in one device cannot run at once; a very large count only grows memory (each
+  thread has a stack). Devices x threads beyond the cores stays allowed (`common.devices.oversubscription`).
+  """
+  cores = cores or os.cpu_count() or 1
+  if threads_per_device > cores:
+    raise ValueError(f"--threads_per_device must be at most {cores} (the cores of this machine), "
+                     f"got {threads_per_device}.")

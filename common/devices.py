@@ -67,18 +67,6 @@ def check_available(num_devices: int) -> None:
     raise ValueError(f"--num_devices must be at most {config_lib.MAX_LOGICAL_CPU_DEVICES}, got {num_devices}.")
 
 
-def check_threads(threads_per_device: int, cores: Optional[int] = None) -> None:
-  """Raises ValueError when `threads_per_device` exceeds the machine's cores (`os.cpu_count()`).
-
-  More threads than cores in one device cannot run at once; a very large count only grows memory (each
-  thread has a stack). Devices x threads beyond the cores stays allowed (`oversubscription`).
-  """
-  cores = cores or os.cpu_count() or 1
-  if threads_per_device > cores:
-    raise ValueError(f"--threads_per_device must be at most {cores} (the cores of this machine), "
-                     f"got {threads_per_device}.")
-
-
 def oversubscription(num_devices: int, threads_per_device: int, cores: Optional[int] = None) -> Optional[str]:
   """The warning for a run whose devices x threads exceed the cores, or None.
 

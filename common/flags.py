@@ -11,7 +11,6 @@ from typing import Type
 from absl import flags
 
 from common import config as config_lib
-from common import devices
 from common import memory
 
 _DEFAULTS = config_lib.Config()
@@ -100,10 +99,8 @@ def _register_validators() -> None:
     def checker(value):
       try:
         config_lib.check({name: [u for u in value] if name == "hidden_units" else value})
-        if name == "num_devices":
-          devices.check_available(value)
         if name == "threads_per_device":
-          devices.check_threads(value)
+          config_lib.check_threads(value)
       except ValueError as e:
         raise flags.ValidationError(str(e).replace(f"--{name} ", "", 1)) from None
       return True

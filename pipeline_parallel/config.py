@@ -5,7 +5,8 @@ from typing import Any, Mapping
 
 from common import config as config_lib
 
-# Steps per chunk, K (the sweep that measures the choice: docs/pipeline_parallel.md, "Speed"). A smaller K shortens
+# Steps per chunk, K: the fastest of 1..32 at the default batch (100) in the sweep of docs/pipeline_parallel.md,
+# "Speed" (at batch 1000, K = 1 was fastest). A smaller K shortens
 # the fill and drain (P - 1 chunks each) and the in-flight activations ([K x batch, units] per stage
 # boundary); a larger K means fewer ticks, each of which waits for its slowest stage and costs a call.
 DEFAULT_CHUNK_STEPS = 4

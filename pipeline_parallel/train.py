@@ -15,7 +15,6 @@ from absl import flags
 from common import cli
 from common import flags as common_flags
 from pipeline_parallel import config as config_lib
-from pipeline_parallel import pretrain
 
 # --help and --helpshort list the shared flags too, as this program's own.
 flags.adopt_module_key_flags(common_flags)
@@ -40,6 +39,8 @@ flags.register_validator("pipeline_chunk_steps", _check_chunk)
 
 def main(argv):
   cli.reject_extra_args(argv)
+  # Imported once the flags are valid, so a bad flag is refused before TensorFlow starts.
+  from pipeline_parallel import pretrain
   cli.run_program(pretrain.run, common_flags.config_from_flags(
       "pipeline_parallel", config_cls=config_lib.PipelineConfig, pipeline_chunk_steps=_CHUNK_STEPS.value))
 

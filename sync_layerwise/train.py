@@ -13,7 +13,6 @@ from absl import flags
 
 from common import cli
 from common import flags as common_flags
-from sync_layerwise import pretrain
 
 # --help and --helpshort list the shared flags too, as this program's own.
 flags.adopt_module_key_flags(common_flags)
@@ -21,6 +20,8 @@ flags.adopt_module_key_flags(common_flags)
 
 def main(argv):
   cli.reject_extra_args(argv)
+  # Imported once the flags are valid, so a bad flag is refused before TensorFlow starts.
+  from sync_layerwise import pretrain
   cli.run_program(pretrain.run, common_flags.config_from_flags("sync_layerwise"))
 
 

@@ -21,6 +21,9 @@ tf.config.set_logical_device_configuration(
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(NUM_TEST_DEVICES)
 tf.config.experimental.enable_op_determinism()
+# Start the runtime now, with these devices: a program run in-process first would otherwise configure (and
+# start) it with only as many devices as that program asks for, and a later test that needs 4 would fail.
+assert len(tf.config.list_logical_devices("CPU")) == NUM_TEST_DEVICES
 
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
