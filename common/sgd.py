@@ -12,7 +12,8 @@ Each replica computes its own positions (`replica_positions`, from its replica i
 indices (`data.epoch_indices`, a pure function of seed, epoch and position), inside the step: no input
 pipeline and no distributed iterator. (An earlier version fed the indices through
 `distribute_datasets_from_function`; with more logical devices than cores, creating a layer's iterator
-while the previous layer's was alive or being freed sat idle for minutes: 191 s at 16 devices on 2 cores.)
+while the previous layer's was alive or being freed sat idle: 204 s of a 284 s run at 8 devices on 2 cores,
+docs/data_parallel.md, "More devices than cores".)
 """
 
 from typing import Callable

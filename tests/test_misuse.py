@@ -372,8 +372,8 @@ def _op_types(concrete_function) -> set:
 
 def test_data_parallel_reads_no_input_iterator(mnist, tmp_path, monkeypatch):
   """More devices than cores (issue 14, item 14): with a distributed input iterator per layer, creating
-  layer 2's while layer 1's was alive or being freed sat idle for minutes (191 s at 16 devices on 2 cores,
-  docs/data_parallel.md). Every replica now computes its example indices in the step: a whole run
+  layer 2's while layer 1's was alive or being freed sat idle for minutes (204 s of a 284 s run at 8 devices
+  on 2 cores, docs/data_parallel.md). Every replica now computes its example indices in the step: a whole run
   (pretraining and finetuning) on the 4 logical devices of conftest (2x the cores of CI) creates no
   distributed dataset, and no iterator op appears in its steps."""
   import tensorflow as tf

@@ -26,15 +26,11 @@ def configurations(s: harness.Setting) -> List:
           s.run(f"dp_g{s.num_devices}", "data_parallel", s.num_devices, profile)]
 
 
-def _epoch_seconds(record: dict) -> float:
-  return record["pretrain_seconds"] / sum(len(layer["epochs"]) for layer in record["layers"])
-
-
 def _profile(runs: List[dict]) -> Dict[str, object]:
   return {"seconds_per_epoch": {p: harness.spread([r["profile"]["seconds_per_epoch"][p] for r in runs])
                                 for p in profile.PHASES},
           "total_seconds_per_epoch": harness.spread([r["profile"]["total_seconds_per_epoch"] for r in runs]),
-          "measured_seconds_per_epoch": harness.spread([_epoch_seconds(r) for r in runs]),
+          "measured_seconds_per_epoch": harness.spread([harness.seconds_per_layer_epoch(r) for r in runs]),
           "method": runs[0]["profile"]["method"]}
 
 
@@ -43,7 +39,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   many = f"dp_g{s.num_devices}"
   g1, gn = _profile(runs["dp_g1"]), _profile(runs[many])
   return {
-      "epoch_seconds": {n: harness.spread([_epoch_seconds(r) for r in rs]) for n, rs in runs.items()},
+      "epoch_seconds": {n: harness.spread([harness.seconds_per_layer_epoch(r) for r in rs]) for n, rs in runs.items()},
       f"speedup_{s.num_devices}_vs_1_replica": harness.ratio_spread(runs, "dp_g1", many),
       f"speedup_{s.num_devices}_replicas_vs_greedy": harness.ratio_spread(runs, "greedy", many),
       "one_replica_vs_greedy_slowdown": harness.ratio_spread(runs, "dp_g1", "greedy"),

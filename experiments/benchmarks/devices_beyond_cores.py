@@ -45,10 +45,6 @@ def configurations(s: harness.Setting) -> List:
   return runs
 
 
-def _epoch_seconds(record: dict) -> float:
-  return record["pretrain_seconds"] / sum(len(layer["epochs"]) for layer in record["layers"])
-
-
 def outside_phases(record: dict) -> float:
   """Seconds of the whole run spent in none of its timed phases (start-up, building each layer's trainer and
   inputs, writing the record): where the stall showed, since it sat between the phases."""
@@ -71,10 +67,10 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
     program, g = name.rsplit("_g", 1)
     g = int(g)
     reference = runs.get(f"{program}_g{cores}")
-    epoch = _epoch_seconds(record)
+    epoch = harness.seconds_per_layer_epoch(record)
     out[name] = {
         "devices": g, "oversubscription": g / cores, "epoch_seconds": epoch,
-        "epoch_growth_vs_cores": epoch / _epoch_seconds(reference[0]) if reference else None,
+        "epoch_growth_vs_cores": epoch / harness.seconds_per_layer_epoch(reference[0]) if reference else None,
         "allowed_growth": max(1.0, g / cores),
         "warmup_seconds": record["timing"].get("warmup"), "outside_phases_seconds": outside_phases(record),
         "run_seconds": record.get("run_seconds", record.get("total_seconds")),

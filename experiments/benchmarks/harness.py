@@ -88,6 +88,11 @@ def spread(values: Sequence[float]) -> Dict[str, object]:
   return {"min": min(values), "median": statistics.median(values), "max": max(values), "values": list(values)}
 
 
+def seconds_per_layer_epoch(record: Mapping[str, Any]) -> float:
+  """Steady-state pretraining seconds of a record divided by its layer-epochs."""
+  return record["pretrain_seconds"] / sum(len(layer["epochs"]) for layer in record["layers"])
+
+
 def ratio_spread(records_: Records, numerator: str, denominator: str) -> Dict[str, object]:
   """Spread over repeats of numerator seconds / denominator seconds (runs of the same repeat)."""
   return spread([a["pretrain_seconds"] / b["pretrain_seconds"] for a, b in zip(records_[numerator],
