@@ -182,12 +182,13 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
   assert all(np.isfinite(w).all() for w in runlog.load_weights(str(tmp_path / "nan.npz")).values())
 
 
-def test_shared_thread_pool_gives_the_same_weights(tmp_path):
-  """The cost-balanced placement on CPU (one intra-op pool of G x threads shared by the devices) changes
-  where the work runs, not what is computed: the same weights as one thread per device."""
+@pytest.mark.parametrize("kernels", ["xla", "tf"])
+def test_shared_thread_pool_gives_the_same_weights(tmp_path, kernels):
+  """The cost-balanced placement on CPU (one intra-op pool of G x threads shared by the devices, the default)
+  changes where the work runs, not what is computed: the same weights as one thread per device, per kernel path."""
   flags = ["--hidden_units=64,48", "--num_devices=2", "--pretrain_epochs=2", "--finetune_epochs=0",
            f"--train_examples={SLICE_EXAMPLES}", "--batch_size=50", f"--pretrain_learning_rate={LEARNING_RATE}",
-           "--seed=3", "--progress=log", f"--results_dir={tmp_path}", "--kernels=tf"]
+           "--seed=3", "--progress=log", f"--results_dir={tmp_path}", f"--kernels={kernels}"]
   for pool in ("per_device", "shared"):
     proc = run_module("model_parallel.train", *flags, f"--thread_pool={pool}", f"--run_name={pool}",
                       f"--export_weights={tmp_path / pool}.npz")

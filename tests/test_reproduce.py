@@ -224,6 +224,11 @@ def test_equal_cores_benchmark_gives_every_program_the_same_cores():
   assert all(r.flag("num_devices") * r.flag("threads_per_device") == 2 for r in runs)
   assert all("--heldout_every_epoch" in r.extra_flags for r in runs)
   assert bench_equal_cores.baseline(setting) == "greedy_g1_t2"
+  # Both pools named on the command line: neither configuration depends on the program's default.
+  pools = {r.name: [f for f in r.extra_flags if f.startswith("--thread_pool")] for r in runs}
+  assert pools["model_parallel_g2_t1"] == ["--thread_pool=per_device"]
+  assert pools["model_parallel_g2_t1_shared"] == ["--thread_pool=shared"]
+  assert pools["greedy_g1_t2"] == [] and pools["model_parallel_g1_t2"] == []
 
 
 def test_devices_beyond_cores_benchmark_runs_each_program_where_it_can():

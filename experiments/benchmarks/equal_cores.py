@@ -3,7 +3,7 @@
 The report's question is "G devices against one" (one thread each). A CPU user asks another: "I have N cores;
 which program, with which flags, is done first?" For N = --cores (default: the machine's), every program runs
 in every configuration of devices x threads per device that uses exactly N cores (devices dividing N), and the
-two-level programs (model_parallel, pipeline_parallel) also with --thread_pool=shared, all alternated repeat
+two-level programs (model_parallel, pipeline_parallel) with both --thread_pool=per_device and shared, all alternated repeat
 after repeat (`harness`), every run recording the held-out reconstruction loss after each epoch. Measures:
   * per program, its fastest configuration (median pretraining seconds) and every configuration's seconds;
   * the ratio greedy on all N cores (1 device x N threads) / each program's fastest configuration;
@@ -48,8 +48,10 @@ def configurations(s: harness.Setting) -> List:
       if program == "data_parallel" and s.batch_size % g:
         continue
       t = n // g
-      runs.append(s.run(f"{program}_g{g}_t{t}", program, g, extra=(HELDOUT,), threads=t))
-      if program in TWO_LEVEL and g > 1:
+      two_level = program in TWO_LEVEL and g > 1
+      runs.append(s.run(f"{program}_g{g}_t{t}", program, g, threads=t,
+                        extra=(HELDOUT, "--thread_pool=per_device") if two_level else (HELDOUT,)))
+      if two_level:
         runs.append(s.run(f"{program}_g{g}_t{t}_shared", program, g, extra=(HELDOUT, "--thread_pool=shared"),
                           threads=t))
   return runs

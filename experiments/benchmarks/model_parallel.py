@@ -9,6 +9,9 @@ Pretraining only, 1 intra-op thread per device, the three programs alternated re
   * the same bound from FLOPs alone (`cost.layer_epoch_flops`), and the epoch count E at which the bound
     over sync_layerwise first reaches --target_speedup (with two layers on two devices layer 1 trains
     E + 1 epochs and layer 2 E, so the bound ((E + 1) t1 + E t2) / (t1 + E t2) grows with E);
+  * the bound when the devices share the machine's cores (--thread_pool=shared): the schedule's work at
+    sync_layerwise's one-core rate spread over G cores, i.e. G x over sync_layerwise (both train the same
+    layer-epochs) and G x greedy / sync_layerwise seconds over greedy, and the fraction of it reached;
   * model_parallel's phases: per-device busy seconds, idle device-seconds, weight-copy seconds, each
     layer's epoch time beside the other layer, and the per-step overhead (wall - slowest device busy).
 
@@ -98,10 +101,12 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
         "bound_speedup_vs_greedy": greedy["pretrain_seconds"] / bound,
         "bound_speedup_vs_sync_layerwise": sync["pretrain_seconds"] / bound,
         "fraction_of_bound": bound / mp["pretrain_seconds"],
-        "epochs_for_target_bound": _epochs_to_reach(alone, s.num_devices, target)})
+        "epochs_for_target_bound": _epochs_to_reach(alone, s.num_devices, target),
+        "cores_bound_speedup_vs_greedy": s.num_devices * greedy["pretrain_seconds"] / sync["pretrain_seconds"]})
   out = {key: harness.spread([x[key] for x in per_repeat]) for key in (
       "speedup_vs_greedy", "speedup_vs_sync_layerwise", "bound_seconds", "bound_speedup_vs_greedy",
-      "bound_speedup_vs_sync_layerwise", "fraction_of_bound")}
+      "bound_speedup_vs_sync_layerwise", "fraction_of_bound", "cores_bound_speedup_vs_greedy")}
+  out["cores_bound_speedup_vs_sync_layerwise"] = s.num_devices
   out["flop_bound"] = {"layer_epoch_flops": flops, "speedup_vs_sync_layerwise": _bound_vs_sync(schedule, flops),
                        "target_speedup": target, "epochs_for_target": _epochs_to_reach(flops, s.num_devices, target)}
   out["per_repeat"] = per_repeat
@@ -111,6 +116,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
       "speedup_vs_sync_layerwise": harness.ratio_spread(runs, "sync_layerwise", _name(s, *v)),
       "fraction_of_bound": harness.spread([g["bound_seconds"] / r["pretrain_seconds"]
                                            for g, r in zip(per_repeat, runs[_name(s, *v)])]),
+      "fraction_of_cores_bound": harness.spread([y["pretrain_seconds"] / (s.num_devices * r["pretrain_seconds"])
+                                                 for y, r in zip(runs["sync_layerwise"], runs[_name(s, *v)])]),
       # None for records older than the CPU seconds.
       "cores_busy": harness.spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"] for r in runs[_name(s, *v)]])
                     if all("pretrain_cpu_seconds" in r for r in runs[_name(s, *v)]) else None}
@@ -131,7 +138,8 @@ BENCHMARK = harness.Benchmark(
              "kernels": (["auto"], "Kernel paths (--kernels) of the model_parallel configurations."),
              "thread_pool": (["auto"], "Thread pools (--thread_pool) of the model_parallel configurations.")},
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_sync_layerwise", "speedup vs sync_layerwise"),
-             ("bound_speedup_vs_greedy", "bound vs greedy"), ("fraction_of_bound", "fraction of bound")))
+             ("bound_speedup_vs_greedy", "bound vs greedy"), ("fraction_of_bound", "fraction of bound"),
+             ("cores_bound_speedup_vs_greedy", "bound with shared cores vs greedy")))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)
