@@ -44,6 +44,7 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
   work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
+  traced = not config.profile_dir
   for i, layer in enumerate(run_.layers):
     if len(histories[i]) >= epochs:
       continue
@@ -53,9 +54,11 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
     with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
       epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
     for epoch in range(len(histories[i]), epochs):
-      with run_.training():
+      # --profile_dir: a profiler trace of the first epoch this process trains (tracing and compilation left out).
+      with timing.trace(None if traced else config.profile_dir), run_.training():
         result = program.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, config.pretrain_learning_rate,
                                    run_.chunks_per_epoch, progress, work[i], f"layer {i + 1}")
+      traced = True
       histories[i].append(result)
       run_.end_epochs({i: result}, trainer.steps_per_epoch * config.batch_size)
       run_.save()

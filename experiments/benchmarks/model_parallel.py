@@ -72,6 +72,26 @@ def _phases(record: dict) -> dict:
   }
 
 
+def corun_slowdown(record: dict) -> dict:
+  """Per layer (1-based, as str): median epoch seconds beside another layer / median epoch seconds alone.
+
+  Both from the same model_parallel run: a group's bottom layer trains alone in the group's first (fill) step
+  and beside the layers above it afterwards, the top layer alone in its last steps when the group is taller
+  than the devices. Layers never alone (or never beside) are left out. With one thread per device this is the
+  co-run slowdown of two layers in one process; with a shared pool a layer alone also has the idle device's
+  thread, so the ratio includes the lent core.
+  """
+  active = {(s["group"], s["step"]): len(s["active_layers"]) for s in record["schedule"]["steps"]}
+  out = {}
+  for i, layer in enumerate(record["layers"]):
+    group = layer.get("group", 0)
+    alone = [e["seconds"] for e in layer["epochs"] if active.get((group, e["step"])) == 1]
+    beside = [e["seconds"] for e in layer["epochs"] if active.get((group, e["step"]), 1) > 1]
+    if alone and beside:
+      out[str(i + 1)] = harness.spread(beside)["median"] / harness.spread(alone)["median"]
+  return out
+
+
 def _bound_vs_sync(schedule: schedule_lib.Schedule, layer_cost: List[float]) -> float:
   """sync_layerwise time / model_parallel time if layer i's epoch costs layer_cost[i] and nothing else does."""
   return schedule.critical_path(layer_cost, concurrent=False) / schedule.critical_path(layer_cost)
@@ -118,6 +138,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
                                            for g, r in zip(per_repeat, runs[_name(s, *v)])]),
       "fraction_of_cores_bound": harness.spread([y["pretrain_seconds"] / (s.num_devices * r["pretrain_seconds"])
                                                  for y, r in zip(runs["sync_layerwise"], runs[_name(s, *v)])]),
+      "corun_slowdown": [corun_slowdown(r) for r in runs[_name(s, *v)]],
       # None for records older than the CPU seconds.
       "cores_busy": harness.spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"] for r in runs[_name(s, *v)]])
                     if all("pretrain_cpu_seconds" in r for r in runs[_name(s, *v)]) else None}
