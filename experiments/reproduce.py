@@ -26,6 +26,7 @@ from experiments import ROOT
 from experiments import budget
 from experiments import driver
 from experiments import presets
+from experiments.report import equal_cores
 from experiments.report import figures
 from experiments.report import readme
 
@@ -72,6 +73,7 @@ def main(argv):
       print(f"error: {e}", file=sys.stderr)
       sys.exit(1)
   figures.draw(output_dir, presets.ENTRIES)
+  equal_cores.draw(output_dir)
   print(f"[reproduce] wrote {readme.write(output_dir)}")
   if os.path.abspath(output_dir) == os.path.join(ROOT, "results"):
     print(f"[reproduce] wrote the headline of {readme.write_top_readme(output_dir)}")

@@ -231,6 +231,37 @@ def test_equal_cores_benchmark_gives_every_program_the_same_cores():
   assert pools["greedy_g1_t2"] == [] and pools["model_parallel_g1_t2"] == []
 
 
+def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
+  """The table, the figure and the sentence come from the summary alone; ratios are taken repeat by repeat."""
+  folder = tmp_path / "benchmarks" / "equal_cores"
+  folder.mkdir(parents=True)
+  seconds = {"greedy_g1_t2": [10.0, 12.0, 11.0], "model_parallel_g2_t1": [9.0, 9.5, 9.0],
+             "model_parallel_g2_t1_shared": [5.0, 8.0, 5.5], "pipeline_parallel_g2_t1": [6.0, 6.0, 6.0]}
+  summary = {"cores": 2, "baseline": "greedy_g1_t2",
+             "setting": {"batch_size": 100, "train_examples": 22000, "pretrain_epochs": 3, "repeats": 3, "cpu_count": 2,
+                         "hidden_units": [1000] * 4},
+             "pretrain_seconds": {n: harness.spread(v) for n, v in seconds.items()},
+             "fastest_configuration": {"greedy": "greedy_g1_t2", "model_parallel": "model_parallel_g2_t1_shared",
+                                       "pipeline_parallel": "pipeline_parallel_g2_t1"},
+             "fastest_program": "model_parallel_g2_t1_shared",
+             "seconds_to_greedy_heldout_loss": {n: [v[0] * 0.9, None, v[2]] if n.startswith("pipe") else v
+                                                for n, v in seconds.items()}}
+  (folder / "summary_n2_b100.json").write_text(json.dumps(summary))
+  from experiments.report import equal_cores as report_equal_cores
+  sentence = report_equal_cores.conclusion(str(tmp_path))
+  # Medians of the per-repeat ratios 2.0, 1.5, 2.0 (not the ratio of medians, 11 / 5.5 = 2.0 by chance only).
+  assert ("at batch 100, `model_parallel` with `--num_devices=2 --threads_per_device=1 --thread_pool=shared` "
+          "(2.00× greedy on all 2 cores, 1.50–2.00)") in sentence
+  table = report_equal_cores.table(str(tmp_path))
+  assert table.count("\n") == 5  # header, rule, 4 configurations
+  assert "`--num_devices=2 --threads_per_device=1 --thread_pool=per_device`" in table
+  pipeline_row = next(line for line in table.splitlines() if "pipeline" in line)
+  assert pipeline_row.endswith("| — |")  # one repeat never reached greedy's loss
+  assert os.path.exists(report_equal_cores.draw(str(tmp_path)))
+  with pytest.raises(ValueError, match="not an equal-cores configuration"):
+    report_equal_cores.flags_of("greedy")
+
+
 def test_devices_beyond_cores_benchmark_runs_each_program_where_it_can():
   setting = harness.Setting((32, 16, 8, 8), 640, 2, 1280, 2, 1, {"devices": ["1", "2", "8", "64", "3"],
                                                                  "code": ["after_fix"]})

@@ -14,6 +14,7 @@ from experiments import perf_model
 from experiments import presets
 from experiments import records
 from experiments import reported
+from experiments.report import equal_cores
 from experiments.report import figures
 from experiments.report import other_tables
 from experiments.report import series
@@ -54,11 +55,16 @@ def _scaling_cell(data: Optional[records.EntryData], others: Dict[str, records.E
   return "; ".join(parts) + "; single runs" if parts else "not run yet"
 
 
-def _benchmark_cell(output_dir: str, name: str, file: str, measures: List[tuple]) -> Optional[str]:
+def _benchmark_cell(output_dir: str, name: str, file: str, measures: List[tuple],
+                    variant: Optional[str] = None) -> Optional[str]:
+  """"<label> median (min–max)×, ..." of a benchmark summary's measures (of one of its `variants` if given)."""
   path = os.path.join(output_dir, "benchmarks", name, file)
   summary = records.load(path)
-  if summary is None:
+  if summary is None or (variant and variant not in summary.get("variants", {})):
     return None
+  if variant:
+    v = summary["variants"][variant]
+    summary = {**summary, **{m[0]: v[m[0]] for m in measures}}
   repeats = len(next(iter(summary["pretrain_seconds"].values()))["values"])
   cells = [f"{m[1]} {style.fmt_spread(summary[m[0]])}{m[2] if len(m) > 2 else '×'}" for m in measures]
   return f"{', '.join(cells)} (median (min–max) of {repeats} repeats, {summary['setting']['cpu_count']} cores)"
@@ -102,8 +108,12 @@ def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> s
       ["Data parallel speedup over 1 device, 4 layers (`dp_scaling`; ours: global batch 5000)",
        "near linear (batch 5000, per tower in the original code)", _scaling_cell(data["dp_scaling"], others["dp_scaling"], 4)],
       ["Model parallel on 2 devices vs greedy / vs sync_layerwise, 2 × 1000 units, batch 1000 (benchmark)", "—",
-       cell(_benchmark_cell(output_dir, "model_parallel", "summary_b1000.json",
-                            [("speedup_vs_greedy", "vs greedy"), ("speedup_vs_sync_layerwise", "vs sync_layerwise")]))],
+       cell(_benchmark_cell(output_dir, "model_parallel", "summary_b1000_variants.json",
+                            [("speedup_vs_greedy", "devices sharing the cores (the default) vs greedy"),
+                             ("speedup_vs_sync_layerwise", "vs sync_layerwise")], variant="model_parallel_xla_shared"),
+            _benchmark_cell(output_dir, "model_parallel", "summary_b1000.json",
+                            [("speedup_vs_greedy", "one thread per device vs greedy"),
+                             ("speedup_vs_sync_layerwise", "vs sync_layerwise")]))],
       ["Data parallel, 2 replicas vs 1, one 2000-unit layer, global batch 5000 (benchmark)", "—",
        cell(_benchmark_cell(output_dir, "data_parallel", "summary_b5000.json",
                             [("speedup_2_vs_1_replica", "2 vs 1 replica")]))],
@@ -112,6 +122,8 @@ def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> s
          cell(_benchmark_cell(output_dir, "pipeline_parallel", f"summary_b{b}.json",
                               [("speedup_vs_greedy", "vs greedy"), ("speedup_vs_model_parallel", "vs model_parallel"),
                                ("one_device_speedup_vs_greedy", "1 device vs greedy")]))] for b in (1000, 100)],
+      ["Fastest program given all of this machine's cores, per batch (not in the report; equal_cores benchmark)",
+       "—", cell(equal_cores.conclusion(output_dir))],
       ["Greedy test accuracy", f"{reported.ACCURACY['greedy'][60]} (60+60), {reported.ACCURACY['greedy'][30]} (30+30)",
        cell(_accuracy_cell(data["accuracy_vs_epochs"], "greedy"), _full_size(data["full_size"], "greedy"))],
       ["Model parallel test accuracy", f"~{reported.MP_ACCURACY_TEXT}",
@@ -304,6 +316,8 @@ def write(output_dir: str) -> str:
       "[docs/model_parallel.md](../docs/model_parallel.md), [docs/data_parallel.md](../docs/data_parallel.md), "
       "[docs/multi_host.md](../docs/multi_host.md).", "",
       other_tables.benchmark_section(output_dir), "",
+      "## Equal cores: which program finishes first on this machine", "",
+      *equal_cores.section(output_dir), "",
   ]
   for machine in machines:
     text += [f"## More records of the {machine} machine", "",
