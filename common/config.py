@@ -171,3 +171,19 @@ def check_threads(threads_per_device: int, cores: Optional[int] = None) -> None:
   if threads_per_device > cores:
     raise ValueError(f"--threads_per_device must be at most {cores} (the cores of this machine), "
                      f"got {threads_per_device}.")
+
+
+def check_divisible(global_batch_size: int, replicas: int, flag: str = "batch_size") -> None:
+  """Raises ValueError unless the global batch splits evenly over the replicas.
+
+  Args:
+    global_batch_size: B, examples per step over all replicas.
+    replicas: replicas in sync: G, or G times the workers of a multi-worker run.
+    flag: the flag named in the message.
+  """
+  if global_batch_size % replicas:
+    raise ValueError(
+        f"--{flag}={global_batch_size} (the global batch) is not divisible by the {replicas} replicas "
+        f"(--num_devices, times the workers when started by common.launch): every replica takes an equal share; "
+        f"use a multiple of {replicas}, "
+        f"e.g. {global_batch_size - global_batch_size % replicas or replicas}.")

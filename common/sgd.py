@@ -20,21 +20,7 @@ from typing import Callable
 
 import tensorflow as tf
 
-
-def check_divisible(global_batch_size: int, replicas: int, flag: str = "batch_size") -> None:
-  """Raises ValueError unless the global batch splits evenly over the replicas.
-
-  Args:
-    global_batch_size: B, examples per step over all replicas.
-    replicas: replicas in sync: G, or G times the workers of a multi-worker run.
-    flag: the flag named in the message.
-  """
-  if global_batch_size % replicas:
-    raise ValueError(
-        f"--{flag}={global_batch_size} (the global batch) is not divisible by the {replicas} replicas "
-        f"(--num_devices, times the workers when started by common.launch): every replica takes an equal share; "
-        f"use a multiple of {replicas}, "
-        f"e.g. {global_batch_size - global_batch_size % replicas or replicas}.")
+from common import config as config_lib
 
 
 def replica_positions(step: tf.Tensor, global_batch_size: int) -> tf.Tensor:
@@ -45,7 +31,7 @@ def replica_positions(step: tf.Tensor, global_batch_size: int) -> tf.Tensor:
   """
   ctx = tf.distribute.get_replica_context()
   replicas = ctx.num_replicas_in_sync
-  check_divisible(global_batch_size, replicas)
+  config_lib.check_divisible(global_batch_size, replicas)
   per_replica = global_batch_size // replicas
   replica = tf.cast(ctx.replica_id_in_sync_group, tf.int32)
   return step * global_batch_size + replica * per_replica + tf.range(per_replica)

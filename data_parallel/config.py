@@ -17,11 +17,7 @@ import dataclasses
 import math
 from typing import Any, Mapping
 
-import tensorflow as tf
-
 from common import config as config_lib
-from common import optimizers
-from common import sgd
 
 SCALINGS = ("none", "linear", "sqrt")
 OPTIMIZERS = ("sgd", "adam")
@@ -78,8 +74,9 @@ class DataParallelConfig(config_lib.Config):
     return self.finetune_learning_rate * scale(self.finetune_lr_scaling, self.effective_finetune_batch_size,
                                                self.reference_batch_size)
 
-  def finetune_update_rule(self) -> optimizers.UpdateRule:
+  def finetune_update_rule(self) -> "optimizers.UpdateRule":
     """Finetuning's update rule: Adam, SGD with momentum, or plain SGD."""
+    from common import optimizers  # imports TensorFlow: not while the flags are parsed
     if self.finetune_optimizer == "adam":
       return optimizers.UpdateRule("adam")
     return optimizers.UpdateRule("momentum", self.finetune_momentum) if self.finetune_momentum else optimizers.SGD
@@ -110,6 +107,8 @@ def lr_warmup(factor: float, warmup_epochs: float, steps_per_epoch: int):
   if warmup_steps <= 0 or factor == 1.0:
     return None
   start = 1.0 / factor
+
+  import tensorflow as tf  # not while the flags are parsed
 
   def multiplier(step: tf.Tensor) -> tf.Tensor:
     progress = tf.minimum(tf.cast(step, tf.float32) / warmup_steps, 1.0)
@@ -154,4 +153,4 @@ def check(values: Mapping[str, Any]) -> None:
     for name in ("batch_size", "finetune_batch_size"):
       b = values.get(name)
       if isinstance(b, int) and b >= 1:
-        sgd.check_divisible(b, g, name)
+        config_lib.check_divisible(b, g, name)

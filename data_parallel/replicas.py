@@ -16,6 +16,7 @@ from typing import Callable, Optional, Sequence, Tuple
 import tensorflow as tf
 
 from common import autoencoder
+from common import config as common_config
 from common import data
 from common import optimizers
 from common import sgd
@@ -52,7 +53,7 @@ class DataParallelTrainer:
 
   def __init__(self, strategy: tf.distribute.Strategy, trainer: autoencoder.LayerTrainer,
                lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None):
-    sgd.check_divisible(trainer.batch_size, strategy.num_replicas_in_sync)
+    common_config.check_divisible(trainer.batch_size, strategy.num_replicas_in_sync)
     self.strategy = strategy
     self.trainer = trainer
     self.lr_multiplier = lr_multiplier

@@ -15,7 +15,6 @@ from absl import flags
 from common import cli
 from common import flags as common_flags
 from data_parallel import config as config_lib
-from data_parallel import pretrain
 
 # --help and --helpshort list the shared flags too, as this program's own.
 flags.adopt_module_key_flags(common_flags)
@@ -73,6 +72,7 @@ _register_validators()
 
 def main(argv):
   cli.reject_extra_args(argv)
+  from data_parallel import pretrain  # TensorFlow starts once the flags are valid
   extra = {name: flag.value for name, flag in _OWN.items()}
   cli.run_program(pretrain.run, common_flags.config_from_flags(
       "data_parallel", config_cls=config_lib.DataParallelConfig, **extra))

@@ -99,3 +99,17 @@ def test_missing_mnist_offline_names_tfds_data_dir(results, program):
   assert "Traceback" not in proc.stderr
   assert "TFDS_DATA_DIR" in proc.stderr
   assert len([l for l in proc.stderr.splitlines() if l.startswith("error:")]) == 1
+
+
+def test_flags_are_checked_before_tensorflow_is_imported():
+  """Every program's entry point defines and checks its flags without importing TensorFlow, so a bad flag is
+  refused in a fraction of a second; the library (and TensorFlow) loads in main, once the flags are valid."""
+  import subprocess
+  import sys
+  from conftest import ROOT
+  code = ("import sys, importlib\n"
+          f"for m in {PROGRAMS!r}:\n"
+          "  importlib.import_module(m)\n"
+          "  print(m, 'tensorflow' in sys.modules)\n")
+  out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+  assert out.split() == [w for p in PROGRAMS for w in (p, "False")]
