@@ -13,6 +13,7 @@ from experiments import budget
 from experiments import driver
 from experiments import presets
 from experiments import records
+from experiments.benchmarks import data_parallel as bench_data_parallel
 from experiments.benchmarks import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
 from experiments.benchmarks import devices_beyond_cores as bench_beyond_cores
@@ -212,6 +213,14 @@ def test_benchmarks_list_one_configuration_per_variant():
                                     "pipeline_parallel_k4_xla"]
   assert runs[3].extra_flags == ("--pipeline_chunk_steps=4", "--kernels=xla")
   assert bench_pipeline_parallel.BENCHMARK.folder(setting) == "b100_chunks_kernels"
+  setting = harness.Setting((32,), 100, 2, 400, 2, 1, {"profile_steps": 5, "kernels": ["xla", "tf"]})
+  runs = bench_data_parallel.configurations(setting)
+  assert [r.name for r in runs] == ["greedy", "dp_g1", "dp_g2", "dp_g1_tf", "dp_g2_tf"]
+  assert runs[4].extra_flags == ("--profile_steps=5", "--kernels=tf") and runs[4].flag("num_devices") == 2
+  assert bench_data_parallel.BENCHMARK.folder(setting) == "b100_kernels"
+  # The default setting names no kernel path: the committed records' configurations are unchanged.
+  runs = bench_data_parallel.configurations(harness.Setting((32,), 100, 2, 400, 2, 1, {"profile_steps": 5}))
+  assert [r.name for r in runs] == ["greedy", "dp_g1", "dp_g2"] and runs[2].extra_flags == ("--profile_steps=5",)
 
 
 def test_equal_cores_benchmark_gives_every_program_the_same_cores():

@@ -10,6 +10,10 @@ is "1 vs 2 cores"); one layer of 2000 units, pretraining only, the three alterna
 Usage (timings are committed: run alone on the machine, e.g. under an exclusive lock):
   python -m experiments.benchmarks.data_parallel --batch_size=5000
   python -m experiments.benchmarks.data_parallel --batch_size=100
+  python -m experiments.benchmarks.data_parallel --batch_size=5000 --train_examples=22000 --kernels=xla,tf
+With --kernels listing several kernel paths, data_parallel runs on 1 and G replicas on each (the first as
+dp_g<G>, the others as dp_g<G>_<kernels>, in <output_dir>/b<batch>_kernels/), and `kernel_variants` gives each
+path's speedups: the comparison behind the program's default (docs/kernels_and_threads.md).
 Writes <output_dir>/b<batch>/<configuration>_r<k>.json and <output_dir>/summary_b<batch>.json.
 """
 
@@ -19,11 +23,22 @@ from data_parallel import profile
 from experiments.benchmarks import harness
 
 
+def _kernels(s: harness.Setting) -> List[str]:
+  return list(s.options.get("kernels", ["auto"]))
+
+
+def _suffix(s: harness.Setting, kernels: str) -> str:
+  return "" if kernels == _kernels(s)[0] else f"_{kernels}"
+
+
 def configurations(s: harness.Setting) -> List:
-  """greedy; data_parallel on 1 and on s.num_devices replicas, each profiling layer 1."""
-  profile = (f"--profile_steps={s.options['profile_steps']}",)
-  return [s.run("greedy", "greedy", 1), s.run("dp_g1", "data_parallel", 1, profile),
-          s.run(f"dp_g{s.num_devices}", "data_parallel", s.num_devices, profile)]
+  """greedy; data_parallel on 1 and on s.num_devices replicas (per kernel path), each profiling layer 1."""
+  runs = [s.run("greedy", "greedy", 1)]
+  for k in _kernels(s):
+    flags = (f"--profile_steps={s.options['profile_steps']}",) + ((f"--kernels={k}",) if k != "auto" else ())
+    runs += [s.run(f"dp_g1{_suffix(s, k)}", "data_parallel", 1, flags),
+             s.run(f"dp_g{s.num_devices}{_suffix(s, k)}", "data_parallel", s.num_devices, flags)]
+  return runs
 
 
 def _profile(runs: List[dict]) -> Dict[str, object]:
@@ -46,13 +61,24 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
       "profile": {"1_replica": g1, f"{s.num_devices}_replicas": gn,
                   "phase_speedup": {p: g1["seconds_per_epoch"][p]["median"] /
                                     max(gn["seconds_per_epoch"][p]["median"], 1e-12) for p in profile.PHASES}},
+      "kernel_variants": {k: {
+          f"speedup_{s.num_devices}_vs_1_replica": harness.ratio_spread(runs, f"dp_g1{_suffix(s, k)}",
+                                                                      f"{many}{_suffix(s, k)}"),
+          f"speedup_{s.num_devices}_replicas_vs_greedy": harness.ratio_spread(runs, "greedy", f"{many}{_suffix(s, k)}"),
+          "cores_busy": harness.spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"]
+                                        for r in runs[f"{many}{_suffix(s, k)}"]])
+                        if all("pretrain_cpu_seconds" in r for r in runs[f"{many}{_suffix(s, k)}"]) else None}
+          for k in _kernels(s)},
   }
 
 
 BENCHMARK = harness.Benchmark(
     name="data_parallel", configurations=configurations, summarize=summarize,
     defaults={"hidden_units": "2000", "batch_size": 5000, "pretrain_epochs": 2, "train_examples": 55_000},
-    options={"profile_steps": (5, "Steps per timed loop of data_parallel's op profile.")},
+    options={"profile_steps": (5, "Steps per timed loop of data_parallel's op profile."),
+             "kernels": (["auto"], "Kernel paths (--kernels) of the data_parallel configurations (several: a comparison).")},
+    folder=lambda s: f"b{s.batch_size}" + ("_kernels" if len(_kernels(s)) > 1 else ""),
+    summary_file=lambda s: f"summary_b{s.batch_size}" + ("_kernels" if len(_kernels(s)) > 1 else "") + ".json",
     columns=(("speedup_2_vs_1_replica", "speedup 2 vs 1 replica"),
              ("speedup_2_replicas_vs_greedy", "2 replicas vs greedy"),
              ("one_replica_vs_greedy_slowdown", "1 replica / greedy time")))
