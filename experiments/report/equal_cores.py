@@ -88,7 +88,7 @@ def draw(output_dir: str) -> Optional[str]:
   found = summaries(output_dir)
   if not found:
     return None
-  fig, axes = style.figure(len(found), width=5.2, height=4.6)
+  fig, axes = style.figure(len(found), width=5.6, height=4.8)
   for ax, ((cores, batch), s) in zip(axes, found.items()):
     names = sorted(s["pretrain_seconds"], key=lambda n: s["pretrain_seconds"][n]["median"])
     spreads = [_ratios(s, n) for n in names]
@@ -99,10 +99,11 @@ def draw(output_dir: str) -> Optional[str]:
     ax.set_yticklabels([n.replace("_", " ") for n in names], fontsize=8)
     ax.invert_yaxis()
     ax.axvline(1.0, color="0.3", lw=0.8, ls="--")
-    ax.set_xlabel("speedup over greedy on all cores (median, min–max)")
+    ax.set_xlabel("speedup over greedy on all cores\n(median, min–max over repeats)")
     ax.set_title(f"batch {batch}, {cores} cores")
-  fig.suptitle(f"Equal cores: 4 × 1000 units, {s['setting']['train_examples']:,} images, "
-               f"{s['setting']['pretrain_epochs']} epochs, {s['setting']['repeats']} alternated repeats")
+  fig.suptitle(f"Equal cores: 4 × 1000 units, {s['setting']['train_examples']:,} images,\n"
+               f"{s['setting']['pretrain_epochs']} pretraining epochs, {s['setting']['repeats']} alternated repeats",
+               fontsize=10)
   fig.tight_layout()
   path = os.path.join(output_dir, "figures", FIGURE)
   os.makedirs(os.path.dirname(path), exist_ok=True)
