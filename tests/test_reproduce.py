@@ -18,6 +18,7 @@ from experiments.benchmarks import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
 from experiments.benchmarks import devices_beyond_cores as bench_beyond_cores
 from experiments.benchmarks import equal_cores as bench_equal_cores
+from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.report import figures
 from experiments.report import readme
@@ -221,6 +222,28 @@ def test_benchmarks_list_one_configuration_per_variant():
   # The default setting names no kernel path: the committed records' configurations are unchanged.
   runs = bench_data_parallel.configurations(harness.Setting((32,), 100, 2, 400, 2, 1, {"profile_steps": 5}))
   assert [r.name for r in runs] == ["greedy", "dp_g1", "dp_g2"] and runs[2].extra_flags == ("--profile_steps=5",)
+
+
+def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster():
+  setting = harness.Setting((32, 16), 100, 2, 400, 2, 2, {})
+  runs = bench_kernels.configurations(setting)
+  programs = [p for p, _ in bench_kernels.PROGRAMS]
+  assert [r.name for r in runs] == [f"{p}_{k}" for p in programs for k in ("xla", "tf")]
+  assert [r.flag("num_devices") for r in runs[::2]] == [1, 1, 2, 2, 2]
+  assert all(r.extra_flags[0] == f"--kernels={r.name.rsplit('_', 1)[1]}" for r in runs)
+  assert "--profile_steps=0" in runs[6].extra_flags  # data_parallel: no op profile inside the timed epochs
+  # greedy: xla faster in both repeats; pipeline: tf faster in one repeat, slower in the other.
+  seconds = {p: {"xla": [10.0, 10.0], "tf": [12.0, 11.0]} for p in programs}
+  seconds["pipeline_parallel"] = {"xla": [10.0, 8.0], "tf": [6.0, 9.0]}
+  records_ = {f"{p}_{k}": [{"pretrain_seconds": t, "pretrain_cpu_seconds": 1.5 * t} for t in ts]
+              for p, by_path in seconds.items() for k, ts in by_path.items()}
+  summary = bench_kernels.summarize(setting, records_)
+  greedy, pipe = summary["programs"]["greedy"], summary["programs"]["pipeline_parallel"]
+  assert greedy["faster"] == "xla" and greedy["all_repeats_agree"] and greedy["devices"] == 1
+  assert greedy["xla_over_tf"]["values"] == pytest.approx([10 / 12, 10 / 11])
+  assert pipe["faster"] == "tf" and not pipe["all_repeats_agree"] and pipe["devices"] == 2
+  assert pipe["cores_busy"]["tf"]["median"] == pytest.approx(1.5)
+  assert summary["xla_over_tf_greedy"] == greedy["xla_over_tf"]
 
 
 def test_equal_cores_benchmark_gives_every_program_the_same_cores():
