@@ -2,7 +2,7 @@
 
 Record layout (docs/programs.md, "The run record"):
   {"strategy", "config": {all flag values}, "environment": {tensorflow, device_kind, devices,
-   cpu_count, hostname, ...}, "pretrain_seconds", "layers": [{"index", "units", "device",
+   cpu_count, cpu_model, hostname, ...}, "pretrain_seconds", "layers": [{"index", "units", "device",
    "epochs": [{"loss", "seconds"}, ...]}, ...], "timing": {phase: seconds}, "finetune": {...},
    "total_seconds"}
 plus, written by `common.program.finish`: "process_seconds" (= "total_seconds", this process's wall
@@ -28,12 +28,29 @@ REQUIRED_FIELDS = ("strategy", "config", "environment", "pretrain_seconds", "lay
                    "finetune", "total_seconds")
 
 
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+  """The processor's name, e.g. "AMD EPYC" (Linux: the first "model name" of `cpuinfo`), or "" if unknown.
+
+  Two machines with the same core count and host name can differ several-fold in speed (the project's VMs
+  do), so every record names its processor.
+  """
+  try:
+    with open(cpuinfo) as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor()
+
+
 def environment(device_setup: devices_lib.DeviceSetup) -> Dict[str, Any]:
-  """The hardware and software a run used: TensorFlow version, devices, cores, host, time (UTC)."""
+  """The hardware and software a run used: TensorFlow version, devices, cores, processor, host, time (UTC)."""
   env = {
       "tensorflow": tf.__version__,
       "python": platform.python_version(),
       "cpu_count": os.cpu_count(),
+      "cpu_model": cpu_model(),
       "hostname": socket.gethostname(),
       "platform": platform.platform(),
       "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

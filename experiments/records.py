@@ -150,13 +150,18 @@ def oversubscribed(record: Mapping) -> bool:
 
 
 def hardware(records: Sequence[Mapping]) -> str:
-  """One line naming the hardware the records ran on, e.g. "CPU-logical devices, 2 cores, TF 2.21.0 (vm)"."""
+  """One line naming the hardware the records ran on, e.g. "CPU-logical devices, 2 cores, TF 2.21.0 (vm)".
+
+  The processor follows the host ("(vm, AMD EPYC)") when the records name one (records made since the
+  field was added).
+  """
   kinds = sorted({r["environment"].get("device_kind", "?") for r in records})
+  models = sorted({r["environment"]["cpu_model"] for r in records if r["environment"].get("cpu_model")})
   core_counts = sorted({cores(r) for r in records})
   hosts = sorted({r["environment"].get("hostname", "?") for r in records})
   tf_versions = sorted({r["environment"].get("tensorflow", "?") for r in records})
   return (f"{'/'.join(kinds)} devices, {'/'.join(map(str, core_counts))} cores, TF {'/'.join(tf_versions)} "
-          f"({', '.join(hosts)})")
+          f"({', '.join(hosts + models)})")
 
 
 def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:

@@ -43,7 +43,7 @@ def test_finetuning_beats_chance_by_far_and_record_is_complete(tmp_path):
                 "threads_per_device", "corruption", "pretrain_learning_rate", "finetune_learning_rate",
                 "train_examples", "seed", "data_dir", "model_dir", "results_dir", "run_name", "export_weights"):
     assert field in on_disk["config"], field
-  for field in ("tensorflow", "device_kind", "devices", "cpu_count", "hostname"):
+  for field in ("tensorflow", "device_kind", "devices", "cpu_count", "cpu_model", "hostname"):
     assert field in on_disk["environment"], field
   assert on_disk["environment"]["device_kind"] == "CPU-logical"
   layer = on_disk["layers"][0]

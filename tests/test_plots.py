@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 
+from common import runlog
 from experiments import presets
 from experiments import records
 from experiments import reported
@@ -189,6 +190,18 @@ def test_the_committed_records_regenerate_and_the_16_core_model_predicts_out_of_
   text = tables.scaling(records.EntryData.load(RESULTS, "mp_scaling_b100"),
                         records.other_machines(RESULTS, "mp_scaling_b100"))[0]
   assert "| 16 cores | 4 | 4 | 10.9 | 2.26× |" in text and "| 2 cores | 4 | 4 | 10.8 † | 1.47× |" in text
+
+
+def test_hardware_line_names_the_processor_when_records_have_one(tmp_path):
+  cpuinfo = tmp_path / "cpuinfo"
+  cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B45\n\n"
+                     "processor\t: 1\nmodel name\t: AMD EPYC 9B45\n")
+  assert runlog.cpu_model(str(cpuinfo)) == "AMD EPYC 9B45"
+  old = {"environment": {"device_kind": "CPU-logical", "cpu_count": 2, "hostname": "vm", "tensorflow": "2.21.0"},
+         "config": {"num_devices": 1}}
+  new = {"environment": dict(old["environment"], cpu_model="AMD EPYC 9B45"), "config": {"num_devices": 1}}
+  assert records.hardware([old]) == "CPU-logical devices, 2 cores, TF 2.21.0 (vm)"
+  assert records.hardware([old, new]) == "CPU-logical devices, 2 cores, TF 2.21.0 (vm, AMD EPYC 9B45)"
 
 
 def test_cores_note_says_what_the_records_show(output_dir):
