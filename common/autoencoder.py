@@ -109,13 +109,42 @@ class DenoisingAutoencoder(tf.Module):
       weights as they were at the start of the step: the forward pass of the step, reused by the
       layer-pipelined schedule as the corrupted path it passes up).
     """
-    with tf.GradientTape() as tape:
-      hidden = self.encode(inputs)
-      loss = tf.reduce_sum(self.reconstruction_loss(hidden, target)) / tf.cast(tf.shape(inputs)[0], tf.float32)
-    grads = tape.gradient(loss, self.weights)
+    loss, hidden, grads = self.loss_and_gradients(inputs, target, tf.shape(inputs)[0])
     for var, grad in zip(self.weights, grads):
-      var.assign_sub(learning_rate * grad)
+      # var -= learning_rate * grad in one pass over the weights (one kernel on TensorFlow's path, where
+      # assign_sub(learning_rate * grad) makes two).
+      tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=learning_rate, delta=grad)
     return loss, hidden
+
+  def loss_and_gradients(self, inputs: tf.Tensor, target: tf.Tensor, divisor: tf.Tensor
+                         ) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
+    """The reconstruction loss summed over the batch / `divisor`, and its gradients, written out.
+
+    With h = sigmoid(x W + b), logits z = h W^T + c and the cross-entropy from the logits, d loss / d z =
+    (sigmoid(z) - target) / divisor =: dz, d loss / d(x W + b) = (dz W) h (1 - h) =: da, and the tied kernel
+    collects both uses: d W = x^T da + dz^T h. That sum is computed as one matrix product,
+    [x; dz]^T [da; h] (the two stacked along the batch), instead of two products and their sum (what
+    `tf.GradientTape` builds): one pass over the [input_units, hidden_units] result instead of three, which is
+    most of a step's per-step cost at small batches (docs/design.md, "Speed of the hot path"). The same
+    mathematics; float rounding differs from the tape's.
+
+    Args:
+      inputs: float32 [b, input_units], the corrupted input (after the layers below).
+      target: float32 [b, input_units] in [0, 1], the clean input (after the same layers).
+      divisor: int32 scalar: b for a whole batch, the global batch for one replica's share of it.
+
+    Returns:
+      (loss float32 scalar, hidden float32 [b, hidden_units] = h, [d kernel, d bias, d decoder_bias] with
+      the weights' shapes).
+    """
+    hidden = self.encode(inputs)
+    logits = tf.matmul(hidden, self.kernel, transpose_b=True) + self.decoder_bias
+    scale = 1.0 / tf.cast(divisor, tf.float32)
+    loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)) * scale
+    d_logits = (tf.sigmoid(logits) - target) * scale
+    d_pre = tf.matmul(d_logits, self.kernel) * hidden * (1.0 - hidden)
+    d_kernel = tf.matmul(tf.concat([inputs, d_logits], 0), tf.concat([d_pre, hidden], 0), transpose_a=True)
+    return loss, hidden, [d_kernel, tf.reduce_sum(d_pre, 0), tf.reduce_sum(d_logits, 0)]
 
   def numpy_weights(self) -> Dict[str, np.ndarray]:
     """{"layerN/kernel": [in, hidden], "layerN/bias": [hidden], "layerN/decoder_bias": [in]}, float32."""
@@ -175,7 +204,7 @@ class LayerTrainer(tf.Module):
   """
 
   def __init__(self, layer: DenoisingAutoencoder, frozen: Sequence, images: tf.Tensor, seed: int,
-               corruption: float, batch_size: int, device: Optional[str] = None, kernels: str = "xla"):
+               corruption: float, batch_size: int, device: Optional[str] = None, kernels: str = "tf"):
     super().__init__(name=f"trainer{layer.index}")
     self.layer = layer
     self.frozen = list(frozen)
@@ -220,9 +249,8 @@ class LayerTrainer(tf.Module):
       (loss float32 scalar, [d kernel, d bias, d decoder_bias] with the layer's weight shapes).
     """
     corrupted, clean = self.through_frozen(*self.corrupted_batch(example_indices, epoch))
-    with tf.GradientTape() as tape:
-      loss = tf.reduce_sum(self.layer.per_example_loss(corrupted, clean)) / tf.cast(global_batch_size, tf.float32)
-    return loss, tape.gradient(loss, self.layer.weights)
+    loss, _, grads = self.layer.loss_and_gradients(corrupted, clean, global_batch_size)
+    return loss, grads
 
   def _train_step(self, example_indices: tf.Tensor, epoch: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
     """One SGD step on the batch `example_indices` (int32 [B]); returns the batch's mean loss (float32).

@@ -111,7 +111,9 @@ def test_program_equals_a_numpy_reference_of_the_definition(tmp_path):
   pipeline.run(_config(tmp_path, "pp", hidden_units=hidden, train_examples=examples, batch_size=batch,
                        pretrain_learning_rate=0.5, num_devices=2, pipeline_chunk_steps=3))
   got = _weights(tmp_path, "pp")
-  _assert_same(got, want)
+  # float32 program against a float64 reference over 16 steps at learning rate 0.5: rounding grows with the
+  # steps (largest difference 1.1e-5 on an AVX-512 AMD EPYC, below 1e-5 on the earlier machines).
+  _assert_same(got, want, atol=3e-5)
   _assert_moved(got, hidden)
 
 
