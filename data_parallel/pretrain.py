@@ -26,8 +26,9 @@ from data_parallel import config as config_lib
 from data_parallel import profile as profile_lib
 from data_parallel import replicas
 
-# The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md).
-KERNELS = "xla"
+# The kernel path of the steps with --kernels=auto: TensorFlow's default kernels, faster than XLA's at batch 100,
+# 1000 and 5000 on the 2-core machine (results/benchmarks/kernels/, docs/kernels_and_threads.md).
+KERNELS = "tf"
 
 
 def run(config: config_lib.DataParallelConfig,

@@ -6,15 +6,16 @@ for `steps` steps over all replicas inside one compiled loop, and is timed `repe
 untimed call that traces and compiles it (`common.timing.time_repeated`):
 
   input         the replica's positions and example indices (`DataParallelTrainer.replica_indices`),
-                gather of its images from its copy of the training set, corruption mask (XLA)
-  forward_loss  frozen layers below, encoder, decoder, reconstruction loss, on a prepared batch (XLA)
-  gradients     (forward, loss and gradients, XLA) minus forward_loss: the backward pass alone
+                gather of its images from its copy of the training set, corruption mask
+  forward_loss  frozen layers below, encoder, decoder, reconstruction loss, on a prepared batch
+  gradients     (forward, loss and gradients) minus forward_loss: the backward pass alone
   allreduce     the replicas' gradients summed by the strategy's all-reduce
   apply         the SGD update of every copy of the weights (learning rate 0, so nothing changes)
 
-Seconds per epoch = median seconds per loop / steps * steps per epoch. Training fuses input, forward,
-loss and gradients into one XLA computation, so the phases add up to somewhat more than a measured
-epoch; the record keeps both.
+The input, forward and gradient phases run on the training step's kernel path (the trainer's `kernels`:
+XLA-compiled or TensorFlow's default kernels). Seconds per epoch = median seconds per loop / steps * steps
+per epoch. Training runs input, forward, loss and gradients as one function (one fused computation with
+XLA), so the phases add up to somewhat more than a measured epoch; the record keeps both.
 """
 
 from typing import Any, Callable, Dict
@@ -35,14 +36,16 @@ METHOD = ("each phase run alone for {steps} steps on all {replicas} replica(s) i
 
 
 class Phases(tf.Module):
-  """The XLA-compiled pieces of `LayerTrainer.loss_and_gradients`, separately."""
+  """The pieces of `LayerTrainer.loss_and_gradients`, separately, each compiled on the trainer's kernel path."""
 
   def __init__(self, trainer: autoencoder.LayerTrainer):
     super().__init__(name="profile_phases")
     self.t = trainer
+    self.prepare = autoencoder.compile_step(self._prepare, trainer.kernels)
+    self.forward_loss = autoencoder.compile_step(self._forward_loss, trainer.kernels)
+    self.forward_loss_gradients = autoencoder.compile_step(self._forward_loss_gradients, trainer.kernels)
 
-  @tf.function(jit_compile=True)
-  def prepare(self, indices, epoch):
+  def _prepare(self, indices, epoch):
     """The replica's (corrupted, clean) images, float32 [b, 784] each."""
     return self.t.corrupted_batch(indices, epoch)
 
@@ -52,12 +55,10 @@ class Phases(tf.Module):
     per_example = self.t.layer.per_example_loss(layer_input, target)
     return tf.reduce_sum(per_example) / tf.cast(self.t.batch_size, tf.float32)
 
-  @tf.function(jit_compile=True)
-  def forward_loss(self, corrupted, clean):
+  def _forward_loss(self, corrupted, clean):
     return self.loss(corrupted, clean)
 
-  @tf.function(jit_compile=True)
-  def forward_loss_gradients(self, corrupted, clean):
+  def _forward_loss_gradients(self, corrupted, clean):
     with tf.GradientTape() as tape:
       loss = self.loss(corrupted, clean)
     return loss, tape.gradient(loss, self.t.layer.weights)

@@ -41,7 +41,7 @@ class GroupTrainer:
 
   def __init__(self, layers: Sequence[autoencoder.DenoisingAutoencoder], group: Sequence[int],
                devices: Sequence[str], images: Dict[str, tf.Tensor], seed: int, corruption: float,
-               batch_size: int, concurrent: bool, kernels: str = "xla"):
+               batch_size: int, concurrent: bool, kernels: str = "tf"):
     self.group = list(group)
     self.devices = list(devices)
     self.concurrent = concurrent

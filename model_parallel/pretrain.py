@@ -23,8 +23,9 @@ from common import devices as devices_lib
 from common import errors
 from common import program
 
-# The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md).
-KERNELS = "xla"
+# The kernel path of the steps with --kernels=auto: TensorFlow's default kernels, faster than XLA's at batch 100,
+# 1000 and 5000 on the 2-core machine (results/benchmarks/kernels/, docs/kernels_and_threads.md).
+KERNELS = "tf"
 # The intra-op pool of logical CPU devices with --thread_pool=auto (docs/kernels_and_threads.md): one pool
 # shared by the devices, so the lighter layer's idle core serves the heavier one (2 x 1000 units, batch 1000:
 # 1.77x over sync_layerwise against 1.41x with one thread per device;

@@ -50,7 +50,8 @@ from pipeline_parallel import placement
 from pipeline_parallel import stages as stages_lib
 
 # The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md): TensorFlow's default kernels, on
-# which stages on different devices compute side by side (XLA-compiled steps did not, measured).
+# which stages on different devices compute side by side (XLA-compiled steps did not: 1.3 of 2 cores busy against
+# 1.9, results/benchmarks/kernels/).
 KERNELS = "tf"
 # The intra-op pool of logical CPU devices with --thread_pool=auto (docs/kernels_and_threads.md).
 THREAD_POOL = "per_device"

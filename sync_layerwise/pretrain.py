@@ -19,8 +19,9 @@ from common import program
 from model_parallel import pretrain as model_parallel
 from model_parallel import schedule as schedule_lib
 
-# The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md).
-KERNELS = "xla"
+# The kernel path of the steps with --kernels=auto: TensorFlow's default kernels, faster than XLA's at batch 100,
+# 1000 and 5000 on the 2-core machine (results/benchmarks/kernels/, docs/kernels_and_threads.md).
+KERNELS = "tf"
 
 
 def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:

@@ -2,6 +2,7 @@
 harness (with stand-in programs that write synthetic records), and the smoke preset end to end with the real
 programs."""
 
+import importlib
 import json
 import os
 import subprocess
@@ -244,6 +245,21 @@ def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster
   assert pipe["faster"] == "tf" and not pipe["all_repeats_agree"] and pipe["devices"] == 2
   assert pipe["cores_busy"]["tf"]["median"] == pytest.approx(1.5)
   assert summary["xla_over_tf_greedy"] == greedy["xla_over_tf"]
+
+
+def test_every_programs_default_kernel_path_is_the_one_the_committed_benchmark_found_faster():
+  summaries = list(harness.load_summaries(RESULTS, bench_kernels.BENCHMARK).values())
+  assert {s["setting"]["batch_size"] for s in summaries} >= {100, 1000, 5000}
+  for program, _ in bench_kernels.PROGRAMS:
+    chosen = bench_kernels.choice(summaries, program)
+    assert chosen is not None, program
+    assert importlib.import_module(f"{program}.pretrain").KERNELS == chosen, program
+  tf_faster = {"programs": {"greedy": {"faster": "tf", "all_repeats_agree": True}}}
+  xla_faster = {"programs": {"greedy": {"faster": "xla", "all_repeats_agree": True}}}
+  unclear = {"programs": {"greedy": {"faster": "xla", "all_repeats_agree": False}}}
+  assert bench_kernels.choice([tf_faster, unclear], "greedy") == "tf"
+  assert bench_kernels.choice([tf_faster, xla_faster], "greedy") is None
+  assert bench_kernels.choice([xla_faster, xla_faster, tf_faster], "greedy") == "xla"
 
 
 def test_equal_cores_benchmark_gives_every_program_the_same_cores():

@@ -17,7 +17,7 @@ Writes <output_dir>/b<batch>/<program>_<kernels>_r<k>.json and <output_dir>/summ
 """
 
 import statistics
-from typing import Dict, List
+from typing import Dict, List, Mapping, Optional, Sequence
 
 from experiments.benchmarks import harness
 
@@ -54,6 +54,23 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
         "all_repeats_agree": all((v > 1) == (faster == "tf") for v in ratio["values"]),
     }
   return {"programs": out, **{f"xla_over_tf_{program}": out[program]["xla_over_tf"] for program, _ in PROGRAMS}}
+
+
+def choice(summaries: Sequence[Mapping], program: str) -> Optional[str]:
+  """The kernel path `program` should take by default, by the kernels benchmark's summaries.
+
+  A path wins a summary when it was faster in every repeat of it; the choice is the path that won more
+  summaries (over batch sizes, machines), None when neither did (no measured difference: either is right).
+  `KERNELS` of every program is tested against it (tests/test_reproduce.py).
+  """
+  wins = {p: 0 for p in PATHS}
+  for summary in summaries:
+    measured = summary["programs"][program]
+    if measured["all_repeats_agree"]:
+      wins[measured["faster"]] += 1
+  if wins["xla"] == wins["tf"]:
+    return None
+  return max(PATHS, key=wins.get)
 
 
 BENCHMARK = harness.Benchmark(
