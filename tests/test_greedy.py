@@ -122,15 +122,18 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
   assert all(np.isfinite(w).all() for w in runlog.load_weights(str(tmp_path / "w.npz")).values())
 
 
-def test_profile_dir_traces_the_first_epoch_and_the_trace_splits_into_categories(tmp_path):
+@pytest.mark.parametrize("kernels", ["xla", "tf"])
+def test_profile_dir_traces_the_first_epoch_and_the_trace_splits_into_categories(tmp_path, kernels):
   """--profile_dir captures one epoch (the first); the greedy profile's split of that trace accounts for
-  every step and for the epoch's whole wall time."""
+  every step and for the epoch's whole wall time, on either kernel path."""
   from experiments.benchmarks import greedy_profile
-  record = pretrain.run(_config(tmp_path, hidden_units=(64,), profile_dir=str(tmp_path / "trace")))
+  record = pretrain.run(_config(tmp_path, hidden_units=(64,), profile_dir=str(tmp_path / "trace"), kernels=kernels))
   traces = list((tmp_path / "trace").glob("plugins/profile/*/*.xplane.pb"))
   assert len(traces) == 1
   split = greedy_profile.split_trace(str(traces[0]))
+  assert split["kernels"] == kernels == record["environment"]["kernels"]
   assert split["steps"] == SLICE_EXAMPLES // 50  # one epoch traced, not two
   assert sum(split["categories"].values()) == pytest.approx(split["wall_us"])
-  assert split["categories"]["matrix_products"] > 0 and split["categories"]["other_xla"] > 0
+  assert split["categories"]["matrix_products"] > 0 and split["categories"]["graph_ops"] > 0
+  assert (split["categories"]["other_xla"] > 0) == (kernels == "xla")
   assert split["wall_us"] / 1e6 <= record["layers"][0]["epochs"][0]["seconds"]
