@@ -5,7 +5,7 @@ exact commands and what agrees or differs. `write_top_readme` copies the headlin
 
 import os
 import re
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from experiments import ROOT
 from experiments import budget
@@ -64,7 +64,7 @@ def _benchmark_cell(output_dir: str, name: str, file: str, measures: List[tuple]
     return None
   if variant:
     v = summary["variants"][variant]
-    summary = {**summary, **{m[0]: v[m[0]] for m in measures}}
+    summary = {**summary, **{m[0]: v[m[0]] for m in measures if m[0] in v}}  # the rest: the whole benchmark's
   repeats = len(next(iter(summary["pretrain_seconds"].values()))["values"])
   cells = [f"{m[1]} {style.fmt_spread(summary[m[0]])}{m[2] if len(m) > 2 else '×'}" for m in measures]
   return f"{', '.join(cells)} (median (min–max) of {repeats} repeats, {summary['setting']['cpu_count']} cores)"
@@ -95,6 +95,21 @@ def _full_size(data: Optional[records.EntryData], program: str) -> Optional[str]
           + f" (full size, {e}+{e}, {series.batch_label(rs)}, single run{'s' if len(rs) > 1 else ''})")
 
 
+def _model_parallel_row(output_dir: str, setting: str, shared: Tuple[str, Optional[str]],
+                        per_device: Tuple[str, Optional[str]]) -> List[str]:
+  """The headline row of a model_parallel benchmark: (summary file, variant) of each thread pool's runs."""
+  cells = [_benchmark_cell(output_dir, "model_parallel", shared[0],
+                           [("speedup_vs_greedy", "devices sharing the cores (the default) vs greedy"),
+                            ("speedup_vs_sync_layerwise", "vs sync_layerwise"),
+                            ("cores_bound_speedup_vs_greedy", "bound (both cores at the one-core rate) vs greedy")],
+                           variant=shared[1]),
+           _benchmark_cell(output_dir, "model_parallel", per_device[0],
+                           [("speedup_vs_greedy", "one thread per device vs greedy"),
+                            ("speedup_vs_sync_layerwise", "vs sync_layerwise")], variant=per_device[1])]
+  return [f"Model parallel on 2 devices vs greedy / vs sync_layerwise, {setting} (benchmark)", "—",
+          "; ".join(c for c in cells if c) or "not run yet"]
+
+
 def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> str:
   """The table of the report's key numbers beside ours (also copied into the top README)."""
   def cell(*parts):
@@ -107,13 +122,11 @@ def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> s
        _scaling_cell(data["mp_scaling_b5000"], others["mp_scaling_b5000"], 4)],
       ["Data parallel speedup over 1 device, 4 layers (`dp_scaling`; ours: global batch 5000)",
        "near linear (batch 5000, per tower in the original code)", _scaling_cell(data["dp_scaling"], others["dp_scaling"], 4)],
-      ["Model parallel on 2 devices vs greedy / vs sync_layerwise, 2 × 1000 units, batch 1000 (benchmark)", "—",
-       cell(_benchmark_cell(output_dir, "model_parallel", "summary_b1000_variants.json",
-                            [("speedup_vs_greedy", "devices sharing the cores (the default) vs greedy"),
-                             ("speedup_vs_sync_layerwise", "vs sync_layerwise")], variant="model_parallel_xla_shared"),
-            _benchmark_cell(output_dir, "model_parallel", "summary_b1000.json",
-                            [("speedup_vs_greedy", "one thread per device vs greedy"),
-                             ("speedup_vs_sync_layerwise", "vs sync_layerwise")]))],
+      _model_parallel_row(output_dir, "2 × 1000 units, batch 1000", ("summary_b1000_variants.json",
+                                                                      "model_parallel_tf_shared"),
+                          ("summary_b1000.json", None)),
+      _model_parallel_row(output_dir, "4 × 1000 units, batch 100", ("summary_b100_variants.json", "model_parallel"),
+                          ("summary_b100_variants.json", "model_parallel_tf_per_device")),
       ["Data parallel, 2 replicas vs 1, one 2000-unit layer, global batch 5000 (benchmark)", "—",
        cell(_benchmark_cell(output_dir, "data_parallel", "summary_b5000.json",
                             [("speedup_2_vs_1_replica", "2 vs 1 replica")]))],
