@@ -5,7 +5,7 @@ exact commands and what agrees or differs. `write_top_readme` copies the headlin
 
 import os
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 from experiments import ROOT
 from experiments import budget
@@ -95,17 +95,18 @@ def _full_size(data: Optional[records.EntryData], program: str) -> Optional[str]
           + f" (full size, {e}+{e}, {series.batch_label(rs)}, single run{'s' if len(rs) > 1 else ''})")
 
 
-def _model_parallel_row(output_dir: str, setting: str, shared: Tuple[str, Optional[str]],
-                        per_device: Tuple[str, Optional[str]]) -> List[str]:
-  """The headline row of a model_parallel benchmark: (summary file, variant) of each thread pool's runs."""
-  cells = [_benchmark_cell(output_dir, "model_parallel", shared[0],
+def _model_parallel_row(output_dir: str, setting: str, file: str) -> List[str]:
+  """The headline row of a model_parallel benchmark summary `file` made with --kernels=tf,...
+  --thread_pool=shared,per_device: its main configuration (the default: TF kernels, shared pool) and the same
+  kernels with one thread per device."""
+  cells = [_benchmark_cell(output_dir, "model_parallel", file,
                            [("speedup_vs_greedy", "devices sharing the cores (the default) vs greedy"),
                             ("speedup_vs_sync_layerwise", "vs sync_layerwise"),
                             ("cores_bound_speedup_vs_greedy", "bound (both cores at the one-core rate) vs greedy")],
-                           variant=shared[1]),
-           _benchmark_cell(output_dir, "model_parallel", per_device[0],
+                           variant="model_parallel"),
+           _benchmark_cell(output_dir, "model_parallel", file,
                            [("speedup_vs_greedy", "one thread per device vs greedy"),
-                            ("speedup_vs_sync_layerwise", "vs sync_layerwise")], variant=per_device[1])]
+                            ("speedup_vs_sync_layerwise", "vs sync_layerwise")], variant="model_parallel_tf_per_device")]
   return [f"Model parallel on 2 devices vs greedy / vs sync_layerwise, {setting} (benchmark)", "—",
           "; ".join(c for c in cells if c) or "not run yet"]
 
@@ -122,11 +123,8 @@ def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> s
        _scaling_cell(data["mp_scaling_b5000"], others["mp_scaling_b5000"], 4)],
       ["Data parallel speedup over 1 device, 4 layers (`dp_scaling`; ours: global batch 5000)",
        "near linear (batch 5000, per tower in the original code)", _scaling_cell(data["dp_scaling"], others["dp_scaling"], 4)],
-      _model_parallel_row(output_dir, "2 × 1000 units, batch 1000", ("summary_b1000_variants.json",
-                                                                      "model_parallel_tf_shared"),
-                          ("summary_b1000.json", None)),
-      _model_parallel_row(output_dir, "4 × 1000 units, batch 100", ("summary_b100_variants.json", "model_parallel"),
-                          ("summary_b100_variants.json", "model_parallel_tf_per_device")),
+      _model_parallel_row(output_dir, "2 × 1000 units, batch 1000", "summary_b1000_variants.json"),
+      _model_parallel_row(output_dir, "4 × 1000 units, batch 100", "summary_b100_variants.json"),
       ["Data parallel, 2 replicas vs 1, one 2000-unit layer, global batch 5000 (benchmark)", "—",
        cell(_benchmark_cell(output_dir, "data_parallel", "summary_b5000.json",
                             [("speedup_2_vs_1_replica", "2 vs 1 replica")]))],
