@@ -90,11 +90,15 @@ class DenoisingAutoencoder(tf.Module):
     """
     return self.reconstruction_loss(self.encode(corrupted), target)
 
+  def decoder_logits(self, hidden: tf.Tensor) -> tf.Tensor:
+    """float32 [b, hidden_units] -> the decoder's logits hidden W^T + c, float32 [b, input_units]."""
+    return tf.matmul(hidden, self.kernel, transpose_b=True) + self.decoder_bias
+
   def reconstruction_loss(self, hidden: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
     """float32 [b]: cross-entropy between `target` [b, input_units] and the decoding of `hidden`
     [b, hidden_units] (sigmoid(hidden W^T + c)), summed over the input units, from the logits."""
-    logits = tf.matmul(hidden, self.kernel, transpose_b=True) + self.decoder_bias
-    return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits), axis=1)
+    return tf.reduce_sum(
+        tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=self.decoder_logits(hidden)), axis=1)
 
   def sgd_step(self, inputs: tf.Tensor, target: tf.Tensor, learning_rate: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """One SGD step on a batch; returns (mean loss float32, encoding of `inputs` before the update).
@@ -138,7 +142,7 @@ class DenoisingAutoencoder(tf.Module):
       the weights' shapes).
     """
     hidden = self.encode(inputs)
-    logits = tf.matmul(hidden, self.kernel, transpose_b=True) + self.decoder_bias
+    logits = self.decoder_logits(hidden)
     scale = 1.0 / tf.cast(divisor, tf.float32)
     loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)) * scale
     d_logits = (tf.sigmoid(logits) - target) * scale

@@ -59,9 +59,9 @@ class Phases(tf.Module):
     return self.loss(corrupted, clean)
 
   def _forward_loss_gradients(self, corrupted, clean):
-    with tf.GradientTape() as tape:
-      loss = self.loss(corrupted, clean)
-    return loss, tape.gradient(loss, self.t.layer.weights)
+    """The training step's own loss and gradients (`DenoisingAutoencoder.loss_and_gradients`)."""
+    loss, _, grads = self.t.layer.loss_and_gradients(*self.t.through_frozen(corrupted, clean), self.t.batch_size)
+    return loss, grads
 
 
 def _loop(strategy: tf.distribute.Strategy, replica_fn: Callable[..., tf.Tensor], args=(), pass_step=False

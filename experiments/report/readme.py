@@ -95,26 +95,28 @@ def _full_size(data: Optional[records.EntryData], program: str) -> Optional[str]
           + f" (full size, {e}+{e}, {series.batch_label(rs)}, single run{'s' if len(rs) > 1 else ''})")
 
 
+def _cell(*parts: Optional[str]) -> str:
+  """The headline cell of `parts` that exist, "; "-joined, or "not run yet"."""
+  return "; ".join(p for p in parts if p) or "not run yet"
+
+
 def _model_parallel_row(output_dir: str, setting: str, file: str) -> List[str]:
   """The headline row of a model_parallel benchmark summary `file` made with --kernels=tf,...
   --thread_pool=shared,per_device: its main configuration (the default: TF kernels, shared pool) and the same
   kernels with one thread per device."""
-  cells = [_benchmark_cell(output_dir, "model_parallel", file,
-                           [("speedup_vs_greedy", "devices sharing the cores (the default) vs greedy"),
-                            ("speedup_vs_sync_layerwise", "vs sync_layerwise"),
-                            ("cores_bound_speedup_vs_greedy", "bound (both cores at the one-core rate) vs greedy")],
-                           variant="model_parallel"),
-           _benchmark_cell(output_dir, "model_parallel", file,
-                           [("speedup_vs_greedy", "one thread per device vs greedy"),
-                            ("speedup_vs_sync_layerwise", "vs sync_layerwise")], variant="model_parallel_tf_per_device")]
-  return [f"Model parallel on 2 devices vs greedy / vs sync_layerwise, {setting} (benchmark)", "—",
-          "; ".join(c for c in cells if c) or "not run yet"]
+  return [f"Model parallel on 2 devices vs greedy / vs sync_layerwise, {setting} (benchmark)", "—", _cell(
+      _benchmark_cell(output_dir, "model_parallel", file,
+                      [("speedup_vs_greedy", "devices sharing the cores (the default) vs greedy"),
+                       ("speedup_vs_sync_layerwise", "vs sync_layerwise"),
+                       ("cores_bound_speedup_vs_greedy", "bound (both cores at the one-core rate) vs greedy")],
+                      variant="model_parallel"),
+      _benchmark_cell(output_dir, "model_parallel", file,
+                      [("speedup_vs_greedy", "one thread per device vs greedy"),
+                       ("speedup_vs_sync_layerwise", "vs sync_layerwise")], variant="model_parallel_tf_per_device"))]
 
 
 def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> str:
   """The table of the report's key numbers beside ours (also copied into the top README)."""
-  def cell(*parts):
-    return "; ".join(p for p in parts if p) or "not run yet"
   others = {e: records.other_machines(output_dir, e) for e in ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")}
   rows = [
       ["Model parallel speedup over 1 device, 4 layers, batch 100 (`mp_scaling_b100`)", "1.29× on 4 GPUs",
@@ -126,22 +128,22 @@ def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> s
       _model_parallel_row(output_dir, "2 × 1000 units, batch 1000", "summary_b1000_variants.json"),
       _model_parallel_row(output_dir, "4 × 1000 units, batch 100", "summary_b100_variants.json"),
       ["Data parallel, 2 replicas vs 1, one 2000-unit layer, global batch 5000 (benchmark)", "—",
-       cell(_benchmark_cell(output_dir, "data_parallel", "summary_b5000.json",
+       _cell(_benchmark_cell(output_dir, "data_parallel", "summary_b5000.json",
                             [("speedup_2_vs_1_replica", "2 vs 1 replica")]))],
       *[[f"Pipeline parallel (not in the report) on 2 devices vs greedy / vs model_parallel; on 1 device vs greedy; "
          f"4 × 1000 units, batch {b} (benchmark)", "—",
-         cell(_benchmark_cell(output_dir, "pipeline_parallel", f"summary_b{b}.json",
+         _cell(_benchmark_cell(output_dir, "pipeline_parallel", f"summary_b{b}.json",
                               [("speedup_vs_greedy", "vs greedy"), ("speedup_vs_model_parallel", "vs model_parallel"),
                                ("one_device_speedup_vs_greedy", "1 device vs greedy")]))] for b in (1000, 100)],
       ["Fastest program given all of this machine's cores, per batch (not in the report; equal_cores benchmark)",
-       "—", cell(equal_cores.conclusion(output_dir))],
+       "—", _cell(equal_cores.conclusion(output_dir))],
       ["Greedy test accuracy", f"{reported.ACCURACY['greedy'][60]} (60+60), {reported.ACCURACY['greedy'][30]} (30+30)",
-       cell(_accuracy_cell(data["accuracy_vs_epochs"], "greedy"), _full_size(data["full_size"], "greedy"))],
+       _cell(_accuracy_cell(data["accuracy_vs_epochs"], "greedy"), _full_size(data["full_size"], "greedy"))],
       ["Model parallel test accuracy", f"~{reported.MP_ACCURACY_TEXT}",
-       cell(_accuracy_cell(data["accuracy_vs_epochs"], "model_parallel"),
+       _cell(_accuracy_cell(data["accuracy_vs_epochs"], "model_parallel"),
             _full_size(data["full_size"], "model_parallel"))],
       ["Pipeline parallel test accuracy", "—",
-       cell(_accuracy_cell(data["accuracy_vs_epochs"], "pipeline_parallel"),
+       _cell(_accuracy_cell(data["accuracy_vs_epochs"], "pipeline_parallel"),
             _full_size(data["full_size"], "pipeline_parallel"))],
   ]
   dp = data["dp_accuracy"]
@@ -150,7 +152,7 @@ def headline(output_dir: str, data: Dict[str, Optional[records.EntryData]]) -> s
     batch = series.batch_label([r for n, r in dp.runs.items() if n.startswith("dp_")])
     rows.append([f"Data parallel test accuracy at a large batch, report's recipe / large-batch recipe",
                  f"{reported.DP_ACCURACY[60]} (60+60), {reported.DP_ACCURACY[30]} (30+30), batch 5000 (per tower)",
-                 cell(f"{style.fmt_accuracy(row['report_recipe'])} / {style.fmt_accuracy(row['large_batch'])} "
+                 _cell(f"{style.fmt_accuracy(row['report_recipe'])} / {style.fmt_accuracy(row['large_batch'])} "
                       f"({dp.preset}, {row['epochs']}+{row['epochs']}, {batch}, single runs)",
                       _full_size(data["full_size"], "data_parallel"))])
   sc = data["strategy_comparison"]
