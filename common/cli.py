@@ -1,12 +1,47 @@
-"""Glue shared by the `*/train.py` entry points: stray-argument check, error reporting, summary."""
+"""The entry point every `*/train.py` calls (`main`): key flags, stray arguments, the library call, error
+reporting and the summary line."""
 
+import importlib
 import sys
-from typing import Any, Callable, Dict, Sequence
+from typing import Any, Callable, Dict, Mapping, Optional, Type
 
+from absl import app
+from absl import flags
+
+from common import config as config_lib
 from common import errors
+from common import flags as common_flags
+from common import programs
 
 
-def reject_extra_args(argv: Sequence[str]) -> None:
+def main(program: programs.Program, config_cls: Type[config_lib.Config] = config_lib.Config,
+         own_flags: Optional[Mapping[str, flags.FlagHolder]] = None) -> None:
+  """Runs a training program from the command line: `python -m <program>.train [flags]`.
+
+  The shared flags (`common.flags`) and `own_flags` are the program's key flags (`--helpshort` lists them).
+  Once the flags are valid, the program's library (`<program>.pretrain`, and with it TensorFlow) is imported
+  and its `run(config)` called (`run_program`), so a bad flag is refused before TensorFlow starts.
+
+  Args:
+    program: the registered program.
+    config_cls: `Config` or the program's subclass with its own fields.
+    own_flags: {Config field: flag holder} of the program's own flags.
+  """
+  own_flags = dict(own_flags or {})
+  for name in common_flags.SHARED + tuple(holder.name for holder in own_flags.values()):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
+
+  def _main(argv):
+    reject_extra_args(argv)
+    library = importlib.import_module(program.library)
+    config = common_flags.config_from_flags(program.name, config_cls,
+                                            **{field: holder.value for field, holder in own_flags.items()})
+    run_program(library.run, config)
+
+  app.run(_main)
+
+
+def reject_extra_args(argv) -> None:
   """Exits with status 2 and one line (not absl's usage page, which lists every flag since --help shows the
   shared flags) when positional arguments follow the program name."""
   if len(argv) > 1:

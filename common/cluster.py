@@ -25,7 +25,7 @@ import os
 import signal
 import sys
 import time
-from typing import Any, Callable, Dict, List, NoReturn, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NoReturn, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -197,7 +197,7 @@ def client_device() -> str:
 
 
 def fault_hook_from_environment() -> Optional[Callable[[Any], None]]:
-  """The `program.start` on_checkpoint hook the KILL_ENV test hook asks for in this process, or None."""
+  """The `lifecycle.start` on_checkpoint hook the KILL_ENV test hook asks for in this process, or None."""
   spec = os.environ.get(KILL_ENV)
   if not spec:
     return None
@@ -213,34 +213,3 @@ def fault_hook_from_environment() -> Optional[Callable[[Any], None]]:
                       calls[0], time.time())
       os.kill(os.getpid(), signal.SIGKILL)
   return kill
-
-
-def network_bytes(hidden_units: Sequence[int], batch_size: int, num_examples: int,
-                  input_units: int = 784) -> Dict[str, Any]:
-  """Bytes that cross the network during pretraining, from the parameter shapes (float32, 4 bytes).
-
-  Data parallel (every step, the layer in training): its gradients, kernel [n_in, n_out] + bias
-  [n_out] + decoder bias [n_in], all-reduced (summed); a ring all-reduce over W workers sends
-  2 (W - 1) / W times that per worker (1x for W = 2). Model parallel (once per epoch-step, one group
-  of all H layers on H workers): every in-group frozen copy, kernel + bias (a frozen encoder has no
-  decoder bias), from the worker of layer k to the worker of each layer above it in the group.
-
-  Args:
-    hidden_units: the layer sizes, bottom first.
-    batch_size: the global batch (data parallel steps per epoch = num_examples // batch_size).
-    num_examples: training images per epoch.
-    input_units: pixels per image.
-
-  Returns:
-    {"data_parallel": {"gradient_bytes_per_step": [per layer], "steps_per_epoch",
-     "gradient_bytes_per_epoch": [per layer]}, "model_parallel": {"copies": [(layer, to layer), ...]
-     (1-based), "bytes_per_epoch_step": total}}.
-  """
-  sizes = [input_units] + list(hidden_units)
-  grads = [4 * (a * b + b + a) for a, b in zip(sizes, sizes[1:])]
-  encoder = [4 * (a * b + b) for a, b in zip(sizes, sizes[1:])]
-  steps = num_examples // batch_size
-  copies = [(k + 1, j + 1) for j in range(len(hidden_units)) for k in range(j)]
-  return {"data_parallel": {"gradient_bytes_per_step": grads, "steps_per_epoch": steps,
-                            "gradient_bytes_per_epoch": [g * steps for g in grads]},
-          "model_parallel": {"copies": copies, "bytes_per_epoch_step": sum(encoder[k - 1] for k, _ in copies)}}

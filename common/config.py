@@ -7,8 +7,10 @@ validate the `Config` they are given with the same rules, so a test or an experi
 
 import dataclasses
 import datetime
-import os
 from typing import Any, Mapping, Optional, Tuple
+
+from common import programs
+from common import provenance
 
 MNIST_TRAIN_EXAMPLES = 55_000
 # More logical CPU devices than this only oversubscribes the cores further.
@@ -35,7 +37,7 @@ class Config:
   Defaults mirror the report's original implementation: four hidden layers of 2000 sigmoid units,
   masking corruption 0.5, SGD with learning rate 1e-4 for pretraining and 0.1 for finetuning, batch 100.
   """
-  strategy: str = "greedy"
+  strategy: str = programs.GREEDY.name
   hidden_units: Tuple[int, ...] = (2000, 2000, 2000, 2000)
   pretrain_epochs: int = 30
   finetune_epochs: int = 30
@@ -162,14 +164,14 @@ def check(values: Mapping[str, Any]) -> None:
 
 
 def check_threads(threads_per_device: int, cores: Optional[int] = None) -> None:
-  """Raises ValueError when `threads_per_device` exceeds the machine's cores (`os.cpu_count()`).
+  """Raises ValueError when `threads_per_device` exceeds the cores this process may use.
 
   More threads than cores in one device cannot run at once; a very large count only grows memory (each
   thread has a stack). Devices x threads beyond the cores stays allowed (`common.devices.oversubscription`).
   """
-  cores = cores or os.cpu_count() or 1
+  cores = cores or provenance.usable_cores()
   if threads_per_device > cores:
-    raise ValueError(f"--threads_per_device must be at most {cores} (the cores of this machine), "
+    raise ValueError(f"--threads_per_device must be at most {cores} (the cores this process may use), "
                      f"got {threads_per_device}.")
 
 

@@ -8,7 +8,7 @@ benchmarks' FLOP bounds, the budget of `experiments.reproduce` and the performan
 functions, so a change of the model changes them all.
 """
 
-from typing import List, Sequence
+from typing import Any, Dict, List, Sequence
 
 INPUT_UNITS = 784  # MNIST pixels, the input of layer 1.
 NUM_CLASSES = 10
@@ -77,3 +77,34 @@ def finetune_epoch_flops(hidden_units: Sequence[int], num_examples: int, evaluat
   s = sizes(hidden_units, input_units) + [NUM_CLASSES]
   per_example = sum(2.0 * a * b for a, b in zip(s, s[1:]))
   return 3.0 * num_examples * per_example + float(evaluated_examples) * per_example
+
+
+def network_bytes(hidden_units: Sequence[int], batch_size: int, num_examples: int,
+                  input_units: int = 784) -> Dict[str, Any]:
+  """Bytes that cross the network during pretraining, from the parameter shapes (float32, 4 bytes).
+
+  Data parallel (every step, the layer in training): its gradients, kernel [n_in, n_out] + bias
+  [n_out] + decoder bias [n_in], all-reduced (summed); a ring all-reduce over W workers sends
+  2 (W - 1) / W times that per worker (1x for W = 2). Model parallel (once per epoch-step, one group
+  of all H layers on H workers): every in-group frozen copy, kernel + bias (a frozen encoder has no
+  decoder bias), from the worker of layer k to the worker of each layer above it in the group.
+
+  Args:
+    hidden_units: the layer sizes, bottom first.
+    batch_size: the global batch (data parallel steps per epoch = num_examples // batch_size).
+    num_examples: training images per epoch.
+    input_units: pixels per image.
+
+  Returns:
+    {"data_parallel": {"gradient_bytes_per_step": [per layer], "steps_per_epoch",
+     "gradient_bytes_per_epoch": [per layer]}, "model_parallel": {"copies": [(layer, to layer), ...]
+     (1-based), "bytes_per_epoch_step": total}}.
+  """
+  sizes = [input_units] + list(hidden_units)
+  grads = [4 * (a * b + b + a) for a, b in zip(sizes, sizes[1:])]
+  encoder = [4 * (a * b + b) for a, b in zip(sizes, sizes[1:])]
+  steps = num_examples // batch_size
+  copies = [(k + 1, j + 1) for j in range(len(hidden_units)) for k in range(j)]
+  return {"data_parallel": {"gradient_bytes_per_step": grads, "steps_per_epoch": steps,
+                            "gradient_bytes_per_epoch": [g * steps for g in grads]},
+          "model_parallel": {"copies": copies, "bytes_per_epoch_step": sum(encoder[k - 1] for k, _ in copies)}}

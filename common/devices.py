@@ -14,13 +14,13 @@ process, a notebook), the existing logical devices are reused when there are eno
 """
 
 import dataclasses
-import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
 
 from common import config as config_lib
+from common import provenance
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,7 +73,7 @@ def oversubscription(num_devices: int, threads_per_device: int, cores: Optional[
   Such runs are allowed (the project measures them, marked oversubscribed): the devices share the cores,
   so their times are not those of separate devices.
   """
-  cores = cores or os.cpu_count() or 1
+  cores = cores or provenance.usable_cores()
   threads = num_devices * threads_per_device
   if threads <= cores:
     return None
@@ -142,5 +142,12 @@ def setup(num_devices: int, threads_per_device: int = 1, thread_pool: str = "per
   if warning:
     logging.warning("%s", warning)
   logging.info("Using %d logical CPU device(s), %d intra-op thread(s) (%s pool), on %d core(s): %s",
-               num_devices, intra, thread_pool.replace("_", " "), os.cpu_count() or 0, ", ".join(setup_.names))
+               num_devices, intra, thread_pool.replace("_", " "), provenance.usable_cores(), ", ".join(setup_.names))
   return setup_
+
+
+def short_name(device: str) -> str:
+  """A device name for log lines: "/job:localhost/replica:0/task:0/device:CPU:1" -> "CPU:1"; a cluster worker's
+  "/job:worker/replica:0/task:1/device:CPU:0" -> "task:1/CPU:0"."""
+  short = device.rsplit("device:", 1)[-1]
+  return short if "/job:worker/" not in device else f"task:{tf.DeviceSpec.from_string(device).task}/{short}"

@@ -18,7 +18,7 @@ from common import data
 from common import errors
 from common import optimizers
 from common import progress as progress_lib
-from common import sgd
+from common import replica_steps
 from common import timing
 
 
@@ -135,7 +135,7 @@ class Finetuner(tf.Module):
       epoch, first_step, num_steps: int32 scalars.
       learning_rate: float32 scalar (0 changes nothing: used to warm up compilation).
       strategy: run under this strategy, every replica taking its share of each global batch
-        (`common.sgd`; every replica computes its positions itself, `sgd.replica_positions`); None runs
+        (`common.replica_steps`; every replica computes its positions itself, `replica_steps.replica_positions`); None runs
         the fused single-device step on `device`.
       lr_multiplier: None, or a function of the step's index in the whole run (int32 scalar,
         epoch * steps_per_epoch + step) returning a float32 factor for `learning_rate` (a warm-up).
@@ -145,13 +145,13 @@ class Finetuner(tf.Module):
 
     if strategy is not None:
       def replica_step(step):
-        indices = self._indices(sgd.replica_positions(step, self.batch_size), epoch)
+        indices = self._indices(replica_steps.replica_positions(step, self.batch_size), epoch)
         loss, grads = self.loss_and_gradients(tf.gather(self.images, indices), tf.gather(self.labels, indices),
                                               self.batch_size)
         optimizers.apply_update(self.classifier.weights, grads, rate(step), self.rule, self.slots,
                       epoch * self.steps_per_epoch + step)
         return loss
-      return sgd.distributed_steps(strategy, replica_step, first_step, num_steps)
+      return replica_steps.distributed_steps(strategy, replica_step, first_step, num_steps)
 
     if self.rule.name != "sgd":
       raise ValueError(f"finetuning with {self.rule.name} runs under a tf.distribute strategy only")
@@ -195,8 +195,8 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     save: writes a checkpoint with the given progress document; returns seconds spent.
     timer: phases "finetune_warmup", "finetune_train", "finetune_evaluate", "checkpoint" are added.
     device, strategy: where to run (one device, or replicas of a strategy). Under a strategy the
-      training images are copied once to every replica device (`sgd.replica_resident`) and each
-      replica computes its example indices (`sgd.replica_positions`).
+      training images are copied once to every replica device (`replica_steps.replica_resident`) and each
+      replica computes its example indices (`replica_steps.replica_positions`).
     chunks_per_epoch: calls per epoch (more gives a smoother progress bar).
     learning_rate: the SGD learning rate (after the warm-up); None uses config.finetune_learning_rate.
     lr_multiplier: None, or the factor of `learning_rate` at each step (see `Finetuner.run_steps`).
@@ -219,8 +219,8 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     fine = state["finetune"] = {"history": []}
   done = len(fine["history"])
   if strategy is not None:
-    images = sgd.replica_resident(strategy, mnist.train_images)
-    labels = sgd.replica_resident(strategy, mnist.train_labels)
+    images = replica_steps.replica_resident(strategy, mnist.train_images)
+    labels = replica_steps.replica_resident(strategy, mnist.train_labels)
   else:
     with tf.device(device):
       images = tf.constant(mnist.train_images)

@@ -6,7 +6,7 @@ program with one line (absl's "FATAL Flags parsing error: ...") before any work 
 """
 
 import sys
-from typing import Type
+from typing import Any, Callable, Mapping, Sequence, Type
 
 from absl import flags
 
@@ -93,45 +93,61 @@ flags.DEFINE_enum(
     "Progress display: a bar on stderr plus a line per epoch (bar), only the lines (log), or a bar when stderr is a terminal (auto).")
 
 
-def _register_validators() -> None:
-  """One validator per flag (so the error names just that flag), plus the cross-flag batch check."""
-  def single(name):
+# The shared flags, in the order --help lists them.
+SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "finetune_batch_size", "num_devices",
+          "threads_per_device", "corruption", "pretrain_learning_rate", "finetune_learning_rate", "train_examples",
+          "seed", "data_dir", "model_dir", "results_dir", "run_name", "export_weights", "profile_dir", "kernels",
+          "thread_pool", "heldout_every_epoch", "tensorboard_dir", "progress")
+
+
+def validate_each(names: Sequence[str], check: Callable[[Mapping[str, Any]], None]) -> None:
+  """Registers one validator per flag of `names` (so the error names just that flag) that calls
+  `check({name: value})`, which raises ValueError with a one-line message starting "--<name> "."""
+  def register(name):
     def checker(value):
       try:
-        config_lib.check({name: [u for u in value] if name == "hidden_units" else value})
-        if name == "threads_per_device":
-          config_lib.check_threads(value)
+        check({name: list(value) if name == "hidden_units" else value})
       except ValueError as e:
         raise flags.ValidationError(str(e).replace(f"--{name} ", "", 1)) from None
       return True
     flags.register_validator(name, checker)
+  for name in names:
+    register(name)
 
-  for name in ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "finetune_batch_size",
-               "num_devices", "threads_per_device", "corruption", "pretrain_learning_rate",
-               "finetune_learning_rate", "train_examples", "seed"):
-    single(name)
 
-  def batch_fits(values):
+def validate_together(names: Sequence[str], check: Callable[[Mapping[str, Any]], None]) -> None:
+  """Registers one validator of the flags `names` together: `check({name: value, ...})` raises ValueError."""
+  def checker(values):
     try:
-      config_lib.check(values)
+      check(values)
     except ValueError as e:
       raise flags.ValidationError(str(e)) from None
     return True
-  flags.register_multi_flags_validator(["batch_size", "finetune_batch_size", "train_examples"], batch_fits)
+  flags.register_multi_flags_validator(list(names), checker)
 
-  def fits_in_memory(values):
-    try:
-      units = [int(u) for u in values["hidden_units"]]
-    except (TypeError, ValueError):
-      return True  # The hidden_units validator reports it.
-    if not units or not all(isinstance(values[k], int) for k in ("batch_size", "train_examples")):
-      return True
-    try:
-      memory.check(units, values["batch_size"], values["train_examples"])
-    except ValueError as e:
-      raise flags.ValidationError(str(e)) from None
-    return True
-  flags.register_multi_flags_validator(["hidden_units", "batch_size", "train_examples"], fits_in_memory)
+
+def _check_shared(values: Mapping[str, Any]) -> None:
+  config_lib.check(values)
+  if "threads_per_device" in values:
+    config_lib.check_threads(values["threads_per_device"])
+
+
+def _fits_in_memory(values: Mapping[str, Any]) -> None:
+  try:
+    units = [int(u) for u in values["hidden_units"]]
+  except (TypeError, ValueError):
+    return  # The hidden_units validator reports it.
+  if units and all(isinstance(values[k], int) for k in ("batch_size", "train_examples")):
+    memory.check(units, values["batch_size"], values["train_examples"])
+
+
+def _register_validators() -> None:
+  """One validator per flag, plus the cross-flag batch and memory checks."""
+  validate_each(("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "finetune_batch_size",
+                 "num_devices", "threads_per_device", "corruption", "pretrain_learning_rate",
+                 "finetune_learning_rate", "train_examples", "seed"), _check_shared)
+  validate_together(("batch_size", "finetune_batch_size", "train_examples"), config_lib.check)
+  validate_together(("hidden_units", "batch_size", "train_examples"), _fits_in_memory)
 
 
 _register_validators()

@@ -2,8 +2,8 @@
 
 Usage: python -m common.launch [--workers=N] <program>.train [the program's flags...]
 
-Only the programs that use several workers are accepted (`PROGRAMS`: data_parallel, model_parallel,
-pipeline_parallel); any other would run once per worker, every copy doing the same work.
+Only the programs that use several workers are accepted (`PROGRAMS`: those whose registry entry,
+`common.programs`, has a cluster shape); any other would run once per worker, every copy doing the same work.
 
   python -m common.launch --workers=2 data_parallel.train --batch_size=200 --model_dir=/tmp/dp
   python -m common.launch --workers=2 model_parallel.train --hidden_units=1000,1000
@@ -35,12 +35,14 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
+from common import programs
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Programs whose workers only serve while one client process (task "chief") runs the program.
-CLIENT_SERVER_PROGRAMS = frozenset({"model_parallel.train", "pipeline_parallel.train"})
+CLIENT_SERVER_PROGRAMS = frozenset(p.module for p in programs.with_cluster("client_server"))
 # Programs whose every task runs the program under MultiWorkerMirroredStrategy.
-MULTI_WORKER_PROGRAMS = frozenset({"data_parallel.train"})
+MULTI_WORKER_PROGRAMS = frozenset(p.module for p in programs.with_cluster("multi_worker"))
 # The only programs that use several workers: any other would run once per worker, each doing the same work.
 PROGRAMS = CLIENT_SERVER_PROGRAMS | MULTI_WORKER_PROGRAMS
 MODES = ("auto", "workers", "client_server")
@@ -55,7 +57,7 @@ _WORKERS = flags.DEFINE_integer(
 _MODE = flags.DEFINE_enum(
     "mode", "auto", MODES,
     "Cluster shape: every task runs the program (workers), N servers plus one client task (client_server), "
-    "or chosen by the program (auto: client_server for model_parallel.train and pipeline_parallel.train).")
+    f"or chosen by the program (auto: client_server for {' and '.join(sorted(CLIENT_SERVER_PROGRAMS))}).")
 flags.register_validator("workers", lambda n: n is not None and 1 <= n <= 64,
                          "must be an integer in 1..64 (worker processes on this machine)")
 

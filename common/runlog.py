@@ -1,11 +1,12 @@
 """The run record every program writes (`<results_dir>/<run_name>.json`) and the exported weights.
 
 Record layout (docs/programs.md, "The run record"):
-  {"strategy", "config": {all flag values}, "environment": {tensorflow, device_kind, devices,
-   cpu_count, cpu_model, hostname, ...}, "pretrain_seconds", "layers": [{"index", "units", "device",
+  {"strategy", "config": {all flag values}, "environment": {tensorflow, device_kind, devices, thread_pool,
+   kernels, precision, cpu_count, usable_cores, cpu_model, commit, commit_dirty, code_digest, hostname, ...},
+   "pretrain_seconds", "layers": [{"index", "units", "device",
    "epochs": [{"loss", "seconds"}, ...]}, ...], "timing": {phase: seconds}, "finetune": {...},
    "total_seconds"}
-plus, written by `common.program.finish`: "process_seconds" (= "total_seconds", this process's wall
+plus, written by `common.lifecycle.finish`: "process_seconds" (= "total_seconds", this process's wall
 seconds), "run_seconds" and "run_processes" (the whole run, over its resumed processes), "resumed",
 "resumed_from" and "skipped_checkpoints" (docs/troubleshooting.md), "warnings" and "diverged" (a run that
 learned nothing).
@@ -23,34 +24,21 @@ import tensorflow as tf
 
 from common import config as config_lib
 from common import devices as devices_lib
+from common import provenance
 
 REQUIRED_FIELDS = ("strategy", "config", "environment", "pretrain_seconds", "layers", "timing",
                    "finetune", "total_seconds")
 
 
-def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
-  """The processor's name, e.g. "AMD EPYC" (Linux: the first "model name" of `cpuinfo`), or "" if unknown.
-
-  Two machines with the same core count and host name can differ several-fold in speed (the project's VMs
-  do), so every record names its processor.
-  """
-  try:
-    with open(cpuinfo) as f:
-      for line in f:
-        if line.startswith("model name"):
-          return line.split(":", 1)[1].strip()
-  except OSError:
-    pass
-  return platform.processor()
-
-
-def environment(device_setup: devices_lib.DeviceSetup) -> Dict[str, Any]:
-  """The hardware and software a run used: TensorFlow version, devices, cores, processor, host, time (UTC)."""
+def environment(device_setup: devices_lib.DeviceSetup, precision: str = "float32") -> Dict[str, Any]:
+  """The hardware and software a run used: TensorFlow version, devices, cores (all, and those this process may
+  use), processor, host, time (UTC), precision, and the code (`common.provenance`: commit, dirty tree, digest)."""
   env = {
       "tensorflow": tf.__version__,
       "python": platform.python_version(),
       "cpu_count": os.cpu_count(),
-      "cpu_model": cpu_model(),
+      **provenance.fields(),
+      "precision": precision,
       "hostname": socket.gethostname(),
       "platform": platform.platform(),
       "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

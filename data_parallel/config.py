@@ -18,6 +18,7 @@ import math
 from typing import Any, Mapping
 
 from common import config as config_lib
+from common import programs
 
 SCALINGS = ("none", "linear", "sqrt")
 OPTIMIZERS = ("sgd", "adam")
@@ -27,6 +28,9 @@ OPTIMIZERS = ("sgd", "adam")
 # batch scaled by the square root, both reached by a linear warm-up over 2 epochs.
 LARGE_BATCH_RECIPE = ("--pretrain_lr_scaling=linear", "--finetune_optimizer=adam", "--finetune_learning_rate=0.0004",
                       "--finetune_lr_scaling=sqrt", "--warmup_epochs=2")
+
+# The phases of the op profile of layer 1 (`data_parallel.profile`), in the order of its record.
+PROFILE_PHASES = ("input", "forward_loss", "gradients", "allreduce", "apply")
 
 # Settings that do not change the mathematics (a resumed run may change them).
 _NON_TRAINING_FIELDS = frozenset({"profile_steps", "profile_repeats"})
@@ -48,7 +52,7 @@ class DataParallelConfig(config_lib.Config):
     profile_steps: steps timed per phase in the op profile of layer 1 (0: no profile).
     profile_repeats: timed repetitions of each phase of the op profile.
   """
-  strategy: str = "data_parallel"
+  strategy: str = programs.DATA_PARALLEL.name
   pretrain_lr_scaling: str = "none"
   finetune_lr_scaling: str = "none"
   reference_batch_size: int = 100

@@ -18,27 +18,24 @@ from absl import logging
 
 from common import autoencoder
 from common import cost
-from common import program
+from common import lifecycle
+from common import programs
 from common import progress as progress_lib
-from common import sgd
+from common import replica_steps
 from common import timing
 from data_parallel import config as config_lib
 from data_parallel import profile as profile_lib
 from data_parallel import replicas
 
-# The kernel path of the steps with --kernels=auto: TensorFlow's default kernels, faster than XLA's at batch 100,
-# 1000 and 5000 on the 2-core machine (results/benchmarks/kernels/, docs/kernels_and_threads.md).
-KERNELS = "tf"
-
 
 def run(config: config_lib.DataParallelConfig,
-        on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
+        on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains data parallel, finetunes data parallel, exports, and writes the run record.
 
   Args:
     config: the run's configuration; `num_devices` replicas (per worker with TF_CONFIG), `batch_size`
       and the finetuning batch are global batches divisible by the number of replicas.
-    on_checkpoint: called with the `program.Run` after every checkpoint (see `program.start`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
 
   Returns:
     The run record (`common.runlog`) plus "profile" (layer 1's op profile, when profile_steps > 0) and
@@ -49,10 +46,10 @@ def run(config: config_lib.DataParallelConfig,
     common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
   # With TF_CONFIG every worker runs this under MultiWorkerMirroredStrategy (docs/multi_host.md).
-  run_ = program.start(config, KERNELS, distribution="multi_worker", make_strategy=replicas.make_strategy,
-                       on_checkpoint=on_checkpoint)
+  run_ = lifecycle.start(config, programs.DATA_PARALLEL, make_strategy=replicas.make_strategy,
+                         on_checkpoint=on_checkpoint)
   strategy, device_setup = run_.strategy, run_.devices
-  images = sgd.replica_resident(strategy, run_.mnist.train_images)
+  images = replica_steps.replica_resident(strategy, run_.mnist.train_images)
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train
   pretrain_state = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
   histories = pretrain_state["layers"]
@@ -79,7 +76,7 @@ def run(config: config_lib.DataParallelConfig,
     epoch_fn = dp.epoch_function()
     for epoch in range(len(histories[i]), epochs):
       with run_.training(), timing.trace(trace_dir):
-        result = program.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, learning_rate,
+        result = lifecycle.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, learning_rate,
                                    run_.chunks_per_epoch, progress, work[i], f"layer {i + 1}")
       trace_dir = None  # Only the first epoch trained is traced.
       histories[i].append(result)
@@ -109,6 +106,6 @@ def run(config: config_lib.DataParallelConfig,
   if config.finetune_epochs:
     steps = n // config.effective_finetune_batch_size
     finetune_lr_multiplier = config_lib.lr_warmup(config.finetune_warmup_factor(), config.warmup_epochs, steps)
-  return program.finish(run_, record, strategy=strategy, finetune_options=dict(
+  return lifecycle.finish(run_, record, strategy=strategy, finetune_options=dict(
       learning_rate=config.finetune_learning_rate_after_warmup(), lr_multiplier=finetune_lr_multiplier,
       rule=config.finetune_update_rule()))

@@ -26,9 +26,10 @@ from common import autoencoder
 from common import data
 from common import optimizers
 from common import timing
+from data_parallel import config as config_lib
 from data_parallel import replicas
 
-PHASES = ("input", "forward_loss", "gradients", "allreduce", "apply")
+PHASES = config_lib.PROFILE_PHASES
 
 METHOD = ("each phase run alone for {steps} steps on all {replicas} replica(s) in one compiled loop, timed "
           "{repeats} times after an untimed compile; median x steps per epoch / steps; gradients = "

@@ -2,7 +2,7 @@
 
 Each step (the report's "dataparallel" branch; Goyal et al. 2017, section 3): the global batch of B
 examples is split over the G replicas, replica r taking positions [r B/G, (r+1) B/G) of the epoch's
-order, which it computes itself (`common.sgd.replica_positions`, `common.data.epoch_indices`: no input
+order, which it computes itself (`common.replica_steps.replica_positions`, `common.data.epoch_indices`: no input
 pipeline); every replica gathers its examples from its copy of the training images, corrupts them
 (masks keyed by seed, epoch and example index), runs the frozen layers below and computes the loss summed over its examples
 divided by B (`tf.nn.compute_average_loss` semantics) and its gradients in one XLA computation
@@ -19,7 +19,7 @@ from common import autoencoder
 from common import config as common_config
 from common import data
 from common import optimizers
-from common import sgd
+from common import replica_steps
 
 
 def make_strategy(device_names: Sequence[str]) -> tf.distribute.MirroredStrategy:
@@ -43,7 +43,7 @@ class DataParallelTrainer:
   Args:
     strategy: the strategy; the layer's variables were created in its scope (mirrored).
     trainer: the layer's `LayerTrainer`, built with the global batch B as `batch_size` and images that
-      every replica can read (`common.sgd.replica_resident`).
+      every replica can read (`common.replica_steps.replica_resident`).
     lr_multiplier: None, or the learning-rate warm-up: a function of the step index counted from the
       layer's first step (int32) returning the factor of the learning rate (float32).
 
@@ -64,7 +64,7 @@ class DataParallelTrainer:
     """In replica context: int32 [B / G], this replica's example indices at (epoch, step), its share
     [r B/G, (r+1) B/G) of the positions a single device processes at that step."""
     t = self.trainer
-    return data.epoch_indices(sgd.replica_positions(step, t.batch_size), t.seed, epoch, t.num_examples)
+    return data.epoch_indices(replica_steps.replica_positions(step, t.batch_size), t.seed, epoch, t.num_examples)
 
   def _steps(self, epoch, first_step, num_steps, learning_rate):
     t = self.trainer
@@ -75,7 +75,7 @@ class DataParallelTrainer:
                     optimizers.learning_rate_at(learning_rate, self.lr_multiplier, epoch * self.steps_per_epoch + step))
       return loss
 
-    return sgd.distributed_steps(self.strategy, replica_step, first_step, num_steps)
+    return replica_steps.distributed_steps(self.strategy, replica_step, first_step, num_steps)
 
   def compile(self) -> None:
     """Traces and compiles the step function with one step at learning rate 0 (changes nothing)."""
@@ -83,5 +83,5 @@ class DataParallelTrainer:
 
   def epoch_function(self) -> Callable[..., Tuple[tf.Tensor]]:
     """`fn(epoch, first_step, num_steps, learning_rate) -> (sum of the steps' batch losses,)` for
-    `common.program.run_epoch`; any (epoch, step range) may be run, in any order."""
+    `common.lifecycle.run_epoch`; any (epoch, step range) may be run, in any order."""
     return lambda epoch, first_step, num_steps, lr: (self._compiled(epoch, first_step, num_steps, lr),)

@@ -9,15 +9,12 @@ learning rates with the batch and warms them up (Goyal et al. 2017).
 Usage: python -m data_parallel.train --num_devices=2 --batch_size=5000 [--pretrain_lr_scaling=linear ...]
 """
 
-from absl import app
 from absl import flags
 
 from common import cli
 from common import flags as common_flags
+from common import programs
 from data_parallel import config as config_lib
-
-# --help and --helpshort list the shared flags too, as this program's own.
-flags.adopt_module_key_flags(common_flags)
 
 _DEFAULTS = config_lib.DataParallelConfig()
 _OWN = {
@@ -47,36 +44,10 @@ _OWN = {
 }
 
 
-def _register_validators() -> None:
-  for name in ("reference_batch_size", "warmup_epochs", "finetune_momentum", "profile_steps", "profile_repeats"):
-    def checker(value, name=name):
-      try:
-        config_lib.check({name: value})
-      except ValueError as e:
-        raise flags.ValidationError(str(e).replace(f"--{name} ", "", 1)) from None
-      return True
-    flags.register_validator(name, checker)
-
-  def checked(values):
-    try:
-      config_lib.check(values)
-    except ValueError as e:
-      raise flags.ValidationError(str(e)) from None
-    return True
-  flags.register_multi_flags_validator(["batch_size", "finetune_batch_size", "num_devices"], checked)
-  flags.register_multi_flags_validator(["finetune_optimizer", "finetune_momentum"], checked)
-
-
-_register_validators()
-
-
-def main(argv):
-  cli.reject_extra_args(argv)
-  from data_parallel import pretrain  # TensorFlow starts once the flags are valid
-  extra = {name: flag.value for name, flag in _OWN.items()}
-  cli.run_program(pretrain.run, common_flags.config_from_flags(
-      "data_parallel", config_cls=config_lib.DataParallelConfig, **extra))
-
+common_flags.validate_each(
+    ["reference_batch_size", "warmup_epochs", "finetune_momentum", "profile_steps", "profile_repeats"], config_lib.check)
+common_flags.validate_together(["batch_size", "finetune_batch_size", "num_devices"], config_lib.check)
+common_flags.validate_together(["finetune_optimizer", "finetune_momentum"], config_lib.check)
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.main(programs.DATA_PARALLEL, config_lib.DataParallelConfig, _OWN)

@@ -1,7 +1,7 @@
 """A performance model of layer-wise pretraining: predicts pretraining seconds for G = 1..8 devices.
 
 Inputs are quantities measured at small G (1 and 2 devices) and the schedule of each strategy (the
-report's section on the schedules; the model-parallel one is `model_parallel.schedule.Schedule`):
+report's section on the schedules; the model-parallel one is `common.layerwise_schedule.Schedule`):
 
   * t_k: seconds of one epoch of layer k alone on one device (one core): the median epoch of a G = 1
     run (greedy, or model_parallel/data_parallel with one device). Layer k's epoch includes the
@@ -36,7 +36,7 @@ import statistics
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from common import cost
-from model_parallel import schedule as schedule_lib
+from common import layerwise_schedule as schedule_lib
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
 
@@ -79,7 +79,7 @@ def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: floa
 
 def copied_params(members: Sequence[int], params: Sequence[int]) -> int:
   """Parameters copied at the end of every step of a group: each layer's device holds a frozen copy of
-  every lower layer of its group, refreshed from the live layer (`model_parallel/group.py`), so the
+  every lower layer of its group, refreshed from the live layer (`common/layerwise_training.py`), so the
   layer at position p of a group of m layers is copied m - 1 - p times."""
   m = len(members)
   return sum((m - 1 - p) * params[k] for p, k in enumerate(members))

@@ -14,21 +14,18 @@ import tensorflow as tf
 from common import autoencoder
 from common import cost
 from common import config as config_lib
-from common import program
+from common import lifecycle
+from common import programs
 from common import progress as progress_lib
 from common import timing
 
-# The kernel path of the steps with --kernels=auto: TensorFlow's default kernels, faster than XLA's at batch 100,
-# 1000 and 5000 on the 2-core machine (results/benchmarks/kernels/, docs/kernels_and_threads.md).
-KERNELS = "tf"
 
-
-def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
+def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains greedily, finetunes, exports, and writes the run record.
 
   Args:
     config: the run's configuration (`num_devices` > 1 is allowed; only the first device is used).
-    on_checkpoint: called with the `program.Run` after every checkpoint (see `program.start`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
 
   Returns:
     The run record (see `common.runlog`); "layers" holds every layer's per-epoch loss and seconds.
@@ -36,7 +33,7 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
   Raises:
     common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
-  run_ = program.start(config, KERNELS, on_checkpoint=on_checkpoint)
+  run_ = lifecycle.start(config, programs.GREEDY, on_checkpoint=on_checkpoint)
   device = run_.devices.names[0]
   with tf.device(device):
     images = tf.constant(run_.mnist.train_images)
@@ -57,7 +54,7 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
     for epoch in range(len(histories[i]), epochs):
       # --profile_dir: a profiler trace of the first epoch this process trains (tracing and compilation left out).
       with timing.trace(None if traced else config.profile_dir), run_.training():
-        result = program.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, config.pretrain_learning_rate,
+        result = lifecycle.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, config.pretrain_learning_rate,
                                    run_.chunks_per_epoch, progress, work[i], f"layer {i + 1}")
       traced = True
       histories[i].append(result)
@@ -73,4 +70,4 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[program.Run
   }
   logging.info("Pretrained %d layer(s) in %.1f s (steady-state training time).", len(hidden),
                record["pretrain_seconds"])
-  return program.finish(run_, record)
+  return lifecycle.finish(run_, record)

@@ -4,6 +4,7 @@ import dataclasses
 from typing import Any, Mapping
 
 from common import config as config_lib
+from common import programs
 
 # Steps per chunk, K: the fastest of 1..32 at the default batch (100) in the sweep of docs/pipeline_parallel.md,
 # "Speed" (at batch 1000, K = 1 was fastest). A smaller K shortens
@@ -16,7 +17,7 @@ DEFAULT_CHUNK_STEPS = 4
 class PipelineConfig(config_lib.Config):
   """`Config` plus `pipeline_chunk_steps`: K, the steps a stage trains between two exchanges of
   activations with its neighbours (clamped to the steps of one epoch). The weights do not depend on it."""
-  strategy: str = "pipeline_parallel"
+  strategy: str = programs.PIPELINE_PARALLEL.name
   pipeline_chunk_steps: int = DEFAULT_CHUNK_STEPS
 
   def __post_init__(self):

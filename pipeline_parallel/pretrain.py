@@ -41,20 +41,13 @@ import tensorflow as tf
 from common import cost
 from common import devices as devices_lib
 from common import errors
-from common import program
+from common import lifecycle
+from common import programs
 from common import progress as progress_lib
 from common import timing
-from model_parallel.pretrain import short_name
 from pipeline_parallel import config as config_lib
 from pipeline_parallel import placement
 from pipeline_parallel import stages as stages_lib
-
-# The kernel path of the steps with --kernels=auto (docs/kernels_and_threads.md): TensorFlow's default kernels, on
-# which stages on different devices compute side by side (XLA-compiled steps did not: 1.3 of 2 cores busy against
-# 1.9, results/benchmarks/kernels/).
-KERNELS = "tf"
-# The intra-op pool of logical CPU devices with --thread_pool=auto (docs/kernels_and_threads.md).
-THREAD_POOL = "per_device"
 
 
 class InFlight(tf.Module):
@@ -91,7 +84,7 @@ def make_plan(config: config_lib.PipelineConfig, num_devices: int) -> placement.
 
 
 def run(config: config_lib.PipelineConfig,
-        on_checkpoint: Optional[Callable[[program.Run], None]] = None) -> Dict[str, Any]:
+        on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains layer-pipelined on `config.num_devices` devices, finetunes, exports, writes the run record.
 
   With TF_CONFIG (`common.cluster`, started by `python -m common.launch`) the "worker" tasks serve their
@@ -101,7 +94,7 @@ def run(config: config_lib.PipelineConfig,
 
   Args:
     config: the run's configuration.
-    on_checkpoint: called with the `program.Run` after every checkpoint (see `program.start`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
 
   Returns:
     The run record: the common fields (per layer "epochs" with the mean training loss of each epoch,
@@ -129,8 +122,8 @@ def run(config: config_lib.PipelineConfig,
     in_flight.append(InFlight(make_plan(config, len(setup.names)), stage_devices(setup)))
     return {"in_flight": in_flight[0]}
 
-  run_ = program.start(config, KERNELS, distribution="client_server", thread_pool=THREAD_POOL, place=place,
-                       on_checkpoint=on_checkpoint, extra_trackables=trackables)
+  run_ = lifecycle.start(config, programs.PIPELINE_PARALLEL, place=place, on_checkpoint=on_checkpoint,
+                         extra_trackables=trackables)
   plan = make_plan(config, len(run_.devices.names))
   devices = stage_devices(run_.devices)
   if len(run_.devices.names) > plan.num_stages:
@@ -138,13 +131,13 @@ def run(config: config_lib.PipelineConfig,
                     len(hidden), len(run_.devices.names) - plan.num_stages)
   logging.info("Pipeline: %s; chunks of %d steps, %d ticks (fill %d); predicted balance %.3f (mean / largest "
                "stage FLOPs).", "; ".join(
-                   f"stage {p + 1} on {short_name(devices[p])}: layers {', '.join(str(i + 1) for i in stage)}"
+                   f"stage {p + 1} on {devices_lib.short_name(devices[p])}: layers {', '.join(str(i + 1) for i in stage)}"
                    for p, stage in enumerate(plan.stages)),
                plan.chunk_steps, plan.num_ticks, plan.num_stages - 1, plan.predicted_balance)
   return _pretrain(run_, plan, devices, in_flight[0])
 
 
-def _pretrain(run_: program.Run, plan: placement.Plan, devices: List[str], in_flight: InFlight) -> Dict[str, Any]:
+def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[str], in_flight: InFlight) -> Dict[str, Any]:
   """Runs the ticks of `plan` from where the checkpoint left off, then finishes the run."""
   config = run_.config
   hidden, n, b = config.hidden_units, run_.mnist.num_train, config.batch_size
@@ -212,7 +205,7 @@ def _pretrain(run_: program.Run, plan: placement.Plan, devices: List[str], in_fl
   }
   logging.info("Pretrained %d layer(s) in %.1f s on %d stage(s) (busy %s s per stage).", len(hidden), wall,
                plan.num_stages, ", ".join(f"{x:.1f}" for x in busy) if busy is not None else "unknown")
-  return program.finish(run_, record)
+  return lifecycle.finish(run_, record)
 
 
 def _account(losses: List[np.ndarray], work, plan: placement.Plan, partial: List[Dict[str, float]],
@@ -248,6 +241,6 @@ def _log(progress: progress_lib.Progress, ended: Dict[int, Dict[str, Any]], hist
          epochs: int, examples_per_epoch: int) -> None:
   """One progress line for the layer-epochs that ended in a tick; examples/s of the first of them
   (an epoch's examples over the seconds since that layer's previous epoch ended)."""
-  parts = [f"layer {i + 1}@{short_name(devices[stage_of[i][0]])} epoch {len(histories[i])}/{epochs} "
+  parts = [f"layer {i + 1}@{devices_lib.short_name(devices[stage_of[i][0]])} epoch {len(histories[i])}/{epochs} "
            f"loss {entry['loss']:.4f}" for i, entry in sorted(ended.items())]
   progress.log("; ".join(parts), examples_per_epoch, ended[min(ended)]["seconds"])

@@ -10,7 +10,7 @@ encoding of both paths, computed with its weights as they were at the start of t
 `Pipeline.tick` is one `tf.function` holding every stage's `run_chunk`, each in its own nested
 `tf.function` under its device: the stages read only the previous tick's outputs and touch disjoint
 variables, so nothing orders them and the runtime runs them side by side (the mechanism measured for
-model parallel, `model_parallel/group.py`).
+model parallel, `common/layerwise_training.py`).
 """
 
 from typing import List, Optional, Sequence, Tuple

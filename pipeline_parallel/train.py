@@ -9,41 +9,19 @@ the report's schedule (see pipeline_parallel/pretrain.py).
 Usage: python -m pipeline_parallel.train --num_devices=2 [--hidden_units=2000,2000 --pretrain_epochs=30 ...]
 """
 
-from absl import app
 from absl import flags
 
 from common import cli
 from common import flags as common_flags
+from common import programs
 from pipeline_parallel import config as config_lib
-
-# --help and --helpshort list the shared flags too, as this program's own.
-flags.adopt_module_key_flags(common_flags)
 
 _CHUNK_STEPS = flags.DEFINE_integer(
     "pipeline_chunk_steps", config_lib.DEFAULT_CHUNK_STEPS,
     "Steps each stage trains between two exchanges of activations with the neighbouring stages (K, clamped "
     "to the steps of one epoch); smaller shortens the pipeline fill, larger means fewer exchanges; the "
     "weights do not depend on it (the sweep over K: docs/pipeline_parallel.md, 'Speed').")
-
-
-def _check_chunk(value):
-  try:
-    config_lib.check({"pipeline_chunk_steps": value})
-  except ValueError as e:
-    raise flags.ValidationError(str(e).replace("--pipeline_chunk_steps ", "", 1)) from None
-  return True
-
-
-flags.register_validator("pipeline_chunk_steps", _check_chunk)
-
-
-def main(argv):
-  cli.reject_extra_args(argv)
-  # Imported once the flags are valid, so a bad flag is refused before TensorFlow starts.
-  from pipeline_parallel import pretrain
-  cli.run_program(pretrain.run, common_flags.config_from_flags(
-      "pipeline_parallel", config_cls=config_lib.PipelineConfig, pipeline_chunk_steps=_CHUNK_STEPS.value))
-
+common_flags.validate_each(["pipeline_chunk_steps"], config_lib.check)
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.main(programs.PIPELINE_PARALLEL, config_lib.PipelineConfig, {"pipeline_chunk_steps": _CHUNK_STEPS})

@@ -8,22 +8,8 @@ another. Then the whole stack is finetuned and evaluated on the test set.
 Usage: python -m sync_layerwise.train [--hidden_units=2000,2000 --pretrain_epochs=30 ...]
 """
 
-from absl import app
-from absl import flags
-
 from common import cli
-from common import flags as common_flags
-
-# --help and --helpshort list the shared flags too, as this program's own.
-flags.adopt_module_key_flags(common_flags)
-
-
-def main(argv):
-  cli.reject_extra_args(argv)
-  # Imported once the flags are valid, so a bad flag is refused before TensorFlow starts.
-  from sync_layerwise import pretrain
-  cli.run_program(pretrain.run, common_flags.config_from_flags("sync_layerwise"))
-
+from common import programs
 
 if __name__ == "__main__":
-  app.run(main)
+  cli.main(programs.SYNC_LAYERWISE)

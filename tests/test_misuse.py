@@ -22,7 +22,7 @@ from common import devices
 from common import errors
 from common import memory
 from common import outputs
-from common import program
+from common import lifecycle
 from common import progress
 from common import runlog
 from greedy import pretrain as greedy
@@ -182,7 +182,7 @@ def test_finite_divergence_is_flagged_and_the_run_still_succeeds(diverged):
   assert "WARNING: Layer 1's reconstruction loss never fell" in proc.stderr
   # A healthy history raises nothing: the check can pass.
   healthy = {"layers": [{"epochs": [{"loss": 200.0}, {"loss": 150.0}]}], "finetune": {"test_accuracy": 0.9}}
-  assert program.health_warnings(healthy) == []
+  assert lifecycle.health_warnings(healthy) == []
 
 
 def test_exported_weights_log_the_file_written(diverged):
@@ -378,7 +378,7 @@ def test_data_parallel_reads_no_input_iterator(mnist, tmp_path, monkeypatch):
   distributed dataset, and no iterator op appears in its steps."""
   import tensorflow as tf
   from common import autoencoder
-  from common import sgd
+  from common import replica_steps
   from data_parallel import config as dp_config
   from data_parallel import pretrain as dp_pretrain
   from data_parallel import replicas
@@ -400,7 +400,7 @@ def test_data_parallel_reads_no_input_iterator(mnist, tmp_path, monkeypatch):
   assert len(record["layers"][0]["device"].split(",")) == 4
 
   strategy = replicas.make_strategy([d.name for d in tf.config.list_logical_devices("CPU")[:4]])
-  images = sgd.replica_resident(strategy, mnist.train_images)
+  images = replica_steps.replica_resident(strategy, mnist.train_images)
   with strategy.scope():
     layers = [autoencoder.DenoisingAutoencoder(784, 16, 1, 0), autoencoder.DenoisingAutoencoder(16, 8, 2, 0)]
   dp = replicas.DataParallelTrainer(strategy, autoencoder.LayerTrainer(layers[1], layers[:1], images, 0, 0.3, 40))

@@ -15,7 +15,7 @@ from common import errors
 from common import runlog
 from greedy import pretrain as greedy
 from model_parallel import pretrain as model_parallel
-from model_parallel import schedule as schedule_lib
+from common import layerwise_schedule as schedule_lib
 from sync_layerwise import pretrain as sync_layerwise
 from conftest import SLICE_EXAMPLES, run_module
 

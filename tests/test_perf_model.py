@@ -6,7 +6,7 @@ import pytest
 
 from experiments import perf_model
 from experiments import records
-from model_parallel import schedule as schedule_lib
+from common import layerwise_schedule as schedule_lib
 from tests.fixtures import make_records
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "records")

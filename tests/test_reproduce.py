@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from common import programs
 from experiments import budget
 from experiments import driver
 from experiments import presets
@@ -253,7 +254,7 @@ def test_every_programs_default_kernel_path_is_the_one_the_committed_benchmark_f
   for program, _ in bench_kernels.PROGRAMS:
     chosen = bench_kernels.choice(summaries, program)
     assert chosen is not None, program
-    assert importlib.import_module(f"{program}.pretrain").KERNELS == chosen, program
+    assert programs.get(program).default_kernels() == chosen, program
   tf_faster = {"programs": {"greedy": {"faster": "tf", "all_repeats_agree": True}}}
   xla_faster = {"programs": {"greedy": {"faster": "xla", "all_repeats_agree": True}}}
   unclear = {"programs": {"greedy": {"faster": "xla", "all_repeats_agree": False}}}

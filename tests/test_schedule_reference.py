@@ -2,7 +2,7 @@
 
 The reference is plain Python and NumPy: the model-parallel schedule of the report ("Parallelizing Pretraining
 of Deep Neural Networks using Stacked Autoencoders", the "multigpu" schedule), written out loop by loop
-without `model_parallel.schedule`, and the tied-weight denoising autoencoder's SGD step with its gradients
+without `common.layerwise_schedule`, and the tied-weight denoising autoencoder's SGD step with its gradients
 derived by hand (float64). Only the data order and the masking noise come from `common.data` (tested in
 test_data.py), so both sides see the same batches. The program runs on 2 logical devices with op determinism
 (tests/conftest.py); its exported weights must match the reference's within 1e-5.

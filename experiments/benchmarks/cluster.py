@@ -7,7 +7,7 @@ tf.distribute.Server processes, one layer each, plus the client); the in-process
 alternated repeat after repeat (`harness`). Measures, from the run records:
   * the cluster's overhead per repeat: cluster / in-process - 1 (goal <= 10%), and its weight-copy and
     per-step overhead seconds (wall - busiest device);
-  * bytes that cross the network per epoch-step (`common.cluster.network_bytes`, from the shapes), and
+  * bytes that cross the network per epoch-step (`common.cost.network_bytes`, from the shapes), and
     what data parallel would move per epoch at the same batch, for comparison.
 
 Usage (timings are committed: run alone on the machine, e.g. under an exclusive lock):
@@ -17,7 +17,7 @@ Writes <output_dir>/records/<configuration>_r<k>.json and <output_dir>/summary.j
 
 from typing import List
 
-from common import cluster
+from common import cost
 from experiments.benchmarks import harness
 
 
@@ -39,7 +39,7 @@ def _phases(record: dict) -> dict:
 def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   """The cluster's overhead and the bytes it moves (see the module docstring)."""
   overhead = harness.ratio_spread(runs, "cluster", "in_process")
-  moved = cluster.network_bytes(s.hidden_units, s.batch_size, s.train_examples)
+  moved = cost.network_bytes(s.hidden_units, s.batch_size, s.train_examples)
   steps = len(runs["cluster"][0]["schedule"]["steps"])
   return {
       "cluster_overhead": harness.spread([x - 1 for x in overhead["values"]]),
@@ -50,7 +50,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
           "model_parallel_per_run": moved["model_parallel"]["bytes_per_epoch_step"] * steps,
           "epoch_steps": steps,
           "data_parallel_gradient_bytes_per_epoch_same_batch": moved["data_parallel"]["gradient_bytes_per_epoch"],
-          "method": "from the parameter shapes, float32 (common.cluster.network_bytes); data parallel: per "
+          "method": "from the parameter shapes, float32 (common.cost.network_bytes); data parallel: per "
                     "worker with a ring all-reduce over 2 workers"},
       "phases": {name: [_phases(r) for r in rs] for name, rs in runs.items()},
   }

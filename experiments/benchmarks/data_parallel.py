@@ -19,7 +19,7 @@ Writes <output_dir>/b<batch>/<configuration>_r<k>.json and <output_dir>/summary_
 
 from typing import Dict, List
 
-from data_parallel import profile
+from data_parallel import config as dp_config
 from experiments.benchmarks import harness
 
 
@@ -43,7 +43,7 @@ def configurations(s: harness.Setting) -> List:
 
 def _profile(runs: List[dict]) -> Dict[str, object]:
   return {"seconds_per_epoch": {p: harness.spread([r["profile"]["seconds_per_epoch"][p] for r in runs])
-                                for p in profile.PHASES},
+                                for p in dp_config.PROFILE_PHASES},
           "total_seconds_per_epoch": harness.spread([r["profile"]["total_seconds_per_epoch"] for r in runs]),
           "measured_seconds_per_epoch": harness.spread([harness.seconds_per_layer_epoch(r) for r in runs]),
           "method": runs[0]["profile"]["method"]}
@@ -60,7 +60,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
       "one_replica_vs_greedy_slowdown": harness.ratio_spread(runs, "dp_g1", "greedy"),
       "profile": {"1_replica": g1, f"{s.num_devices}_replicas": gn,
                   "phase_speedup": {p: g1["seconds_per_epoch"][p]["median"] /
-                                    max(gn["seconds_per_epoch"][p]["median"], 1e-12) for p in profile.PHASES}},
+                                    max(gn["seconds_per_epoch"][p]["median"], 1e-12) for p in dp_config.PROFILE_PHASES}},
       "kernel_variants": {k: {
           f"speedup_{s.num_devices}_vs_1_replica": harness.ratio_spread(runs, f"dp_g1{_suffix(s, k)}",
                                                                       f"{many}{_suffix(s, k)}"),

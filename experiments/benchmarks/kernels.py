@@ -1,6 +1,6 @@
 """Benchmark: every program with XLA and with TensorFlow's default kernels, side by side.
 
-The measurement behind each program's kernel path (`KERNELS` at the top of its `pretrain.py`,
+The measurement behind each program's kernel path (its registry entry in `common/programs.py`,
 docs/kernels_and_threads.md): greedy and sync_layerwise on one device, model_parallel, data_parallel and
 pipeline_parallel on --num_devices devices with their default thread pool, each program once with
 `--kernels=xla` and once with `--kernels=tf`, pretraining only, 1 intra-op thread per device, all alternated
@@ -61,7 +61,7 @@ def choice(summaries: Sequence[Mapping], program: str) -> Optional[str]:
 
   A path wins a summary when it was faster in every repeat of it; the choice is the path that won more
   summaries (over batch sizes, machines), None when neither did (no measured difference: either is right).
-  `KERNELS` of every program is tested against it (tests/test_reproduce.py).
+  Every program's registered default is tested against it (tests/test_reproduce.py).
   """
   wins = {p: 0 for p in PATHS}
   for summary in summaries:

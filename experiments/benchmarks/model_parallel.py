@@ -31,7 +31,7 @@ from typing import List, Tuple
 from common import cost
 from experiments import records
 from experiments.benchmarks import harness
-from model_parallel import schedule as schedule_lib
+from common import layerwise_schedule as schedule_lib
 
 PROGRAMS = ("greedy", "sync_layerwise", "model_parallel")
 

@@ -3,7 +3,7 @@ points, speedups, the calibrated performance model, accuracies, and the large-ba
 
 from typing import Dict, List, Optional, Tuple
 
-from data_parallel import profile
+from data_parallel import config as dp_config
 from experiments import perf_model
 from experiments import presets
 from experiments import records
@@ -13,7 +13,7 @@ from experiments import reported
 DP_TOLERANCE = 0.005
 # convergence: the fixed loss of layer k is greedy's final loss of layer k times (1 + this).
 LOSS_TOLERANCE = 0.01
-PHASES = profile.PHASES
+PHASES = dp_config.PROFILE_PHASES
 
 
 def strategy(record: dict) -> str:

@@ -30,16 +30,11 @@ from common import evaluation
 from common import finetune
 from common import lock as lock_lib
 from common import outputs
+from common import programs
 from common import progress as progress_lib
 from common import runlog
 from common import summaries as summaries_lib
 from common import timing
-
-# How a program uses several processes when TF_CONFIG describes a cluster (`common.cluster`):
-#   "none"           it does not: TF_CONFIG is ignored, the devices are this process's.
-#   "client_server"  the "worker" tasks serve their devices, the "chief" task runs the program on them.
-#   "multi_worker"   every task runs the program under MultiWorkerMirroredStrategy.
-DISTRIBUTIONS = ("none", "client_server", "multi_worker")
 
 # Calls per epoch when a progress bar is shown; without one an epoch is a single call.
 BAR_CHUNKS_PER_EPOCH = 20
@@ -167,17 +162,16 @@ class Run:
       self.summaries.pretrain_epoch(i + 1, epochs_done, entry, examples)
 
 
-def setup_devices(config: config_lib.Config, distribution: str = "none",
-                  make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None,
-                  thread_pool: str = "per_device") -> Tuple[devices_lib.DeviceSetup, Optional[tf.distribute.Strategy]]:
+def setup_devices(config: config_lib.Config, program: programs.Program,
+                  make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None
+                  ) -> Tuple[devices_lib.DeviceSetup, Optional[tf.distribute.Strategy]]:
   """The devices of a run, and its strategy when it has one: the one place devices are set up.
 
   Args:
-    config: uses num_devices and threads_per_device.
-    distribution: one of `DISTRIBUTIONS`: what the program does when TF_CONFIG describes a cluster.
+    config: uses num_devices, threads_per_device and thread_pool ("auto": the program's default).
+    program: the registered program; its `cluster` says what it does when TF_CONFIG describes a cluster.
     make_strategy: for "multi_worker" programs outside a cluster, makes the strategy over the local
       devices (data parallel: `MirroredStrategy`).
-    thread_pool: the program's default intra-op pool setting, used when config.thread_pool is "auto".
 
   Returns:
     (DeviceSetup, strategy or None). A "client_server" worker task never returns: it serves its devices.
@@ -185,19 +179,19 @@ def setup_devices(config: config_lib.Config, distribution: str = "none",
   Raises:
     ValueError: the devices cannot be made, or TF_CONFIG is malformed.
   """
-  if distribution not in DISTRIBUTIONS:
-    raise ValueError(f"unknown distribution {distribution!r}; one of {', '.join(DISTRIBUTIONS)}")
+  distribution = program.cluster
   in_cluster = distribution != "none" and cluster.task() is not None
   if in_cluster and distribution == "client_server":
     return cluster.serve_or_connect(config.num_devices, config.threads_per_device), None
   if in_cluster:
     strategy, setup = cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
     return setup, strategy
-  setup = devices_lib.setup(config.num_devices, config.threads_per_device, config.thread_pool_setting(thread_pool))
+  setup = devices_lib.setup(config.num_devices, config.threads_per_device,
+                            config.thread_pool_setting(program.default_thread_pool()))
   return setup, make_strategy(setup.names) if make_strategy is not None else None
 
 
-def start(config: config_lib.Config, kernels: str, distribution: str = "none", thread_pool: str = "per_device",
+def start(config: config_lib.Config, program: programs.Program,
           place: Optional[Callable[[devices_lib.DeviceSetup], Sequence[str]]] = None,
           make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None,
           on_checkpoint: Optional[Callable[[Run], None]] = None,
@@ -206,8 +200,9 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
 
   Args:
     config: the configuration (already validated).
-    kernels: the program's default kernel path, used when config.kernels is "auto".
-    distribution, make_strategy, thread_pool: see `setup_devices`.
+    program: the registered program (`common.programs`): its cluster shape, and the kernel path and thread
+      pool that config.kernels and config.thread_pool "auto" stand for.
+    make_strategy: see `setup_devices`.
     place: the device of each layer given the devices (default: all on the first device).
     on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the
       process or inject a fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the
@@ -226,10 +221,11 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
   # Every output location is checked before anything is built; in a cluster the chief (task "chief", or
   # worker 0 of a multi-worker run) writes the record and weights, and a client/server program's workers
   # only serve.
+  distribution = program.cluster
   task = cluster.task() if distribution != "none" else None
   if not (distribution == "client_server" and task is not None and task[0] != "chief"):
     outputs.check(config, chief=task is None or task in (("chief", 0), ("worker", 0)))
-  device_setup, strategy = setup_devices(config, distribution, make_strategy, thread_pool)
+  device_setup, strategy = setup_devices(config, program, make_strategy)
   chief = strategy is None or strategy.extended.should_checkpoint
   # One writer per model directory: the chief (the workers of a multi-worker run share it).
   model_dir_lock = lock_lib.acquire(config.model_dir) if config.model_dir and chief else None
@@ -257,8 +253,9 @@ def start(config: config_lib.Config, kernels: str, distribution: str = "none", t
   evaluator = evaluation.HeldoutEvaluator(mnist.test_images, config.corruption,
                                           None if strategy is not None else finetune_device)
   summaries = summaries_lib.Summaries(config.tensorboard_dir if chief else None, config.effective_run_name)
+  kernels = config.kernel_path(program.default_kernels())
   return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,
-             chief, finetune_device, layer_devices, strategy, config.kernel_path(kernels), evaluator, summaries,
+             chief, finetune_device, layer_devices, strategy, kernels, evaluator, summaries,
              ckpt, on_checkpoint or cluster.fault_hook_from_environment(), model_dir_lock)
 
 

@@ -1,4 +1,4 @@
-"""The epoch-step schedule of model-parallel and synchronized layer-wise pretraining (pure Python).
+"""The epoch-granular layer-wise schedule that model_parallel and sync_layerwise both execute (pure Python).
 
 The report's "multigpu" branch (its original implementation's model-parallel schedule): the H layers are
 taken in groups of G (G = number of devices). Within a group of g <= G layers there are E + g - 1

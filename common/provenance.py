@@ -1,0 +1,103 @@
+"""Where a measurement comes from: the code (commit, dirty tree, a digest of the code files), the processor and
+the cores this process may use. Every run record's `environment` and every benchmark summary carries these
+fields, so no table puts two machines or two versions of the code side by side unnoticed. TensorFlow-free.
+
+Two commits count as the same code when they differ only in results/, docs/ and *.md files: `code_digest`
+hashes every other file git tracks, as it is in the working tree, so comparing two records needs no repository.
+"""
+
+import functools
+import hashlib
+import os
+import platform
+import subprocess
+from typing import Dict, List, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# What a change may touch without changing the code that is measured.
+NOT_CODE = ("results/", "docs/", "runs/")
+UNKNOWN = "unknown"
+
+
+def _git(*args: str) -> Optional[str]:
+  """The stripped output of `git <args>` run in the repository, or None outside a git checkout."""
+  try:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
+  except (OSError, subprocess.TimeoutExpired):
+    return None
+  return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _is_code(path: str) -> bool:
+  return not path.startswith(NOT_CODE) and not path.endswith(".md")
+
+
+@functools.lru_cache(maxsize=None)
+def commit() -> str:
+  """The 40-hex commit of HEAD, or "unknown" outside a git checkout."""
+  head = _git("rev-parse", "HEAD")
+  return head if head and len(head) == 40 else UNKNOWN
+
+
+@functools.lru_cache(maxsize=None)
+def dirty() -> Optional[bool]:
+  """True when a code file (not results/, docs/, runs/ or *.md) differs from HEAD or is untracked and not
+  ignored; None outside a git checkout."""
+  status = _git("status", "--porcelain", "--untracked-files=all")
+  if status is None:
+    return None
+  return any(_is_code(line[3:].split(" -> ")[-1].strip('"')) for line in status.splitlines() if line.strip())
+
+
+def _code_files() -> List[str]:
+  listed = _git("ls-files", "--cached", "--others", "--exclude-standard")
+  if listed is not None:
+    return sorted(p for p in listed.splitlines() if _is_code(p) and os.path.isfile(os.path.join(ROOT, p)))
+  found = []
+  for folder, dirs, files in os.walk(ROOT):
+    dirs[:] = [d for d in dirs if not d.startswith(".")]
+    found += [os.path.relpath(os.path.join(folder, f), ROOT) for f in files]
+  return sorted(p for p in found if _is_code(p) and not p.endswith((".pyc", ".json", ".png", ".npz")))
+
+
+@functools.lru_cache(maxsize=None)
+def code_digest() -> str:
+  """sha256 (first 16 hex digits) of the code as it is in the working tree: every file but results/, docs/,
+  runs/ and *.md, by path and content. Equal digests: the same code, whatever the commits say."""
+  h = hashlib.sha256()
+  for path in _code_files():
+    h.update(path.encode() + b"\0")
+    with open(os.path.join(ROOT, path), "rb") as f:
+      h.update(hashlib.sha256(f.read()).digest())
+  return h.hexdigest()[:16]
+
+
+def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
+  """The processor's name, e.g. "AMD EPYC" (Linux: the first "model name" of `cpuinfo`), or "unknown".
+
+  Two machines with the same core count and host name can differ several-fold in speed (the project's VMs
+  do), so every record names its processor.
+  """
+  try:
+    with open(cpuinfo) as f:
+      for line in f:
+        if line.startswith("model name"):
+          return line.split(":", 1)[1].strip()
+  except OSError:
+    pass
+  return platform.processor() or UNKNOWN
+
+
+def usable_cores() -> int:
+  """The cores this process may run on: its CPU affinity (`taskset`, cgroups' cpusets), else os.cpu_count()."""
+  try:
+    return len(os.sched_getaffinity(0))
+  except (AttributeError, OSError):
+    return os.cpu_count() or 1
+
+
+def fields() -> Dict[str, object]:
+  """The provenance every record and benchmark summary carries: {"commit", "commit_dirty", "code_digest",
+  "cpu_model", "usable_cores"}."""
+  return {"commit": commit(), "commit_dirty": dirty(), "code_digest": code_digest(), "cpu_model": cpu_model(),
+          "usable_cores": usable_cores()}
