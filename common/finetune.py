@@ -6,16 +6,14 @@ sigmoid to the logits before the softmax; that defect is not mirrored.
 """
 
 import math
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
 
 from common import config as config_lib
 from common import data
-from common import errors
+from common import epochs as epochs_lib
 from common import optimizers
 from common import progress as progress_lib
 from common import replica_steps
@@ -232,23 +230,12 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
   with timer.phase(timing.FINETUNE_COMPILE_PHASE):
     epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
   progress = progress_lib.Progress(epochs, "finetune", config.show_progress, done_work=done)
-  bounds = np.linspace(0, steps, min(chunks_per_epoch, steps) + 1).astype(int)
   learning_rate = config.finetune_learning_rate if learning_rate is None else learning_rate
-  lr = tf.constant(learning_rate, tf.float32)
   for epoch in range(done, epochs):
-    start = time.perf_counter()
-    total = 0.0
     with timer.phase("finetune_train"):
-      for a, b in zip(bounds, bounds[1:]):
-        total += float(epoch_fn(tf.constant(epoch), tf.constant(int(a)), tf.constant(int(b - a)), lr))
-        progress.advance((b - a) / steps)
-    seconds = time.perf_counter() - start
-    loss = total / steps
-    if not math.isfinite(loss):
-      progress.close()
-      raise errors.TrainingDivergedError(
-          f"finetuning loss became {loss} in epoch {epoch + 1}; lower --finetune_learning_rate. "
-          "The last good checkpoint is kept.")
+      result = epochs_lib.run_epoch(epoch_fn, epoch, steps, learning_rate, chunks_per_epoch, progress, 1.0,
+                                    "finetuning loss", "--finetune_learning_rate")
+    loss, seconds = result["loss"], result["seconds"]
     with timer.phase("finetune_evaluate"):
       val = accuracy(classifier, mnist.validation_images, mnist.validation_labels)
     fine["history"].append({"loss": loss, "validation_accuracy": val, "seconds": seconds})

@@ -166,30 +166,7 @@ def config_from_flags(strategy: str, config_cls: Type[config_lib.Config] = confi
     A validated `config_cls` instance.
   """
   f = flags.FLAGS
-  show_progress = {"bar": True, "log": False, "auto": sys.stderr.isatty()}[f.progress]
-  return config_cls(
-      strategy=strategy,
-      hidden_units=tuple(int(u) for u in f.hidden_units),
-      pretrain_epochs=f.pretrain_epochs,
-      finetune_epochs=f.finetune_epochs,
-      batch_size=f.batch_size,
-      finetune_batch_size=f.finetune_batch_size,
-      num_devices=f.num_devices,
-      threads_per_device=f.threads_per_device,
-      corruption=f.corruption,
-      pretrain_learning_rate=f.pretrain_learning_rate,
-      finetune_learning_rate=f.finetune_learning_rate,
-      train_examples=f.train_examples,
-      seed=f.seed,
-      data_dir=f.data_dir,
-      model_dir=f.model_dir,
-      results_dir=f.results_dir or None,
-      run_name=f.run_name,
-      export_weights=f.export_weights,
-      profile_dir=f.profile_dir,
-      show_progress=show_progress,
-      kernels=f.kernels,
-      thread_pool=f.thread_pool,
-      heldout_every_epoch=f.heldout_every_epoch,
-      tensorboard_dir=f.tensorboard_dir,
-      **extra)
+  values = {name: f[name].value for name in SHARED if name != "progress"}
+  values.update(hidden_units=tuple(int(u) for u in f.hidden_units), results_dir=f.results_dir or None,
+                show_progress={"bar": True, "log": False, "auto": sys.stderr.isatty()}[f.progress])
+  return config_cls(strategy=strategy, **values, **extra)

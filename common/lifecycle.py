@@ -6,17 +6,16 @@ MNIST, builds the layers and the classifier, and restores the newest intact chec
 the program then runs its schedule, timing its training blocks with `Run.training` and reporting each
 finished layer-epoch with `Run.end_epochs` (elapsed time, held-out loss, TensorBoard); `finish` evaluates
 the held-out reconstruction, finetunes, exports the weights and writes the run record. `run_epoch` runs
-one epoch of a compiled epoch function in chunks (for the progress bar) and checks the loss.
+one epoch of a compiled epoch function in chunks (`common.epochs`); `Run.train_layer` trains one layer's
+remaining epochs in the greedy order.
 """
 
 import contextlib
 import dataclasses
-import math
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
 from common import autoencoder
@@ -25,7 +24,7 @@ from common import cluster
 from common import config as config_lib
 from common import data
 from common import devices as devices_lib
-from common import errors
+from common import epochs
 from common import evaluation
 from common import finetune
 from common import lock as lock_lib
@@ -161,6 +160,44 @@ class Run:
       epochs_done = len(self.state["pretrain"]["layers"][i])
       self.summaries.pretrain_epoch(i + 1, epochs_done, entry, examples)
 
+  def train_layer(self, index: int, epoch_fn: Callable[..., Any], steps_per_epoch: int, learning_rate: float,
+                  progress: progress_lib.Progress, work: float, trace: bool = False) -> int:
+    """Trains layer `index` (0-based) for its remaining epochs of config.pretrain_epochs, in the greedy order.
+
+    Each epoch: `epochs.run_epoch` inside `training` (traced with --profile_dir when `trace`: the first epoch
+    only), its entry appended to the layer's history, `end_epochs`, a checkpoint and a progress line.
+
+    Args:
+      index: the layer, 0-based.
+      epoch_fn: compiled `fn(epoch, first_step, num_steps, learning_rate)` returning the summed batch losses.
+      steps_per_epoch: steps of one epoch (of config.batch_size examples each).
+      learning_rate: the SGD learning rate.
+      progress: advanced by `work` per epoch.
+      work: work units of one epoch.
+      trace: capture a profiler trace of the first epoch trained here.
+
+    Returns:
+      The number of epochs trained (0 when a resumed run had finished the layer).
+
+    Raises:
+      TrainingDivergedError: the loss became NaN or infinite.
+    """
+    config = self.config
+    history = self.state["pretrain"]["layers"][index]
+    examples = steps_per_epoch * config.batch_size
+    done = len(history)
+    for epoch in range(done, config.pretrain_epochs):
+      with timing.trace(config.profile_dir if trace else None), self.training():
+        result = epochs.run_epoch(epoch_fn, epoch, steps_per_epoch, learning_rate, self.chunks_per_epoch, progress,
+                                  work, f"pretraining loss of layer {index + 1}", "--pretrain_learning_rate")
+      trace = False
+      history.append(result)
+      self.end_epochs({index: result}, examples)
+      self.save()
+      progress.log(f"layer {index + 1}/{len(config.hidden_units)} epoch {epoch + 1}/{config.pretrain_epochs} "
+                   f"loss {result['loss']:.4f}", examples, result["seconds"])
+    return len(history) - done
+
 
 def setup_devices(config: config_lib.Config, program: programs.Program,
                   make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None
@@ -257,44 +294,6 @@ def start(config: config_lib.Config, program: programs.Program,
   return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,
              chief, finetune_device, layer_devices, strategy, kernels, evaluator, summaries,
              ckpt, on_checkpoint or cluster.fault_hook_from_environment(), model_dir_lock)
-
-
-def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rate: float, chunks: int,
-              progress: progress_lib.Progress, work: float, what: str) -> Dict[str, float]:
-  """Runs one epoch of `epoch_fn(epoch, first_step, num_steps, learning_rate)` in `chunks` calls.
-
-  Args:
-    epoch_fn: compiled function returning the sum of the steps' mean batch losses (first output).
-    epoch: epoch index (keys shuffling and corruption).
-    steps: steps per epoch.
-    learning_rate: SGD learning rate.
-    chunks: number of calls the epoch is split into.
-    progress: advanced by `work` over the epoch.
-    work: work units of this epoch.
-    what: names the layer in the error message, e.g. "layer 2".
-
-  Returns:
-    {"loss": mean batch loss, "seconds": wall-clock seconds}.
-
-  Raises:
-    TrainingDivergedError: the loss is NaN or infinite.
-  """
-  bounds = np.linspace(0, steps, min(chunks, steps) + 1).astype(int)
-  lr = tf.constant(learning_rate, tf.float32)
-  total = 0.0
-  start = time.perf_counter()
-  for a, b in zip(bounds, bounds[1:]):
-    out = epoch_fn(tf.constant(epoch), tf.constant(int(a)), tf.constant(int(b - a)), lr)
-    total += float(tf.nest.flatten(out)[0])
-    progress.advance(work * (b - a) / steps)
-  seconds = time.perf_counter() - start
-  loss = total / steps
-  if not math.isfinite(loss):
-    progress.close()
-    raise errors.TrainingDivergedError(
-        f"pretraining loss of {what} became {loss} in epoch {epoch + 1}; lower --pretrain_learning_rate. "
-        "The last good checkpoint is kept.")
-  return {"loss": loss, "seconds": seconds}
 
 
 def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.Strategy] = None,

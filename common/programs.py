@@ -56,6 +56,9 @@ class Program:
       if set(getattr(self, field)) != set(PRECISIONS):
         raise ValueError(f"{self.name}: {field} needs one value per precision {PRECISIONS}")
 
+  def __hash__(self) -> int:  # The per-precision mappings are dicts: a program is known by its name.
+    return hash(self.name)
+
   @property
   def module(self) -> str:
     """The entry point, e.g. "model_parallel.train" (`python -m <module>`)."""
@@ -75,26 +78,23 @@ class Program:
     return self.thread_pool[precision]
 
 
-GREEDY = Program(
-    name="greedy", run_name="greedy", label="greedy layer-wise", color="tab:blue", one_device=True,
-    cluster="none", kernels={"float32": "tf"}, thread_pool={"float32": "per_device"},
-    perf_model="experiments.perf_model.Greedy")
-SYNC_LAYERWISE = Program(
-    name="sync_layerwise", run_name="sync", label="synchronized layer-wise", color="tab:purple", one_device=True,
-    cluster="none", kernels={"float32": "tf"}, thread_pool={"float32": "per_device"},
-    perf_model="experiments.perf_model.SyncLayerwise")
-MODEL_PARALLEL = Program(
-    name="model_parallel", run_name="mp", label="model parallel", color="tab:orange", one_device=False,
-    cluster="client_server", kernels={"float32": "tf"}, thread_pool={"float32": "shared"},
-    perf_model="experiments.perf_model.ModelParallel")
-DATA_PARALLEL = Program(
-    name="data_parallel", run_name="dp", label="data parallel", color="tab:green", one_device=False,
-    cluster="multi_worker", kernels={"float32": "tf"}, thread_pool={"float32": "per_device"},
-    perf_model="experiments.perf_model.DataParallel")
-PIPELINE_PARALLEL = Program(
-    name="pipeline_parallel", run_name="pp", label="pipeline parallel", color="tab:red", one_device=False,
-    cluster="client_server", kernels={"float32": "tf"}, thread_pool={"float32": "per_device"},
-    perf_model="experiments.perf_model.Pipeline")
+def _program(name: str, run_name: str, label: str, color: str, perf_model: str, one_device: bool = False,
+             cluster: str = "none", kernels: str = "tf", thread_pool: str = "per_device") -> Program:
+  """A `Program` whose kernel path and thread pool are the same at every precision."""
+  return Program(name, run_name, label, color, one_device, cluster, {p: kernels for p in PRECISIONS},
+                 {p: thread_pool for p in PRECISIONS}, perf_model)
+
+
+GREEDY = _program("greedy", "greedy", "greedy layer-wise", "tab:blue", "experiments.perf_model.Greedy",
+                  one_device=True)
+SYNC_LAYERWISE = _program("sync_layerwise", "sync", "synchronized layer-wise", "tab:purple",
+                          "experiments.perf_model.SyncLayerwise", one_device=True)
+MODEL_PARALLEL = _program("model_parallel", "mp", "model parallel", "tab:orange",
+                          "experiments.perf_model.ModelParallel", cluster="client_server", thread_pool="shared")
+DATA_PARALLEL = _program("data_parallel", "dp", "data parallel", "tab:green", "experiments.perf_model.DataParallel",
+                         cluster="multi_worker")
+PIPELINE_PARALLEL = _program("pipeline_parallel", "pp", "pipeline parallel", "tab:red",
+                             "experiments.perf_model.Pipeline", cluster="client_server")
 
 PROGRAMS: Tuple[Program, ...] = (GREEDY, SYNC_LAYERWISE, MODEL_PARALLEL, DATA_PARALLEL, PIPELINE_PARALLEL)
 NAMES: Tuple[str, ...] = tuple(p.name for p in PROGRAMS)

@@ -57,7 +57,7 @@ def run(config: config_lib.DataParallelConfig,
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   learning_rate = config.pretrain_learning_rate_after_warmup()
-  trace_dir = config.profile_dir
+  first = True  # --profile_dir traces the first epoch this process trains.
   for i, layer in enumerate(run_.layers):
     if len(histories[i]) >= epochs and (i > 0 or "profile" in pretrain_state or not config.profile_steps):
       continue
@@ -73,17 +73,9 @@ def run(config: config_lib.DataParallelConfig,
         pretrain_state["profile"] = profile_lib.profile_layer(dp, config.profile_steps, config.profile_repeats)
       logging.info("Op profile of layer 1, seconds per epoch: %s", ", ".join(
           f"{k} {v:.3f}" for k, v in pretrain_state["profile"]["seconds_per_epoch"].items()))
-    epoch_fn = dp.epoch_function()
-    for epoch in range(len(histories[i]), epochs):
-      with run_.training(), timing.trace(trace_dir):
-        result = lifecycle.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, learning_rate,
-                                   run_.chunks_per_epoch, progress, work[i], f"layer {i + 1}")
-      trace_dir = None  # Only the first epoch trained is traced.
-      histories[i].append(result)
-      run_.end_epochs({i: result}, trainer.steps_per_epoch * config.batch_size)
-      run_.save()
-      progress.log(f"layer {i + 1}/{len(hidden)} epoch {epoch + 1}/{epochs} loss {result['loss']:.4f}",
-                   trainer.steps_per_epoch * config.batch_size, result["seconds"])
+    trained = run_.train_layer(i, dp.epoch_function(), trainer.steps_per_epoch, learning_rate, progress, work[i],
+                               first)
+    first = first and not trained
   progress.close()
   devices = ",".join(device_setup.names)
   record = {

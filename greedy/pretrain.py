@@ -42,7 +42,7 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.R
   work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
-  traced = not config.profile_dir
+  first = True  # --profile_dir traces the first epoch this process trains (tracing and compilation left out).
   for i, layer in enumerate(run_.layers):
     if len(histories[i]) >= epochs:
       continue
@@ -51,17 +51,9 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.R
     epoch_fn = tf.function(trainer.run_steps)
     with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
       epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
-    for epoch in range(len(histories[i]), epochs):
-      # --profile_dir: a profiler trace of the first epoch this process trains (tracing and compilation left out).
-      with timing.trace(None if traced else config.profile_dir), run_.training():
-        result = lifecycle.run_epoch(epoch_fn, epoch, trainer.steps_per_epoch, config.pretrain_learning_rate,
-                                   run_.chunks_per_epoch, progress, work[i], f"layer {i + 1}")
-      traced = True
-      histories[i].append(result)
-      run_.end_epochs({i: result}, trainer.steps_per_epoch * config.batch_size)
-      run_.save()
-      progress.log(f"layer {i + 1}/{len(hidden)} epoch {epoch + 1}/{epochs} loss {result['loss']:.4f}",
-                   trainer.steps_per_epoch * config.batch_size, result["seconds"])
+    trained = run_.train_layer(i, epoch_fn, trainer.steps_per_epoch, config.pretrain_learning_rate, progress,
+                               work[i], first)
+    first = first and not trained
   progress.close()
   record = {
       "strategy": config.strategy,

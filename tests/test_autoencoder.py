@@ -102,3 +102,29 @@ def test_pipeline_flops_and_params():
   # The variables of a built layer have exactly the counted parameters.
   layer = autoencoder.DenoisingAutoencoder(784, 30, 1, seed=0)
   assert sum(int(np.prod(w.shape)) for w in layer.weights) == cost.layer_params([30])[0]
+
+
+def _tape_gradients(layer, inputs, target, divisor):
+  """The loss (summed cross-entropy over the batch / divisor) and its gradients by automatic differentiation."""
+  with tf.GradientTape() as tape:
+    loss = tf.reduce_sum(layer.per_example_loss(inputs, target)) / tf.cast(divisor, tf.float32)
+  return loss, tape.gradient(loss, layer.weights)
+
+
+def test_written_out_gradient_equals_automatic_differentiation():
+  """`loss_and_gradients` writes the gradient out (the tied kernel's two terms in one product): it equals
+  `tf.GradientTape`'s in float32 on random inputs, for a whole batch (divisor = batch) and for one replica's
+  share of a larger global batch (divisor = the global batch)."""
+  rng = np.random.default_rng(7)
+  layer = autoencoder.DenoisingAutoencoder(37, 23, 1, seed=5)
+  layer.bias.assign(rng.normal(0, 0.5, 23).astype(np.float32))
+  layer.decoder_bias.assign(rng.normal(0, 0.5, 37).astype(np.float32))
+  inputs = tf.constant(rng.uniform(0, 1, (16, 37)) * (rng.uniform(0, 1, (16, 37)) > 0.5), tf.float32)
+  target = tf.constant(rng.uniform(0, 1, (16, 37)), tf.float32)
+  for divisor in (16, 64):
+    loss, _, grads = layer.loss_and_gradients(inputs, target, tf.constant(divisor))
+    want_loss, want = _tape_gradients(layer, inputs, target, divisor)
+    np.testing.assert_allclose(loss.numpy(), want_loss.numpy(), rtol=1e-4, atol=1e-6)
+    for name, got, expected in zip(("kernel", "bias", "decoder_bias"), grads, want):
+      assert got.shape == expected.shape, name
+      np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)

@@ -6,11 +6,11 @@ import concurrent.futures
 import pytest
 
 from common import data
+from common import programs
 
 from conftest import run_module
 
-PROGRAMS = ["greedy.train", "sync_layerwise.train", "model_parallel.train", "data_parallel.train",
-            "pipeline_parallel.train"]
+PROGRAMS = [p.module for p in programs.PROGRAMS]
 
 # {case: (flags, words the error must contain)}
 BAD = {
@@ -46,11 +46,11 @@ BAD = {
 SAMPLE = ("batch_zero", "epochs_zero", "corruption_one", "devices_too_many", "examples_too_many", "batch_above_examples",
           "unknown_flag", "stray_argument")
 OWN = {
-    "pipeline_parallel.train": {
+    programs.PIPELINE_PARALLEL.module: {
         "chunk_zero": (["--pipeline_chunk_steps=0"], "--pipeline_chunk_steps=0: must be a positive integer"),
         "chunk_negative": (["--pipeline_chunk_steps=-3"], "must be a positive integer"),
     },
-    "data_parallel.train": {
+    programs.DATA_PARALLEL.module: {
         "indivisible_batch": (["--num_devices=2", "--batch_size=101"], "divisible"),
         "unknown_scaling": (["--pretrain_lr_scaling=cubic"], "--pretrain_lr_scaling"),
         "warmup_negative": (["--warmup_epochs=-1"], "--warmup_epochs"),
@@ -59,7 +59,7 @@ OWN = {
                                "applies to --finetune_optimizer=sgd only"),
     },
 }
-CASES = {program: {**(BAD if program == "greedy.train" else {name: BAD[name] for name in SAMPLE}),
+CASES = {program: {**(BAD if program == programs.GREEDY.module else {name: BAD[name] for name in SAMPLE}),
                    **OWN.get(program, {})} for program in PROGRAMS}
 
 

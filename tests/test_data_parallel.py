@@ -12,6 +12,7 @@ from common import autoencoder
 from common import config as common_config
 from common import optimizers
 from common import runlog
+from common import programs
 from data_parallel import config as config_lib
 from data_parallel import pretrain
 from data_parallel import profile as profile_lib
@@ -37,8 +38,8 @@ def _dp(tmp_path, name, **kw):
 @pytest.fixture(scope="module")
 def greedy_run(tmp_path_factory):
   """Greedy at the same global batch: (record, exported weights)."""
-  tmp = tmp_path_factory.mktemp("greedy")
-  config = common_config.Config(strategy="greedy", results_dir=str(tmp), run_name="greedy",
+  tmp = tmp_path_factory.mktemp(programs.GREEDY.name)
+  config = common_config.Config(strategy=programs.GREEDY.name, results_dir=str(tmp), run_name=programs.GREEDY.name,
                                 export_weights=str(tmp / "greedy.npz"), **BASE)
   record = greedy.run(config)
   return record, runlog.load_weights(str(tmp / "greedy.npz"))
@@ -71,7 +72,7 @@ def test_two_replicas_export_the_weights_greedy_exports(tmp_path, greedy_run):
   on_disk = json.load(open(tmp_path / "dp.json"))
   for field in runlog.REQUIRED_FIELDS:
     assert field in on_disk, field
-  assert on_disk["strategy"] == "data_parallel" and on_disk["config"]["num_devices"] == 2
+  assert on_disk["strategy"] == programs.DATA_PARALLEL.name and on_disk["config"]["num_devices"] == 2
   assert on_disk["layers"][0]["device"].count(",") == 1
   assert on_disk["pretrain_seconds"] == pytest.approx(sum(e["seconds"] for l in on_disk["layers"] for e in l["epochs"]))
   profile = on_disk["profile"]
@@ -112,7 +113,7 @@ def test_batch_not_divisible_by_replicas_is_refused(tmp_path):
     _dp(tmp_path, "odd", batch_size=51)
   with pytest.raises(ValueError, match="--finetune_batch_size=99"):
     _dp(tmp_path, "odd", finetune_batch_size=99)
-  proc = run_module("data_parallel.train", "--num_devices=2", "--batch_size=51", "--train_examples=2000",
+  proc = run_module(programs.DATA_PARALLEL.module, "--num_devices=2", "--batch_size=51", "--train_examples=2000",
                     "--results_dir=")
   assert proc.returncode != 0 and "Traceback" not in proc.stderr
   assert "is not divisible by the 2 replicas" in proc.stderr, proc.stderr[-2000:]

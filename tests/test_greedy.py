@@ -11,6 +11,7 @@ import tensorflow as tf
 from common import config as config_lib
 from common import errors
 from common import runlog
+from common import programs
 from greedy import pretrain
 from conftest import SLICE_EXAMPLES, run_module
 
@@ -19,7 +20,7 @@ SMALL = ["--hidden_units=64,32", "--pretrain_epochs=2", "--finetune_epochs=2", f
 
 
 def _config(tmp_path, **kw):
-  base = dict(strategy="greedy", hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0,
+  base = dict(strategy=programs.GREEDY.name, hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0,
               train_examples=SLICE_EXAMPLES, batch_size=50, pretrain_learning_rate=0.01, seed=1,
               results_dir=str(tmp_path / "runs"), run_name="run")
   base.update(kw)
@@ -38,7 +39,7 @@ def test_finetuning_beats_chance_by_far_and_record_is_complete(tmp_path):
   on_disk = json.load(open(tmp_path / "runs" / "run.json"))
   for field in runlog.REQUIRED_FIELDS:
     assert field in on_disk, field
-  assert on_disk["strategy"] == "greedy"
+  assert on_disk["strategy"] == programs.GREEDY.name
   for field in ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices",
                 "threads_per_device", "corruption", "pretrain_learning_rate", "finetune_learning_rate",
                 "train_examples", "seed", "data_dir", "model_dir", "results_dir", "run_name", "export_weights"):
@@ -70,7 +71,7 @@ def test_same_seed_same_weights_and_seed_matters(tmp_path):
 
 
 def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
-  base = run_module("greedy.train", *SMALL, f"--export_weights={tmp_path}/base.npz",
+  base = run_module(programs.GREEDY.module, *SMALL, f"--export_weights={tmp_path}/base.npz",
                     f"--results_dir={tmp_path}", "--run_name=base")
   assert base.returncode == 0, base.stderr[-3000:]
   model_dir = tmp_path / "model"
@@ -84,7 +85,7 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
                         f"--kill_after_checkpoint={kill_after}", *resumable)
     assert killed.returncode == -9, killed.stderr[-3000:]
     assert not os.path.exists(tmp_path / "resumed.npz")
-  final = run_module("greedy.train", *resumable)
+  final = run_module(programs.GREEDY.module, *resumable)
   assert final.returncode == 0, final.stderr[-3000:]
   want = runlog.load_weights(str(tmp_path / "base.npz"))
   got = runlog.load_weights(str(tmp_path / "resumed.npz"))

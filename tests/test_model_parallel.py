@@ -16,6 +16,7 @@ from common import runlog
 from greedy import pretrain as greedy
 from model_parallel import pretrain as model_parallel
 from common import layerwise_schedule as schedule_lib
+from common import programs
 from sync_layerwise import pretrain as sync_layerwise
 from conftest import SLICE_EXAMPLES, run_module
 
@@ -28,7 +29,7 @@ LEARNING_RATE = 0.05
 
 
 def _config(tmp_path, name, **kw):
-  base = dict(strategy="model_parallel", hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0,
+  base = dict(strategy=programs.MODEL_PARALLEL.name, hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0,
               train_examples=SLICE_EXAMPLES, batch_size=50, pretrain_learning_rate=LEARNING_RATE, seed=3,
               results_dir=str(tmp_path), run_name=name, export_weights=str(tmp_path / f"{name}.npz"))
   base.update(kw)
@@ -69,7 +70,7 @@ def test_schedule_groups_steps_and_epochs():
 
 
 def test_one_device_equals_greedy(tmp_path):
-  greedy.run(_config(tmp_path, "greedy", strategy="greedy"))
+  greedy.run(_config(tmp_path, programs.GREEDY.name, strategy=programs.GREEDY.name))
   record = model_parallel.run(_config(tmp_path, "mp1", num_devices=1))
   _assert_same_weights(str(tmp_path / "greedy.npz"), str(tmp_path / "mp1.npz"), (64, 32))
   assert [len(l["epochs"]) for l in record["layers"]] == [2, 2]
@@ -78,7 +79,7 @@ def test_one_device_equals_greedy(tmp_path):
 
 def test_one_device_per_layer_equals_sync_layerwise_and_record_is_complete(tmp_path):
   hidden = (64, 48, 32)
-  sync = sync_layerwise.run(_config(tmp_path, "sync", strategy="sync_layerwise", hidden_units=hidden))
+  sync = sync_layerwise.run(_config(tmp_path, "sync", strategy=programs.SYNC_LAYERWISE.name, hidden_units=hidden))
   record = model_parallel.run(_config(tmp_path, "mp3", hidden_units=hidden, num_devices=3))
   _assert_same_weights(str(tmp_path / "sync.npz"), str(tmp_path / "mp3.npz"), hidden)
   for a, b in zip(record["layers"], sync["layers"]):
@@ -87,7 +88,7 @@ def test_one_device_per_layer_equals_sync_layerwise_and_record_is_complete(tmp_p
   on_disk = json.load(open(tmp_path / "mp3.json"))
   for field in runlog.REQUIRED_FIELDS + ("schedule",):
     assert field in on_disk, field
-  assert on_disk["strategy"] == "model_parallel"
+  assert on_disk["strategy"] == programs.MODEL_PARALLEL.name
   devices = on_disk["environment"]["devices"]
   assert len(devices) == 3
   # Layer j on device j, trained E + G - 1 - j epochs from step j on.
@@ -153,7 +154,7 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
                       *flags)
   assert killed.returncode == -9, killed.stderr[-3000:]
   assert not os.path.exists(tmp_path / "resumed.npz")
-  final = run_module("model_parallel.train", *flags)
+  final = run_module(programs.MODEL_PARALLEL.module, *flags)
   assert final.returncode == 0, final.stderr[-3000:]
   assert "group 1/2 step 2/3" not in final.stderr and "group 1/2 step 3/3: layer 1@CPU:0" in final.stderr
   base = model_parallel.run(_config(tmp_path, "base", hidden_units=hidden, num_devices=2, finetune_epochs=1))
@@ -190,7 +191,7 @@ def test_shared_thread_pool_gives_the_same_weights(tmp_path, kernels):
            f"--train_examples={SLICE_EXAMPLES}", "--batch_size=50", f"--pretrain_learning_rate={LEARNING_RATE}",
            "--seed=3", "--progress=log", f"--results_dir={tmp_path}", f"--kernels={kernels}"]
   for pool in ("per_device", "shared"):
-    proc = run_module("model_parallel.train", *flags, f"--thread_pool={pool}", f"--run_name={pool}",
+    proc = run_module(programs.MODEL_PARALLEL.module, *flags, f"--thread_pool={pool}", f"--run_name={pool}",
                       f"--export_weights={tmp_path / pool}.npz")
     assert proc.returncode == 0, proc.stderr[-3000:]
   _assert_same_weights(str(tmp_path / "per_device.npz"), str(tmp_path / "shared.npz"), (64, 48))

@@ -15,6 +15,7 @@ from common import config as config_lib
 from common import data
 from common import errors
 from common import runlog
+from common import programs
 from greedy import pretrain as greedy
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
@@ -157,7 +158,7 @@ def test_more_devices_than_layers_and_record(tmp_path):
   on_disk = json.load(open(tmp_path / "one.json"))
   for field in runlog.REQUIRED_FIELDS + ("pipeline", "heldout_reconstruction", "pretrain_cpu_seconds"):
     assert field in on_disk, field
-  assert on_disk["strategy"] == "pipeline_parallel" and on_disk["environment"]["kernels"] == "tf"
+  assert on_disk["strategy"] == programs.PIPELINE_PARALLEL.name and on_disk["environment"]["kernels"] == "tf"
   for layer in on_disk["layers"]:
     assert len(layer["epochs"]) == 2
     for e in layer["epochs"]:
@@ -182,14 +183,14 @@ def test_every_epoch_is_recorded_when_a_chunk_is_longer_than_an_epoch(tmp_path):
 def test_layer_one_equals_greedy_and_one_layer_equals_greedy(tmp_path):
   common = dict(hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0, train_examples=SLICE_EXAMPLES,
                 batch_size=50, pretrain_learning_rate=LEARNING_RATE, seed=3, results_dir=str(tmp_path), kernels="tf")
-  greedy.run(config_lib.Config(strategy="greedy", run_name="g", export_weights=str(tmp_path / "g.npz"), **common))
+  greedy.run(config_lib.Config(run_name="g", export_weights=str(tmp_path / "g.npz"), **common))
   pipeline.run(pp_config.PipelineConfig(run_name="p", export_weights=str(tmp_path / "p.npz"), num_devices=2,
                                         **common))
   want, got = _weights(tmp_path, "g"), _weights(tmp_path, "p")
   _assert_same(got, want, keys=["layer1/kernel", "layer1/bias", "layer1/decoder_bias"])
   assert np.abs(got["layer2/kernel"] - want["layer2/kernel"]).max() > 1e-3  # Layer 2 learns differently.
   one = dict(common, hidden_units=(64,))
-  greedy.run(config_lib.Config(strategy="greedy", run_name="g1", export_weights=str(tmp_path / "g1.npz"), **one))
+  greedy.run(config_lib.Config(run_name="g1", export_weights=str(tmp_path / "g1.npz"), **one))
   pipeline.run(pp_config.PipelineConfig(run_name="p1", export_weights=str(tmp_path / "p1.npz"), **one))
   _assert_same(_weights(tmp_path, "p1"), _weights(tmp_path, "g1"))
 
@@ -211,10 +212,10 @@ def test_resume_after_sigkill_with_activations_in_flight(tmp_path):
            f"--results_dir={tmp_path}", "--run_name=resumed", f"--export_weights={tmp_path}/resumed.npz"]
   # 40 steps per epoch in chunks of 7: checkpoint 2 follows the tick holding step 80, when layer 1 is 4
   # steps into epoch 3 and stage 2 (layers 2, 3) a chunk behind it, with that chunk's activations in flight.
-  killed = run_module("pipeline_parallel.train", *flags, env={cluster.KILL_ENV: "local:0:2"})
+  killed = run_module(programs.PIPELINE_PARALLEL.module, *flags, env={cluster.KILL_ENV: "local:0:2"})
   assert killed.returncode == -9, killed.stderr[-3000:]
   assert not os.path.exists(tmp_path / "resumed.npz")
-  final = run_module("pipeline_parallel.train", *flags)
+  final = run_module(programs.PIPELINE_PARALLEL.module, *flags)
   assert final.returncode == 0, final.stderr[-3000:]
   assert "Resuming from" in final.stderr
   pipeline.run(_config(tmp_path, "base", hidden_units=(64, 48, 32), num_devices=2, pretrain_epochs=3))
@@ -228,7 +229,7 @@ def test_resume_after_sigkill_with_activations_in_flight(tmp_path):
 
 def test_checkpoint_of_another_program_or_other_flags_is_refused(tmp_path):
   model_dir = str(tmp_path / "model")
-  greedy.run(config_lib.Config(strategy="greedy", hidden_units=(16,), pretrain_epochs=1, finetune_epochs=0,
+  greedy.run(config_lib.Config(strategy=programs.GREEDY.name, hidden_units=(16,), pretrain_epochs=1, finetune_epochs=0,
                                train_examples=200, batch_size=50, model_dir=model_dir))
   with pytest.raises(errors.ResumeMismatchError, match="strategy"):
     pipeline.run(_config(tmp_path, "x", hidden_units=(16,), pretrain_epochs=1, train_examples=200,
@@ -256,7 +257,7 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
 
 
 def test_bad_chunk_size_is_refused_before_any_work():
-  proc = run_module("pipeline_parallel.train", "--pipeline_chunk_steps=0", "--results_dir=", timeout=120)
+  proc = run_module(programs.PIPELINE_PARALLEL.module, "--pipeline_chunk_steps=0", "--results_dir=", timeout=120)
   assert proc.returncode != 0 and "Traceback" not in proc.stderr
   assert "--pipeline_chunk_steps=0" in proc.stderr and "positive integer" in proc.stderr
   assert "logical CPU device" not in proc.stderr

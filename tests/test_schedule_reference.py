@@ -16,6 +16,7 @@ from common import autoencoder
 from common import config as config_lib
 from common import data
 from common import runlog
+from common import programs
 from model_parallel import pretrain as model_parallel
 from conftest import SLICE_EXAMPLES
 
@@ -124,7 +125,8 @@ def reference_pretraining(images):
 
 def test_model_parallel_with_a_smaller_last_group_equals_the_reference(tmp_path, mnist):
   assert len(tf.config.list_logical_devices("CPU")) >= DEVICES
-  config = config_lib.Config(strategy="model_parallel", hidden_units=HIDDEN, pretrain_epochs=EPOCHS, finetune_epochs=0,
+  config = config_lib.Config(strategy=programs.MODEL_PARALLEL.name, hidden_units=HIDDEN, pretrain_epochs=EPOCHS,
+                             finetune_epochs=0,
                              train_examples=SLICE_EXAMPLES, batch_size=BATCH, pretrain_learning_rate=LEARNING_RATE,
                              seed=SEED, corruption=CORRUPTION, num_devices=DEVICES, results_dir=str(tmp_path),
                              run_name="mp", export_weights=str(tmp_path / "mp.npz"))

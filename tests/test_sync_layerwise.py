@@ -7,6 +7,7 @@ import tensorflow as tf
 from common import autoencoder
 from common import config as config_lib
 from common import runlog
+from common import programs
 from sync_layerwise import pretrain as sync_layerwise
 from conftest import SLICE_EXAMPLES
 
@@ -41,7 +42,7 @@ def _reference_weights(mnist):
 
 def test_sync_layerwise_matches_the_schedule_written_out_and_differs_from_greedy(tmp_path, mnist):
   config = config_lib.Config(
-      strategy="sync_layerwise", hidden_units=HIDDEN, pretrain_epochs=EPOCHS, finetune_epochs=0,
+      strategy=programs.SYNC_LAYERWISE.name, hidden_units=HIDDEN, pretrain_epochs=EPOCHS, finetune_epochs=0,
       train_examples=SLICE_EXAMPLES, batch_size=BATCH, pretrain_learning_rate=LR, seed=SEED,
       corruption=CORRUPTION, results_dir=str(tmp_path), run_name="sync",
       export_weights=str(tmp_path / "sync.npz"))
@@ -56,7 +57,7 @@ def test_sync_layerwise_matches_the_schedule_written_out_and_differs_from_greedy
   assert {l["device"] for l in record["layers"]} == {device}
   assert record["schedule"]["num_devices"] == 1 and record["schedule"]["groups"] == [[1, 2]]
   assert all(list(s["busy_seconds"]) == [device] for s in record["schedule"]["steps"])
-  assert record["strategy"] == "sync_layerwise"
+  assert record["strategy"] == programs.SYNC_LAYERWISE.name
   # Not greedy: layer 2 of the reference trained on a layer 1 that was still changing; had it trained on
   # the final layer 1 from the start (greedy with epochs 1..2), it would differ.
   images = tf.constant(mnist.train_images)
