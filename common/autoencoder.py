@@ -212,21 +212,15 @@ class LayerTrainer(tf.Module):
     super().__init__(name=f"trainer{layer.index}")
     self.layer = layer
     self.frozen = list(frozen)
-    self.images = images
-    self.seed = seed
-    self.corruption = corruption
-    self.batch_size = batch_size
-    self.device = device
-    self.num_examples = int(images.shape[0])
-    self.steps_per_epoch = self.num_examples // batch_size
-    self.kernels = kernels
+    self.batches = data.Batches(images, seed, corruption, batch_size)
+    self.seed, self.batch_size, self.device, self.kernels = seed, batch_size, device, kernels
+    self.num_examples, self.steps_per_epoch = self.batches.num_examples, self.batches.steps_per_epoch
     self.train_step = compile_step(self._train_step, kernels)
     self.loss_and_gradients = compile_step(self._loss_and_gradients, kernels)
 
   def corrupted_batch(self, example_indices: tf.Tensor, epoch: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """(corrupted, clean): float32 [b, 784] images of int32 [b] `example_indices`, masked as in `epoch`."""
-    clean = tf.gather(self.images, example_indices)
-    return data.corrupt(clean, example_indices, self.seed, epoch, self.corruption), clean
+    return self.batches.corrupted(example_indices, epoch)
 
   def through_frozen(self, corrupted: tf.Tensor, clean: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """Both batches through the frozen layers below: the layer's (input, target), float32 [b, input_units]."""
@@ -284,7 +278,7 @@ class LayerTrainer(tf.Module):
       offsets = tf.range(self.batch_size)
 
       def body(step, total):
-        indices = data.epoch_indices(step * self.batch_size + offsets, self.seed, epoch, self.num_examples)
+        indices = self.batches.indices(step * self.batch_size + offsets, epoch)
         return step + 1, total + self.train_step(indices, epoch, learning_rate)
 
       _, total = tf.while_loop(lambda step, _: step < stop, body, (first_step, tf.constant(0.0)))

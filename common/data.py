@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import os
 import socket
-from typing import Optional
+from typing import Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -191,3 +191,36 @@ def corrupt(images: tf.Tensor, example_indices: tf.Tensor, seed: int, epoch: tf.
   if corruption == 0.0:
     return images
   return images * keep_mask(example_indices, seed, epoch, corruption)
+
+
+class Batches:
+  """The pretraining batches every program draws: batch `step` of epoch `epoch` is the examples at positions
+  [step B, (step + 1) B) of the epoch's shuffling order (`epoch_indices`), masked with the epoch's corruption
+  (`corrupt`); a pure function of (seed, epoch, step), so placement never changes what a step sees.
+
+  Args:
+    images: float32 [N, 784] in [0, 1], the training images on the device that draws the batches.
+    seed: the run's seed.
+    corruption: masking-noise fraction in [0, 1).
+    batch_size: B, examples per step; an epoch is N // B steps (the rest is dropped, differently each epoch).
+  """
+
+  def __init__(self, images: tf.Tensor, seed: int, corruption: float, batch_size: int):
+    self.images, self.seed, self.corruption, self.batch_size = images, seed, corruption, batch_size
+    self.num_examples = int(images.shape[0])
+    self.steps_per_epoch = self.num_examples // batch_size
+
+  def indices(self, positions: tf.Tensor, epoch: tf.Tensor) -> tf.Tensor:
+    """int32 [b] example indices at int32 [b] `positions` of epoch `epoch`'s order."""
+    return epoch_indices(positions, self.seed, epoch, self.num_examples)
+
+  def corrupted(self, example_indices: tf.Tensor, epoch: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """(corrupted, clean): float32 [b, 784] images of int32 [b] `example_indices`, masked as in `epoch`."""
+    clean = tf.gather(self.images, example_indices)
+    return corrupt(clean, example_indices, self.seed, epoch, self.corruption), clean
+
+  def at_step(self, step: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """(corrupted, clean) float32 [B, 784] of global step `step` (counted over all epochs: epoch step // S)."""
+    epoch = step // self.steps_per_epoch
+    positions = (step % self.steps_per_epoch) * self.batch_size + tf.range(self.batch_size)
+    return self.corrupted(self.indices(positions, epoch), epoch)

@@ -146,7 +146,7 @@ def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[str], in_
     images = tf.constant(run_.mnist.train_images)
   pipeline = stages_lib.Pipeline([
       stages_lib.Stage([run_.layers[i] for i in stage], devices[p], p < plan.num_stages - 1,
-                       images if p == 0 else None, config.seed, config.corruption, b, n, run_.kernels)
+                       images if p == 0 else None, config.seed, config.corruption, b, run_.kernels)
       for p, stage in enumerate(plan.stages)])
   state = run_.state.setdefault("pretrain", {
       "layers": [[] for _ in hidden], "tick": 0, "busy_seconds": [0.0] * plan.num_stages,

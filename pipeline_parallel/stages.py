@@ -30,22 +30,14 @@ class Stage:
     emits: whether the stage's top layer hands its encodings to a stage above (False for the top stage).
     images: float32 [N, 784] training images on `device` (bottom stage), or None.
     seed, corruption, batch_size: as for greedy (`autoencoder.LayerTrainer`).
-    num_examples: N.
     kernels: the kernel path of each layer's step (`autoencoder.KERNEL_PATHS`).
   """
 
   def __init__(self, layers: Sequence[autoencoder.DenoisingAutoencoder], device: str, emits: bool,
-               images: Optional[tf.Tensor], seed: int, corruption: float, batch_size: int, num_examples: int,
+               images: Optional[tf.Tensor], seed: int, corruption: float, batch_size: int,
                kernels: str):
-    self.layers = list(layers)
-    self.device = device
-    self.emits = emits
-    self.images = images
-    self.seed = seed
-    self.corruption = corruption
-    self.batch_size = batch_size
-    self.num_examples = num_examples
-    self.steps_per_epoch = num_examples // batch_size
+    self.layers, self.device, self.emits, self.batch_size = list(layers), device, emits, batch_size
+    self.batches = data.Batches(images, seed, corruption, batch_size) if images is not None else None
     self.input_units = self.layers[0].input_units
     self.output_units = self.layers[-1].hidden_units
     # The top layer of the whole stack passes nothing up: it needs no clean-path encoding.
@@ -61,14 +53,6 @@ class Stage:
       loss, hidden = layer.sgd_step(inputs, target, learning_rate)
       return loss, hidden, clean
     return step
-
-  def _batch(self, step: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-    """(corrupted, clean) float32 [B, 784] images of global step `step`, as greedy draws them."""
-    epoch = step // self.steps_per_epoch
-    position = (step % self.steps_per_epoch) * self.batch_size + tf.range(self.batch_size)
-    indices = data.epoch_indices(position, self.seed, epoch, self.num_examples)
-    clean = tf.gather(self.images, indices)
-    return data.corrupt(clean, indices, self.seed, epoch, self.corruption), clean
 
   def _run_chunk(self, first_step: tf.Tensor, num_steps: tf.Tensor, learning_rate: tf.Tensor,
                  corrupted_in: tf.Tensor, clean_in: tf.Tensor):
@@ -98,8 +82,8 @@ class Stage:
       clean_out = tf.TensorArray(tf.float32, size=num_steps, element_shape=out_shape)
 
       def body(i, losses, corrupted_out, clean_out):
-        if self.images is not None:
-          inputs, target = self._batch(first_step + i)
+        if self.batches is not None:
+          inputs, target = self.batches.at_step(first_step + i)
         else:
           inputs = tf.slice(corrupted_in, [i * b, 0], [b, self.input_units])
           target = tf.slice(clean_in, [i * b, 0], [b, self.input_units])
