@@ -24,6 +24,7 @@ import tensorflow as tf
 from tensorflow.python.framework import config  # is_op_determinism_enabled has no public alias.
 
 from common import data
+from common import precision as precision_lib
 
 # Kernel paths of the pretraining steps: "xla" compiles each step with XLA (`jit_compile=True`), "tf" runs
 # TensorFlow's default kernels (oneDNN on CPU). The mathematics is the same; float rounding differs.
@@ -60,13 +61,17 @@ class DenoisingAutoencoder(tf.Module):
     kernel: float32 [input_units, hidden_units] variable, shared by encoder and decoder.
     bias: float32 [hidden_units] encoder bias.
     decoder_bias: float32 [input_units] decoder bias.
+    precision: of the matrix products (`common.precision`): "float32", or "mixed_bfloat16" (bfloat16 operands,
+      everything else float32).
   """
 
-  def __init__(self, input_units: int, hidden_units: int, index: int, seed: int):
+  def __init__(self, input_units: int, hidden_units: int, index: int, seed: int,
+               precision: str = precision_lib.FLOAT32):
     super().__init__(name=f"layer{index}")
     self.index = index
     self.input_units = input_units
     self.hidden_units = hidden_units
+    self.precision = precision
     with self.name_scope:
       self.kernel = tf.Variable(sigmoid_glorot_uniform(input_units, hidden_units, seed, index), name="kernel")
       self.bias = tf.Variable(tf.zeros([hidden_units]), name="bias")
@@ -77,28 +82,33 @@ class DenoisingAutoencoder(tf.Module):
     """[kernel, bias, decoder_bias], the order of every gradient list."""
     return [self.kernel, self.bias, self.decoder_bias]
 
-  def encode(self, x: tf.Tensor) -> tf.Tensor:
-    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1)."""
-    return tf.sigmoid(tf.matmul(x, self.kernel) + self.bias)
+  def encode(self, x: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
+    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the products at `precision` (default:
+    the layer's)."""
+    return tf.sigmoid(precision_lib.matmul(x, self.kernel, precision or self.precision) + self.bias)
 
-  def per_example_loss(self, corrupted: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
+  def per_example_loss(self, corrupted: tf.Tensor, target: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
     """Reconstruction loss of each example: float32 [b], cross-entropy summed over the input units.
 
     Args:
       corrupted: float32 [b, input_units], the corrupted input after the frozen layers below.
       target: float32 [b, input_units] in [0, 1], the clean input after the same frozen layers.
+      precision: of the products (default: the layer's).
     """
-    return self.reconstruction_loss(self.encode(corrupted), target)
+    return self.reconstruction_loss(self.encode(corrupted, precision), target, precision)
 
-  def decoder_logits(self, hidden: tf.Tensor) -> tf.Tensor:
-    """float32 [b, hidden_units] -> the decoder's logits hidden W^T + c, float32 [b, input_units]."""
-    return tf.matmul(hidden, self.kernel, transpose_b=True) + self.decoder_bias
+  def decoder_logits(self, hidden: tf.Tensor, precision: Optional[str] = None, kernel: Optional[tf.Tensor] = None
+                     ) -> tf.Tensor:
+    """float32 [b, hidden_units] -> the decoder's logits hidden W^T + c, float32 [b, input_units] (`kernel`: W
+    already cast to the product operand, to cast it once per step)."""
+    w = self.kernel if kernel is None else kernel
+    return precision_lib.matmul(hidden, w, precision or self.precision, transpose_b=True) + self.decoder_bias
 
-  def reconstruction_loss(self, hidden: tf.Tensor, target: tf.Tensor) -> tf.Tensor:
+  def reconstruction_loss(self, hidden: tf.Tensor, target: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
     """float32 [b]: cross-entropy between `target` [b, input_units] and the decoding of `hidden`
-    [b, hidden_units] (sigmoid(hidden W^T + c)), summed over the input units, from the logits."""
-    return tf.reduce_sum(
-        tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=self.decoder_logits(hidden)), axis=1)
+    [b, hidden_units] (sigmoid(hidden W^T + c)), summed over the input units, from the float32 logits."""
+    return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(
+        labels=target, logits=self.decoder_logits(hidden, precision)), axis=1)
 
   def sgd_step(self, inputs: tf.Tensor, target: tf.Tensor, learning_rate: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """One SGD step on a batch; returns (mean loss float32, encoding of `inputs` before the update).
@@ -130,7 +140,8 @@ class DenoisingAutoencoder(tf.Module):
     [x; dz]^T [da; h] (the two stacked along the batch), instead of two products and their sum (what
     `tf.GradientTape` builds): one pass over the [input_units, hidden_units] result instead of three, which is
     most of a step's per-step cost at small batches (docs/design.md, "Speed of the hot path"). The same
-    mathematics; float rounding differs from the tape's.
+    mathematics; float rounding differs from the tape's. Under mixed_bfloat16 the four products take bfloat16
+    operands (the kernel cast once) and return float32; the sigmoids, the loss and the sums stay float32.
 
     Args:
       inputs: float32 [b, input_units], the corrupted input (after the layers below).
@@ -141,13 +152,16 @@ class DenoisingAutoencoder(tf.Module):
       (loss float32 scalar, hidden float32 [b, hidden_units] = h, [d kernel, d bias, d decoder_bias] with
       the weights' shapes).
     """
-    hidden = self.encode(inputs)
-    logits = self.decoder_logits(hidden)
+    p = self.precision
+    w = precision_lib.operand(self.kernel, p)
+    hidden = tf.sigmoid(precision_lib.matmul(inputs, w, p) + self.bias)
+    logits = self.decoder_logits(hidden, p, w)
     scale = 1.0 / tf.cast(divisor, tf.float32)
     loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)) * scale
     d_logits = (tf.sigmoid(logits) - target) * scale
-    d_pre = tf.matmul(d_logits, self.kernel) * hidden * (1.0 - hidden)
-    d_kernel = tf.matmul(tf.concat([inputs, d_logits], 0), tf.concat([d_pre, hidden], 0), transpose_a=True)
+    d_pre = precision_lib.matmul(d_logits, w, p) * hidden * (1.0 - hidden)
+    d_kernel = precision_lib.matmul(tf.concat([inputs, d_logits], 0), tf.concat([d_pre, hidden], 0), p,
+                                    transpose_a=True)
     return loss, hidden, [d_kernel, tf.reduce_sum(d_pre, 0), tf.reduce_sum(d_logits, 0)]
 
   def numpy_weights(self) -> Dict[str, np.ndarray]:
@@ -167,6 +181,7 @@ class FrozenEncoder(tf.Module):
   def __init__(self, layer: DenoisingAutoencoder):
     super().__init__(name=f"frozen_layer{layer.index}")
     self.index = layer.index
+    self.precision = layer.precision
     with self.name_scope:
       self.kernel = tf.Variable(layer.kernel, trainable=False, name="kernel")
       self.bias = tf.Variable(layer.bias, trainable=False, name="bias")
@@ -177,17 +192,19 @@ class FrozenEncoder(tf.Module):
     self.bias.assign(layer.bias)
 
   def encode(self, x: tf.Tensor) -> tf.Tensor:
-    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1)."""
-    return tf.sigmoid(tf.matmul(x, self.kernel) + self.bias)
+    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the product at the layer's precision."""
+    return tf.sigmoid(precision_lib.matmul(x, self.kernel, self.precision) + self.bias)
 
 
 def build_stack(hidden_units: Sequence[int], seed: int, input_units: int = data.IMAGE_PIXELS,
-                devices: Optional[Sequence[str]] = None) -> List[DenoisingAutoencoder]:
-  """Creates the layers of the stack, layer n on devices[n-1] (all on the default device if None)."""
+                devices: Optional[Sequence[str]] = None,
+                precision: str = precision_lib.FLOAT32) -> List[DenoisingAutoencoder]:
+  """Creates the layers of the stack, layer n on devices[n-1] (all on the default device if None), their
+  products at `precision`."""
   layers, n_in = [], input_units
   for i, units in enumerate(hidden_units):
     with tf.device(devices[i] if devices else None):
-      layers.append(DenoisingAutoencoder(n_in, units, i + 1, seed))
+      layers.append(DenoisingAutoencoder(n_in, units, i + 1, seed, precision))
     n_in = units
   return layers
 

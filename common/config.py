@@ -57,6 +57,7 @@ class Config:
   export_weights: Optional[str] = None
   profile_dir: Optional[str] = None
   show_progress: bool = False  # a progress bar on stderr (the programs turn it on for a terminal)
+  precision: str = programs.PRECISIONS[0]  # of the matrix products: "float32" or "mixed_bfloat16"
   kernels: str = "auto"  # kernel path of the pretraining steps: "xla", "tf", or the program's default
   thread_pool: str = "auto"  # intra-op pool of logical CPU devices: "per_device", "shared", or the default
   heldout_every_epoch: bool = False  # evaluate the held-out reconstruction after every layer-epoch
@@ -145,6 +146,8 @@ def check(values: Mapping[str, Any]) -> None:
       raise ValueError(f"--corruption must be in [0, 1) (the fraction of pixels masked), got {v}.")
   if "thread_pool" in values and values["thread_pool"] not in THREAD_POOLS:
     raise ValueError(f"--thread_pool must be one of {', '.join(THREAD_POOLS)}, got {values['thread_pool']!r}.")
+  if "precision" in values and values["precision"] not in programs.PRECISIONS:
+    raise ValueError(f"--precision must be one of {', '.join(programs.PRECISIONS)}, got {values['precision']!r}.")
   if "kernels" in values and values["kernels"] not in KERNELS:
     raise ValueError(f"--kernels must be one of {', '.join(KERNELS)}, got {values['kernels']!r}.")
   for name in ("pretrain_learning_rate", "finetune_learning_rate"):

@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import data
+from common import precision
 
 # Seed of the test corruption masks: fixed, so that runs with any --seed are evaluated on the same masks.
 HELDOUT_MASK_SEED = 20160707
@@ -50,10 +51,10 @@ class HeldoutEvaluator:
           clean = tf.gather(self._images, indices)
           corrupted = data.corrupt(clean, indices, HELDOUT_MASK_SEED, tf.constant(0), self._corruption)
           sums = []
-          for layer in layers:
-            hidden = layer.encode(corrupted)
-            sums.append(tf.reduce_sum(layer.reconstruction_loss(hidden, clean)))
-            corrupted, clean = hidden, layer.encode(clean)
+          for layer in layers:  # In float32 whatever the run's precision: the weights are measured, not the run.
+            hidden = layer.encode(corrupted, precision.FLOAT32)
+            sums.append(tf.reduce_sum(layer.reconstruction_loss(hidden, clean, precision.FLOAT32)))
+            corrupted, clean = hidden, layer.encode(clean, precision.FLOAT32)
           return tf.stack(sums)
       self._functions[key] = tf.function(losses_of_batch)
     return self._functions[key]

@@ -15,6 +15,7 @@ from common import config as config_lib
 from common import data
 from common import epochs as epochs_lib
 from common import optimizers
+from common import precision as precision_lib
 from common import progress as progress_lib
 from common import replica_steps
 from common import timing
@@ -27,10 +28,13 @@ class Classifier(tf.Module):
     kernels, biases: float32 [n_in, n_out] / [n_out] per hidden layer, loaded from pretraining.
     output_kernel: float32 [hidden_units[-1], 10], Glorot-uniform initialised from the seed.
     output_bias: float32 [10], zeros.
+    precision: of the matrix products of training (`common.precision`); prediction is float32.
   """
 
-  def __init__(self, hidden_units: Sequence[int], seed: int, input_units: int = data.IMAGE_PIXELS):
+  def __init__(self, hidden_units: Sequence[int], seed: int, input_units: int = data.IMAGE_PIXELS,
+               precision: str = precision_lib.FLOAT32):
     super().__init__(name="classifier")
+    self.precision = precision
     sizes = [input_units] + list(hidden_units)
     with self.name_scope:
       self.kernels = [tf.Variable(tf.zeros([a, b]), name=f"kernel{i + 1}") for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
@@ -67,15 +71,17 @@ class Classifier(tf.Module):
 
   @tf.function(jit_compile=True)
   def predict(self, images: tf.Tensor) -> tf.Tensor:
-    """float32 [b, 784] in [0, 1] -> int32 [b] predicted digit."""
-    return tf.argmax(self.logits(images), axis=1, output_type=tf.int32)
+    """float32 [b, 784] in [0, 1] -> int32 [b] predicted digit (float32 products: the weights are measured)."""
+    return tf.argmax(self.logits(images, precision_lib.FLOAT32), axis=1, output_type=tf.int32)
 
-  def logits(self, images: tf.Tensor) -> tf.Tensor:
-    """float32 [b, 784] in [0, 1] -> float32 [b, 10] logits."""
+  def logits(self, images: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
+    """float32 [b, 784] in [0, 1] -> float32 [b, 10] logits, the products at `precision` (default: the
+    classifier's; under mixed_bfloat16 the gradients' products are bfloat16 too, through the casts)."""
+    p = precision or self.precision
     h = images
     for kernel, bias in zip(self.kernels, self.biases):
-      h = tf.sigmoid(tf.matmul(h, kernel) + bias)
-    return tf.matmul(h, self.output_kernel) + self.output_bias
+      h = tf.sigmoid(precision_lib.matmul(h, kernel, p) + bias)
+    return precision_lib.matmul(h, self.output_kernel, p) + self.output_bias
 
 
 class Finetuner(tf.Module):
@@ -249,5 +255,6 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     val = accuracy(classifier, mnist.validation_images, mnist.validation_labels)
     test = accuracy(classifier, mnist.test_images, mnist.test_labels)
   return {"epochs": epochs, "batch_size": batch, "learning_rate": learning_rate, "update_rule": rule.describe(),
+          "replicas": strategy.num_replicas_in_sync if strategy is not None else 1,
           "seconds": sum(h["seconds"] for h in fine["history"]), "validation_accuracy": val,
           "test_accuracy": test, "history": fine["history"]}

@@ -12,6 +12,7 @@ from absl import flags
 
 from common import config as config_lib
 from common import memory
+from common import programs
 
 _DEFAULTS = config_lib.Config()
 
@@ -70,6 +71,11 @@ flags.DEFINE_string(
     "profile_dir", None,
     "Capture a TensorFlow profiler trace of the first pretraining epochs into this directory (view in TensorBoard).")
 flags.DEFINE_enum(
+    "precision", _DEFAULTS.precision, list(programs.PRECISIONS),
+    "Precision of the matrix products of pretraining and finetuning: float32 (the report's) or mixed_bfloat16 "
+    "(bfloat16 operands, float32 variables, updates, sigmoids, losses and sums; needs a processor with native "
+    "bfloat16: docs/design.md, 'Mixed precision').")
+flags.DEFINE_enum(
     "kernels", _DEFAULTS.kernels, list(config_lib.KERNELS),
     "Kernel path of the pretraining steps: xla (each step compiled by XLA), tf (TensorFlow's default oneDNN "
     "kernels), or auto (the program's default and why: docs/kernels_and_threads.md); the weights agree "
@@ -96,8 +102,8 @@ flags.DEFINE_enum(
 # The shared flags, in the order --help lists them.
 SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "finetune_batch_size", "num_devices",
           "threads_per_device", "corruption", "pretrain_learning_rate", "finetune_learning_rate", "train_examples",
-          "seed", "data_dir", "model_dir", "results_dir", "run_name", "export_weights", "profile_dir", "kernels",
-          "thread_pool", "heldout_every_epoch", "tensorboard_dir", "progress")
+          "seed", "data_dir", "model_dir", "results_dir", "run_name", "export_weights", "profile_dir", "precision",
+          "kernels", "thread_pool", "heldout_every_epoch", "tensorboard_dir", "progress")
 
 
 def validate_each(names: Sequence[str], check: Callable[[Mapping[str, Any]], None]) -> None:

@@ -29,8 +29,10 @@ from common import evaluation
 from common import finetune
 from common import lock as lock_lib
 from common import outputs
+from common import precision as precision_lib
 from common import programs
 from common import progress as progress_lib
+from common import replica_steps
 from common import runlog
 from common import summaries as summaries_lib
 from common import timing
@@ -61,6 +63,8 @@ class Run:
     finetune_device: where the classifier lives and finetunes when there is no strategy.
     layer_devices: the device of each layer (the first device under a strategy).
     strategy: the tf.distribute strategy of a data-parallel run, else None.
+    finetune_strategy: the strategy finetuning runs under: the run's strategy, or a `MirroredStrategy` over
+      this process's devices when there are several (`_finetune_strategy`), else None (one device).
     kernels: the kernel path of the pretraining steps, "xla" or "tf" (`autoencoder.KERNEL_PATHS`).
     evaluator: the held-out reconstruction evaluator (`common.evaluation`).
     summaries: TensorBoard scalars (`common.summaries`; writes nothing without --tensorboard_dir).
@@ -78,6 +82,7 @@ class Run:
   finetune_device: str
   layer_devices: List[str]
   strategy: Optional[tf.distribute.Strategy]
+  finetune_strategy: Optional[tf.distribute.Strategy]
   kernels: str
   evaluator: evaluation.HeldoutEvaluator
   summaries: summaries_lib.Summaries
@@ -199,16 +204,13 @@ class Run:
     return len(history) - done
 
 
-def setup_devices(config: config_lib.Config, program: programs.Program,
-                  make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None
+def setup_devices(config: config_lib.Config, program: programs.Program
                   ) -> Tuple[devices_lib.DeviceSetup, Optional[tf.distribute.Strategy]]:
   """The devices of a run, and its strategy when it has one: the one place devices are set up.
 
   Args:
     config: uses num_devices, threads_per_device and thread_pool ("auto": the program's default).
     program: the registered program; its `cluster` says what it does when TF_CONFIG describes a cluster.
-    make_strategy: for "multi_worker" programs outside a cluster, makes the strategy over the local
-      devices (data parallel: `MirroredStrategy`).
 
   Returns:
     (DeviceSetup, strategy or None). A "client_server" worker task never returns: it serves its devices.
@@ -224,13 +226,29 @@ def setup_devices(config: config_lib.Config, program: programs.Program,
     strategy, setup = cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
     return setup, strategy
   setup = devices_lib.setup(config.num_devices, config.threads_per_device,
-                            config.thread_pool_setting(program.default_thread_pool()))
-  return setup, make_strategy(setup.names) if make_strategy is not None else None
+                            config.thread_pool_setting(program.default_thread_pool(config.precision)))
+  # A "multi_worker" program (data parallel) trains under a `MirroredStrategy` over this process's devices.
+  return setup, replica_steps.make_strategy(setup.names) if distribution == "multi_worker" else None
+
+
+def _finetune_strategy(config: config_lib.Config, setup: devices_lib.DeviceSetup,
+                       task: Optional[Tuple[str, int]]) -> Optional[tf.distribute.Strategy]:
+  """Finetuning on every device of this process: a `MirroredStrategy` over the first k of its devices, k the
+  largest count up to all of them that divides the finetuning batch (each replica an equal share; the summed
+  gradient is the one-device gradient of the global batch), or None for one device. In a cluster the client
+  finetunes on its own device (its workers' devices are remote): None."""
+  if task is not None:
+    return None
+  batch = config.effective_finetune_batch_size
+  k = max(g for g in range(1, len(setup.names) + 1) if batch % g == 0)
+  if k < len(setup.names):
+    logging.info("Finetuning on %d of the %d devices: the finetuning batch %d is not divisible by %d.", k,
+                 len(setup.names), batch, len(setup.names))
+  return replica_steps.make_strategy(setup.names[:k]) if k > 1 else None
 
 
 def start(config: config_lib.Config, program: programs.Program,
           place: Optional[Callable[[devices_lib.DeviceSetup], Sequence[str]]] = None,
-          make_strategy: Optional[Callable[[Sequence[str]], tf.distribute.Strategy]] = None,
           on_checkpoint: Optional[Callable[[Run], None]] = None,
           extra_trackables: Optional[Callable[[devices_lib.DeviceSetup], Dict[str, Any]]] = None) -> Run:
   """Sets up a run: devices, data, model, and the latest checkpoint of `config.model_dir`.
@@ -239,7 +257,6 @@ def start(config: config_lib.Config, program: programs.Program,
     config: the configuration (already validated).
     program: the registered program (`common.programs`): its cluster shape, and the kernel path and thread
       pool that config.kernels and config.thread_pool "auto" stand for.
-    make_strategy: see `setup_devices`.
     place: the device of each layer given the devices (default: all on the first device).
     on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the
       process or inject a fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the
@@ -249,6 +266,7 @@ def start(config: config_lib.Config, program: programs.Program,
 
   Raises:
     ValueError: devices cannot be made. DataUnavailableError: MNIST missing.
+    UserError: --precision=mixed_bfloat16 on a processor without native bfloat16 (`common.precision`).
     ResumeMismatchError: `model_dir` holds a checkpoint of a different configuration.
     OutputPathError: an output location cannot be written (`common.outputs.check`, before anything else).
     ModelDirInUseError: another running process holds `model_dir` (`common.lock`).
@@ -262,7 +280,8 @@ def start(config: config_lib.Config, program: programs.Program,
   task = cluster.task() if distribution != "none" else None
   if not (distribution == "client_server" and task is not None and task[0] != "chief"):
     outputs.check(config, chief=task is None or task in (("chief", 0), ("worker", 0)))
-  device_setup, strategy = setup_devices(config, program, make_strategy)
+  precision_lib.check_supported(config.precision)
+  device_setup, strategy = setup_devices(config, program)
   chief = strategy is None or strategy.extended.should_checkpoint
   # One writer per model directory: the chief (the workers of a multi-worker run share it).
   model_dir_lock = lock_lib.acquire(config.model_dir) if config.model_dir and chief else None
@@ -271,10 +290,12 @@ def start(config: config_lib.Config, program: programs.Program,
   layer_devices = list(place(device_setup) if place else [first] * len(config.hidden_units))
   # In a client/server cluster the client (this process) finetunes; its workers hold the layers.
   finetune_device = cluster.client_device() if distribution == "client_server" and cluster.task() else first
+  finetune_strategy = strategy or _finetune_strategy(config, device_setup, task)
   with strategy.scope() if strategy is not None else tf.device(first):
-    layers = autoencoder.build_stack(config.hidden_units, config.seed, devices=None if strategy else layer_devices)
-  with strategy.scope() if strategy is not None else tf.device(finetune_device):
-    classifier = finetune.Classifier(config.hidden_units, config.seed)
+    layers = autoencoder.build_stack(config.hidden_units, config.seed, devices=None if strategy else layer_devices,
+                                     precision=config.precision)
+  with finetune_strategy.scope() if finetune_strategy is not None else tf.device(finetune_device):
+    classifier = finetune.Classifier(config.hidden_units, config.seed, precision=config.precision)
   extra = extra_trackables(device_setup) if extra_trackables else {}
   ckpt = checkpoint.CheckpointState(config.model_dir, config, chief=chief, layers=layers, classifier=classifier,
                                     **extra)
@@ -290,9 +311,9 @@ def start(config: config_lib.Config, program: programs.Program,
   evaluator = evaluation.HeldoutEvaluator(mnist.test_images, config.corruption,
                                           None if strategy is not None else finetune_device)
   summaries = summaries_lib.Summaries(config.tensorboard_dir if chief else None, config.effective_run_name)
-  kernels = config.kernel_path(program.default_kernels())
+  kernels = config.kernel_path(program.default_kernels(config.precision))
   return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,
-             chief, finetune_device, layer_devices, strategy, kernels, evaluator, summaries,
+             chief, finetune_device, layer_devices, strategy, finetune_strategy, kernels, evaluator, summaries,
              ckpt, on_checkpoint or cluster.fault_hook_from_environment(), model_dir_lock)
 
 
@@ -306,7 +327,7 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
     record: the program's record with "strategy", "layers", "pretrain_seconds" and its own "timing"
       entries filled in; "config", "environment", "heldout_reconstruction", "pretrain_cpu_seconds",
       "finetune", "timing" and "total_seconds" are completed here.
-    strategy, device: where finetuning runs (default: the run's strategy, else `run.finetune_device`).
+    strategy, device: where finetuning runs (default: `run.finetune_strategy`, else `run.finetune_device`).
     finetune_options: more keyword arguments of `finetune.run_finetuning`: a program's own recipe
       (learning_rate, schedule, rule); None: plain SGD at config.finetune_learning_rate.
   """
@@ -318,7 +339,7 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
   if config.finetune_epochs > 0:
     record["finetune"] = finetune.run_finetuning(
         run.classifier, run.layers, run.mnist, config, run.state, lambda _: run.save(), run.timer,
-        device=device or run.finetune_device, strategy=strategy or run.strategy,
+        device=device or run.finetune_device, strategy=strategy or run.finetune_strategy,
         chunks_per_epoch=run.chunks_per_epoch, summaries=run.summaries, **(finetune_options or {}))
     logging.info("Finetuned %d epochs: validation accuracy %.4f, test accuracy %.4f",
                  config.finetune_epochs, record["finetune"]["validation_accuracy"],

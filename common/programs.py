@@ -19,7 +19,7 @@ from typing import Mapping, Tuple
 #   "multi_worker"   every task runs the program under MultiWorkerMirroredStrategy.
 CLUSTER_SHAPES = ("none", "client_server", "multi_worker")
 # Numerical precisions of the matrix products (`--precision`).
-PRECISIONS = ("float32",)
+PRECISIONS = ("float32", "mixed_bfloat16")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,7 +16,7 @@ while the previous layer's was alive or being freed sat idle: 204 s of a 284 s r
 docs/data_parallel.md, "More devices than cores".)
 """
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import tensorflow as tf
 
@@ -79,3 +79,18 @@ def distributed_steps(
   stop = first_step + num_steps
   _, total = tf.while_loop(lambda step, _: step < stop, body, (first_step, tf.constant(0.0)))
   return total
+
+
+def make_strategy(device_names: Sequence[str]) -> tf.distribute.MirroredStrategy:
+  """`tf.distribute.MirroredStrategy` over `device_names` (G GPUs or G logical CPU devices).
+
+  On GPUs the all-reduce is TensorFlow's choice (NCCL). On logical CPU devices, which share the host's
+  memory, it is `ReductionToOneDevice`: the replicas' gradients are summed on the first device and the
+  sum handed back by reference, with no collective launch per step; unlike the collective ring
+  all-reduce it lets several strategies live in one process (benchmarks, tests).
+  """
+  names = list(device_names)
+  cross_device_ops = None
+  if all(tf.DeviceSpec.from_string(n).device_type == "CPU" for n in names):
+    cross_device_ops = tf.distribute.ReductionToOneDevice(reduce_to_device=names[0])
+  return tf.distribute.MirroredStrategy(devices=names, cross_device_ops=cross_device_ops)

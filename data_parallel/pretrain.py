@@ -46,8 +46,7 @@ def run(config: config_lib.DataParallelConfig,
     common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
   # With TF_CONFIG every worker runs this under MultiWorkerMirroredStrategy (docs/multi_host.md).
-  run_ = lifecycle.start(config, programs.DATA_PARALLEL, make_strategy=replicas.make_strategy,
-                         on_checkpoint=on_checkpoint)
+  run_ = lifecycle.start(config, programs.DATA_PARALLEL, on_checkpoint=on_checkpoint)
   strategy, device_setup = run_.strategy, run_.devices
   images = replica_steps.replica_resident(strategy, run_.mnist.train_images)
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train

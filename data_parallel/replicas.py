@@ -11,7 +11,7 @@ applied once to the mirrored weights (`common.optimizers.apply_update`). The sum
 the global batch, so G replicas compute what greedy computes at batch B, up to float rounding.
 """
 
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, Optional, Tuple
 
 import tensorflow as tf
 
@@ -20,21 +20,6 @@ from common import config as common_config
 from common import data
 from common import optimizers
 from common import replica_steps
-
-
-def make_strategy(device_names: Sequence[str]) -> tf.distribute.MirroredStrategy:
-  """`tf.distribute.MirroredStrategy` over `device_names` (G GPUs or G logical CPU devices).
-
-  On GPUs the all-reduce is TensorFlow's choice (NCCL). On logical CPU devices, which share the host's
-  memory, it is `ReductionToOneDevice`: the replicas' gradients are summed on the first device and the
-  sum handed back by reference, with no collective launch per step; unlike the collective ring
-  all-reduce it lets several strategies live in one process (benchmarks, tests).
-  """
-  names = list(device_names)
-  cross_device_ops = None
-  if all(tf.DeviceSpec.from_string(n).device_type == "CPU" for n in names):
-    cross_device_ops = tf.distribute.ReductionToOneDevice(reduce_to_device=names[0])
-  return tf.distribute.MirroredStrategy(devices=names, cross_device_ops=cross_device_ops)
 
 
 class DataParallelTrainer:

@@ -391,7 +391,7 @@ def test_data_parallel_reads_no_input_iterator(mnist, tmp_path, monkeypatch):
   assert [len(layer["epochs"]) for layer in record["layers"]] == [1, 1]
   assert len(record["layers"][0]["device"].split(",")) == 4
 
-  strategy = replicas.make_strategy([d.name for d in tf.config.list_logical_devices("CPU")[:4]])
+  strategy = replica_steps.make_strategy([d.name for d in tf.config.list_logical_devices("CPU")[:4]])
   images = replica_steps.replica_resident(strategy, mnist.train_images)
   with strategy.scope():
     layers = [autoencoder.DenoisingAutoencoder(784, 16, 1, 0), autoencoder.DenoisingAutoencoder(16, 8, 2, 0)]
