@@ -219,8 +219,10 @@ class Batches:
     clean = tf.gather(self.images, example_indices)
     return corrupt(clean, example_indices, self.seed, epoch, self.corruption), clean
 
-  def at_step(self, step: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-    """(corrupted, clean) float32 [B, 784] of global step `step` (counted over all epochs: epoch step // S)."""
+  def at_step(self, step: tf.Tensor, replica: int = 0, replicas: int = 1) -> Tuple[tf.Tensor, tf.Tensor]:
+    """(corrupted, clean) float32 [B / replicas, 784]: replica `replica`'s share, rows [replica B/replicas,
+    (replica + 1) B/replicas), of global step `step`'s batch (steps counted over all epochs: epoch step // S)."""
     epoch = step // self.steps_per_epoch
-    positions = (step % self.steps_per_epoch) * self.batch_size + tf.range(self.batch_size)
+    share = self.batch_size // replicas
+    positions = (step % self.steps_per_epoch) * self.batch_size + replica * share + tf.range(share)
     return self.corrupted(self.indices(positions, epoch), epoch)

@@ -1,6 +1,7 @@
 """Stages and chunks of the layer-pipelined schedule (pure Python, no TensorFlow).
 
-The H layers are split into P = min(devices, H) contiguous stages, one per device, so that the costliest
+The H layers are split into P = min(devices / R, H) contiguous stages, each on R devices (R replicas per stage,
+`--replicas_per_stage`; stage p's replicas on devices p R .. p R + R - 1), so that the costliest
 stage is as cheap as possible (the classic linear partition problem, solved exactly by dynamic
 programming); costs come from `common.cost.pipeline_layer_epoch_flops`. The steps t = 0 .. T-1 of the
 run are cut into chunks of K steps; in tick k, stage p trains on chunk k - p (if it exists), so the
@@ -62,19 +63,23 @@ class Plan:
 
   Attributes:
     hidden_units: the stack, bottom first.
-    num_devices: devices available (P = min(num_devices, H) of them are used).
+    num_devices: devices available (P R of them are used, P = min(num_devices / R, H)).
     total_steps: T = epochs x steps per epoch.
     chunk_steps: K, steps per chunk (already clamped to 1..T).
+    replicas_per_stage: R, the devices of each stage, splitting every batch.
   """
   hidden_units: Tuple[int, ...]
   num_devices: int
   total_steps: int
   chunk_steps: int
+  replicas_per_stage: int = 1
 
   def __post_init__(self):
-    if self.num_devices < 1 or self.total_steps < 1 or not 1 <= self.chunk_steps <= self.total_steps:
+    r = self.replicas_per_stage
+    if (self.num_devices < 1 or self.total_steps < 1 or not 1 <= self.chunk_steps <= self.total_steps or r < 1
+        or self.num_devices % r):
       raise ValueError(f"invalid plan: devices {self.num_devices}, total steps {self.total_steps}, "
-                       f"chunk steps {self.chunk_steps}")
+                       f"chunk steps {self.chunk_steps}, replicas per stage {r}")
     object.__setattr__(self, "hidden_units", tuple(int(u) for u in self.hidden_units))
 
   @property
@@ -85,7 +90,7 @@ class Plan:
   @property
   def stages(self) -> List[List[int]]:
     """0-based layers of each stage, bottom first."""
-    return partition(self.layer_costs, min(self.num_devices, len(self.hidden_units)))
+    return partition(self.layer_costs, min(self.num_devices // self.replicas_per_stage, len(self.hidden_units)))
 
   @property
   def num_stages(self) -> int:
@@ -125,21 +130,29 @@ class Plan:
 
   def critical_path_flops(self, examples_per_step: int) -> float:
     """FLOPs the busiest device computes back to back over the whole run, if every tick lasts as long as
-    its costliest active stage: the bound of the schedule given equal devices (fill and drain included)."""
+    its costliest active stage: the bound of the schedule given equal devices (fill and drain included; a
+    replica computes 1/R of its stage's examples; the all-reduce is not counted)."""
     costs = self.stage_costs
-    return sum(max((costs[p] * n * examples_per_step for p, (_, n) in enumerate(self.tick(k))), default=0.0)
+    share = examples_per_step / self.replicas_per_stage
+    return sum(max((costs[p] * n * share for p, (_, n) in enumerate(self.tick(k))), default=0.0)
                for k in range(self.num_ticks))
 
+  def stage_devices(self, names: Sequence[str]) -> List[List[str]]:
+    """The devices of each stage's replicas: stage p on names[p R .. p R + R - 1]."""
+    r = self.replicas_per_stage
+    return [list(names[p * r:(p + 1) * r]) for p in range(self.num_stages)]
+
   def describe(self) -> dict:
-    """The plan for the run record: stages (1-based layers), costs, balance, chunks and ticks."""
-    return {"stages": [[i + 1 for i in s] for s in self.stages], "stage_flops_per_example": self.stage_costs,
+    """The plan for the run record: stages (1-based layers), replicas, costs, balance, chunks and ticks."""
+    return {"stages": [[i + 1 for i in s] for s in self.stages], "replicas_per_stage": self.replicas_per_stage,
+            "stage_flops_per_example": self.stage_costs,
             "predicted_balance": self.predicted_balance, "chunk_steps": self.chunk_steps,
             "total_steps": self.total_steps, "num_chunks": self.num_chunks, "num_ticks": self.num_ticks,
             "fill_ticks": self.num_stages - 1}
 
 
 def plan_for(hidden_units: Sequence[int], num_devices: int, train_examples: int, batch_size: int,
-             pretrain_epochs: int, chunk_steps: int) -> Plan:
+             pretrain_epochs: int, chunk_steps: int, replicas_per_stage: int = 1) -> Plan:
   """The plan of a run with these flags: T = (N // B) x E steps, K clamped to one epoch's steps (so a layer
   ends at most one epoch per tick, and every epoch gets its own record entry) and to T. The weights do not
   depend on K.
@@ -149,4 +162,4 @@ def plan_for(hidden_units: Sequence[int], num_devices: int, train_examples: int,
   """
   steps_per_epoch = train_examples // batch_size
   total = steps_per_epoch * pretrain_epochs
-  return Plan(tuple(hidden_units), num_devices, total, min(chunk_steps, steps_per_epoch, total))
+  return Plan(tuple(hidden_units), num_devices, total, min(chunk_steps, steps_per_epoch, total), replicas_per_stage)

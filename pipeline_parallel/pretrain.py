@@ -38,6 +38,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from common import autoencoder
 from common import cost
 from common import devices as devices_lib
 from common import errors
@@ -53,20 +54,22 @@ from pipeline_parallel import stages as stages_lib
 class InFlight(tf.Module):
   """The activations between stages at a tick boundary, as variables so that they are checkpointed.
 
-  Variable 2p / 2p + 1 holds the corrupted / clean encodings stage p emitted for stage p + 1, float32
-  [k x B, units] (k <= K steps; [0, units] when nothing is in flight), on stage p + 1's device.
+  Per boundary p and replica r, two variables hold the corrupted / clean encodings replica r of stage p emitted
+  for replica r of stage p + 1, float32 [k x B/R, units] (k <= K steps; [0, units] when nothing is in flight), on
+  that replica's device; in the order of `Pipeline.tick`'s inputs.
   """
 
-  def __init__(self, plan: placement.Plan, stage_devices: List[str]):
+  def __init__(self, plan: placement.Plan, stage_devices: List[List[str]]):
     super().__init__(name="in_flight")
     self.buffers = []
     with self.name_scope:
       for p, stage in enumerate(plan.stages[:-1]):
         units = plan.hidden_units[stage[-1]]
-        with tf.device(stage_devices[p + 1]):
-          for path in ("corrupted", "clean"):
-            self.buffers.append(tf.Variable(tf.zeros([0, units]), shape=tf.TensorShape([None, units]),
-                                            trainable=False, name=f"stage{p + 1}_{path}"))
+        for r, device in enumerate(stage_devices[p + 1]):
+          with tf.device(device):
+            for path in ("corrupted", "clean"):
+              self.buffers.append(tf.Variable(tf.zeros([0, units]), shape=tf.TensorShape([None, units]),
+                                              trainable=False, name=f"stage{p + 1}_{path}" + (f"_{r}" if r else "")))
 
   def store(self, tensors: List[tf.Tensor]) -> None:
     for var, value in zip(self.buffers, tensors):
@@ -76,11 +79,29 @@ class InFlight(tf.Module):
     return [var.read_value() for var in self.buffers]
 
 
+class ReplicaLayers(tf.Module):
+  """The layer copies of replicas 1 .. R-1 of every stage (replica 0's are the run's layers), checkpointed with
+  them: `copies[p][r - 1]` are stage p's layers on its replica r's device, initialised as the run's layers."""
+
+  def __init__(self, plan: placement.Plan, stage_devices: List[List[str]], seed: int, precision: str):
+    super().__init__(name="replica_layers")
+    sizes = [784] + list(plan.hidden_units)
+    with self.name_scope:
+      self.copies = [[[_copy(sizes, i, seed, precision, device) for i in stage] for device in devices[1:]]
+                     for stage, devices in zip(plan.stages, stage_devices)]
+
+
+def _copy(sizes, i, seed, precision, device):
+  with tf.device(device):
+    return autoencoder.DenoisingAutoencoder(sizes[i], sizes[i + 1], i + 1, seed, precision)
+
+
 def make_plan(config: config_lib.PipelineConfig, num_devices: int) -> placement.Plan:
   """The plan of a run on `num_devices` devices (`placement.plan_for`); an epoch's held-out evaluation
   happens at the end of the tick it ended in."""
+  config_lib.check_devices(num_devices, config.replicas_per_stage)
   return placement.plan_for(config.hidden_units, num_devices, config.train_examples, config.batch_size,
-                            config.pretrain_epochs, config.pipeline_chunk_steps)
+                            config.pretrain_epochs, config.pipeline_chunk_steps, config.replicas_per_stage)
 
 
 def run(config: config_lib.PipelineConfig,
@@ -109,44 +130,51 @@ def run(config: config_lib.PipelineConfig,
   """
   hidden = config.hidden_units
 
-  def stage_devices(setup: devices_lib.DeviceSetup) -> List[str]:
-    return list(setup.names[:make_plan(config, len(setup.names)).num_stages])
+  def stage_devices(setup: devices_lib.DeviceSetup) -> List[List[str]]:
+    return make_plan(config, len(setup.names)).stage_devices(setup.names)
 
   def place(setup: devices_lib.DeviceSetup) -> List[str]:
     devices = stage_devices(setup)
-    return [devices[p] for p, stage in enumerate(make_plan(config, len(setup.names)).stages) for _ in stage]
+    return [devices[p][0] for p, stage in enumerate(make_plan(config, len(setup.names)).stages) for _ in stage]
 
-  in_flight = []
+  extra = []
 
   def trackables(setup: devices_lib.DeviceSetup) -> Dict[str, Any]:
-    in_flight.append(InFlight(make_plan(config, len(setup.names)), stage_devices(setup)))
-    return {"in_flight": in_flight[0]}
+    plan = make_plan(config, len(setup.names))
+    extra.extend([InFlight(plan, stage_devices(setup)),
+                  ReplicaLayers(plan, stage_devices(setup), config.seed, config.precision)])
+    return {"in_flight": extra[0]} if plan.replicas_per_stage == 1 else {"in_flight": extra[0], "replicas": extra[1]}
 
   run_ = lifecycle.start(config, programs.PIPELINE_PARALLEL, place=place, on_checkpoint=on_checkpoint,
                          extra_trackables=trackables)
   plan = make_plan(config, len(run_.devices.names))
   devices = stage_devices(run_.devices)
-  if len(run_.devices.names) > plan.num_stages:
-    logging.warning("%d devices but only %d layer(s): %d device(s) stay idle.", len(run_.devices.names),
-                    len(hidden), len(run_.devices.names) - plan.num_stages)
+  used = plan.num_stages * plan.replicas_per_stage
+  if len(run_.devices.names) > used:
+    logging.warning("%d devices but only %d layer(s) x %d replica(s): %d device(s) stay idle.",
+                    len(run_.devices.names), len(hidden), plan.replicas_per_stage, len(run_.devices.names) - used)
   logging.info("Pipeline: %s; chunks of %d steps, %d ticks (fill %d); predicted balance %.3f (mean / largest "
                "stage FLOPs).", "; ".join(
-                   f"stage {p + 1} on {devices_lib.short_name(devices[p])}: layers {', '.join(str(i + 1) for i in stage)}"
-                   for p, stage in enumerate(plan.stages)),
+                   f"stage {p + 1} on {', '.join(devices_lib.short_name(d) for d in devices[p])}: layers "
+                   f"{', '.join(str(i + 1) for i in stage)}" for p, stage in enumerate(plan.stages)),
                plan.chunk_steps, plan.num_ticks, plan.num_stages - 1, plan.predicted_balance)
-  return _pretrain(run_, plan, devices, in_flight[0])
+  return _pretrain(run_, plan, devices, *extra)
 
 
-def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[str], in_flight: InFlight) -> Dict[str, Any]:
+def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[List[str]], in_flight: InFlight,
+              replica_layers: ReplicaLayers) -> Dict[str, Any]:
   """Runs the ticks of `plan` from where the checkpoint left off, then finishes the run."""
   config = run_.config
   hidden, n, b = config.hidden_units, run_.mnist.num_train, config.batch_size
   steps_per_epoch = n // b
-  with tf.device(devices[0]):
-    images = tf.constant(run_.mnist.train_images)
+  images = []
+  for device in devices[0]:
+    with tf.device(device):
+      images.append(tf.constant(run_.mnist.train_images))
   pipeline = stages_lib.Pipeline([
-      stages_lib.Stage([run_.layers[i] for i in stage], devices[p], p < plan.num_stages - 1,
-                       images if p == 0 else None, config.seed, config.corruption, b, run_.kernels)
+      stages_lib.Stage([[run_.layers[i] for i in stage]] + replica_layers.copies[p], devices[p],
+                       p < plan.num_stages - 1, images if p == 0 else None, config.seed, config.corruption, b,
+                       run_.kernels)
       for p, stage in enumerate(plan.stages)])
   state = run_.state.setdefault("pretrain", {
       "layers": [[] for _ in hidden], "tick": 0, "busy_seconds": [0.0] * plan.num_stages,
@@ -156,8 +184,9 @@ def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[str], in_
   with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing (and XLA compilation); learning rate 0 changes nothing.
     warm = []
     for stage in pipeline.stages[1:]:
-      with tf.device(stage.device):
-        warm += [tf.zeros([b, stage.input_units])] * 2
+      for device in stage.devices:
+        with tf.device(device):
+          warm += [tf.zeros([stage.share, stage.input_units])] * 2
     pipeline.tick(tf.zeros([plan.num_stages], tf.int32), tf.ones([plan.num_stages], tf.int32),
                   tf.constant(0.0), *warm)[0][0].numpy()
   inputs = in_flight.load() if state["tick"] else pipeline.empty_inputs()
@@ -196,9 +225,10 @@ def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[str], in_
   busy = state["busy_seconds"]
   record = {
       "strategy": config.strategy,
-      "layers": [{"index": i + 1, "units": u, "device": devices[stage_of[i][0]], "stage": stage_of[i][0] + 1,
-                  "epochs": histories[i]} for i, u in enumerate(hidden)],
-      "pipeline": dict(plan.describe(), devices=devices, busy_seconds=busy,
+      "layers": [{"index": i + 1, "units": u, "device": ",".join(devices[stage_of[i][0]]),
+                  "stage": stage_of[i][0] + 1, "epochs": histories[i]} for i, u in enumerate(hidden)],
+      "pipeline": dict(plan.describe(), devices=[d[0] for d in devices] if plan.replicas_per_stage == 1 else devices,
+                       busy_seconds=busy,
                        idle_device_seconds=sum(wall - x for x in busy) if busy is not None else None,
                        flops=cost.pretraining_flops(hidden, config.pretrain_epochs, steps_per_epoch * b, pipelined=True)),
       "pretrain_seconds": wall,
@@ -241,6 +271,6 @@ def _log(progress: progress_lib.Progress, ended: Dict[int, Dict[str, Any]], hist
          epochs: int, examples_per_epoch: int) -> None:
   """One progress line for the layer-epochs that ended in a tick; examples/s of the first of them
   (an epoch's examples over the seconds since that layer's previous epoch ended)."""
-  parts = [f"layer {i + 1}@{devices_lib.short_name(devices[stage_of[i][0]])} epoch {len(histories[i])}/{epochs} "
+  parts = [f"layer {i + 1}@{devices_lib.short_name(devices[stage_of[i][0]][0])} epoch {len(histories[i])}/{epochs} "
            f"loss {entry['loss']:.4f}" for i, entry in sorted(ended.items())]
   progress.log("; ".join(parts), examples_per_epoch, ended[min(ended)]["seconds"])

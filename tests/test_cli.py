@@ -49,6 +49,11 @@ OWN = {
     programs.PIPELINE_PARALLEL.module: {
         "chunk_zero": (["--pipeline_chunk_steps=0"], "--pipeline_chunk_steps=0: must be a positive integer"),
         "chunk_negative": (["--pipeline_chunk_steps=-3"], "must be a positive integer"),
+        "replicas_zero": (["--replicas_per_stage=0"], "--replicas_per_stage=0: must be a positive integer"),
+        "devices_not_multiple": (["--replicas_per_stage=2", "--num_devices=3"],
+                                 "not a multiple of --replicas_per_stage=2"),
+        "batch_not_divisible": (["--replicas_per_stage=2", "--num_devices=2", "--batch_size=51"],
+                                "--batch_size=51 is not divisible by --replicas_per_stage=2"),
     },
     programs.DATA_PARALLEL.module: {
         "indivisible_batch": (["--num_devices=2", "--batch_size=101"], "divisible"),

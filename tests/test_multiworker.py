@@ -133,6 +133,23 @@ def test_cluster_pipeline_parallel_exports_the_one_device_weights(tmp_path):
   assert record["finetune"]["test_accuracy"] == pytest.approx(local["finetune"]["test_accuracy"], abs=1e-3)
 
 
+def test_cluster_pipeline_with_a_stage_replicated_on_two_workers_equals_one_process(tmp_path):
+  """--replicas_per_stage=2 on 2 workers of one device each: one stage, its two replicas on the two workers, the
+  gradients all-reduced between them by TensorFlow's collectives over gRPC; the weights of one process."""
+  local = pipeline.run(pp_config.PipelineConfig(results_dir=str(tmp_path), run_name="local",
+                                                export_weights=str(tmp_path / "local.npz"), **BASE))
+  proc = _launch(programs.PIPELINE_PARALLEL.module,
+                 _flags(tmp_path, "pp", num_devices=1, pipeline_chunk_steps=5, replicas_per_stage=2))
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  _assert_same_weights(runlog.load_weights(str(tmp_path / "pp.npz")), runlog.load_weights(str(tmp_path / "local.npz")))
+  record = json.load(open(tmp_path / "pp.json"))
+  assert record["pipeline"]["stages"] == [[1, 2]] and record["pipeline"]["replicas_per_stage"] == 2
+  assert [d.split("/device:")[0] for d in record["pipeline"]["devices"][0]] == [
+      "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"]
+  for a, b in zip(record["layers"], local["layers"]):
+    assert [e["loss"] for e in a["epochs"]] == pytest.approx([e["loss"] for e in b["epochs"]], rel=1e-5)
+
+
 def test_killed_worker_stops_the_cluster_and_the_same_command_resumes(tmp_path, greedy_run):
   _, want = greedy_run
   flags = _dp_flags(tmp_path, "resumed", model_dir=tmp_path / "model")

@@ -20,6 +20,7 @@ from greedy import pretrain as greedy
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
 from pipeline_parallel import pretrain as pipeline
+from pipeline_parallel import stages as stages_lib
 from conftest import SLICE_EXAMPLES, run_module
 
 assert len(tf.config.list_logical_devices("CPU")) >= 4
@@ -205,8 +206,10 @@ def test_kernel_paths_agree_to_float_rounding(tmp_path):
   assert worst < 1e-4, worst
 
 
-def test_resume_after_sigkill_with_activations_in_flight(tmp_path):
-  flags = ["--hidden_units=64,48,32", "--num_devices=2", "--pretrain_epochs=3", "--finetune_epochs=0",
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_resume_after_sigkill_with_activations_in_flight(tmp_path, replicas):
+  flags = ["--hidden_units=64,48,32", f"--num_devices={2 * replicas}", f"--replicas_per_stage={replicas}",
+           "--pretrain_epochs=3", "--finetune_epochs=0",
            f"--train_examples={SLICE_EXAMPLES}", "--batch_size=50", f"--pretrain_learning_rate={LEARNING_RATE}",
            "--seed=3", "--pipeline_chunk_steps=7", "--progress=log", f"--model_dir={tmp_path / 'model'}",
            f"--results_dir={tmp_path}", "--run_name=resumed", f"--export_weights={tmp_path}/resumed.npz"]
@@ -219,12 +222,44 @@ def test_resume_after_sigkill_with_activations_in_flight(tmp_path):
   assert final.returncode == 0, final.stderr[-3000:]
   assert "Resuming from" in final.stderr
   pipeline.run(_config(tmp_path, "base", hidden_units=(64, 48, 32), num_devices=2, pretrain_epochs=3))
+  if replicas > 1:
+    assert json.load(open(tmp_path / "resumed.json"))["pipeline"]["replicas_per_stage"] == replicas
   _assert_same(_weights(tmp_path, "resumed"), _weights(tmp_path, "base"))
   resumed = json.load(open(tmp_path / "resumed.json"))
   base = json.load(open(tmp_path / "base.json"))
   assert resumed["resumed"] is True
   for a, b in zip(resumed["layers"], base["layers"]):
     assert [e["loss"] for e in a["epochs"]] == pytest.approx([e["loss"] for e in b["epochs"]], rel=1e-5)
+
+
+@pytest.mark.parametrize("devices", [2, 4])
+def test_replicated_stages_equal_one_replica_per_stage(tmp_path, one_device, devices, monkeypatch):
+  """R = 2 replicas per stage (P = 1 on 2 devices, P = 2 on 4) give the weights of R = 1 at the same global batch;
+  every replica's step saw B/R rows with the gradient divided by the global batch B (so the equality cannot come
+  from each replica training the whole batch)."""
+  seen = []
+  original = stages_lib.Stage._layer_gradients
+
+  def spy(layer, passes_up, global_batch):
+    gradients = original(layer, passes_up, global_batch)
+
+    def traced(inputs, target):
+      seen.append((int(inputs.shape[0]), global_batch))
+      return gradients(inputs, target)
+    return traced
+  monkeypatch.setattr(stages_lib.Stage, "_layer_gradients", staticmethod(spy))
+  record = pipeline.run(_config(tmp_path, "r2", num_devices=devices, replicas_per_stage=2, pipeline_chunk_steps=3))
+  assert record["pipeline"]["replicas_per_stage"] == 2 and len(record["pipeline"]["stages"]) == devices // 2
+  assert seen and set(seen) == {(25, 50)}  # batch 50 over 2 replicas: 25 rows each, divided by 50
+  _assert_same(_weights(tmp_path, "r2"), one_device[1])
+
+
+def test_hybrid_bad_input_is_refused():
+  for values, message in (({"replicas_per_stage": 0}, "--replicas_per_stage must be a positive integer"),
+                          ({"replicas_per_stage": 2, "batch_size": 51}, "not divisible by --replicas_per_stage=2"),
+                          ({"replicas_per_stage": 2, "num_devices": 3}, "not a multiple of --replicas_per_stage=2")):
+    with pytest.raises(ValueError, match=message):
+      pp_config.PipelineConfig(**values)
 
 
 def test_checkpoint_of_another_program_or_other_flags_is_refused(tmp_path):
