@@ -31,6 +31,7 @@ from common import lock as lock_lib
 from common import outputs
 from common import precision as precision_lib
 from common import programs
+from common import provenance
 from common import progress as progress_lib
 from common import replica_steps
 from common import runlog
@@ -273,6 +274,7 @@ def start(config: config_lib.Config, program: programs.Program,
     CheckpointUnusableError: `model_dir` holds checkpoint files of which none can be read.
   """
   started = time.perf_counter()
+  provenance.fields()  # The code that runs is the code at the start (cached; the record is written at the end).
   # Every output location is checked before anything is built; in a cluster the chief (task "chief", or
   # worker 0 of a multi-worker run) writes the record and weights, and a client/server program's workers
   # only serve.
