@@ -40,8 +40,6 @@ from common import timing
 
 # Calls per epoch when a progress bar is shown; without one an epoch is a single call.
 BAR_CHUNKS_PER_EPOCH = 20
-# A finetuned test accuracy at or below this is "at chance" (10 classes: 0.1) and flags the run.
-CHANCE_ACCURACY = 0.12
 
 
 @dataclasses.dataclass
@@ -368,7 +366,7 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
   full["run_seconds"] = run.run_seconds
   full["run_processes"] = int(run._clock.get("processes", 1))
   full["run_name"] = config.effective_run_name
-  full["warnings"] = health_warnings(full)
+  full["warnings"] = runlog.health_warnings(full)
   full["diverged"] = bool(full["warnings"])
   for message in full["warnings"]:
     logging.warning("%s", message)
@@ -381,31 +379,3 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
   if run._lock is not None:
     run._lock.release()
   return full
-
-
-def health_warnings(record: Dict[str, Any]) -> List[str]:
-  """Signs that a run that ended normally learned nothing: the messages, or [] for a healthy run.
-
-  Two checks on the record, made once at the end (nothing is added to a training step):
-    - layer 1's reconstruction loss never fell below its first epoch's (layer 1's input, the images,
-      never moves, so its loss falls in any working run of two or more epochs): a finite divergence,
-      e.g. a learning rate so high the sigmoids saturate;
-    - the finetuned test accuracy is at chance (at most `CHANCE_ACCURACY`; 10 classes).
-
-  Args:
-    record: a run record with "layers" (per epoch "loss") and "finetune" (None or with "test_accuracy").
-  """
-  warnings = []
-  layers = record.get("layers") or []
-  losses = [e["loss"] for e in layers[0].get("epochs", [])] if layers else []
-  if len(losses) >= 2 and not min(losses[1:]) < losses[0]:
-    warnings.append(
-        f"Layer 1's reconstruction loss never fell below its first epoch's ({losses[0]:.4g} in epoch 1, "
-        f"{losses[-1]:.4g} in epoch {len(losses)}): pretraining diverged without overflowing; lower "
-        "--pretrain_learning_rate.")
-  accuracy = (record.get("finetune") or {}).get("test_accuracy")
-  if accuracy is not None and accuracy <= CHANCE_ACCURACY:
-    warnings.append(
-        f"The finetuned test accuracy {accuracy:.4f} is at chance (0.1 for 10 classes): the model learned "
-        "nothing; check the learning rates (--pretrain_learning_rate, --finetune_learning_rate).")
-  return warnings

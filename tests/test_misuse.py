@@ -22,7 +22,6 @@ from common import devices
 from common import errors
 from common import memory
 from common import outputs
-from common import lifecycle
 from common import progress
 from common import runlog
 from common import programs
@@ -169,7 +168,7 @@ def test_finite_divergence_is_flagged_and_the_run_still_succeeds(diverged):
   assert "WARNING: Layer 1's reconstruction loss never fell" in proc.stderr
   # A healthy history raises nothing: the check can pass.
   healthy = {"layers": [{"epochs": [{"loss": 200.0}, {"loss": 150.0}]}], "finetune": {"test_accuracy": 0.9}}
-  assert lifecycle.health_warnings(healthy) == []
+  assert runlog.health_warnings(healthy) == []
 
 
 def test_exported_weights_log_the_file_written(diverged):
