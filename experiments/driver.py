@@ -6,7 +6,7 @@ thread each, fixed when TensorFlow starts), from the repository root. A run whos
 skipped (after checking its flags still match the run list); a failing run stops the driver with its
 command and the end of its log, keeping every finished record. Progress: one line when a run starts and
 one when it ends, with the elapsed time and an ETA (the budget estimate of the remaining runs, scaled by
-measured / estimated so far). Each finished run appends a line to the driver log (wall seconds, estimate,
+measured / estimated so far, `experiments.budget`). Each finished run appends a line to the driver log (wall seconds, estimate,
 command): <output_dir>/runs/driver_log.jsonl for `experiments.reproduce`.
 """
 
@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from common import cluster
+from common import programs
 from experiments import ROOT
 from experiments import budget
 from experiments import presets
@@ -64,18 +64,20 @@ class Job:
     return os.path.splitext(os.path.basename(self.record))[0]
 
 
-def job(group: str, index: int, count: int, run: presets.RunSpec, record: str, work_dir: str, cores: int,
-        preset: Optional[str] = None) -> Job:
+def job(group: str, index: int, count: int, run: presets.RunSpec, record: str, work_dir: str,
+        rates: budget.Rates, preset: Optional[str] = None) -> Job:
   """A Job whose log (and checkpoints, if resumable) go under `work_dir`/<logs|checkpoints>/<group>/."""
   stem = os.path.splitext(os.path.basename(record))[0]
   return Job(group, index, count, run, record, os.path.join(work_dir, "logs", group, stem + ".log"),
              os.path.join(work_dir, "checkpoints", group, stem) if run.resumable else None,
-             budget.run_seconds(run, cores), preset)
+             budget.run_seconds(run, rates), preset)
 
 
-def plan(entries: Mapping[str, presets.Entry], preset: str, output_dir: str, work_dir: str,
-         cores: int) -> List[Job]:
-  """The runs of a preset's `entries` in order, each once (a run shared by two entries goes with the first)."""
+def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str, work_dir: str,
+         rates: Optional[budget.Rates] = None) -> List[Job]:
+  """The runs of a preset's `entries` in order, each once (a run shared by two entries goes with the first);
+  estimates from `rates` (default: fitted to the driver logs of `output_dir`, `budget.fit`)."""
+  rates = rates or budget.fit(output_dir)
   jobs, seen = [], set()
   for name, entry in entries.items():
     for i, r in enumerate(entry.runs):
@@ -83,14 +85,14 @@ def plan(entries: Mapping[str, presets.Entry], preset: str, output_dir: str, wor
         continue
       seen.add((r.home, r.stored_name))
       jobs.append(job(r.home, i + 1, len(entry.runs), r, records.record_path(output_dir, preset, r), work_dir,
-                      cores, preset))
+                      rates, preset))
   return jobs
 
 
 def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
   """The command line of a job: `python -m <module> <flags>` (module default: <program>.train, started by
   the run's launcher if it has one)."""
-  module = (modules or {}).get(j.run.program, f"{j.run.program}.train")
+  module = (modules or {}).get(j.run.program) or programs.get(j.run.program).module
   start = ([sys.executable, "-m", j.run.launcher[0], *j.run.launcher[1:], module] if j.run.launcher
            else [sys.executable, "-m", module])
   args = [*start, *j.run.arguments(), f"--results_dir={os.path.dirname(j.record)}", f"--run_name={j.run_name}",
@@ -104,7 +106,7 @@ def _environment() -> Dict[str, str]:
   """The programs' environment: the repository on PYTHONPATH, the offline MNIST copy when present, and no
   TF_CONFIG (a run started here is local; `common.launch` makes its own cluster)."""
   env = dict(os.environ)
-  env.pop(cluster.TF_CONFIG, None)
+  env.pop("TF_CONFIG", None)
   env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
   shared = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
   if "TFDS_DATA_DIR" not in env and os.path.isdir(shared):

@@ -128,40 +128,36 @@ def other_machines(output_dir: str, entry: str) -> Dict[str, EntryData]:
   return out
 
 
-def config(record: Mapping, name: str) -> Any:
-  """A config value of a record."""
-  return record["config"][name]
-
-
 def devices(record: Mapping) -> int:
   """Devices (G) the run used."""
   return int(record["config"]["num_devices"])
 
 
 def cores(record: Mapping) -> int:
-  """Cores of the machine the run ran on."""
-  return int(record["environment"]["cpu_count"])
+  """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else the machine's
+  `cpu_count` (records made before the field)."""
+  env = record["environment"]
+  return int(env.get("usable_cores") or env["cpu_count"])
 
 
 def oversubscribed(record: Mapping) -> bool:
-  """True when the run had more logical CPU devices than the machine has cores."""
-  env = record["environment"]
-  return env.get("device_kind") != "GPU" and devices(record) > int(env["cpu_count"])
+  """True when the run had more logical CPU devices than cores it could use (marked †)."""
+  return record["environment"].get("device_kind") != "GPU" and devices(record) > cores(record)
 
 
-def hardware(records: Sequence[Mapping]) -> str:
-  """One line naming the hardware the records ran on, e.g. "CPU-logical devices, 2 cores, TF 2.21.0 (vm)".
+def machine_label(rs: Sequence[Mapping]) -> str:
+  """The machine(s) of `rs`, e.g. "2 cores" (one label for every table, figure and headline row)."""
+  return "/".join(map(str, sorted({cores(r) for r in rs}))) + " cores"
 
-  The processor follows the host ("(vm, AMD EPYC)") when the records name one (records made since the
-  field was added).
-  """
-  kinds = sorted({r["environment"].get("device_kind", "?") for r in records})
-  models = sorted({r["environment"]["cpu_model"] for r in records if r["environment"].get("cpu_model")})
-  core_counts = sorted({cores(r) for r in records})
-  hosts = sorted({r["environment"].get("hostname", "?") for r in records})
-  tf_versions = sorted({r["environment"].get("tensorflow", "?") for r in records})
-  return (f"{'/'.join(kinds)} devices, {'/'.join(map(str, core_counts))} cores, TF {'/'.join(tf_versions)} "
-          f"({', '.join(hosts + models)})")
+
+def hardware(rs: Sequence[Mapping]) -> str:
+  """One line naming the hardware the records ran on, e.g. "CPU-logical devices, 2 cores, TF 2.21.0 (vm)";
+  the processor follows the host ("(vm, AMD EPYC)") when the records name one."""
+  env = [r["environment"] for r in rs]
+  kinds = sorted({e.get("device_kind", "?") for e in env})
+  hosts = sorted({e.get("hostname", "?") for e in env}) + sorted({e["cpu_model"] for e in env if e.get("cpu_model")})
+  return (f"{'/'.join(kinds)} devices, {machine_label(rs)}, TF {'/'.join(sorted({e.get('tensorflow', '?') for e in env}))} "
+          f"({', '.join(hosts)})")
 
 
 def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:

@@ -18,14 +18,16 @@ Writes <output_dir>/records/<configuration>_r<k>.json and <output_dir>/summary.j
 from typing import List
 
 from common import cost
+from common import programs
 from experiments.benchmarks import harness
+
+MP = programs.MODEL_PARALLEL
 
 
 def configurations(s: harness.Setting) -> List:
   """In process on H logical devices; on a cluster of H local workers with one device each."""
   h = len(s.hidden_units)
-  return [s.run("in_process", "model_parallel", h),
-          s.run("cluster", "model_parallel", 1, launcher=("common.launch", f"--workers={h}"))]
+  return [s.run("in_process", MP, h), s.run("cluster", MP, 1, launcher=("common.launch", f"--workers={h}"))]
 
 
 def _phases(record: dict) -> dict:
@@ -45,11 +47,11 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
       "cluster_overhead": harness.spread([x - 1 for x in overhead["values"]]),
       "goal_overhead": 0.10,
       "network_bytes": {
-          "model_parallel_per_epoch_step": moved["model_parallel"]["bytes_per_epoch_step"],
-          "model_parallel_copies": moved["model_parallel"]["copies"],
-          "model_parallel_per_run": moved["model_parallel"]["bytes_per_epoch_step"] * steps,
+          "model_parallel_per_epoch_step": moved[MP.name]["bytes_per_epoch_step"],
+          "model_parallel_copies": moved[MP.name]["copies"],
+          "model_parallel_per_run": moved[MP.name]["bytes_per_epoch_step"] * steps,
           "epoch_steps": steps,
-          "data_parallel_gradient_bytes_per_epoch_same_batch": moved["data_parallel"]["gradient_bytes_per_epoch"],
+          "data_parallel_gradient_bytes_per_epoch_same_batch": moved[programs.DATA_PARALLEL.name]["gradient_bytes_per_epoch"],
           "method": "from the parameter shapes, float32 (common.cost.network_bytes); data parallel: per "
                     "worker with a ring all-reduce over 2 workers"},
       "phases": {name: [_phases(r) for r in rs] for name, rs in runs.items()},

@@ -20,12 +20,13 @@ Writes <output_dir>/n<cores>_b<batch>/<configuration>_r<k>.json and <output_dir>
 import os
 from typing import Dict, List, Optional
 
+from common import programs
 from experiments import records
 from experiments.benchmarks import harness
 
-PROGRAMS = ("greedy", "sync_layerwise", "model_parallel", "data_parallel", "pipeline_parallel")
+PROGRAMS = programs.PROGRAMS
 # Programs whose devices can share one intra-op pool (--thread_pool=shared).
-TWO_LEVEL = ("model_parallel", "pipeline_parallel")
+TWO_LEVEL = (programs.MODEL_PARALLEL.name, programs.PIPELINE_PARALLEL.name)
 HELDOUT = "--heldout_every_epoch"
 LOSS_TOLERANCE = 0.01
 
@@ -36,24 +37,22 @@ def _cores(s: harness.Setting) -> int:
 
 def baseline(s: harness.Setting) -> str:
   """The reference configuration: greedy, one device with every core as its threads."""
-  return f"greedy_g1_t{_cores(s)}"
+  return f"{programs.GREEDY.name}_g1_t{_cores(s)}"
 
 
 def configurations(s: harness.Setting) -> List:
   """Every program x (devices, threads) with devices x threads = N, plus shared pools for the two-level ones."""
   n, runs = _cores(s), []
-  for program in PROGRAMS:
-    one_device = program in ("greedy", "sync_layerwise")
-    for g in [d for d in range(1, n + 1) if n % d == 0 and (d == 1 or not one_device)]:
-      if program == "data_parallel" and s.batch_size % g:
+  for p in PROGRAMS:
+    for g in [d for d in range(1, n + 1) if n % d == 0 and (d == 1 or not p.one_device)]:
+      if p is programs.DATA_PARALLEL and s.batch_size % g:
         continue
       t = n // g
-      two_level = program in TWO_LEVEL and g > 1
-      runs.append(s.run(f"{program}_g{g}_t{t}", program, g, threads=t,
+      two_level = p.name in TWO_LEVEL and g > 1
+      runs.append(s.run(f"{p.name}_g{g}_t{t}", p, g, threads=t,
                         extra=(HELDOUT, "--thread_pool=per_device") if two_level else (HELDOUT,)))
       if two_level:
-        runs.append(s.run(f"{program}_g{g}_t{t}_shared", program, g, extra=(HELDOUT, "--thread_pool=shared"),
-                          threads=t))
+        runs.append(s.run(f"{p.name}_g{g}_t{t}_shared", p, g, extra=(HELDOUT, "--thread_pool=shared"), threads=t))
   return runs
 
 

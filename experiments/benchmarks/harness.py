@@ -25,6 +25,8 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
+from common import programs
+from experiments import budget
 from experiments import driver
 from experiments import presets
 from experiments import records
@@ -48,8 +50,8 @@ class Setting:
   repeats: int
   options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-  def run(self, name: str, program: str, devices: int, extra: Sequence[str] = (), launcher: Sequence[str] = (),
-          threads: int = 1) -> presets.RunSpec:
+  def run(self, name: str, program: programs.Program, devices: int, extra: Sequence[str] = (),
+          launcher: Sequence[str] = (), threads: int = 1) -> presets.RunSpec:
     """A configuration: `program` with this setting's flags on `devices` devices, pretraining only."""
     return presets.run(name, program, self.hidden_units, self.pretrain_epochs, self.batch_size, devices,
                        self.train_examples, extra=extra, launcher=launcher, threads=threads)
@@ -132,8 +134,10 @@ class MachineLoad:
 
 
 def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
-         cores: int) -> List[driver.Job]:
-  """The runs in alternation order: repeat r runs the configurations rotated by r."""
+         rates: Optional[budget.Rates] = None) -> List[driver.Job]:
+  """The runs in alternation order: repeat r runs the configurations rotated by r (estimates from `rates`,
+  default `budget.fit(output_dir)`)."""
+  rates = rates or budget.fit(output_dir)
   configurations = benchmark.configurations(setting)
   folder = os.path.join(output_dir, benchmark.folder(setting))
   jobs = []
@@ -143,7 +147,7 @@ def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
       record = os.path.join(folder, f"{c.name}_r{r}.json")
       # Logs and checkpoints per setting: another batch size must not resume this one's checkpoints.
       jobs.append(driver.job(benchmark.name, len(jobs) + 1, setting.repeats * len(configurations), c, record,
-                             os.path.join(work_dir, benchmark.folder(setting)), cores))
+                             os.path.join(work_dir, benchmark.folder(setting)), rates))
   return jobs
 
 
@@ -164,7 +168,7 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
   Raises:
     driver.RunFailedError: a run failed or a stored record does not match its configuration.
   """
-  jobs = plan(benchmark, setting, output_dir, work_dir, os.cpu_count() or 1)
+  jobs = plan(benchmark, setting, output_dir, work_dir)
   load = MachineLoad()
   ran = driver.run(jobs, f"benchmark {benchmark.name}", os.path.join(output_dir, benchmark.folder(setting),
                                                                       "driver_log.jsonl"), modules=modules, out=out)
@@ -176,7 +180,7 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
       "benchmark": benchmark.name, "command": command,
       "setting": {**{k: v for k, v in dataclasses.asdict(setting).items() if k != "options"}, **setting.options,
                   "device_kind": first.get("device_kind"), "cpu_count": first.get("cpu_count")},
-      "configurations": {c.name: ([*c.launcher] if c.launcher else []) + [f"{c.program}.train", *c.arguments()]
+      "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()]
                          for c in benchmark.configurations(setting)},
       "order": [j.run_name for j in jobs],
       "machine_load": load.report() if ran else None,
@@ -246,6 +250,13 @@ def load_summaries(output_dir: str, benchmark: Benchmark) -> Dict[str, Dict[str,
     if name.startswith("summary") and name.endswith(".json"):
       out[name] = records.load(os.path.join(folder, name))
   return out
+
+
+def records_of(folder: str, summary: Mapping[str, Any]) -> Dict[str, List[dict]]:
+  """{configuration: [record of each repeat]} of a summary in `folder` (its records' paths, written relative to
+  the directory the benchmark ran in, taken as <folder>/<records folder>/<file>)."""
+  return {name: [records.load(os.path.join(folder, *path.replace(os.sep, "/").split("/")[-2:])) for path in paths]
+          for name, paths in summary["records"].items()}
 
 
 def setting_of(summary: Mapping[str, Any]) -> Optional[str]:

@@ -19,19 +19,19 @@ Writes <output_dir>/b<batch>/<program>_<kernels>_r<k>.json and <output_dir>/summ
 import statistics
 from typing import Dict, List, Mapping, Optional, Sequence
 
+from common import programs
 from experiments.benchmarks import harness
 
-# Each program, and whether it runs on one device (it trains one layer's step at a time) or on --num_devices.
-PROGRAMS = (("greedy", False), ("sync_layerwise", False), ("model_parallel", True), ("data_parallel", True),
-            ("pipeline_parallel", True))
+# Every registered program: on one device, or on --num_devices.
+PROGRAMS = programs.PROGRAMS
 PATHS = ("xla", "tf")
 
 
 def configurations(s: harness.Setting) -> List:
   """Every program with each kernel path: <program>_xla and <program>_tf."""
-  return [s.run(f"{program}_{path}", program, s.num_devices if parallel else 1,
-                extra=(f"--kernels={path}",) + (("--profile_steps=0",) if program == "data_parallel" else ()))
-          for program, parallel in PROGRAMS for path in PATHS]
+  return [s.run(f"{p.name}_{path}", p, 1 if p.one_device else s.num_devices,
+                extra=(f"--kernels={path}",) + (("--profile_steps=0",) if p is programs.DATA_PARALLEL else ()))
+          for p in PROGRAMS for path in PATHS]
 
 
 def _cores_busy(runs: List[dict]) -> Dict[str, object]:
@@ -41,19 +41,19 @@ def _cores_busy(runs: List[dict]) -> Dict[str, object]:
 def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   """Per program: seconds and cores busy per path, xla / tf per repeat, the faster path (module docstring)."""
   out = {}
-  for program, parallel in PROGRAMS:
-    xla, tf = f"{program}_xla", f"{program}_tf"
+  for p in PROGRAMS:
+    program, xla, tf = p.name, f"{p.name}_xla", f"{p.name}_tf"
     ratio = harness.ratio_spread(runs, xla, tf)
     medians = {p: statistics.median(r["pretrain_seconds"] for r in runs[f"{program}_{p}"]) for p in PATHS}
     faster = min(PATHS, key=medians.get)
     out[program] = {
-        "devices": s.num_devices if parallel else 1,
+        "devices": 1 if p.one_device else s.num_devices,
         "xla_over_tf": ratio,
         "cores_busy": {p: _cores_busy(runs[f"{program}_{p}"]) for p in PATHS},
         "faster": faster,
         "all_repeats_agree": all((v > 1) == (faster == "tf") for v in ratio["values"]),
     }
-  return {"programs": out, **{f"xla_over_tf_{program}": out[program]["xla_over_tf"] for program, _ in PROGRAMS}}
+  return {"programs": out, **{f"xla_over_tf_{p.name}": out[p.name]["xla_over_tf"] for p in PROGRAMS}}
 
 
 def choice(summaries: Sequence[Mapping], program: str) -> Optional[str]:
@@ -77,7 +77,7 @@ BENCHMARK = harness.Benchmark(
     name="kernels", configurations=configurations, summarize=summarize,
     defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 100, "pretrain_epochs": 2,
               "train_examples": 22_000, "num_devices": 2, "repeats": 3},
-    columns=tuple((f"xla_over_tf_{program}", f"{program}: xla s / tf s") for program, _ in PROGRAMS))
+    columns=tuple((f"xla_over_tf_{p.name}", f"{p.name}: xla s / tf s") for p in PROGRAMS))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -29,11 +29,13 @@ Writes <output_dir>/b<batch>/<program>_r<k>.json and <output_dir>/summary_b<batc
 from typing import List, Tuple
 
 from common import cost
+from common import layerwise_schedule as schedule_lib
+from common import programs
 from experiments import records
 from experiments.benchmarks import harness
-from common import layerwise_schedule as schedule_lib
 
-PROGRAMS = ("greedy", "sync_layerwise", "model_parallel")
+GREEDY, SYNC, MP = programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARALLEL
+PROGRAMS = (GREEDY, SYNC, MP)
 
 
 def _variants(s: harness.Setting) -> List[Tuple[str, str]]:
@@ -43,13 +45,13 @@ def _variants(s: harness.Setting) -> List[Tuple[str, str]]:
 
 def _name(s: harness.Setting, kernels: str, pool: str) -> str:
   """"model_parallel" for the main configuration, model_parallel_<kernels>_<pool> for the others."""
-  return "model_parallel" if (kernels, pool) == _variants(s)[0] else f"model_parallel_{kernels}_{pool}"
+  return MP.name if (kernels, pool) == _variants(s)[0] else f"{MP.name}_{kernels}_{pool}"
 
 
 def configurations(s: harness.Setting) -> List:
   """greedy and sync_layerwise on one device, model_parallel on s.num_devices (one per kernels x thread pool)."""
-  return [s.run(p, p, 1) for p in PROGRAMS[:2]] + [
-      s.run(_name(s, k, t), "model_parallel", s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}"))
+  return [s.run(p.name, p, 1) for p in (GREEDY, SYNC)] + [
+      s.run(_name(s, k, t), MP, s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}"))
       for k, t in _variants(s)]
 
 
@@ -111,7 +113,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   schedule = schedule_lib.Schedule(len(s.hidden_units), s.num_devices, s.pretrain_epochs)
   flops = [cost.layer_epoch_flops(s.hidden_units, i + 1, s.train_examples) for i in range(len(s.hidden_units))]
   per_repeat = []
-  for greedy, sync, mp in zip(runs["greedy"], runs["sync_layerwise"], runs["model_parallel"]):
+  for greedy, sync, mp in zip(runs[GREEDY.name], runs[SYNC.name], runs[MP.name]):
     alone = records.layer_epoch_seconds(greedy)
     bound = schedule.critical_path(alone)
     per_repeat.append({
@@ -132,19 +134,19 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   out["per_repeat"] = per_repeat
   out["variants"] = {_name(s, *v): {
       "kernels": v[0], "thread_pool": v[1],
-      "speedup_vs_greedy": harness.ratio_spread(runs, "greedy", _name(s, *v)),
-      "speedup_vs_sync_layerwise": harness.ratio_spread(runs, "sync_layerwise", _name(s, *v)),
+      "speedup_vs_greedy": harness.ratio_spread(runs, GREEDY.name, _name(s, *v)),
+      "speedup_vs_sync_layerwise": harness.ratio_spread(runs, SYNC.name, _name(s, *v)),
       "fraction_of_bound": harness.spread([g["bound_seconds"] / r["pretrain_seconds"]
                                            for g, r in zip(per_repeat, runs[_name(s, *v)])]),
       "fraction_of_cores_bound": harness.spread([y["pretrain_seconds"] / (s.num_devices * r["pretrain_seconds"])
-                                                 for y, r in zip(runs["sync_layerwise"], runs[_name(s, *v)])]),
+                                                 for y, r in zip(runs[SYNC.name], runs[_name(s, *v)])]),
       "corun_slowdown": [corun_slowdown(r) for r in runs[_name(s, *v)]],
       # None for records older than the CPU seconds.
       "cores_busy": harness.spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"] for r in runs[_name(s, *v)]])
                     if all("pretrain_cpu_seconds" in r for r in runs[_name(s, *v)]) else None}
       for v in _variants(s)}
-  out["model_parallel_phases"] = [_phases(r) for r in runs["model_parallel"]]
-  out["sync_layerwise_layer_epoch_seconds"] = [records.layer_epoch_seconds(r) for r in runs["sync_layerwise"]]
+  out["model_parallel_phases"] = [_phases(r) for r in runs[MP.name]]
+  out["sync_layerwise_layer_epoch_seconds"] = [records.layer_epoch_seconds(r) for r in runs[SYNC.name]]
   return out
 
 
@@ -153,7 +155,7 @@ def _folder(s: harness.Setting) -> str:
 
 
 BENCHMARK = harness.Benchmark(
-    name="model_parallel", configurations=configurations, summarize=summarize,
+    name=MP.name, configurations=configurations, summarize=summarize,
     folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",
     options={"target_speedup": (1.4, "Speedup over sync_layerwise whose reachability is reported."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the model_parallel configurations."),

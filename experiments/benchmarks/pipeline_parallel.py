@@ -26,11 +26,13 @@ import dataclasses
 from typing import Dict, List, Tuple
 
 from common import cost
+from common import programs
 from experiments.benchmarks import harness
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
 
-PIPELINE = "pipeline_parallel"
+GREEDY, MP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.PIPELINE_PARALLEL
+PIPELINE = PP.name
 
 
 def _chunks(s: harness.Setting) -> List[int]:
@@ -55,12 +57,12 @@ def configurations(s: harness.Setting) -> List:
   """The baselines (unless --baselines=0) and pipeline_parallel on G devices for each chunk size and kernel path."""
   k0, kernels0 = _variants(s)[0]
   main = [f"--pipeline_chunk_steps={k0}", f"--kernels={kernels0}"]
-  runs = [s.run(_name(s, k, kern), PIPELINE, s.num_devices, extra=(f"--pipeline_chunk_steps={k}", f"--kernels={kern}"))
+  runs = [s.run(_name(s, k, kern), PP, s.num_devices, extra=(f"--pipeline_chunk_steps={k}", f"--kernels={kern}"))
           for k, kern in _variants(s)]
   if s.options["baselines"]:
-    runs = [s.run("greedy", "greedy", 1), s.run("model_parallel", "model_parallel", s.num_devices), *runs,
-            s.run(f"{PIPELINE}_1_device", PIPELINE, 1, extra=main),
-            dataclasses.replace(s.run(f"{PIPELINE}_checkpoints", PIPELINE, s.num_devices, extra=main), resumable=True)]
+    runs = [s.run(GREEDY.name, GREEDY, 1), s.run(MP.name, MP, s.num_devices), *runs,
+            s.run(f"{PIPELINE}_1_device", PP, 1, extra=main),
+            dataclasses.replace(s.run(f"{PIPELINE}_checkpoints", PP, s.num_devices, extra=main), resumable=True)]
   return runs
 
 
@@ -91,9 +93,9 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
     return out
   pp = runs[first]
   one = runs[f"{PIPELINE}_1_device"]
-  out["speedup_vs_greedy"] = harness.ratio_spread(runs, "greedy", first)
-  out["speedup_vs_model_parallel"] = harness.ratio_spread(runs, "model_parallel", first)
-  out["one_device_speedup_vs_greedy"] = harness.ratio_spread(runs, "greedy", f"{PIPELINE}_1_device")
+  out["speedup_vs_greedy"] = harness.ratio_spread(runs, GREEDY.name, first)
+  out["speedup_vs_model_parallel"] = harness.ratio_spread(runs, MP.name, first)
+  out["one_device_speedup_vs_greedy"] = harness.ratio_spread(runs, GREEDY.name, f"{PIPELINE}_1_device")
   out["fraction_of_flop_bound"] = harness.spread([
       a["pretrain_seconds"] / out["flop_bound_vs_one_device"] / b["pretrain_seconds"] for a, b in zip(one, pp)])
   saved = runs[f"{PIPELINE}_checkpoints"]

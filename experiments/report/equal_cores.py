@@ -69,6 +69,18 @@ def conclusion(output_dir: str) -> Optional[str]:
           "images, the program that finishes pretraining first is: " + "; ".join(parts) + ".")
 
 
+def headline_cell(output_dir: str) -> Optional[str]:
+  """The fastest program per batch, e.g. "pipeline parallel 1.65× at batch 100, 1.37× at 1000 (2 cores)"."""
+  found = summaries(output_dir)
+  parts, last = [], None
+  for (cores, batch), s in found.items():
+    program = program_of(s["fastest_program"])
+    parts.append(f"{'' if program == last else style.program_name(program) + ' '}"
+                 f"{_ratios(s, s['fastest_program'])['median']:.2f}× at {'' if last else 'batch '}{batch}")
+    last = program
+  return ", ".join(parts) + f" ({'/'.join(sorted({str(c) for c, _ in found}))} cores)" if parts else None
+
+
 def table(output_dir: str) -> str:
   """Every configuration of every summary: seconds, ratio to greedy on all cores, time to greedy's held-out loss."""
   rows = []

@@ -25,7 +25,7 @@ def rows(data: records.EntryData) -> List[dict]:
   out = []
   for stack, by_g in _stacks(data).items():
     try:
-      model = perf_model.calibrate_pipeline({str(g): r for g, r in by_g.items()})
+      model = perf_model.Pipeline.calibrate({str(g): r for g, r in by_g.items()})
     except ValueError:
       model = None
     one = by_g.get(1)
@@ -40,7 +40,7 @@ def rows(data: records.EntryData) -> List[dict]:
   return out
 
 
-def draw(data: records.EntryData):
+def draw(data: records.EntryData, others=None):
   """Seconds vs devices (left, model dashed) and speedup over one device (right), one line per stack."""
   fig, (left, right) = style.figure(2)
   table = rows(data)

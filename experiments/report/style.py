@@ -1,5 +1,5 @@
-"""What every figure and table shares: colours and names of the strategies, the footer naming preset and
-hardware, the marking of oversubscribed points (more logical devices than cores), number formats."""
+"""What every figure and table shares: colours and names of the programs (`common.programs`), the footer naming
+preset and hardware, the marking of oversubscribed points (more logical devices than cores), number formats."""
 
 import textwrap
 from typing import Optional, Sequence
@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from common import programs  # noqa: E402
 from experiments import presets  # noqa: E402
 from experiments import records  # noqa: E402
 from experiments import reported  # noqa: E402
@@ -16,30 +17,28 @@ from experiments import reported  # noqa: E402
 REPORT_LABEL = reported.HARDWARE
 REPORT_COLOR = "0.45"
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-_PROGRAM_COLORS = {"greedy": "tab:blue", "model_parallel": "tab:orange", "data_parallel": "tab:green",
-                   "sync_layerwise": "tab:purple", "pipeline_parallel": "tab:red"}
-_SPARE_COLORS = ( "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
-_PROGRAM_NAMES = {"greedy": "greedy layer-wise", "sync_layerwise": "synchronized layer-wise"}
 DAGGER = "† more logical devices than cores (oversubscribed)."
 # Markers and line styles of the machines a scaling figure shows: this one (""), then the others.
 MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":")}
 
 
 def program_name(program: str) -> str:
-  """"model_parallel" -> "model parallel"; "greedy" -> "greedy layer-wise"."""
-  return _PROGRAM_NAMES.get(program, program.replace("_", " "))
+  """A program's name in figures and tables, its registry label: "model_parallel" -> "model parallel".
+
+  Raises:
+    ValueError: not a registered program.
+  """
+  return programs.get(program).label
 
 
 def program_color(program: str) -> str:
-  """A fixed colour per program (programs without one get a spare colour chosen by their name)."""
-  if program in _PROGRAM_COLORS:
-    return _PROGRAM_COLORS[program]
-  return _SPARE_COLORS[sum(map(ord, program)) % len(_SPARE_COLORS)]
+  """A program's colour in every figure (its registry colour)."""
+  return programs.get(program).color
 
 
 def machine_label(data: records.EntryData) -> str:
-  """"2 cores" or "2/16 cores": the core count(s) of the machine(s) the entry's records ran on."""
-  return "/".join(map(str, sorted({records.cores(r) for r in data.runs.values()}))) + " cores"
+  """The machine(s) the entry's records ran on (`records.machine_label`)."""
+  return records.machine_label(list(data.runs.values()))
 
 
 def figure(ncols: int = 1, width: float = 6.4, height: float = 4.8):

@@ -2,16 +2,17 @@
 differs, all computed from the records (`report.series`) and `experiments.reported`. Every table function
 takes (data, others): the entry's records on this machine and {machine: records} of the other machines."""
 
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import List, Mapping, Optional, Tuple
 
+from common import programs
 from experiments import records
 from experiments import reported
-from experiments.report import pipeline
 from experiments.report import series
 from experiments.report import style
 
 MODEL_ERROR_GOAL = 0.15
 Others = Mapping[str, records.EntryData]
+GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
 
 
 def judged_error(x: Optional[float]) -> str:
@@ -27,6 +28,11 @@ def _over(record: dict) -> str:
 
 def _cores(data: records.EntryData) -> int:
   return min(records.cores(r) for r in data.runs.values())
+
+
+def scaling_report(entry: str) -> Mapping[int, Mapping[int, float]]:
+  """The report's {layers: {GPUs: seconds}} of a model-parallel scaling entry ({} for another entry)."""
+  return {"mp_scaling_b100": reported.MP_SCALING_B100, "mp_scaling_b5000": reported.MP_SCALING_B5000}.get(entry, {})
 
 
 def contention_note(data: records.EntryData) -> str:
@@ -70,7 +76,7 @@ def _model_cell(p) -> str:
 
 def scaling(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
   """Seconds and speedup per (machine, layers, devices), ours beside the report's and the model's."""
-  report = {"mp_scaling_b100": reported.MP_SCALING_B100, "mp_scaling_b5000": reported.MP_SCALING_B5000}.get(data.entry, {})
+  report = scaling_report(data.entry)
   rows, sentences = [], []
   for machine, d in [("", data)] + list(others.items()):
     predicted = {(len(p.hidden_units), p.devices): p for p in series.model_predictions(d)}
@@ -153,13 +159,13 @@ def mp_vs_dp(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
   rows, ratios = [], []
   rep = [reported.MP_VS_DP[k] for k in sorted(reported.MP_VS_DP)]
   for i, (label, g) in enumerate(series.mp_vs_dp_groups(data)):
-    dp, mp = g.get("dp"), g.get("mp")
+    dp, mp = g.get(DP.name), g.get(MP.name)
     ratio = series.seconds(mp) / series.seconds(dp) if dp and mp else None
     ratios.append(ratio)
     r = rep[i] if i < len(rep) else {}
     rows.append([label, style.fmt_seconds(series.seconds(dp)) + _over(dp) if dp else "—",
                  style.fmt_seconds(series.seconds(mp)) + _over(mp) if mp else "—", style.fmt_ratio(ratio),
-                 r.get("dp", "—"), r.get("mp", "—"), style.fmt_ratio(r["mp"] / r["dp"] if r else None)])
+                 r.get(DP.name, "—"), r.get(MP.name, "—"), style.fmt_ratio(r[MP.name] / r[DP.name] if r else None)])
   known = [f for f in ratios if f is not None]
   sentences = [f"Ours: {series.batch_label(list(data.runs.values()))}; the report: batch 7000 "
                f"({reported.DP_BATCH_NOTE}). Single runs."]
@@ -187,11 +193,11 @@ def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Tuple[str, Li
                        "greedy's at the same epochs (test images through the stack below, fixed masks): " +
                        "; ".join(f"{style.program_name(p)} within {100 * w:.1f}% (largest gap at {e}+{e} epochs)"
                                  for p, (w, e) in sorted(worst.items())) + ".")
-    if points.get("greedy") and points.get("model_parallel"):
-      g, m = points["greedy"][-1], points["model_parallel"][-1]
+    if points.get(GREEDY.name) and points.get(MP.name):
+      g, m = points[GREEDY.name][-1], points[MP.name][-1]
       sentences.append(f"{preset}: at {g[0]}+{g[0]} epochs greedy {g[1]:.4f}, model parallel {m[1]:.4f} "
-                       f"(report at 60+60: greedy {reported.ACCURACY['greedy'][60]}, model parallel "
-                       f"{reported.ACCURACY['model_parallel'][60]}, text ~{reported.MP_ACCURACY_TEXT}).")
+                       f"(report at 60+60: greedy {reported.ACCURACY[GREEDY.name][60]}, model parallel "
+                       f"{reported.ACCURACY[MP.name][60]}, text ~{reported.MP_ACCURACY_TEXT}).")
   rows += [["report", style.program_name(p), f"{e}+{e}", f"{a:.4f}"] for p in reported.ACCURACY
            for e, a in sorted(reported.ACCURACY[p].items())]
   return style.md_table(["preset", "program", "epochs", "test accuracy"], rows), sentences
@@ -203,10 +209,10 @@ def dp_accuracy(data: records.EntryData, others: Others) -> Tuple[str, List[str]
   for preset in series.presets_shown(data):
     dp = [r for n, r in series.runs_of(data, preset).items() if n.startswith("dp_")]
     for row in series.dp_accuracy_rows(data, preset):
-      goal = row["greedy"] - series.DP_TOLERANCE if row["greedy"] is not None else None
+      goal = row["baseline"] - series.DP_TOLERANCE if row["baseline"] is not None else None
       rows.append([preset, f"{row['epochs']}+{row['epochs']}", series.batch_label(dp),
                    style.fmt_accuracy(row["report_recipe"]), style.fmt_accuracy(row["large_batch"]),
-                   style.fmt_accuracy(row["greedy"]), style.fmt_accuracy(goal), style.fmt_accuracy(row["report"])])
+                   style.fmt_accuracy(row["baseline"]), style.fmt_accuracy(goal), style.fmt_accuracy(row["report"])])
       if row["large_batch"] is not None and goal is not None:
         sentences.append(f"{preset}, {row['epochs']}+{row['epochs']}: the large-batch recipe "
                          f"{'reaches' if row['large_batch'] >= goal else 'misses'} greedy - {series.DP_TOLERANCE} "
@@ -230,13 +236,13 @@ def strategy_comparison(data: records.EntryData, others: Others) -> Tuple[str, L
   """Seconds and speedup over greedy per program, ours and the report's."""
   rs = series.strategy_records(data)
   rep = reported.STRATEGY_COMPARISON
-  base = series.seconds(rs["greedy"]) if "greedy" in rs else None
+  base = series.seconds(rs[GREEDY.run_name]) if GREEDY.run_name in rs else None
   rows = []
   for r in rs.values():
     program = series.strategy(r)
     rows.append([style.program_name(program), series.batch_label([r]), style.fmt_seconds(series.seconds(r)) + _over(r),
                  style.fmt_ratio(base / series.seconds(r) if base else None), rep.get(program, "—"),
-                 style.fmt_ratio(rep["greedy"] / rep[program]) if program in rep else "—"])
+                 style.fmt_ratio(rep[GREEDY.name] / rep[program]) if program in rep else "—"])
   sentences = ["Single runs; the benchmarks in the Benchmarks section repeat the comparison with spread.",
                f"The report ran batch 5000 ({reported.DP_BATCH_NOTE}).", cores_note(data, others)]
   return style.md_table(["program", "ours batch", "ours s", "ours speedup", "report s", "report speedup"],
@@ -268,7 +274,7 @@ def convergence(data: records.EntryData, others: Others) -> Tuple[str, List[str]
 def large_batch(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
   """The large-batch study: candidates compared on validation accuracy, test accuracy of the chosen one only."""
   rows, chosen = series.large_batch_choice(data)
-  greedy = [row for row in rows if row["program"] == "greedy"]
+  greedy = [row for row in rows if row["program"] == GREEDY.name]
   table = []
   for row in rows:
     r = row["record"]
@@ -278,7 +284,7 @@ def large_batch(data: records.EntryData, others: Others) -> Tuple[str, List[str]
                   series.batch_label([r]), f"{rates.get('pretrain', r['config']['pretrain_learning_rate']):.3g}",
                   f"{finetune} {rates.get('finetune', r['config']['finetune_learning_rate']):.3g}",
                   ", ".join(f"{x:.1f}" for x in row["losses"]), style.fmt_accuracy(row["validation"]),
-                  style.fmt_accuracy(row["test"]) if row["run"] == chosen or row["program"] != "data_parallel"
+                  style.fmt_accuracy(row["test"]) if row["run"] == chosen or row["program"] != DP.name
                   else "not used"])
   sentences = ["Candidates are compared on the validation split (the first 5,000 images of MNIST's training set, "
                "never trained on); test accuracy is reported once, for the chosen candidate (and the greedy "
@@ -294,9 +300,9 @@ def large_batch(data: records.EntryData, others: Others) -> Tuple[str, List[str]
 
 def full_size(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
   """The full-size runs: test accuracy beside the report's at the same epochs, and time."""
-  report = {"greedy": (reported.ACCURACY["greedy"][30], "greedy 30+30, conres2.png"),
-            "model_parallel": (reported.MP_ACCURACY_TEXT, "model parallel, \"around 96.62%\" in the text"),
-            "data_parallel": (reported.DP_ACCURACY[30], "data parallel, batch 5000 per tower, 30+30")}
+  report = {GREEDY.name: (reported.ACCURACY[GREEDY.name][30], "greedy 30+30, conres2.png"),
+            MP.name: (reported.MP_ACCURACY_TEXT, "model parallel, \"around 96.62%\" in the text"),
+            DP.name: (reported.DP_ACCURACY[30], "data parallel, batch 5000 per tower, 30+30")}
   rows = []
   for name, r in data.runs.items():
     rep = report.get(series.strategy(r))
@@ -313,12 +319,3 @@ def full_size(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
                "run, so not in the `cpu` preset. Times are not benchmarks (these ran at low priority beside other "
                "work). Single runs. The large-batch recipe is the one chosen on validation accuracy in `large_batch`."]
   return style.md_table(["run", "batch", "test accuracy", "report", "pretraining + finetuning"], rows), sentences
-
-
-TABLES: Dict[str, Callable[[records.EntryData, Others], Tuple[str, List[str]]]] = {
-    "mp_scaling_b100": scaling, "mp_scaling_b5000": scaling, "dp_scaling": scaling,
-    "dp_batch_sweep": dp_batch_sweep, "dp_op_profile": dp_op_profile, "mp_vs_dp": mp_vs_dp,
-    "accuracy_vs_epochs": accuracy_vs_epochs, "dp_accuracy": dp_accuracy,
-    "strategy_comparison": strategy_comparison, "convergence": convergence,
-    "large_batch": large_batch, "full_size": full_size, "pp_scaling": pipeline.table,
-}
