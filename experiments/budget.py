@@ -64,7 +64,7 @@ def _logged(folder: str) -> List[Tuple[str, float, float]]:
           continue
         args = dict(a[2:].split("=", 1) for a in command if a.startswith("--") and "=" in a)
         args["hidden_units"] = [int(u) for u in args["hidden_units"].split(",")]
-        last[(path, args["run_name"])] = (modules[module], flops(modules[module], args), line["wall_seconds"])
+        last[(path, line["entry"], line["run"])] = (modules[module], flops(modules[module], args), line["wall_seconds"])
   return list(last.values())
 
 

@@ -145,8 +145,31 @@ def oversubscribed(record: Mapping) -> bool:
   return record["environment"].get("device_kind") != "GPU" and devices(record) > cores(record)
 
 
+def machine(record: Mapping) -> str:
+  """The machine a run ran on: "<processor>, <usable cores> cores" ("unknown processor" for records made
+  before `environment.cpu_model`)."""
+  return f"{record['environment'].get('cpu_model') or 'unknown processor'}, {cores(record)} cores"
+
+
+def code(record: Mapping) -> str:
+  """The code a run ran: its commit's short hash ("+dirty" when the tree had changes), or "commit unknown"."""
+  env = record["environment"]
+  commit = env.get("commit")
+  if not commit or commit == "unknown":
+    return "commit unknown"
+  return f"commit {commit[:7]}" + ("+dirty" if env.get("commit_dirty") else "")
+
+
+def same_code(a: Mapping, b: Mapping) -> bool:
+  """True when two records ran the same code: equal code digests, else equal commits (unknown = unknown)."""
+  ea, eb = a["environment"], b["environment"]
+  if ea.get("code_digest") and eb.get("code_digest"):
+    return ea["code_digest"] == eb["code_digest"]
+  return code(a) == code(b)
+
+
 def machine_label(rs: Sequence[Mapping]) -> str:
-  """The machine(s) of `rs`, e.g. "2 cores" (one label for every table, figure and headline row)."""
+  """The machine(s) of records, e.g. "2 cores"."""
   return "/".join(map(str, sorted({cores(r) for r in rs}))) + " cores"
 
 

@@ -167,28 +167,13 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
 
   Raises:
     driver.RunFailedError: a run failed or a stored record does not match its configuration.
+    ValueError: the records come from several machines or versions of the code.
   """
   jobs = plan(benchmark, setting, output_dir, work_dir)
   load = MachineLoad()
   ran = driver.run(jobs, f"benchmark {benchmark.name}", os.path.join(output_dir, benchmark.folder(setting),
                                                                       "driver_log.jsonl"), modules=modules, out=out)
-  found: Records = {c.name: [] for c in benchmark.configurations(setting)}
-  for j in sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1])):  # repeat 0, 1, ...
-    found[j.run.name].append(records.load(j.record))
-  first = next(iter(found.values()))[0]["environment"]
-  summary = {
-      "benchmark": benchmark.name, "command": command,
-      "setting": {**{k: v for k, v in dataclasses.asdict(setting).items() if k != "options"}, **setting.options,
-                  "device_kind": first.get("device_kind"), "cpu_count": first.get("cpu_count")},
-      "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()]
-                         for c in benchmark.configurations(setting)},
-      "order": [j.run_name for j in jobs],
-      "machine_load": load.report() if ran else None,
-      "pretrain_seconds": {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()},
-      **benchmark.summarize(setting, found),
-      "records": {name: sorted((j.record for j in jobs if j.run.name == name),
-                               key=lambda path: int(path[:-len(".json")].rsplit("_r", 1)[1])) for name in found},
-  }
+  summary = summarize(benchmark, setting, jobs, command, load.report() if ran else None)
   path = os.path.join(output_dir, benchmark.summary_file(setting))
   if ran or not os.path.exists(path):
     with open(path, "w") as f:
@@ -199,6 +184,58 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
     s = summary[measure]
     out(f"{label}: median {s['median']:.3f} (min {s['min']:.3f}, max {s['max']:.3f})")
   return path, summary
+
+
+PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "usable_cores")
+PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
+
+
+def provenance(found: Records) -> Dict[str, Any]:
+  """The records' common provenance (`common.provenance.fields`, None where records predate a field), and per
+  configuration its kernels, thread pool and precision.
+
+  Raises:
+    ValueError: the records disagree on the machine (processor, usable cores) or the code (commit, digest).
+  """
+  envs = [r["environment"] for rs in found.values() for r in rs]
+  out = {}
+  for field in PROVENANCE:
+    values = {e.get(field) for e in envs}
+    if len(values) > 1 and field != "commit_dirty":
+      raise ValueError(f"the records disagree on {field} ({', '.join(sorted(map(str, values)))}): "
+                       "not one machine and one code; summarize each apart")
+    out[field] = max(values, key=bool) if field == "commit_dirty" else values.pop()
+  out["configurations"] = {name: {f: rs[0]["environment"].get(f) for f in PER_CONFIGURATION}
+                           for name, rs in found.items()}
+  return out
+
+
+def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
+              machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+  """The summary of a benchmark's records (`jobs`, in alternation order): setting, command, provenance, machine
+  load, every configuration's spread of pretraining seconds, the benchmark's measures, the records' paths.
+
+  Raises:
+    ValueError: the records come from several machines or versions of the code (`provenance`).
+  """
+  found: Records = {c.name: [] for c in benchmark.configurations(setting)}
+  for j in sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1])):  # repeat 0, 1, ...
+    found[j.run.name].append(records.load(j.record))
+  first = next(iter(found.values()))[0]["environment"]
+  return {
+      "benchmark": benchmark.name, "command": command,
+      "setting": {**{k: v for k, v in dataclasses.asdict(setting).items() if k != "options"}, **setting.options,
+                  "device_kind": first.get("device_kind"), "cpu_count": first.get("cpu_count")},
+      "provenance": provenance(found),
+      "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()]
+                         for c in benchmark.configurations(setting)},
+      "order": [j.run_name for j in jobs],
+      "machine_load": machine_load,
+      "pretrain_seconds": {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()},
+      **benchmark.summarize(setting, found),
+      "records": {name: [j.record for j in sorted((j for j in jobs if j.run.name == name),
+                                                  key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))] for name in found},
+  }
 
 
 def main(benchmark: Benchmark) -> None:
@@ -232,7 +269,7 @@ def main(benchmark: Benchmark) -> None:
     command = f"python -m experiments.benchmarks.{benchmark.name} " + " ".join(sys.argv[1:])
     try:
       path, _ = run(benchmark, setting, output.value, work.value, command.strip())
-    except driver.RunFailedError as e:
+    except (driver.RunFailedError, ValueError) as e:
       print(f"error: {e}", file=sys.stderr)
       sys.exit(1)
     print(f"Summary: {path}")
