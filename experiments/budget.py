@@ -1,12 +1,9 @@
-"""Estimated wall-clock seconds of a run before it runs: the ETA of `experiments.driver` and the budget table of
-results/README.md (estimated vs measured minutes per entry).
+"""Estimated wall-clock seconds of a run before it runs: the driver's ETA and the budget table of results/README.md.
 
-A run of program p lasts fixed_p + FLOPs / rate_p: FLOPs from the cost model (`common.cost`: pretraining in the
-program's order, plus finetuning and its evaluation), fixed_p (start-up, compilation, evaluation) and rate_p
-fitted by least squares to the wall seconds of the runs the driver logged (<output_dir>/runs/driver_log.jsonl,
-else the committed results/runs/driver_log.jsonl; for the cpu preset the estimate is then in-sample). Device counts are not modelled: a program's fit averages
-over the device counts of its logged runs. A program with fewer than two logged runs of different FLOPs, or
-whose fit is not positive, uses the fit over all programs; with no log at all, `FALLBACK` (stated, not fitted).
+A run of program p lasts fixed_p + FLOPs / rate_p: FLOPs by `common.cost` (pretraining in the program's order,
+finetuning with its evaluation), fixed_p and rate_p fitted by least squares to the wall seconds the driver logged
+(<output_dir>/runs/driver_log.jsonl, else the committed results/'s). Device counts are not modelled. A program
+without two logged runs, or with a non-positive fit, uses the fit over all programs; no log at all: `FALLBACK`.
 """
 
 import dataclasses
@@ -43,8 +40,7 @@ Rates = Mapping[str, Rate]
 
 
 def flops(program: str, flags: Mapping) -> float:
-  """FLOPs of a run of `program` with shared flags `flags` (hidden_units, pretrain_epochs, finetune_epochs,
-  train_examples), by `common.cost`."""
+  """FLOPs of a run of `program` with shared `flags` (hidden_units, epochs, train_examples), by `common.cost`."""
   hidden, examples = list(flags["hidden_units"]), int(flags["train_examples"])
   pretrain = cost.pretraining_flops(hidden, int(flags["pretrain_epochs"]), examples,
                                     pipelined=program == programs.PIPELINE_PARALLEL.name)

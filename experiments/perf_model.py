@@ -1,24 +1,8 @@
-"""Performance models of layer-wise pretraining: pretraining seconds of a run on G devices, one model per program.
+"""Performance models of layer-wise pretraining, one per program: pretraining seconds of a run on G devices.
 
-Each program's registry entry (`common.programs`) names its model here by a dotted path ("none": no model);
-`resolve(program)` imports it. Every model has one interface:
-  Model.calibrate({run name: record}) -> model   fitted on an entry's records (its G <= 2 runs);
-  model.predict(config, devices) -> seconds      config: a record's "config" (hidden_units, pretrain_epochs,
-                                                  batch_size, train_examples);
-  model.describe() -> str                        the calibrated parameters in one line.
-
-Inputs (docs/performance_model.md): t_k, the seconds of one epoch of layer k alone on one device (the median
-epoch of a one-device run; layer k's epoch includes the frozen layers below it), and the machine's C cores,
-shared fairly by the busy devices (processor sharing): with n busy devices each progresses at min(1, C/n) of a
-core, divided by rho >= 1 when n >= 2 (the slowdown of work side by side, fitted to the 2-device runs).
-  Greedy          E * sum t_k.
-  SyncLayerwise   the steps of `Schedule(H, H, E)`, the active layers one after another on one core.
-  ModelParallel   the steps of `Schedule(H, G, E)`: each the processor-sharing makespan of its active layers'
-                  epochs, plus kappa seconds per parameter copied into the frozen copies above.
-  DataParallel    greedy order; the part f of t_k that is per-example compute split over min(G, C) cores
-                  (times rho for G >= 2), the rest serial, plus a reduce-and-broadcast all-reduce: S (G - 1) P_k
-                  gamma seconds per epoch (S steps per epoch, P_k parameters).
-  Pipeline        a FLOP rate fitted on the one-device run, through the pipeline's critical path on G devices.
+A program's registry entry names its model by dotted path; `resolve` imports it. Every model has
+`Model.calibrate({run name: record})`, `predict(config, devices)` (config: a record's "config") and `describe()`.
+What each predicts, from which inputs, and how it is calibrated: docs/performance_model.md.
 """
 
 import dataclasses
@@ -42,24 +26,14 @@ Records = Mapping[str, Mapping]
 
 
 def resolve(program: programs.Program) -> Optional[type]:
-  """The model class `program.perf_model` names, or None for "none".
-
-  Raises:
-    ImportError, AttributeError: the dotted path names nothing.
-  """
+  """The model class `program.perf_model` names (ImportError, AttributeError if none), or None for "none"."""
   return None if program.perf_model == "none" else load(program.perf_model)
 
 
 def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: float = 1.0) -> float:
-  """Seconds until all jobs finish when they share `cores` cores fairly.
-
-  Args:
-    work: seconds each job needs alone on one core (a job uses at most one core).
-    cores: C >= 1.
-    slowdown: rho >= 1, the factor by which every job runs slower while at least two run at once.
-
-  Returns:
-    The makespan in seconds (0 for no jobs): max(work) with n <= C jobs and rho = 1, at least sum(work) / C.
+  """Seconds until jobs needing `work` seconds alone on one core each (a job uses at most one core) all finish
+  when they share C = `cores` cores fairly, each slowed by rho = `slowdown` while two or more run: max(work)
+  with n <= C jobs and rho = 1, at least sum(work) / C; 0 for no jobs.
 
   Raises:
     ValueError: cores < 1, slowdown < 1 or a negative job.
@@ -85,11 +59,8 @@ def copied_params(members: Sequence[int], params: Sequence[int]) -> int:
 
 def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[float],
                low: float = 1.0, high: float = 4.0, iterations: int = 80) -> float:
-  """The x in [low, high] minimising the sum of squared relative errors of predict(x) vs measured.
-
-  Golden-section search: exact (to ~1e-16 of the interval) when the loss is unimodal on [low, high], which
-  holds when every prediction is monotone and smooth in x (as rho is). Returns `low` with nothing to fit.
-  """
+  """The x in [low, high] minimising the sum of squared relative errors of predict(x) vs measured, by
+  golden-section search (exact when that loss is unimodal, as for rho); `low` with nothing to fit."""
   if not measured:
     return low
 
@@ -126,18 +97,15 @@ def _depth(record: Mapping) -> int:
   return len(record["config"]["hidden_units"])
 
 
+def _devices(runs: Records, g: int) -> Records:
+  return {n: r for n, r in runs.items() if records_lib.devices(r) == g}
+
+
 @dataclasses.dataclass(frozen=True)
 class LayerModel:
-  """The models built on t_k (greedy, synchronized layer-wise, model and data parallel).
-
-  Attributes:
-    epoch_seconds: t_k of the deepest one-device run (a shallower stack uses its first layers).
-    cores: C, the cores the runs could use.
-    epoch_seconds_by_depth: ((H, t_k), ...) from each depth's own one-device run, used for that depth (runs of
-      one experiment differ by a few percent to tens of percent from process to process on a shared machine).
-    slowdown: rho.
-    calibration: names of the runs the parameters were taken or fitted from.
-  """
+  """The models built on t_k, seconds per epoch of layer k alone on one device: those of the deepest one-device
+  run, and ((H, t_k), ...) of each depth's own; C cores, the side-by-side slowdown rho, and the names of the
+  runs the parameters came from. This base class is greedy's model: E * sum t_k whatever G."""
   epoch_seconds: Tuple[float, ...]
   cores: int
   epoch_seconds_by_depth: Tuple[Tuple[int, Tuple[float, ...]], ...] = ()
@@ -145,58 +113,46 @@ class LayerModel:
   calibration: Tuple[str, ...] = ()
 
   def layer_seconds(self, depth: int) -> List[float]:
-    """t_k of the first `depth` layers.
-
-    Raises:
-      ValueError: the stack is deeper than the calibration run's.
-    """
+    """t_k of the first `depth` layers; ValueError when deeper than the calibration run's."""
     if depth > len(self.epoch_seconds):
       raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {depth}")
     return list(dict(self.epoch_seconds_by_depth).get(depth, self.epoch_seconds[:depth]))
 
   def predict(self, config: Mapping, devices: int) -> float:
-    """Predicted pretraining seconds of a run with `config` on `devices` devices.
-
-    Raises:
-      ValueError: the stack is deeper than the calibration run's.
-    """
+    """Predicted pretraining seconds of a run with `config` on `devices` devices."""
     return self._seconds(self.layer_seconds(len(config["hidden_units"])), config, devices)
 
   def _seconds(self, t: List[float], config: Mapping, devices: int) -> float:
     return config["pretrain_epochs"] * sum(t)
 
   def work_seconds(self, config: Mapping, devices: int) -> float:
-    """Seconds of the run's layer epochs one after another on one core: divided by a run's seconds, the cores'
-    worth of work it kept going (what the model assumed, over the predicted seconds)."""
+    """Seconds of the run's layer epochs one after another on one core (over a run's seconds: the cores' worth
+    of work it kept going)."""
     return config["pretrain_epochs"] * sum(self.layer_seconds(len(config["hidden_units"])))
 
   def describe(self) -> str:
-    """The calibrated parameters in one line (for figures and results/README.md)."""
+    """The calibrated parameters in one line."""
     return (f"t_k = {', '.join(f'{t:.3g}' for t in self.epoch_seconds)} s; C = {self.cores}; "
             f"fitted rho = {self.slowdown:.3f}")
 
   @classmethod
   def calibrate(cls, runs: Records) -> "LayerModel":
-    """t_k from the one-device runs (each depth its own), then the program's own parameters (`_fit`).
-
-    Raises:
-      ValueError: no one-device run.
-    """
-    singles = {n: r for n, r in runs.items() if records_lib.devices(r) == 1}
+    """t_k from the one-device runs (each depth its own), then the program's parameters (`_fit`) from the
+    2-device runs; ValueError without a one-device run."""
+    singles = _devices(runs, 1)
     if not singles:
       raise ValueError("the model needs a run with one device")
     base = max(singles, key=lambda n: _depth(singles[n]))
     by_depth = tuple(sorted((_depth(r), tuple(epoch_seconds_of(r))) for r in singles.values()))
     model = cls(tuple(epoch_seconds_of(singles[base])), min(records_lib.cores(r) for r in runs.values()), by_depth,
                 calibration=tuple(sorted(singles)))
-    return model._fit(runs, {n: r for n, r in runs.items() if records_lib.devices(r) == 2})
+    return model._fit(runs, _devices(runs, 2))
 
   def _fit(self, runs: Records, pairs: Records) -> "LayerModel":
     return self
 
   def _fit_slowdown(self, pairs: Records, **fields) -> "LayerModel":
-    """This model with `fields` set and rho fitted to the pretraining seconds of `pairs` (their names join
-    the calibration)."""
+    """This model with `fields` set and rho fitted to the pretraining seconds of `pairs` (joining calibration)."""
     model = dataclasses.replace(self, calibration=tuple(dict.fromkeys(self.calibration + tuple(sorted(pairs)))),
                                 **fields)
     rho = fit_scalar(lambda x: [dataclasses.replace(model, slowdown=x).predict(r["config"], records_lib.devices(r))
@@ -205,8 +161,7 @@ class LayerModel:
     return dataclasses.replace(model, slowdown=rho)
 
 
-class Greedy(LayerModel):
-  """greedy: E * sum t_k whatever G."""
+Greedy = LayerModel
 
 
 class SyncLayerwise(LayerModel):
@@ -220,11 +175,8 @@ class SyncLayerwise(LayerModel):
 
 @dataclasses.dataclass(frozen=True)
 class ModelParallel(LayerModel):
-  """model_parallel: the program's schedule on G devices sharing C cores, plus the weight copies.
-
-  Attributes:
-    copy_seconds_per_param: kappa, measured: the 2-device runs' copy seconds over the parameters they copied.
-  """
+  """model_parallel: the steps of `Schedule(H, G, E)`, each the processor-sharing makespan of its active
+  layers' epochs plus kappa seconds per parameter copied (the 2-device runs' copy seconds / parameters)."""
   copy_seconds_per_param: float = 0.0
 
   def _seconds(self, t, config, devices):
@@ -255,14 +207,9 @@ class ModelParallel(LayerModel):
 
 @dataclasses.dataclass(frozen=True)
 class DataParallel(LayerModel):
-  """data_parallel: compute split over the replicas, the rest serial, plus the all-reduce.
-
-  Attributes:
-    parallel_fraction: f = (forward_loss + gradients) / total of a one-replica op profile (1 without one).
-    allreduce_seconds_per_param: gamma = all-reduce seconds per epoch of a 2-replica profile / (S P_1) (0
-      without one).
-    steps_per_epoch: S of the one-device run (shown; a prediction uses its config's).
-  """
+  """data_parallel: the part f of t_k split over min(G, C) cores (times rho for G >= 2), the rest serial, plus
+  S (G - 1) P_k gamma seconds of all-reduce per epoch; f and gamma from the 1- and 2-replica op profiles (1
+  and 0 without), S the one-device run's steps per epoch (shown; a prediction uses its config's)."""
   parallel_fraction: float = 1.0
   allreduce_seconds_per_param: float = 0.0
   steps_per_epoch: int = 0
@@ -307,16 +254,9 @@ def pipeline_plan(config: Mapping, devices: int) -> placement.Plan:
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-  """pipeline_parallel: a device computes `rate` FLOPs per second (fitted: the one-device run's FLOPs / its
-  seconds). On G devices a run lasts the longer of its critical path (every tick as long as its costliest
-  active stage, fill and drain included, `placement.Plan.critical_path_flops`) and all its FLOPs shared by
-  min(G, C) cores, over the rate. No co-run slowdown: the G > 1 points measure how far from it the machine is.
-
-  Attributes:
-    rate: FLOPs per second of one device.
-    cores: C.
-    calibration: (name of the one-device run the rate comes from,).
-  """
+  """pipeline_parallel: a device computes `rate` FLOPs per second (the one-device run's FLOPs / its seconds);
+  on G devices a run lasts the longer of its critical path (`placement.Plan.critical_path_flops`) and all its
+  FLOPs shared by min(G, C) cores, over the rate. No co-run slowdown."""
   rate: float
   cores: int
   calibration: Tuple[str, ...]
@@ -331,23 +271,17 @@ class Pipeline:
 
   @classmethod
   def calibrate(cls, runs: Records) -> "Pipeline":
-    """Fitted on the first one-device run of `runs` (one stack).
-
-    Raises:
-      ValueError: no one-device run.
-    """
-    ones = [(name, r) for name, r in runs.items() if records_lib.devices(r) == 1]
-    if not ones:
+    """Fitted on the first one-device run of `runs` (one stack); ValueError without one."""
+    if not _devices(runs, 1):
       raise ValueError("no one-device run to fit the FLOP rate on")
-    name, r = ones[0]
+    name, r = next(iter(_devices(runs, 1).items()))
     flops = pipeline_plan(r["config"], 1).critical_path_flops(r["config"]["batch_size"])
     return cls(flops / r["pretrain_seconds"], records_lib.cores(r), (name,))
 
 
 @dataclasses.dataclass(frozen=True)
 class Prediction:
-  """The model's prediction at one measured run: its name, layers and devices, measured and predicted
-  pretraining seconds, whether the calibration used it (in-sample error) and whether it was oversubscribed."""
+  """The model's prediction at one measured run, and whether the calibration used it (in-sample)."""
   name: str
   hidden_units: Tuple[int, ...]
   devices: int
@@ -375,6 +309,8 @@ def calibrated(runs: Records) -> Tuple[Optional[object], str]:
   names = {r.get("strategy") or r["config"]["strategy"] for r in runs.values()}
   if len(names) != 1:
     return None, f"no performance model: the records come from {len(names)} programs"
+  if not records_lib.same_source(list(runs.values())):
+    return None, f"no performance model: the records come from {records_lib.machine_label(list(runs.values()))}"
   model = resolve(programs.get(names.pop()))
   if model is None:
     return None, "no performance model for this program"

@@ -1,22 +1,12 @@
-"""The registry of entries: every figure or table of results/README.md as one `Entry` (name, title, sizes per
-preset, the function that builds its runs, its table and figure functions), at named sizes (presets).
+"""The registry of entries: each figure or table of results/README.md is one `Entry` (name, title, sizes per
+preset, the function that builds its runs, its table and figure functions by dotted path).
 
-The report's ten entries ("Parallelizing Pretraining of Deep Neural Networks using Stacked Autoencoders",
-section "Results") and `pp_scaling` come at three sizes:
-  paper  the report's settings.
-  cpu    the same experiments shrunk so the whole set runs in about an hour on 2 cores; every figure
-         states what differs from `paper` (`shrink_notes`).
-  smoke  seconds per entry, for tests and CI.
-Two studies have one size each: `mid` (`large_batch`: which learning-rate recipe lets data parallel at a large
-global batch reach greedy's accuracy, judged on validation) and `full` (`full_size`: the report's network on
-all 55,000 images, 30 + 30 epochs, 2 devices).
-
-Two runs with the same program and flags are one run: the later entry reuses the record of the first
-(`convergence` draws the records of `strategy_comparison`), see `build`. Records go to
-<output_dir>/runs/<entry>/<preset>_<run>.json; the two studies keep the folders their records were first
-written to (`Entry.layout`). Programs come from `common.programs`: `COMPARED` is greedy and every program that
-trains on several devices, so a new registered program joins `strategy_comparison` and `convergence` (and,
-unless it is data_parallel, `accuracy_vs_epochs`) without an edit here.
+Presets: `paper` (the report's settings), `cpu` (the same shrunk to about an hour on 2 cores; every figure says
+what differs, `shrink_notes`), `smoke` (seconds, for tests); the studies `mid` (`large_batch`) and `full`
+(`full_size`). Two runs with the same program and flags are one run, recorded under the first entry that lists
+it (`build`). Programs come from `common.programs`: `COMPARED` is greedy and every program on several devices,
+so a newly registered program joins `strategy_comparison`, `convergence` and (unless it is data_parallel, which
+has `dp_accuracy`) `accuracy_vs_epochs` without an edit here.
 """
 
 import dataclasses
@@ -32,9 +22,7 @@ CONFIG_1 = (2000, 2000, 2000, 2000)
 CONFIG_2 = (2000, 1000, 500, 100)
 
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
-# The programs compared side by side: greedy (the baseline) and every program on several devices.
 COMPARED: Tuple[programs.Program, ...] = (GREEDY,) + tuple(p for p in programs.PROGRAMS if not p.one_device)
-# accuracy_vs_epochs at batch 100; data parallel has its own accuracy entry at a large batch (dp_accuracy).
 ACCURACY_COMPARED = tuple(p for p in COMPARED if p is not DP)
 ONE_DEVICE_PROGRAMS = tuple(p.name for p in programs.PROGRAMS if p.one_device)
 # The comparison runs record the held-out reconstruction after every epoch (the convergence entry's loss).
@@ -44,27 +32,17 @@ _NO_PROFILE = ("--profile_steps=0",)
 _DP_FLAGS = {"paper": (), "cpu": (), "smoke": ("--profile_steps=1", "--profile_repeats=1"), "mid": _NO_PROFILE,
              "full": _NO_PROFILE}
 # The large-batch study's candidates: data_parallel at the large global batch with these flags.
-LARGE_BATCH_CANDIDATES = (
-    ("dp_report", ()),
-    ("dp_linear_warmup2", ("--pretrain_lr_scaling=linear", "--finetune_lr_scaling=linear", "--warmup_epochs=2")),
-    ("dp_large_batch_recipe", dp_config.LARGE_BATCH_RECIPE),
-)
+LARGE_BATCH_CANDIDATES = (("dp_report", ()), ("dp_linear_warmup2", ("--pretrain_lr_scaling=linear",
+                          "--finetune_lr_scaling=linear", "--warmup_epochs=2")),
+                          ("dp_large_batch_recipe", dp_config.LARGE_BATCH_RECIPE))
 
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-  """One training run.
-
-  Attributes:
-    name: the run's name within its entry, e.g. "h4_g2".
-    program: a registered program's name (`python -m <program>.train`).
-    flags: the shared flags as (name, value) pairs (`common/flags.py`).
-    extra_flags: program-specific flags, verbatim ("--name=value").
-    resumable: checkpoint every epoch to a model directory, so a killed run resumes (long runs).
-    home, stored_name: the entry directory holding the record (another entry's when the run is shared) and
-      the run's name there.
-    launcher: a module that starts the program, with its flags, e.g. ("common.launch", "--workers=2").
-  """
+  """One training run: its name in its entry (e.g. "h4_g2"), a registered program's name, the shared flags as
+  (name, value) pairs (`common/flags.py`), program-specific flags verbatim ("--name=value"), whether it
+  checkpoints every epoch to resume when killed, the entry and name its record is stored under (another
+  entry's when shared), and a launcher module with its flags, e.g. ("common.launch", "--workers=2")."""
   name: str
   program: str
   flags: Tuple[Tuple[str, Any], ...]
@@ -114,8 +92,8 @@ class Entry:
     title: what it shows.
     sizes: {preset: {size name: value}} read by `runs`; the presets that define the entry.
     runs: sizes (plus "preset" and "dp_flags") -> the entry's runs.
-    table: dotted path of (EntryData, {machine: EntryData}) -> (markdown table, [sentences]).
-    figure: dotted path of (EntryData, {machine: EntryData}) -> matplotlib figure, or None (a table only).
+    table, figure: dotted paths of (EntryData, {machine: EntryData}) -> (markdown table, [sentences]), and ->
+      a matplotlib figure (None: a table only).
     kind: "report" (the report's figures), "beyond" (beyond the report, same presets) or "study".
     layout: where its records go under the output directory.
   """
@@ -209,11 +187,9 @@ def _mp_sizes(examples, epochs, batch, units, layers) -> Dict[str, Any]:
   return dict(examples=examples, epochs=epochs, batch=batch, units=units, layers=layers)
 
 
-# The report's data-parallel batch was per GPU (global = 4 x batch); ours is the global batch, and the tables
-# say so. cpu: epochs / 6, layers of 1000 units instead of 2000, fewer examples (at least 2 steps per epoch at
-# the report's batch), 12 of the 19 sweep batches, the comparisons on 2 devices (the cores there are);
-# accuracy entries: epochs / 5, 11,000 examples, 4 x 500 units, data-parallel global batch 1000. smoke: sizes
-# chosen so that entries share runs (dp_op_profile = dp_scaling, the comparisons' runs = the 2-device runs).
+# Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
+# 2000, fewer examples (>= 2 steps per epoch), 12 of 19 sweep batches, comparisons on 2 devices; accuracy entries:
+# epochs / 5, 11,000 examples, 4 x 500 units, data-parallel global batch 1000. smoke: entries share runs.
 _COMPARISON = {"paper": dict(examples=55_000, epochs=60, batch=5000, hidden=CONFIG_1, devices=4),
                "cpu": dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=2),
                "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=2)}
@@ -299,14 +275,9 @@ STUDIES = tuple(e.name for e in ENTRIES if e.kind == "study")
 
 
 def get(name: str) -> Entry:
-  """The entry called `name`.
-
-  Raises:
-    ValueError: no such entry.
-  """
-  for entry in ENTRIES:
-    if entry.name == name:
-      return entry
+  """The entry called `name`; ValueError if none is."""
+  for entry in (e for e in ENTRIES if e.name == name):
+    return entry
   raise ValueError(f"unknown entry {name!r}; entries: {', '.join(NAMES)}")
 
 
@@ -316,11 +287,8 @@ def title(name: str) -> str:
 
 
 def build(preset: str) -> Dict[str, EntryRuns]:
-  """The entries `preset` defines, in registry order, with shared runs resolved to the first entry listing them.
-
-  Raises:
-    ValueError: unknown preset.
-  """
+  """The entries `preset` defines, in registry order, shared runs resolved to the first entry listing them;
+  ValueError for an unknown preset."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
   owner: Dict[Tuple, RunSpec] = {}
@@ -346,11 +314,8 @@ def record_file(preset: str, run: RunSpec) -> str:
 
 
 def select(entries: Mapping[str, EntryRuns], only: Optional[Sequence[str]]) -> Dict[str, EntryRuns]:
-  """The entries (and runs) named by `only`: "ENTRY" or "ENTRY/RUN" items; all when empty.
-
-  Raises:
-    ValueError: an unknown entry or run name.
-  """
+  """The entries (and runs) named by `only`, "ENTRY" or "ENTRY/RUN" items (all when empty); ValueError for an
+  unknown entry or run."""
   if not only:
     return dict(entries)
   chosen: Dict[str, List[RunSpec]] = {}

@@ -14,10 +14,12 @@ import pytest
 from common import programs
 from common import provenance
 from experiments import load
+from experiments import check_ratios
 from experiments import presets
 from experiments import records
 from experiments import reported
 from experiments.report import figures
+from experiments.report import headline
 from experiments.report import pipeline
 from experiments.report import readme
 from experiments.report import series
@@ -209,29 +211,62 @@ def test_the_committed_results_readme_and_headline_regenerate_byte_for_byte():
     assert readme.text(RESULTS) == f.read()
   with open(os.path.join(ROOT, "README.md")) as f:
     top = f.read()
-  assert f"{readme.HEADLINE_BEGIN}\n{readme.headline(RESULTS, readme._load_all(RESULTS))}\n{readme.HEADLINE_END}" in top
+  assert f"{readme.HEADLINE_BEGIN}\n{headline.headline(RESULTS, readme._load_all(RESULTS))}\n{readme.HEADLINE_END}" in top
 
 
 def test_headline_has_at_most_8_rows_of_cells_at_most_140_characters(output_dir):
-  table = readme.headline(output_dir, readme._load_all(output_dir)).split("\n\n")[0]
+  table = headline.headline(output_dir, readme._load_all(output_dir)).split("\n\n")[0]
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
-  assert all(len(row) == 3 for row in rows)
+  assert all(len(row) == 4 for row in rows)
+  assert {row[3] for row in rows} == {"Fixture CPU, 2 cores, commit 0123456"}  # every row names its machine
   long = [cell for row in rows for cell in row if len(cell.strip()) > 140]
   assert not long, long
   assert not any("not run yet" in row[2] for row in rows)  # the fixtures have every record a row needs
 
 
-def test_hardware_line_names_the_processor_when_records_have_one(tmp_path):
+def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_path):
   cpuinfo = tmp_path / "cpuinfo"
-  cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B45\n\n"
-                     "processor\t: 1\nmodel name\t: AMD EPYC 9B45\n")
+  cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9B45\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 9B45\n")
   assert provenance.cpu_model(str(cpuinfo)) == "AMD EPYC 9B45"
-  old = {"environment": {"device_kind": "CPU-logical", "cpu_count": 2, "hostname": "vm", "tensorflow": "2.21.0"},
-         "config": {"num_devices": 1}}
-  new = {"environment": dict(old["environment"], cpu_model="AMD EPYC 9B45"), "config": {"num_devices": 1}}
-  assert records.hardware([old]) == "CPU-logical devices, 2 cores, TF 2.21.0 (vm)"
-  assert records.hardware([old, new]) == "CPU-logical devices, 2 cores, TF 2.21.0 (vm, AMD EPYC 9B45)"
+  old = {"environment": {"device_kind": "CPU-logical", "cpu_count": 16, "tensorflow": "2.21.0"}, "config": {"num_devices": 4}}
+  new = {"environment": dict(old["environment"], cpu_model="AMD EPYC 9B45", usable_cores=2, commit="ab" * 20,
+                             commit_dirty=True, code_digest="d1"), "config": {"num_devices": 4}}
+  assert records.machine_label([old]) == "unknown processor, 16 cores, commit unknown"
+  assert records.machine_label([new, old]) == ("AMD EPYC 9B45, 2 cores, commit abababa+dirty; "
+                                               "unknown processor, 16 cores, commit unknown")
+  assert records.hardware([old]) == "unknown processor, 16 cores, commit unknown; CPU-logical devices, TF 2.21.0"
+  # 4 devices: not more than the 16 cores of the old record, more than the 2 the new record's process could use.
+  assert not records.oversubscribed(old) and records.oversubscribed(new)
+  assert not records.comparable(old, new) and records.ratio(dict(old, pretrain_seconds=2.0),
+                                                            dict(new, pretrain_seconds=1.0)) is None
+  other_digest = {"environment": dict(new["environment"], code_digest="d2")}
+  assert not records.comparable(new, other_digest) and records.comparable(new, dict(new))
+
+
+def test_check_ratios_finds_a_ratio_across_machines_or_codes(output_dir, tmp_path):
+  assert check_ratios.problems(output_dir) == []
+  out = str(tmp_path / "mixed")
+  shutil.copytree(output_dir, out)
+  # greedy of the strategy comparison remade on another machine: every speedup over it is refused and reported.
+  path = os.path.join(out, "runs", "strategy_comparison", "cpu_greedy.json")
+  record = records.load(path)
+  record["environment"]["cpu_model"] = "Other CPU"
+  with open(path, "w") as f:
+    json.dump(record, f)
+  found = check_ratios.problems(out)
+  assert found and all("Other CPU" in line for line in found)
+  table, _ = load(presets.STRATEGY_COMPARISON.table)(records.EntryData.load(out, "strategy_comparison"), {})
+  speedups = [line.split(" | ")[3] for line in table.splitlines()[2:]]  # greedy's own row, then the others
+  assert speedups[0] == "1.00×" and set(speedups[1:]) == {"—"}
+  # A benchmark summary whose records ran two versions of the code.
+  folder = os.path.join(out, "benchmarks", programs.MODEL_PARALLEL.name, "b1000_variants")
+  path = os.path.join(folder, sorted(os.listdir(folder))[0])
+  record = records.load(path)
+  record["environment"]["code_digest"] = "another"
+  with open(path, "w") as f:
+    json.dump(record, f)
+  assert any("summary_b1000_variants.json" in line for line in check_ratios.problems(out))
 
 
 def test_cores_note_says_what_the_records_show(output_dir):
@@ -248,7 +283,7 @@ def test_top_readme_headline_is_replaced_between_its_markers(output_dir, tmp_pat
   readme.write_top_readme(output_dir, str(top))
   text = top.read_text()
   assert "old table" not in text and text.startswith("# Title") and text.endswith("## After\n")
-  assert readme.headline(output_dir, readme._load_all(output_dir)) in text
+  assert headline.headline(output_dir, readme._load_all(output_dir)) in text
   top.write_text("# No markers\n")
   with pytest.raises(ValueError, match="no headline block"):
     readme.write_top_readme(output_dir, str(top))

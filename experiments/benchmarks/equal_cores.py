@@ -1,20 +1,13 @@
-"""Benchmark: every program given the same N cores; which finishes pretraining first, and in which configuration.
+"""Benchmark: every program given the same N cores; which finishes pretraining first, in which configuration.
 
-The report's question is "G devices against one" (one thread each). A CPU user asks another: "I have N cores;
-which program, with which flags, is done first?" For N = --cores (default: the machine's), every program runs
-in every configuration of devices x threads per device that uses exactly N cores (devices dividing N), and the
-two-level programs (model_parallel, pipeline_parallel) with both --thread_pool=per_device and shared, all alternated repeat
-after repeat (`harness`), every run recording the held-out reconstruction loss after each epoch. Measures:
-  * per program, its fastest configuration (median pretraining seconds) and every configuration's seconds;
-  * the ratio greedy on all N cores (1 device x N threads) / each program's fastest configuration;
-  * seconds until every layer's held-out loss reached greedy's final one x 1.01 (greedy on N threads as the
-    reference; `records.loss_curves`), per configuration.
+The report asks "G devices against one"; a CPU user asks "I have N cores: which program, with which flags, is
+done first?" For N = --cores (default: the machine's), every program in every devices x threads per device that
+uses exactly N cores, the two-level programs with both thread pools, each run recording the held-out loss after
+every epoch. Measures: each program's fastest configuration, greedy on all N cores / it, and the seconds until
+every layer's held-out loss reached greedy's final one x 1.01.
 
 Usage (timings are committed: run alone on the machine):
   python -m experiments.benchmarks.equal_cores --batch_size=100
-  python -m experiments.benchmarks.equal_cores --batch_size=1000
-  python -m experiments.benchmarks.equal_cores --batch_size=5000
-Writes <output_dir>/n<cores>_b<batch>/<configuration>_r<k>.json and <output_dir>/summary_n<cores>_b<batch>.json.
 """
 
 import os

@@ -1,19 +1,12 @@
 """Benchmark: every program with XLA and with TensorFlow's default kernels, side by side.
 
-The measurement behind each program's kernel path (its registry entry in `common/programs.py`,
-docs/kernels_and_threads.md): greedy and sync_layerwise on one device, model_parallel, data_parallel and
-pipeline_parallel on --num_devices devices with their default thread pool, each program once with
-`--kernels=xla` and once with `--kernels=tf`, pretraining only, 1 intra-op thread per device, all alternated
-repeat after repeat (`harness`). Measures, per program, from the run records:
-  * pretraining seconds with each path, and xla seconds / tf seconds per repeat (> 1: TF's kernels were faster);
-  * cores busy with each path (CPU seconds / wall seconds of pretraining): a multi-device program whose XLA steps
-    run one after another on the logical devices keeps fewer cores busy than with TF's kernels;
-  * the faster path (lower median seconds) and whether every repeat agreed (`all_repeats_agree`).
+The measurement behind each program's registered kernel path (docs/kernels_and_threads.md): each program (one-
+device ones on one device, the others on --num_devices with their default thread pool) with --kernels=xla and
+--kernels=tf, one thread per device. Measures per program: xla seconds / tf seconds per repeat (> 1: TF's
+kernels faster), cores busy with each path, the faster path and whether every repeat agreed.
 
-Usage (timings are committed: run alone on the machine, e.g. under an exclusive lock):
+Usage (timings are committed: run alone on the machine):
   python -m experiments.benchmarks.kernels --batch_size=100
-  python -m experiments.benchmarks.kernels --batch_size=1000
-Writes <output_dir>/b<batch>/<program>_<kernels>_r<k>.json and <output_dir>/summary_b<batch>.json.
 """
 
 import statistics
@@ -34,10 +27,6 @@ def configurations(s: harness.Setting) -> List:
           for p in PROGRAMS for path in PATHS]
 
 
-def _cores_busy(runs: List[dict]) -> Dict[str, object]:
-  return harness.spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"] for r in runs])
-
-
 def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   """Per program: seconds and cores busy per path, xla / tf per repeat, the faster path (module docstring)."""
   out = {}
@@ -49,7 +38,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
     out[program] = {
         "devices": 1 if p.one_device else s.num_devices,
         "xla_over_tf": ratio,
-        "cores_busy": {p: _cores_busy(runs[f"{program}_{p}"]) for p in PATHS},
+        "cores_busy": {p: harness.cores_busy(runs[f"{program}_{p}"]) for p in PATHS},
         "faster": faster,
         "all_repeats_agree": all((v > 1) == (faster == "tf") for v in ratio["values"]),
     }

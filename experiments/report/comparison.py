@@ -48,11 +48,10 @@ def draw_strategy_comparison(data: records.EntryData, others=None):
   for i, (program, r) in enumerate(zip(names, rs.values())):
     style.bars(left, [i], [heights[i]], 0.6, style.program_color(program), style.program_name(program),
                [records.oversubscribed(r)])
-  base = series.seconds(rs[programs.GREEDY.run_name]) if programs.GREEDY.run_name in rs else None
+  base = rs.get(programs.GREEDY.run_name)
   style.annotate_bars(left, range(len(names)), heights)
-  if base:
-    for i, h in enumerate(heights):
-      style.label_inside(left, i, h / 2, f"{base / h:.2f}x")
+  for i, r in enumerate(rs.values() if base else ()):
+    style.label_inside(left, i, heights[i] / 2, f"{style.fmt_ratio(records.ratio(base, r))[:-1]}x")
   rep = reported.STRATEGY_COMPARISON
   for i, program in enumerate(rep):
     style.bars(right, [i], [rep[program]], 0.6, style.program_color(program), style.program_name(program))

@@ -42,7 +42,7 @@ def machine_section(output_dir: str, machine: str) -> str:
       rows.append([f"`{name}`", style.program_name(series.strategy(r)), "x".join(map(str, r["config"]["hidden_units"])),
                    series.batch_label([r]), r["config"]["pretrain_epochs"], records.devices(r),
                    style.fmt_seconds(series.seconds(r)),
-                   style.fmt_ratio(series.seconds(one) / series.seconds(r)) if one else "—",
+                   style.fmt_ratio(records.ratio(one, r) if one else None),
                    f"{style.fmt_seconds(p.predicted)} ({p.relative_error:+.1%}, {'fit' if p.in_calibration else 'predicted'})"
                    if p else "—", style.fmt_accuracy(records.test_accuracy(r))])
     model = ""
@@ -69,17 +69,18 @@ def benchmark_section(output_dir: str) -> str:
       for file, summary in harness.load_summaries(where, benchmark).items():
         seconds = "; ".join(f"{n} {style.fmt_spread(s)}" for n, s in summary["pretrain_seconds"].items())
         measures = [style.fmt_spread(summary.get(key)) for key, _ in benchmark.columns]
-        link = os.path.relpath(os.path.join(where, "benchmarks", benchmark.name, file), output_dir)
-        rows.append([f"{summary['setting'].get('cpu_count', '?')} cores", harness.setting_of(summary), seconds,
-                     *measures, f"[`{link}`]({link})"])
+        folder = os.path.join(where, "benchmarks", benchmark.name)
+        link = os.path.relpath(os.path.join(folder, file), output_dir)
+        found = [r for rs in harness.records_of(folder, summary).values() for r in rs]
+        rows.append([records.machine_label(found), harness.setting_of(summary), seconds, *measures, f"[`{link}`]({link})"])
     if not rows:
       continue
     parts.append(f"**`{benchmark.name}`** (`python -m experiments.benchmarks.{benchmark.name}`; each summary's "
                  "`command` field has its flags; summaries made before the benchmarks moved to "
                  f"`experiments/benchmarks/` name the module `experiments.bench_{benchmark.name}`, same flags and "
-                 "configurations; rerunning the command on the committed records recomputes the same summary):\n\n"
+                 "configurations):\n\n"
                  + style.md_table(
-                     ["machine", "setting", "pretraining s per configuration"] + [label for _, label in benchmark.columns]
+                     ["machine, code", "setting", "pretraining s per configuration"] + [label for _, label in benchmark.columns]
                      + ["summary"], rows))
   return "\n\n".join(parts) if parts else "No benchmark records yet."
 
@@ -140,5 +141,5 @@ def finetune_sweeps(folder: str) -> List[str]:
   return ["History: before the recipe was fixed, finetuning alone was swept from one set of pretrained weights "
           f"(plain SGD and SGD with momentum 0.9 at batch 5000, 10 epochs) by a probe since removed (`{_SWEEP_PROBE}`, "
           f"`git show {_SWEEP_PROBE_COMMIT}:{_SWEEP_PROBE}`); each file's `command` field is the command that made it. "
-          "Validation accuracy:", "", style.md_table(["record", "variant", "learning rate", "warm-up epochs",
+          "Validation accuracy (machine and code not recorded in these files):", "", style.md_table(["record", "variant", "learning rate", "warm-up epochs",
                                                       "validation accuracy"], rows), ""]

@@ -32,7 +32,7 @@ def rows(data: records.EntryData) -> List[dict]:
     for g, r in by_g.items():
       out.append({"stack": stack, "devices": g, "seconds": series.seconds(r),
                   "predicted": model.predict(r["config"], g) if model else None,
-                  "speedup": series.seconds(one) / series.seconds(r) if one else None,
+                  "speedup": records.ratio(one, r) if one else None,
                   "stages": len((r.get("pipeline") or {}).get("stages", [])) or min(g, len(r["config"]["hidden_units"])),
                   "cores_busy": (r["pretrain_cpu_seconds"] / r["pretrain_seconds"]
                                  if "pretrain_cpu_seconds" in r else None),

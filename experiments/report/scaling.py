@@ -41,7 +41,7 @@ def _machine(ax_seconds, ax_speedup, data: records.EntryData, machine: str, max_
       curve = perf_model.curve(model, by_g[gs[0]]["config"], max_devices if single else h)
       ax_seconds.plot(list(curve), list(curve.values()), "--", color=color, alpha=0.5, linewidth=1)
     if 1 in by_g:
-      style.points(ax_speedup, gs, [secs[0] / s for s in secs], over, color, f"ours, {label}", linestyle=line,
+      style.points(ax_speedup, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, color, f"ours, {label}", linestyle=line,
                    marker=marker)
 
 

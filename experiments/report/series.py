@@ -68,7 +68,7 @@ def oversubscribed_faster(data: records.EntryData) -> List[Tuple[int, int, float
       continue
     best = min(fair, key=lambda g: seconds(fair[g]))
     out += [(h, g, seconds(r), best, seconds(fair[best])) for g, r in by_g.items()
-            if records.oversubscribed(r) and seconds(r) < seconds(fair[best])]
+            if records.oversubscribed(r) and (records.ratio(fair[best], r) or 0) > 1]
   return out
 
 

@@ -17,7 +17,7 @@ from experiments import reported  # noqa: E402
 REPORT_LABEL = reported.HARDWARE
 REPORT_COLOR = "0.45"
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-DAGGER = "† more logical devices than cores (oversubscribed)."
+DAGGER = "† more logical devices than cores the process could use (oversubscribed)."
 # Markers and line styles of the machines a scaling figure shows: this one (""), then the others.
 MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":")}
 

@@ -1,6 +1,6 @@
-"""Per entry: a markdown table of our numbers next to the report's and sentences on what agrees and what
-differs, all computed from the records (`report.series`) and `experiments.reported`. Every table function
-takes (data, others): the entry's records on this machine and {machine: records} of the other machines."""
+"""Per entry: a markdown table of our numbers next to the report's and sentences on what agrees and differs,
+from the records (`report.series`) and `experiments.reported`. Every table function takes (data, others): the
+entry's records and {machine: records} of the other machines. Ratios of records go through `records.ratio`."""
 
 from typing import List, Mapping, Optional, Tuple
 
@@ -28,6 +28,10 @@ def _over(record: dict) -> str:
 
 def _cores(data: records.EntryData) -> int:
   return min(records.cores(r) for r in data.runs.values())
+
+
+def _seconds(r: Optional[dict]) -> str:
+  return style.fmt_seconds(series.seconds(r)) + _over(r) if r else "—"
 
 
 def scaling_report(entry: str) -> Mapping[int, Mapping[int, float]]:
@@ -60,9 +64,8 @@ def cores_note(data: records.EntryData, others: Others) -> str:
   else:
     text += f"none was faster than the fastest run on at most {cores} devices."
   for machine, other in others.items():
-    by_h = series.stacks(other)
-    ends = [f"{h} layers {style.fmt_ratio(series.seconds(g[1]) / series.seconds(g[max(g)]))} on {max(g)} devices"
-            for h, g in by_h.items() if 1 in g and max(g) > 1]
+    ends = [f"{h} layers {style.fmt_ratio(records.ratio(g[1], g[max(g)]))} on {max(g)} devices"
+            for h, g in series.stacks(other).items() if 1 in g and max(g) > 1]
     text += (f" On the {_cores(other)}-core machine (`{machine}/`), where every device has its own core, the speedup "
              f"over 1 device reached: {', '.join(ends)} (single runs).")
   return text
@@ -84,19 +87,16 @@ def scaling(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
       rep = report.get(h, {}) if not machine else {}  # The report's numbers once, beside this machine's.
       for g in sorted(set(by_g) | set(rep)):
         r = by_g.get(g)
-        base = series.seconds(by_g[1]) if 1 in by_g else None
-        rows.append([f"{_cores(d)} cores", h, g, style.fmt_seconds(series.seconds(r)) + _over(r) if r else "—",
-                     style.fmt_ratio(base / series.seconds(r) if r and base else None), _model_cell(predicted.get((h, g))),
-                     style.fmt_seconds(rep.get(g)), style.fmt_ratio(rep[1] / rep[g] if g in rep else None)])
-    if not machine:
-      for h, by_g in series.stacks(d).items():
-        rep = report.get(h)
-        if rep and 1 in by_g:
-          top = max(by_g)
-          sentences.append(f"{h} layers: the report went {rep[1]} → {rep[max(rep)]} s ({rep[1] / rep[max(rep)]:.2f}×) "
-                           f"from 1 to {max(rep)} GPUs; ours {style.fmt_seconds(series.seconds(by_g[1]))} → "
-                           f"{style.fmt_seconds(series.seconds(by_g[top]))} s "
-                           f"({series.seconds(by_g[1]) / series.seconds(by_g[top]):.2f}×) from 1 to {top} devices.")
+        rows.append([records.machine_label([r]) if r else "—", h, g, _seconds(r),
+                     style.fmt_ratio(records.ratio(by_g[1], r) if r and 1 in by_g else None),
+                     _model_cell(predicted.get((h, g))), style.fmt_seconds(rep.get(g)),
+                     style.fmt_ratio(rep[1] / rep[g] if g in rep else None)])
+      rep, top = report.get(h), max(by_g)
+      if rep and 1 in by_g and not machine:
+        sentences.append(f"{h} layers: the report went {rep[1]} → {rep[max(rep)]} s ({rep[1] / rep[max(rep)]:.2f}×) "
+                         f"from 1 to {max(rep)} GPUs; ours {style.fmt_seconds(series.seconds(by_g[1]))} → "
+                         f"{style.fmt_seconds(series.seconds(by_g[top]))} s "
+                         f"({style.fmt_ratio(records.ratio(by_g[1], by_g[top]))}) from 1 to {top} devices.")
   if data.entry == "dp_scaling":
     sentences.append(f"The report calls its speedup {reported.DP_SCALING_TEXT}.")
   sentences += [f"Ours: {series.batch_label(list(data.runs.values()))}; {reported.DP_BATCH_NOTE}."
@@ -160,11 +160,10 @@ def mp_vs_dp(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
   rep = [reported.MP_VS_DP[k] for k in sorted(reported.MP_VS_DP)]
   for i, (label, g) in enumerate(series.mp_vs_dp_groups(data)):
     dp, mp = g.get(DP.name), g.get(MP.name)
-    ratio = series.seconds(mp) / series.seconds(dp) if dp and mp else None
+    ratio = records.ratio(mp, dp) if dp and mp else None
     ratios.append(ratio)
     r = rep[i] if i < len(rep) else {}
-    rows.append([label, style.fmt_seconds(series.seconds(dp)) + _over(dp) if dp else "—",
-                 style.fmt_seconds(series.seconds(mp)) + _over(mp) if mp else "—", style.fmt_ratio(ratio),
+    rows.append([label, _seconds(dp), _seconds(mp), style.fmt_ratio(ratio),
                  r.get(DP.name, "—"), r.get(MP.name, "—"), style.fmt_ratio(r[MP.name] / r[DP.name] if r else None)])
   known = [f for f in ratios if f is not None]
   sentences = [f"Ours: {series.batch_label(list(data.runs.values()))}; the report: batch 7000 "
@@ -236,12 +235,12 @@ def strategy_comparison(data: records.EntryData, others: Others) -> Tuple[str, L
   """Seconds and speedup over greedy per program, ours and the report's."""
   rs = series.strategy_records(data)
   rep = reported.STRATEGY_COMPARISON
-  base = series.seconds(rs[GREEDY.run_name]) if GREEDY.run_name in rs else None
+  base = rs.get(GREEDY.run_name)
   rows = []
   for r in rs.values():
     program = series.strategy(r)
-    rows.append([style.program_name(program), series.batch_label([r]), style.fmt_seconds(series.seconds(r)) + _over(r),
-                 style.fmt_ratio(base / series.seconds(r) if base else None), rep.get(program, "—"),
+    rows.append([style.program_name(program), series.batch_label([r]), _seconds(r),
+                 style.fmt_ratio(records.ratio(base, r) if base else None), rep.get(program, "—"),
                  style.fmt_ratio(rep[GREEDY.name] / rep[program]) if program in rep else "—"])
   sentences = ["Single runs; the benchmarks in the Benchmarks section repeat the comparison with spread.",
                f"The report ran batch 5000 ({reported.DP_BATCH_NOTE}).", cores_note(data, others)]
