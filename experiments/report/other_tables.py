@@ -109,7 +109,7 @@ def devices_beyond_cores(output_dir: str) -> str:
                    f"{m['epoch_seconds']:.3f}", "—" if m["epoch_growth_vs_cores"] is None else
                    f"{m['epoch_growth_vs_cores']:.2f}" + (f" (≤ {m['allowed_growth']:g})" if m["oversubscription"] > 1
                                                           else ""), f"{m['warmup_seconds']:.1f}",
-                   f"{m['run_seconds']:.1f}", f"{m['cores_busy_training']:.2f}"])
+                   f"{m['outside_phases_seconds']:.1f}", f"{m['run_seconds']:.1f}", f"{m['cores_busy_training']:.2f}"])
   if not rows:
     return ""
   return (f"**`{_BEYOND_CORES}`** ({records.hardware([r for s in summaries.values() for rs in harness.records_of(folder, s).values() for r in rs])}): "
@@ -118,8 +118,8 @@ def devices_beyond_cores(output_dir: str) -> str:
           f"tree (`git show {_BEYOND_CORES_COMMIT}:experiments/benchmarks/{_BEYOND_CORES}.py`); "
           f"{'; '.join(commits)} (each summary's `code_commit`). Growth: seconds per layer-epoch over those on as many "
           "devices as cores (at most devices / cores is expected).\n\n" + style.md_table(
-              ["code", "program", "devices", "s per layer-epoch", "growth vs devices = cores", "warm-up s", "run s",
-               "cores busy"], rows) + "\n\n" + style.DAGGER)
+              ["code", "program", "devices", "s per layer-epoch", "growth vs devices = cores", "warm-up s",
+               "outside every timed phase s", "run s", "cores busy"], rows) + "\n\n" + style.DAGGER)
 
 
 # The probe that made the finetuning-only sweeps of the large-batch study (removed since).
