@@ -35,7 +35,7 @@ def problems(output_dir: str) -> List[str]:
   for folder, _, files in sorted(os.walk(output_dir)):
     for file in (f for f in sorted(files) if f.startswith("summary") and f.endswith(".json")):
       summary = records.load(os.path.join(folder, file))
-      found = [r for rs in harness.records_of(folder, summary).values() for r in rs if r] if "records" in summary else []
+      found = [r for r in harness.flat_records(folder, summary) if r]
       if found and not records.same_source(found):
         out.append(f"{os.path.join(folder, file)}: its records come from {records.machine_label(found)}")
   return list(dict.fromkeys(out))

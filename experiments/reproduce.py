@@ -11,7 +11,8 @@ Usage:
   python -m experiments.reproduce --figures_only                    # redraw everything from the records
 
 Records go where `presets.record_file` says (normally <output_dir>/runs/<entry>/<preset>_<run>.json); a
-record that exists is not run again; estimates: `experiments.budget`. Program logs (and checkpoints of the long runs) go to --work_dir.
+record that exists is not run again; estimates: `experiments.budget`. Program logs (and checkpoints of the long
+runs) go to --work_dir.
 With the default --output_dir (the committed results/), the headline table of the top README.md is
 rewritten too.
 """

@@ -177,7 +177,7 @@ def test_results_readme_compares_every_entry_with_the_report(output_dir):
   assert f"python -m {programs.MODEL_PARALLEL.module} --hidden_units=1000,1000,1000,1000 --pretrain_epochs=10" in text
   # Numbers in the tables come from the records.
   sc = _data(output_dir, "strategy_comparison").runs
-  assert f"{sc['greedy']['pretrain_seconds']:.0f}" in text
+  assert f"{sc[programs.GREEDY.run_name]['pretrain_seconds']:.0f}" in text
   # Every data-parallel batch is labelled as run: global batch and per device.
   assert "global batch 1000 (500 per device on 2)" in text
   assert "single run" in text

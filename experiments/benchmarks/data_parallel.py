@@ -32,7 +32,7 @@ def configurations(s: harness.Setting) -> List:
   runs = [s.run(GREEDY.name, GREEDY, 1)]
   for k in _kernels(s):
     flags = (f"--profile_steps={s.options['profile_steps']}",) + ((f"--kernels={k}",) if k != "auto" else ())
-    runs += [s.run(f"dp_g1{_suffix(s, k)}", DP, 1, flags), s.run(f"dp_g{s.num_devices}{_suffix(s, k)}", DP, s.num_devices, flags)]
+    runs += [s.run(f"dp_g{g}{_suffix(s, k)}", DP, g, flags) for g in (1, s.num_devices)]
   return runs
 
 

@@ -252,6 +252,11 @@ def records_of(folder: str, summary: Mapping[str, Any]) -> Records:
           for name, paths in summary.get("records", {}).items()}
 
 
+def flat_records(folder: str, *summaries: Mapping[str, Any]) -> List[dict]:
+  """Every record of `summaries` (in `folder`, `records_of`), as one list."""
+  return [r for s in summaries for rs in records_of(folder, s).values() for r in rs]
+
+
 def setting_of(summary: Mapping[str, Any]) -> Optional[str]:
   """A short label of a summary's setting, e.g. "2 x 1000 units, batch 1000, 4 epochs, 11,000 images"."""
   s = summary.get("setting") or {}

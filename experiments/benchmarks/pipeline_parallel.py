@@ -94,8 +94,8 @@ BENCHMARK = harness.Benchmark(
     name=PIPELINE, configurations=configurations, summarize=summarize,
     defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 3,
               "train_examples": 55_000, "num_devices": 2, "repeats": 3},
-    options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline_parallel configurations (several: a sweep)."),
-             "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline_parallel configurations (several: a comparison)."),
+    options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline configurations."),
+             "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline configurations."),
              "baselines": (1, "1: also greedy, model_parallel, the one-device pipeline and checkpoints; 0: only "
                               "pipeline_parallel at each chunk size.")},
     folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",

@@ -52,7 +52,7 @@ def _benchmark(output_dir: str, name: str, file: str, measures: List[str], used:
   summary = records.load(os.path.join(folder, file))
   if summary is None:
     return None
-  used += [r for rs in harness.records_of(folder, summary).values() for r in rs]
+  used += harness.flat_records(folder, summary)
   summary = summary["variants"][variant] if variant else summary
   return " / ".join(f"{style.fmt_spread(summary[m])}×" for m in measures)
 

@@ -71,8 +71,7 @@ def benchmark_section(output_dir: str) -> str:
         measures = [style.fmt_spread(summary.get(key)) for key, _ in benchmark.columns]
         folder = os.path.join(where, "benchmarks", benchmark.name)
         link = os.path.relpath(os.path.join(folder, file), output_dir)
-        found = [r for rs in harness.records_of(folder, summary).values() for r in rs]
-        rows.append([records.machine_label(found), harness.setting_of(summary), seconds, *measures, f"[`{link}`]({link})"])
+        rows.append([records.machine_label(harness.flat_records(folder, summary)), harness.setting_of(summary), seconds, *measures, f"[`{link}`]({link})"])
     if not rows:
       continue
     parts.append(f"**`{benchmark.name}`** (`python -m experiments.benchmarks.{benchmark.name}`; each summary's "
@@ -112,7 +111,7 @@ def devices_beyond_cores(output_dir: str) -> str:
                    f"{m['outside_phases_seconds']:.1f}", f"{m['run_seconds']:.1f}", f"{m['cores_busy_training']:.2f}"])
   if not rows:
     return ""
-  return (f"**`{_BEYOND_CORES}`** ({records.hardware([r for s in summaries.values() for rs in harness.records_of(folder, s).values() for r in rs])}): "
+  return (f"**`{_BEYOND_CORES}`** ({records.hardware(harness.flat_records(folder, *summaries.values()))}): "
           "data_parallel and model_parallel on more logical devices than cores, before and after the fix of "
           "docs/data_parallel.md (\"More devices than cores\"), one run per configuration. Its module is no longer in the "
           f"tree (`git show {_BEYOND_CORES_COMMIT}:experiments/benchmarks/{_BEYOND_CORES}.py`); "
@@ -141,5 +140,5 @@ def finetune_sweeps(folder: str) -> List[str]:
   return ["History: before the recipe was fixed, finetuning alone was swept from one set of pretrained weights "
           f"(plain SGD and SGD with momentum 0.9 at batch 5000, 10 epochs) by a probe since removed (`{_SWEEP_PROBE}`, "
           f"`git show {_SWEEP_PROBE_COMMIT}:{_SWEEP_PROBE}`); each file's `command` field is the command that made it. "
-          "Validation accuracy (machine and code not recorded in these files):", "", style.md_table(["record", "variant", "learning rate", "warm-up epochs",
-                                                      "validation accuracy"], rows), ""]
+          "Validation accuracy (machine and code not recorded in these files):", "",
+          style.md_table(["record", "variant", "learning rate", "warm-up epochs", "validation accuracy"], rows), ""]

@@ -1,5 +1,5 @@
 """pp_scaling (beyond the report): pipeline_parallel's pretraining seconds and speedup vs devices, per stack,
-beside the pipeline performance model (`perf_model.PipelineModel`, fitted on each stack's one-device run)."""
+beside the pipeline performance model (`perf_model.Pipeline`, fitted on each stack's one-device run)."""
 
 from typing import Dict, List, Tuple
 
@@ -24,8 +24,9 @@ def rows(data: records.EntryData) -> List[dict]:
   whether the model was fitted on it (in-sample) and whether it is oversubscribed."""
   out = []
   for stack, by_g in _stacks(data).items():
-    try:
-      model = perf_model.Pipeline.calibrate({str(g): r for g, r in by_g.items()})
+    try:  # a stack's model and its runs from one machine and one code only
+      model = perf_model.Pipeline.calibrate({str(g): r for g, r in by_g.items()}) if records.same_source(
+          list(by_g.values())) else None
     except ValueError:
       model = None
     one = by_g.get(1)

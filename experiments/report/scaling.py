@@ -28,7 +28,7 @@ def _machine(ax_seconds, ax_speedup, data: records.EntryData, machine: str, max_
   """One machine's measured points (and model lines) on both panels."""
   marker, line = style.MACHINE_STYLES[machine]
   model, _ = series.model_for(data)
-  cores = style.machine_label(data)
+  cores = f"{min(records.cores(r) for r in data.runs.values())} cores"
   single = len(series.stacks(data)) == 1
   for i, (h, by_g) in enumerate(series.stacks(data).items()):
     color = programs.DATA_PARALLEL.color if single else style.COLORS[i]
@@ -41,8 +41,8 @@ def _machine(ax_seconds, ax_speedup, data: records.EntryData, machine: str, max_
       curve = perf_model.curve(model, by_g[gs[0]]["config"], max_devices if single else h)
       ax_seconds.plot(list(curve), list(curve.values()), "--", color=color, alpha=0.5, linewidth=1)
     if 1 in by_g:
-      style.points(ax_speedup, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, color, f"ours, {label}", linestyle=line,
-                   marker=marker)
+      style.points(ax_speedup, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, color, f"ours, {label}",
+                   linestyle=line, marker=marker)
 
 
 def draw(data: records.EntryData, others: Dict[str, records.EntryData]):

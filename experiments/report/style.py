@@ -23,21 +23,17 @@ MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":")}
 
 
 def program_name(program: str) -> str:
-  """A program's name in figures and tables, its registry label: "model_parallel" -> "model parallel".
-
-  Raises:
-    ValueError: not a registered program.
-  """
+  """A program's registry label, e.g. "model parallel"; ValueError for an unregistered program."""
   return programs.get(program).label
 
 
 def program_color(program: str) -> str:
-  """A program's colour in every figure (its registry colour)."""
+  """A program's registry colour; ValueError for an unregistered program."""
   return programs.get(program).color
 
 
 def machine_label(data: records.EntryData) -> str:
-  """The machine(s) the entry's records ran on (`records.machine_label`)."""
+  """The machine and code of the entry's records (`records.machine_label`)."""
   return records.machine_label(list(data.runs.values()))
 
 
@@ -50,9 +46,8 @@ def figure(ncols: int = 1, width: float = 6.4, height: float = 4.8):
 def preset_note(entry: str, preset: str) -> str:
   """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
   notes = presets.shrink_notes(entry, preset)
-  if notes:
-    return f"preset {preset}: " + "; ".join(notes)
-  return f"preset {preset} (the report's settings)" if preset == "paper" else f"preset {preset}"
+  return (f"preset {preset}: " + "; ".join(notes) if notes else
+          f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
 
 
 def finish(fig, data: records.EntryData, extra: str = "", presets_shown: Sequence[str] = (),
@@ -92,8 +87,7 @@ def report_series(ax, xs: Sequence[float], ys: Sequence[float], label: str, colo
 def bars(ax, positions: Sequence[float], heights: Sequence[float], width: float, color: str, label: str,
          over: Optional[Sequence[bool]] = None, bottoms: Optional[Sequence[float]] = None) -> None:
   """Bars, hatched where oversubscribed."""
-  over = over or [False] * len(heights)
-  bottoms = bottoms or [0.0] * len(heights)
+  over, bottoms = over or [False] * len(heights), bottoms or [0.0] * len(heights)
   for i, (x, h, o, b) in enumerate(zip(positions, heights, over, bottoms)):
     ax.bar(x, h, width, bottom=b, color=color, hatch="//" if o else None, edgecolor="white" if o else color,
            label=label if i == 0 else None)
@@ -127,16 +121,13 @@ def fmt_accuracy(a: Optional[float]) -> str:
 
 def fmt_spread(s: Optional[dict], fmt: str = "{:.2f}") -> str:
   """A spread {"min", "median", "max"} as "median (min–max)"."""
-  if not s:
-    return "—"
-  return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}–{fmt.format(s['max'])})"
+  return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}–{fmt.format(s['max'])})" if s else "—"
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
   """A markdown table."""
-  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-  lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-  return "\n".join(lines)
+  return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                   + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
 def save(fig, path: str) -> None:
