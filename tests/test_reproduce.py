@@ -236,6 +236,16 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
   assert os.path.getmtime(path) == 0
 
 
+def test_harness_refuses_to_summarize_records_of_two_machines_or_codes():
+  env = {"cpu_model": "A", "usable_cores": 2, "commit": "c" * 40, "code_digest": "d", "commit_dirty": False,
+         "kernels": "tf", "thread_pool": "shared", "precision": "float32"}
+  same = {"x": [{"environment": env}], "y": [{"environment": dict(env, kernels="xla")}]}
+  assert harness.provenance(same)["cpu_model"] == "A" and harness.provenance(same)["configurations"]["y"]["kernels"] == "xla"
+  for field, value in (("cpu_model", "B"), ("usable_cores", 4), ("code_digest", "e"), ("commit", "f" * 40)):
+    with pytest.raises(ValueError, match=f"disagree on {field}"):
+      harness.provenance({"x": [{"environment": env}], "y": [{"environment": dict(env, **{field: value})}]})
+
+
 def test_benchmarks_list_one_configuration_per_variant():
   setting = harness.Setting((32, 16), 100, 2, 400, 2, 1, {"target_speedup": 1.4, "kernels": ["xla", "tf"],
                                                           "thread_pool": ["per_device", "shared"]})
