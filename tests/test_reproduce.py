@@ -2,7 +2,6 @@
 harness (with stand-in programs that write synthetic records), and the smoke preset end to end with the real
 programs."""
 
-import importlib
 import json
 import os
 import subprocess

@@ -10,7 +10,7 @@ Usage (timings are committed: run alone on the machine):
 """
 
 import statistics
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence
 
 from common import programs
 from experiments.benchmarks import harness

@@ -42,7 +42,7 @@ def draw_accuracy(data: records.EntryData, others=None):
   return fig
 
 
-_BARS = (("report_recipe", "ours: DP, report's recipe", "tab:green"),
+_BARS = (("report_recipe", "ours: DP, report's recipe", programs.DATA_PARALLEL.color),
          ("large_batch", "ours: DP, large-batch recipe", "darkgreen"),
          ("baseline", "ours: greedy, batch 100", programs.GREEDY.color),
          ("report", f"{style.REPORT_LABEL}: DP", style.REPORT_COLOR))
