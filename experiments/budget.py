@@ -1,99 +1,113 @@
-"""Estimated wall-clock seconds of each run of a preset, before anything is measured.
+"""Estimated wall-clock seconds of a run before it runs: the driver's ETA and the budget table of results/README.md.
 
-Used for the ETA of `experiments.driver` and for the budget table of results/README.md
-(estimated vs measured minutes per entry). The estimate is the performance model
-(`experiments.perf_model`) fed with per-layer epoch seconds computed from FLOPs
-(`common.cost.layer_epoch_flops`) at a per-core rate measured on this project's machines,
-plus fixed costs per process. The constants are stated here; results/README.md prints the main ones.
+A run of program p lasts fixed_p + FLOPs / rate_p: FLOPs by `common.cost` (pretraining in the program's order,
+finetuning with its evaluation), fixed_p and rate_p fitted by least squares to the wall seconds the driver logged
+(<output_dir>/runs/driver_log.jsonl, else the committed results/'s). Device counts are not modelled. A program
+without two logged runs, or with a non-positive fit, uses the fit over all programs; no log at all: `FALLBACK`.
 """
 
+import dataclasses
+import glob
+import json
 import math
-from typing import Dict, Mapping, Sequence
+import os
+from typing import Dict, List, Mapping, Sequence, Tuple
 
 from common import cost
-from experiments import perf_model
+from common import programs
+from experiments import ROOT
 from experiments import presets
 
-# One 784->2000 layer epoch over 55,000 images on one core: ~7.5 s at batch 100, ~7 s at batch 5000
-# (862 GFLOP); a 784->500 layer at batch 100: 0.2 s for 5,500 images (21.6 GFLOP). About 110 GFLOP/s.
-CORE_FLOPS_PER_SECOND = 1.1e11
-# Python + TensorFlow import, MNIST load, device setup, writing the record.
-STARTUP_SECONDS = 9.0
-# Tracing + XLA compilation of one layer's epoch function (pretraining) or of finetuning.
-WARMUP_SECONDS_PER_LAYER = 0.8
-# Data parallel: extra seconds per step (replica dispatch, all-reduce latency), and all-reduce seconds
-# per parameter per transfer (perf_model's gamma).
-DP_STEP_SECONDS = 0.003
-DP_ALLREDUCE_SECONDS_PER_PARAM = 1e-9
-# Data parallel fixed costs, measured with 4 x 1000 units, batch 5000, 10,000 examples on 2 cores
-# (cpu preset, dp_scaling) while other jobs loaded the machine: ~20 s more start-up (MirroredStrategy),
-# then per layer a warm-up (tracing, compilation, input pipeline) of ~2.5, 6, 90 and 70 s for G = 1, 2,
-# 3, 4 replicas, and the op profile of layer 1 (~5 s + 1.5 s x G) unless --profile_steps=0. Most of the
-# G = 3 and 4 warm-ups was an idle wait on the input iterators, since removed (docs/data_parallel.md, "More
-# devices than cores": 4 x 256 units, 2.3 s per layer at G = 4 after the fix), so this over-estimates; the
-# constants stay those of the committed cpu-preset records' time.
-DP_STARTUP_SECONDS = 20.0
-DP_WARMUP_SECONDS_PER_LAYER = {1: 2.5, 2: 6.0, 3: 90.0, 4: 70.0}
-DP_PROFILE_SECONDS = 5.0
-DP_PROFILE_SECONDS_PER_DEVICE = 1.5
-# Side-by-side slowdown of concurrent devices (perf_model's rho): a planning constant above the values fitted
-# to the committed 2-core runs (1.1 to 1.5, results/README.md), so that estimates err on the long side.
-SLOWDOWN = 1.8
+# Validation (5,000 images) every finetuning epoch and test (10,000) at the end: counted as 15,000 per epoch.
+EVALUATED_EXAMPLES = 15_000
+POOLED = "all programs"
 
 
-def epoch_seconds(hidden_units: Sequence[int], examples: int) -> list:
-  """Estimated t_k: seconds of one pretraining epoch of each layer on one core."""
-  return [cost.layer_epoch_flops(hidden_units, k + 1, examples) / CORE_FLOPS_PER_SECOND
-          for k in range(len(hidden_units))]
+@dataclasses.dataclass(frozen=True)
+class Rate:
+  """seconds = fixed_seconds + FLOPs / flops_per_second, fitted on `runs` logged runs (0: not fitted)."""
+  fixed_seconds: float
+  flops_per_second: float
+  runs: int
+
+  def seconds(self, flops: float) -> float:
+    return self.fixed_seconds + flops / self.flops_per_second
 
 
-def _finetune_seconds(hidden_units: Sequence[int], examples: int, epochs: int) -> float:
-  # Validation (5,000 images) every epoch, test (10,000) at the end: counted as 15,000 per epoch.
-  flops = cost.finetune_epoch_flops(hidden_units, examples, evaluated_examples=15_000)
-  return epochs * flops / CORE_FLOPS_PER_SECOND + WARMUP_SECONDS_PER_LAYER if epochs else 0.0
+# Used only when no driver log exists: 10 s start-up, 100 GFLOP/s.
+FALLBACK = Rate(10.0, 1e11, 0)
+Rates = Mapping[str, Rate]
 
 
-def run_seconds(run: presets.RunSpec, cores: int) -> float:
-  """Estimated wall-clock seconds of one run on a machine with `cores` cores."""
-  hidden = list(run.flag("hidden_units"))
-  examples, batch = run.flag("train_examples"), run.flag("batch_size")
-  epochs, devices = run.flag("pretrain_epochs"), run.flag("num_devices")
-  t = epoch_seconds(hidden, examples)
-  steps = examples // batch
-  if run.program == "pipeline_parallel":
-    pretrain = perf_model.PipelineModel(CORE_FLOPS_PER_SECOND, cores, "").predict(dict(run.flags), devices)
-    pretrain *= SLOWDOWN if min(devices, len(hidden)) > 1 else 1.0
-  elif run.program == "data_parallel":
-    t = [x + (steps * DP_STEP_SECONDS if devices > 1 else 0.0) for x in t]
-    pretrain = perf_model.Model("data_parallel", tuple(t), cores, slowdown=SLOWDOWN,
-                                allreduce_seconds_per_param=DP_ALLREDUCE_SECONDS_PER_PARAM,
-                                steps_per_epoch=steps).predict(hidden, epochs, devices)
-  else:
-    pretrain = perf_model.Model(run.program, tuple(t), cores, slowdown=SLOWDOWN).predict(hidden, epochs, devices)
-  seconds = STARTUP_SECONDS + WARMUP_SECONDS_PER_LAYER * len(hidden) + pretrain
-  if run.program == "data_parallel":
-    warmup = DP_WARMUP_SECONDS_PER_LAYER.get(devices, DP_WARMUP_SECONDS_PER_LAYER[4] * devices / 4)
-    seconds += DP_STARTUP_SECONDS + warmup * len(hidden)
-    if "--profile_steps=0" not in run.extra_flags:
-      seconds += DP_PROFILE_SECONDS + DP_PROFILE_SECONDS_PER_DEVICE * devices
-  if run.launcher:  # e.g. common.launch: worker processes start TensorFlow too.
-    seconds += STARTUP_SECONDS
-  return seconds + _finetune_seconds(hidden, examples, run.flag("finetune_epochs"))
+def flops(program: str, flags: Mapping) -> float:
+  """FLOPs of a run of `program` with shared `flags` (hidden_units, epochs, train_examples), by `common.cost`."""
+  hidden, examples = list(flags["hidden_units"]), int(flags["train_examples"])
+  pretrain = cost.pretraining_flops(hidden, int(flags["pretrain_epochs"]), examples,
+                                    pipelined=program == programs.PIPELINE_PARALLEL.name)
+  return pretrain + int(flags["finetune_epochs"]) * cost.finetune_epoch_flops(hidden, examples, EVALUATED_EXAMPLES)
 
 
-def entry_seconds(entries: Mapping[str, presets.Entry], cores: int) -> Dict[str, float]:
+def _logged(folder: str) -> List[Tuple[str, float, float]]:
+  """(program, FLOPs, wall seconds) of every run in the driver logs under `folder` (the last line of a run)."""
+  modules = {p.module: p.name for p in programs.PROGRAMS}
+  last = {}
+  for path in sorted(glob.glob(os.path.join(folder, "runs", "driver_log.jsonl"))):
+    with open(path) as f:
+      for line in (json.loads(x) for x in f if x.strip()):
+        command = line["command"]
+        module = next((m for m in command if m in modules), None)
+        if module is None:
+          continue
+        args = dict(a[2:].split("=", 1) for a in command if a.startswith("--") and "=" in a)
+        args["hidden_units"] = [int(u) for u in args["hidden_units"].split(",")]
+        last[(path, line["entry"], line["run"])] = (modules[module], flops(modules[module], args), line["wall_seconds"])
+  return list(last.values())
+
+
+def _least_squares(points: Sequence[Tuple[float, float]]) -> Rate:
+  """The line seconds = a + FLOPs / rate through (FLOPs, seconds) points; None unless a >= 0 and rate > 0."""
+  n = len(points)
+  mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+  sxx = sum((x - mx) ** 2 for x, _ in points)
+  slope = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+  if slope <= 0 or my - slope * mx < 0:
+    return None
+  return Rate(my - slope * mx, 1.0 / slope, n)
+
+
+def fit(output_dir: str) -> Dict[str, Rate]:
+  """{program name or POOLED: Rate} fitted to the driver logs under `output_dir` (else results/)."""
+  logged = _logged(output_dir) or _logged(os.path.join(ROOT, "results"))
+  pooled = _least_squares([(x, y) for _, x, y in logged]) if len(logged) > 1 else None
+  rates = {POOLED: pooled or FALLBACK}
+  for p in programs.PROGRAMS:
+    mine = [(x, y) for name, x, y in logged if name == p.name]
+    rates[p.name] = (len(mine) > 1 and _least_squares(mine)) or rates[POOLED]
+  return rates
+
+
+def run_seconds(run: presets.RunSpec, rates: Rates) -> float:
+  """Estimated wall-clock seconds of one run."""
+  return rates.get(run.program, rates[POOLED]).seconds(flops(run.program, dict(run.flags)))
+
+
+def entry_seconds(entries: Mapping[str, presets.EntryRuns], rates: Rates) -> Dict[str, float]:
   """{entry: estimated seconds of its runs}; a shared run counts for the first entry that lists it."""
   seen, out = set(), {}
   for name, entry in entries.items():
-    total = 0.0
-    for run in entry.runs:
-      if (run.home, run.stored_name) not in seen:
-        seen.add((run.home, run.stored_name))
-        total += run_seconds(run, cores)
-    out[name] = total
+    mine = [r for r in entry.runs if (r.home, r.stored_name) not in seen]
+    seen.update((r.home, r.stored_name) for r in mine)
+    out[name] = sum(run_seconds(r, rates) for r in mine)
   return out
 
 
 def minutes(seconds: float) -> str:
   """Seconds as rounded minutes, e.g. "12 min" (at least "<1 min")."""
   return "<1 min" if seconds < 30 else f"{math.ceil(seconds / 60 - 0.5)} min"
+
+
+def describe(rates: Rates) -> str:
+  """The fitted rates in one line, e.g. "greedy 9.1 s + FLOPs at 95 GFLOP/s (20 runs); ..."."""
+  return "; ".join(f"{name} as {POOLED}" if name != POOLED and r is rates[POOLED] else
+                   f"{name} {r.fixed_seconds:.1f} s + FLOPs at {r.flops_per_second / 1e9:.3g} GFLOP/s "
+                   f"({f'{r.runs} runs' if r.runs else 'not fitted: no driver log'})" for name, r in rates.items())

@@ -1,13 +1,12 @@
 """The one runner of training programs: every run of an experiment or a benchmark goes through `run`.
 
-Each run is `python -m <program>.train <flags> --results_dir=<record's folder> --run_name=<record's name>
---progress=log` in its own process (each needs its own device setup: G logical CPU devices with one
-thread each, fixed when TensorFlow starts), from the repository root. A run whose record exists is
-skipped (after checking its flags still match the run list); a failing run stops the driver with its
-command and the end of its log, keeping every finished record. Progress: one line when a run starts and
-one when it ends, with the elapsed time and an ETA (the budget estimate of the remaining runs, scaled by
-measured / estimated so far). Each finished run appends a line to the driver log (wall seconds, estimate,
-command): <output_dir>/runs/driver_log.jsonl for `experiments.reproduce`.
+Each run is `python -m <program module> <flags> --results_dir=<record's folder> --run_name=<record's name>
+--progress=log` in its own process (each sets up its own devices when TensorFlow starts), from the repository
+root. A run whose record exists is skipped (after checking its flags still match); a failing run stops the
+driver with its command and the end of its log, keeping every finished record. Progress: a line when a run
+starts and when it ends, with the elapsed time and an ETA (the `experiments.budget` estimate of the runs left,
+scaled by measured / estimated so far). Each finished run appends a line (wall seconds, estimate, command) to
+the driver log, <output_dir>/runs/driver_log.jsonl for `experiments.reproduce`.
 """
 
 import concurrent.futures
@@ -21,7 +20,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Mapping, Optional, Sequence
 
-from common import cluster
+from common import programs
 from experiments import ROOT
 from experiments import budget
 from experiments import presets
@@ -36,18 +35,9 @@ class RunFailedError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-  """One run to do, where its outputs go, and how it is reported.
-
-  Attributes:
-    group: what listed the run: an entry of a preset, or a benchmark.
-    index, count: the run's 1-based place in its group, and the group's number of runs.
-    run: the program and flags.
-    record: path of the run record the program writes (its folder and name set --results_dir, --run_name).
-    log: where the program's stdout and stderr go.
-    model_dir: checkpoints of a resumable run, else None.
-    estimate: estimated wall seconds (`budget.run_seconds`).
-    preset: the preset the run belongs to (None for a benchmark).
-  """
+  """One run to do: what listed it (an entry or a benchmark), its 1-based place among that group's `count` runs,
+  the run, the record it writes, its log, its checkpoints (resumable runs, else None), its estimated wall
+  seconds (`budget.run_seconds`) and its preset (None for a benchmark)."""
   group: str
   index: int
   count: int
@@ -64,47 +54,44 @@ class Job:
     return os.path.splitext(os.path.basename(self.record))[0]
 
 
-def job(group: str, index: int, count: int, run: presets.RunSpec, record: str, work_dir: str, cores: int,
-        preset: Optional[str] = None) -> Job:
+def job(group: str, index: int, count: int, run: presets.RunSpec, record: str, work_dir: str,
+        rates: budget.Rates, preset: Optional[str] = None) -> Job:
   """A Job whose log (and checkpoints, if resumable) go under `work_dir`/<logs|checkpoints>/<group>/."""
   stem = os.path.splitext(os.path.basename(record))[0]
   return Job(group, index, count, run, record, os.path.join(work_dir, "logs", group, stem + ".log"),
              os.path.join(work_dir, "checkpoints", group, stem) if run.resumable else None,
-             budget.run_seconds(run, cores), preset)
+             budget.run_seconds(run, rates), preset)
 
 
-def plan(entries: Mapping[str, presets.Entry], preset: str, output_dir: str, work_dir: str,
-         cores: int) -> List[Job]:
-  """The runs of a preset's `entries` in order, each once (a run shared by two entries goes with the first)."""
+def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str, work_dir: str,
+         rates: Optional[budget.Rates] = None) -> List[Job]:
+  """The runs of a preset's `entries` in order, each once (a run shared by two entries goes with the first);
+  estimates from `rates` (default: `budget.fit(output_dir)`)."""
+  rates = rates or budget.fit(output_dir)
   jobs, seen = [], set()
-  for name, entry in entries.items():
+  for entry in entries.values():
     for i, r in enumerate(entry.runs):
-      if (r.home, r.stored_name) in seen:
-        continue
-      seen.add((r.home, r.stored_name))
-      jobs.append(job(r.home, i + 1, len(entry.runs), r, records.record_path(output_dir, preset, r), work_dir,
-                      cores, preset))
+      if (r.home, r.stored_name) not in seen:
+        seen.add((r.home, r.stored_name))
+        jobs.append(job(r.home, i + 1, len(entry.runs), r, records.record_path(output_dir, preset, r), work_dir,
+                        rates, preset))
   return jobs
 
 
 def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
-  """The command line of a job: `python -m <module> <flags>` (module default: <program>.train, started by
-  the run's launcher if it has one)."""
-  module = (modules or {}).get(j.run.program, f"{j.run.program}.train")
-  start = ([sys.executable, "-m", j.run.launcher[0], *j.run.launcher[1:], module] if j.run.launcher
-           else [sys.executable, "-m", module])
-  args = [*start, *j.run.arguments(), f"--results_dir={os.path.dirname(j.record)}", f"--run_name={j.run_name}",
-          "--progress=log"]
-  if j.model_dir:
-    args.append(f"--model_dir={j.model_dir}")
-  return args
+  """`python -m <module> <flags>` of a job (its program's module unless `modules` replaces it; after the run's
+  launcher if it has one)."""
+  module = (modules or {}).get(j.run.program) or programs.get(j.run.program).module
+  return [sys.executable, "-m", *j.run.launcher, module, *j.run.arguments(),
+          f"--results_dir={os.path.dirname(j.record)}", f"--run_name={j.run_name}", "--progress=log",
+          *([f"--model_dir={j.model_dir}"] if j.model_dir else [])]
 
 
 def _environment() -> Dict[str, str]:
   """The programs' environment: the repository on PYTHONPATH, the offline MNIST copy when present, and no
   TF_CONFIG (a run started here is local; `common.launch` makes its own cluster)."""
   env = dict(os.environ)
-  env.pop(cluster.TF_CONFIG, None)
+  env.pop("TF_CONFIG", None)
   env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
   shared = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
   if "TFDS_DATA_DIR" not in env and os.path.isdir(shared):
@@ -117,10 +104,10 @@ def _clock(seconds: float) -> str:
   return str(datetime.timedelta(seconds=int(round(max(seconds, 0.0)))))
 
 
-def _tail(path: str, lines: int = LOG_TAIL_LINES) -> str:
+def _tail(path: str) -> str:
   try:
     with open(path) as f:
-      return "".join(f.readlines()[-lines:])
+      return "".join(f.readlines()[-LOG_TAIL_LINES:])
   except OSError:
     return "(no log)"
 
@@ -129,12 +116,9 @@ class _Progress:
   """Progress lines and the ETA of one call of `run`."""
 
   def __init__(self, title: str, todo: Sequence[Job], parallel: int, out: Callable[[str], None]):
-    self.title, self.parallel, self.out = title, parallel, out
-    self.lock = threading.Lock()
-    self.start = time.perf_counter()
-    self.measured = self.estimated_done = 0.0
-    self.estimated_left = sum(j.estimate for j in todo)
-    self.done, self.total = 0, len(todo)
+    self.title, self.parallel, self.out, self.lock = title, parallel, out, threading.Lock()
+    self.start, self.measured, self.estimated_done = time.perf_counter(), 0.0, 0.0
+    self.estimated_left, self.done, self.total = sum(j.estimate for j in todo), 0, len(todo)
 
   def eta(self) -> float:
     scale = self.measured / self.estimated_done if self.estimated_done else 1.0
@@ -147,23 +131,15 @@ class _Progress:
 
   def finished(self, j: Job, seconds: float) -> None:
     with self.lock:
-      self.done += 1
-      self.measured += seconds
-      self.estimated_done += j.estimate
-      self.estimated_left -= j.estimate
+      self.done, self.measured = self.done + 1, self.measured + seconds
+      self.estimated_done, self.estimated_left = self.estimated_done + j.estimate, self.estimated_left - j.estimate
 
 
 def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, parallel: int = 1,
         modules: Optional[Mapping[str, str]] = None, out: Callable[[str], None] = print) -> int:
-  """Runs every job whose record is missing, `parallel` at a time, in order; returns how many ran.
-
-  Args:
-    jobs: the runs, in the order to start them.
-    title: the label of the progress lines, e.g. "reproduce cpu".
-    driver_log: a JSON-lines file that gets one line per finished run (None: no log).
-    parallel: runs at once (1 for anything timed).
-    modules: {program: module} overriding `<program>.train` (tests use stand-ins).
-    out: where progress lines go.
+  """Runs every job whose record is missing, in order, `parallel` at a time (1 for anything timed); returns how
+  many ran. `title` labels the progress lines (printed by `out`), `driver_log` gets a line per finished run,
+  `modules` replaces programs' modules ({program: module}; tests use stand-ins).
 
   Raises:
     RunFailedError: a program failed, or a stored record no longer matches its run's flags.
@@ -171,13 +147,11 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
   todo = []
   for j in jobs:
     record = records.load(j.record)
+    stale = records.mismatches(record, j.run) if record is not None else []
+    if stale:
+      raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
     if record is None:
       todo.append(j)
-      continue
-    stale = records.mismatches(record, j.run)
-    if stale:
-      raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. "
-                           "Delete it to rerun.")
   progress = _Progress(title, todo, parallel, out)
   out(f"[{title}] {len(jobs) - len(todo)} of {len(jobs)} records exist; running {len(todo)} "
       f"(estimate {_clock(progress.eta())})")
@@ -196,34 +170,28 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
     record = records.load(j.record)
     if code != 0 or record is None:
       raise RunFailedError(
-          f"{j.group}/{j.run.stored_name if j.preset else j.run_name} failed (exit status {code}) after {seconds:.0f} s. Finished records are kept; "
-          f"rerun to continue.\ncommand: {' '.join(cmd)}\nlast lines of {j.log}:\n{_tail(j.log)}")
+          f"{j.group}/{j.run.stored_name if j.preset else j.run_name} failed (exit status {code}) after {seconds:.0f} "
+          f"s. Finished records are kept; rerun to continue.\ncommand: {' '.join(cmd)}\nlast lines of {j.log}:\n"
+          f"{_tail(j.log)}")
     progress.finished(j, seconds)
     if driver_log:
       with progress.lock, open(driver_log, "a") as f:
         f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.run.stored_name,
                             "wall_seconds": round(seconds, 3), "estimated_seconds": round(j.estimate, 3),
-                            "parallel_jobs": parallel, "command": cmd[2:],
-                            "finished_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                                timespec="seconds")}) + "\n")
+                            "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
+                                datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")
     progress.line(j, f"done in {_clock(seconds)} (estimate {_clock(j.estimate)}), pretraining "
                      f"{record['pretrain_seconds']:.2f} s")
 
   if driver_log:
     os.makedirs(os.path.dirname(driver_log), exist_ok=True)
-  if parallel == 1:
-    for j in todo:
-      start(j)
-    return len(todo)
   with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
-    futures = [pool.submit(start, j) for j in todo]
-    failure = None
+    futures = [pool.submit(start, j) for j in todo] if parallel > 1 else []
+    for j in todo if parallel == 1 else ():
+      start(j)
     for future in concurrent.futures.as_completed(futures):
-      if future.cancelled() or future.exception() is None or failure is not None:
-        continue
-      failure = future.exception()
-      for f in futures:
-        f.cancel()  # Runs not started yet; running ones finish and keep their records.
-    if failure is not None:
-      raise failure
+      if future.exception() is not None:
+        for f in futures:
+          f.cancel()  # Runs not started yet; running ones finish and keep their records.
+        raise future.exception()
   return len(todo)

@@ -1,9 +1,9 @@
-"""Reading the run records of the experiments (the record each program writes, `common/runlog.py`).
+"""Reading run records (the record each program writes, `common/runlog.py`) and naming where they come from.
 
-Records live where `presets.record_file` puts them, normally <output_dir>/runs/<entry>/<preset>_<run>.json
-(a run shared by two entries lives in the first one's directory, see `presets.build`). `EntryData` is what
-a figure or table of an entry is computed from. Records of other machines live in subdirectories of the
-output directory laid out the same way (`OTHER_MACHINES`).
+Records live where `presets.record_file` puts them, normally <output_dir>/runs/<entry>/<preset>_<run>.json.
+`EntryData` is what a figure or table of an entry is computed from. Another machine's records live in a
+subdirectory of the output directory laid out the same way (`OTHER_MACHINES`). `machine_label` is the one
+label of the machine and code of records that every table, figure and headline row uses.
 """
 
 import dataclasses
@@ -14,13 +14,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from experiments import presets
 
-# Subdirectories of an output directory that hold another machine's records, in the same layout.
 OTHER_MACHINES = ("xeon16",)
-
 # Config fields compared between a stored record and the run that would make it.
 _COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices",
              "threads_per_device", "train_examples", "seed", "pretrain_learning_rate", "finetune_learning_rate",
              "pretrain_lr_scaling", "finetune_lr_scaling", "warmup_epochs", "reference_batch_size")
+# Which preset an entry shows when several have records: paper when complete, else the first of these.
+_PREFERENCE = ("cpu", "paper", "full", "mid", "smoke")
+Record = Dict[str, Any]
 
 
 def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
@@ -28,8 +29,8 @@ def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
   return os.path.join(output_dir, presets.record_file(preset, run))
 
 
-def load(path: str) -> Optional[Dict[str, Any]]:
-  """The record at `path`, or None when there is none."""
+def load(path: str) -> Optional[Record]:
+  """The record (or any JSON file) at `path`, or None when there is none."""
   if not os.path.exists(path):
     return None
   with open(path) as f:
@@ -39,14 +40,9 @@ def load(path: str) -> Optional[Dict[str, Any]]:
 def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
   """Flags whose value in `record["config"]` differs from `run` (e.g. after a preset was edited)."""
   config = record.get("config", {})
-  wanted = dict(run.flags)
-  for flag in run.extra_flags:
-    name, _, value = flag.lstrip("-").partition("=")
-    wanted[name] = value
+  wanted = dict(run.flags, **dict(f.lstrip("-").partition("=")[::2] for f in run.extra_flags))
   out = []
-  for name, value in wanted.items():
-    if name not in config or name not in _COMPARED:
-      continue
+  for name, value in ((n, v) for n, v in wanted.items() if n in config and n in _COMPARED):
     have = config[name]
     if name == "hidden_units":
       same = list(have) == list(value)
@@ -59,49 +55,30 @@ def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
   return out
 
 
-def entry_records(output_dir: str, entry: str, preset: str) -> Dict[str, Dict[str, Any]]:
+def entry_records(output_dir: str, entry: str, preset: str) -> Dict[str, Record]:
   """{run name: record} of the runs of `entry` at `preset` that exist (none if the preset lacks the entry)."""
-  out = {}
   entries = presets.build(preset)
-  for run in entries[entry].runs if entry in entries else ():
-    record = load(record_path(output_dir, preset, run))
-    if record is not None:
-      out[run.name] = record
-  return out
-
-
-# Which preset an entry shows when several have records: the largest first.
-_PREFERENCE = ("cpu", "paper", "full", "mid", "smoke")
+  found = {r.name: load(record_path(output_dir, preset, r)) for r in (entries[entry].runs if entry in entries else ())}
+  return {name: r for name, r in found.items() if r is not None}
 
 
 def primary_preset(output_dir: str, entry: str) -> Optional[str]:
-  """The preset an entry's figure and table show: paper when all its paper runs exist, else the
-  largest preset with any record (cpu, paper, full, mid, then smoke); None when there is none."""
+  """The preset an entry's figure and table show: paper when all its paper runs exist, else the first of
+  cpu, paper, full, mid, smoke with any record; None when there is none."""
   runs = {p: entry_records(output_dir, entry, p) for p in presets.PRESETS}
-  paper = presets.build("paper")
-  if runs["paper"] and len(runs["paper"]) == len(paper[entry].runs):
+  if runs["paper"] and len(runs["paper"]) == len(presets.build("paper")[entry].runs):
     return "paper"
-  for preset in _PREFERENCE:
-    if runs[preset]:
-      return preset
-  return None
+  return next((p for p in _PREFERENCE if runs[p]), None)
 
 
 @dataclasses.dataclass
 class EntryData:
-  """The records a figure or table is drawn from.
-
-  Attributes:
-    entry: the entry name.
-    preset: the preset shown (see `primary_preset`).
-    runs: {run name: record} of `preset`.
-    other: {preset: {run name: record}} of the other presets that have records (accuracy figures
-      show them too).
-  """
+  """The records a figure or table is drawn from: the entry, the preset shown (`primary_preset`), its
+  {run name: record}, and {preset: {run name: record}} of the other presets with records."""
   entry: str
   preset: str
-  runs: Dict[str, Dict[str, Any]]
-  other: Dict[str, Dict[str, Dict[str, Any]]] = dataclasses.field(default_factory=dict)
+  runs: Dict[str, Record]
+  other: Dict[str, Dict[str, Record]] = dataclasses.field(default_factory=dict)
 
   @staticmethod
   def load(output_dir: str, entry: str) -> Optional["EntryData"]:
@@ -109,28 +86,18 @@ class EntryData:
     preset = primary_preset(output_dir, entry)
     if preset is None:
       return None
-    other = {p: r for p in presets.PRESETS if p != preset
-             for r in [entry_records(output_dir, entry, p)] if r}
+    other = {p: r for p in presets.PRESETS if p != preset for r in [entry_records(output_dir, entry, p)] if r}
     return EntryData(entry, preset, entry_records(output_dir, entry, preset), other)
 
-  def all_records(self) -> list:
+  def all_records(self) -> List[Record]:
     """Records of every preset present."""
     return list(self.runs.values()) + [r for runs in self.other.values() for r in runs.values()]
 
 
 def other_machines(output_dir: str, entry: str) -> Dict[str, EntryData]:
   """{machine directory: the entry's records there} for the other machines that have records of it."""
-  out = {}
-  for machine in OTHER_MACHINES:
-    data = EntryData.load(os.path.join(output_dir, machine), entry)
-    if data is not None:
-      out[machine] = data
-  return out
-
-
-def config(record: Mapping, name: str) -> Any:
-  """A config value of a record."""
-  return record["config"][name]
+  found = {m: EntryData.load(os.path.join(output_dir, m), entry) for m in OTHER_MACHINES}
+  return {m: d for m, d in found.items() if d is not None}
 
 
 def devices(record: Mapping) -> int:
@@ -139,29 +106,76 @@ def devices(record: Mapping) -> int:
 
 
 def cores(record: Mapping) -> int:
-  """Cores of the machine the run ran on."""
-  return int(record["environment"]["cpu_count"])
+  """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count`."""
+  env = record["environment"]
+  return int(env.get("usable_cores") or env["cpu_count"])
 
 
 def oversubscribed(record: Mapping) -> bool:
-  """True when the run had more logical CPU devices than the machine has cores."""
+  """True when the run had more logical CPU devices than cores it could use (marked †)."""
+  return record["environment"].get("device_kind") != "GPU" and devices(record) > cores(record)
+
+
+def machine(record: Mapping) -> str:
+  """"<processor>, <usable cores> cores" ("unknown processor" for records made before `cpu_model`)."""
+  return f"{record['environment'].get('cpu_model') or 'unknown processor'}, {cores(record)} cores"
+
+
+def code(record: Mapping) -> str:
+  """The code a run ran: "commit <short hash>" ("+dirty" with uncommitted changes), or "commit unknown"."""
   env = record["environment"]
-  return env.get("device_kind") != "GPU" and devices(record) > int(env["cpu_count"])
+  commit = env.get("commit")
+  if not commit or commit == "unknown":
+    return "commit unknown"
+  return f"commit {commit[:7]}" + ("+dirty" if env.get("commit_dirty") else "")
 
 
-def hardware(records: Sequence[Mapping]) -> str:
-  """One line naming the hardware the records ran on, e.g. "CPU-logical devices, 2 cores, TF 2.21.0 (vm)".
+def same_code(a: Mapping, b: Mapping) -> bool:
+  """True when two records ran the same code: equal code digests, else equal `code` labels."""
+  da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
+  return da == db if da and db else code(a) == code(b)
 
-  The processor follows the host ("(vm, AMD EPYC)") when the records name one (records made since the
-  field was added).
-  """
-  kinds = sorted({r["environment"].get("device_kind", "?") for r in records})
-  models = sorted({r["environment"]["cpu_model"] for r in records if r["environment"].get("cpu_model")})
-  core_counts = sorted({cores(r) for r in records})
-  hosts = sorted({r["environment"].get("hostname", "?") for r in records})
-  tf_versions = sorted({r["environment"].get("tensorflow", "?") for r in records})
-  return (f"{'/'.join(kinds)} devices, {'/'.join(map(str, core_counts))} cores, TF {'/'.join(tf_versions)} "
-          f"({', '.join(hosts + models)})")
+
+def machine_label(rs: Sequence[Mapping]) -> str:
+  """The machine and commit of records, e.g. "AMD EPYC, 2 cores, commit 452f604" ("unknown processor",
+  "commit unknown" for records made before those fields; several joined by "; "): the one label every table,
+  figure and headline row names its records by."""
+  labels: Dict[str, set] = {}
+  for r in rs:
+    labels.setdefault(machine(r), set()).add(code(r))
+  return "; ".join(f"{m}, {', '.join(sorted(c))}" for m, c in sorted(labels.items()))
+
+
+def hardware(rs: Sequence[Mapping]) -> str:
+  """`machine_label` with the device kind and TensorFlow version, e.g. "unknown processor, 2 cores, commit
+  unknown; CPU-logical devices, TF 2.21.0"."""
+  env = [r["environment"] for r in rs]
+  return (f"{machine_label(rs)}; {'/'.join(sorted({e.get('device_kind', '?') for e in env}))} devices, TF "
+          f"{'/'.join(sorted({e.get('tensorflow', '?') for e in env}))}")
+
+
+def comparable(a: Mapping, b: Mapping) -> bool:
+  """True when two records ran on one machine (processor, usable cores) and the same code (`same_code`)."""
+  return machine(a) == machine(b) and same_code(a, b)
+
+
+# Every pair of records a ratio was asked for while `audit` is a list (`experiments.check_ratios`).
+audit: Optional[List[Tuple[Mapping, Mapping]]] = None
+
+
+def same_source(rs: Sequence[Mapping]) -> bool:
+  """True when every record of `rs` is `comparable` with the first (each pair audited like a ratio)."""
+  if audit is not None:
+    audit.extend((rs[0], r) for r in rs[1:])
+  return all(comparable(rs[0], r) for r in rs[1:])
+
+
+def ratio(a: Mapping, b: Mapping) -> Optional[float]:
+  """a's pretraining seconds / b's (a speedup of b over a), or None when the two do not come from one machine
+  and one code (a ratio across machines or versions of the code is never shown)."""
+  if audit is not None:
+    audit.append((a, b))
+  return a["pretrain_seconds"] / b["pretrain_seconds"] if comparable(a, b) else None
 
 
 def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
@@ -176,31 +190,7 @@ def layer_epoch_seconds(record: Mapping) -> List[float]:
 
 def test_accuracy(record: Mapping) -> Optional[float]:
   """The finetuned test accuracy in [0, 1], or None when the run did not finetune."""
-  fine = record.get("finetune")
-  return fine["test_accuracy"] if fine else None
-
-
-def validation_accuracy(record: Mapping) -> Optional[float]:
-  """The finetuned accuracy on the validation split (5,000 images held out of training), or None."""
-  fine = record.get("finetune")
-  return fine.get("validation_accuracy") if fine else None
-
-
-def _step_end_times(record: Mapping) -> Dict[Tuple[int, int], float]:
-  """{(group, step): seconds since pretraining began} at the end of each model-parallel step.
-
-  Steps run in (group, step) order; each lasts its wall seconds plus its weight copy when the copy
-  is not already inside the wall seconds (the record's pretrain_seconds says which).
-  """
-  steps = sorted(record["schedule"]["steps"], key=lambda s: (s["group"], s["step"]))
-  walls = [float(s["wall_seconds"]) for s in steps]
-  copies = [float(s.get("copy_seconds") or 0.0) for s in steps]
-  with_copies = abs(sum(walls) + sum(copies) - record["pretrain_seconds"]) < abs(sum(walls) - record["pretrain_seconds"])
-  out, clock = {}, 0.0
-  for s, w, c in zip(steps, walls, copies):
-    clock += w + (c if with_copies else 0.0)
-    out[(s["group"], s["step"])] = clock
-  return out
+  return (record.get("finetune") or {}).get("test_accuracy")
 
 
 def has_heldout_curves(record: Mapping) -> bool:
@@ -209,28 +199,10 @@ def has_heldout_curves(record: Mapping) -> bool:
 
 
 def loss_curves(record: Mapping, key: str = "loss") -> List[List[Tuple[float, float]]]:
-  """Per layer, [(seconds since pretraining began, loss)] at the end of each epoch.
-
-  `key` is "loss" (the epoch's mean training reconstruction loss) or "heldout_loss" (the held-out
-  reconstruction loss after the epoch, `has_heldout_curves`). Seconds are steady-state training seconds
-  (warm-up, checkpoints and evaluation excluded), as in `pretrain_seconds`: the epoch's `elapsed_seconds`
-  where the record has it; else, for model parallel, the end of the epoch's step (`schedule.steps`), and
-  for the programs that run the layers one after another, the sum of the epochs' seconds.
-  """
-  if all("elapsed_seconds" in e for layer in record["layers"] for e in layer["epochs"]):
-    return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
-  if record.get("schedule") and record["schedule"].get("steps"):
-    ends = _step_end_times(record)
-    return [[(ends[(layer.get("group", 0), e["step"])], e[key]) for e in layer["epochs"]]
-            for layer in record["layers"]]
-  curves, clock = [], 0.0
-  for layer in record["layers"]:
-    curve = []
-    for e in layer["epochs"]:
-      clock += e["seconds"]
-      curve.append((clock, e[key]))
-    curves.append(curve)
-  return curves
+  """Per layer, [(seconds since pretraining began, loss)] at the end of each epoch: the epochs' steady-state
+  `elapsed_seconds` (as in `pretrain_seconds`) and `key`, "loss" (the epoch's mean training reconstruction loss)
+  or "heldout_loss" (the held-out reconstruction loss after the epoch, `has_heldout_curves`)."""
+  return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
 
 
 def time_to_loss_per_layer(curves: Sequence[Sequence[Tuple[float, float]]],
@@ -240,13 +212,12 @@ def time_to_loss_per_layer(curves: Sequence[Sequence[Tuple[float, float]]],
 
 
 def time_to_loss(curves: Sequence[Sequence[Tuple[float, float]]], targets: Sequence[float]) -> Optional[float]:
-  """Seconds until every layer's loss has reached its target (layer k: loss <= targets[k]);
-  None when some layer never does."""
+  """Seconds until every layer's loss has reached its target; None when some layer never does."""
   per_layer = time_to_loss_per_layer(curves, targets)
-  return None if any(t is None for t in per_layer) else max(per_layer, default=0.0)
+  return None if None in per_layer else max(per_layer, default=0.0)
 
 
-def driver_log(output_dir: str) -> List[Dict[str, Any]]:
+def driver_log(output_dir: str) -> List[Record]:
   """The lines of <output_dir>/runs/driver_log.jsonl: one per run the driver finished."""
   path = os.path.join(output_dir, "runs", "driver_log.jsonl")
   if not os.path.exists(path):

@@ -5,6 +5,9 @@ named. Hardware: AWS g2.8xlarge, 4 x NVIDIA GRID K520. The report's data-paralle
 original's `batch_size` was per tower: global batch = 4 x batch on 4 GPUs).
 """
 
+from common import programs
+
+GREEDY, MP, DP = programs.GREEDY.name, programs.MODEL_PARALLEL.name, programs.DATA_PARALLEL.name
 HARDWARE = "report (4× GRID K520)"
 
 # Pretraining seconds, {hidden layers: {GPUs: seconds}}. Endpoints from the text; the points in
@@ -34,15 +37,14 @@ DP_OP_PROFILE = {
 }
 DP_OP_PROFILE_TOTAL = {1: 82.0, 2: 37.2, 3: 27.4, 4: 23.5}
 
-# Model parallel vs data parallel at batch 7000, 4 GPUs: {(epochs, config): {strategy: seconds}}
-# (conres1.png).
-MP_VS_DP = {(30, "c1"): {"dp": 193, "mp": 283}, (30, "c2"): {"dp": 181, "mp": 259},
-            (60, "c1"): {"dp": 400, "mp": 662}, (60, "c2"): {"dp": 371, "mp": 493}}
+# Model parallel vs data parallel at batch 7000, 4 GPUs: {(epochs, config): {program: seconds}} (conres1.png).
+MP_VS_DP = {(30, "c1"): {DP: 193, MP: 283}, (30, "c2"): {DP: 181, MP: 259},
+            (60, "c1"): {DP: 400, MP: 662}, (60, "c2"): {DP: 371, MP: 493}}
 
 # Test accuracy after E pretraining + E finetuning epochs (conres2.png; greedy endpoints and "around
 # 96.62%" from the text; greedy's middle points read off the plot).
-ACCURACY = {"greedy": {10: 0.940, 20: 0.952, 30: 0.957, 40: 0.961, 50: 0.966, 60: 0.969},
-            "model_parallel": {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
+ACCURACY = {GREEDY: {10: 0.940, 20: 0.952, 30: 0.957, 40: 0.961, 50: 0.966, 60: 0.969},
+            MP: {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
 MP_ACCURACY_TEXT = 0.9662
 
 # Data parallel at batch 5000 per GPU (text): E pretraining + E finetuning epochs -> test accuracy.
@@ -52,4 +54,4 @@ DP_BATCH_NOTE = ("the report's data-parallel batch was per tower in the original
                  "batch, e.g. 20,000 for its batch 5000 on 4 GPUs); ours is the global batch, split over the devices")
 
 # 60 epochs, batch 5000, 4 x 2000 (conres3.png): pretraining seconds per program.
-STRATEGY_COMPARISON = {"greedy": 1105, "model_parallel": 702, "data_parallel": 1007}
+STRATEGY_COMPARISON = {GREEDY: 1105, MP: 702, DP: 1007}

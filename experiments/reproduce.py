@@ -11,7 +11,8 @@ Usage:
   python -m experiments.reproduce --figures_only                    # redraw everything from the records
 
 Records go where `presets.record_file` says (normally <output_dir>/runs/<entry>/<preset>_<run>.json); a
-record that exists is not run again. Program logs (and checkpoints of the long runs) go to --work_dir.
+record that exists is not run again; estimates: `experiments.budget`. Program logs (and checkpoints of the long
+runs) go to --work_dir.
 With the default --output_dir (the committed results/), the headline table of the top README.md is
 rewritten too.
 """
@@ -26,7 +27,6 @@ from experiments import ROOT
 from experiments import budget
 from experiments import driver
 from experiments import presets
-from experiments.report import equal_cores
 from experiments.report import figures
 from experiments.report import readme
 
@@ -34,7 +34,7 @@ _PRESET = flags.DEFINE_enum("preset", "cpu", list(presets.PRESETS),
                             "Sizes: the report's (paper), ~1 hour on 2 cores (cpu), seconds (smoke), or a study "
                             "(mid: large_batch, full: full_size).")
 _ONLY = flags.DEFINE_list("only", [], "Entries (or ENTRY/RUN) to run; default all of the preset's: "
-                          + ", ".join(presets.ENTRIES))
+                          + ", ".join(presets.NAMES))
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "results", "Where the records, figures/ and README.md go.")
 _WORK_DIR = flags.DEFINE_string("work_dir", "scratch/reproduce", "Program logs and checkpoints of resumable runs.")
 _JOBS = flags.DEFINE_integer("jobs", 1, "Runs at once; more than 1 distorts timings, so only with --preset=smoke.",
@@ -57,23 +57,22 @@ def main(argv):
     except ValueError as e:
       print(f"error: {e}", file=sys.stderr)
       sys.exit(1)
-    cores = os.cpu_count() or 1
-    jobs = driver.plan(entries, preset, output_dir, _WORK_DIR.value, cores)
+    rates = budget.fit(output_dir)
+    jobs = driver.plan(entries, preset, output_dir, _WORK_DIR.value, rates)
     if _DRY_RUN.value:
-      estimates = budget.entry_seconds(entries, cores)
+      estimates = budget.entry_seconds(entries, rates)
       for name, entry in entries.items():
         print(f"{name}: {len(entry.runs)} runs, estimated {budget.minutes(estimates[name])}")
         for j in (j for j in jobs if j.group == name):
           print(f"  {j.run.stored_name}: {j.run.summary()} ~{j.estimate:.0f} s -> {j.record}")
-      print(f"total estimated {budget.minutes(sum(estimates.values()))} on {cores} cores")
+      print(f"total estimated {budget.minutes(sum(estimates.values()))} ({budget.describe(rates)})")
       return
     try:
       driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value)
     except driver.RunFailedError as e:
       print(f"error: {e}", file=sys.stderr)
       sys.exit(1)
-  figures.draw(output_dir, presets.ENTRIES)
-  equal_cores.draw(output_dir)
+  figures.draw(output_dir)
   print(f"[reproduce] wrote {readme.write(output_dir)}")
   if os.path.abspath(output_dir) == os.path.join(ROOT, "results"):
     print(f"[reproduce] wrote the headline of {readme.write_top_readme(output_dir)}")

@@ -1,17 +1,25 @@
 """Figures, tables and results/README.md drawn from the fixture records (tests/fixtures/records, synthetic
-records that follow the run-record contract) and from the committed records; no training runs."""
+records that follow the run-record contract); the committed results/README.md and headline regenerate byte for
+byte from the committed records; no training runs."""
 
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 
 import pytest
 
-from common import runlog
+from common import programs
+from common import provenance
+from experiments import load
+from experiments import check_ratios
 from experiments import presets
 from experiments import records
 from experiments import reported
 from experiments.report import figures
+from experiments.report import headline
 from experiments.report import pipeline
 from experiments.report import readme
 from experiments.report import series
@@ -44,6 +52,26 @@ def test_fixtures_are_current_with_the_presets():
         assert records.mismatches(record, run) == []
 
 
+def test_every_entry_names_a_table_and_a_figure_that_exist():
+  for entry in presets.ENTRIES:
+    assert callable(load(entry.table)), entry.name
+    assert entry.figure is None or callable(load(entry.figure)), entry.name
+    assert entry.kind in ("report", "beyond", "study") and presets.defined_in(entry.name), entry.name
+  with pytest.raises(ValueError, match="unknown entry"):
+    presets.get("nope")
+
+
+def test_report_modules_import_no_tensorflow():
+  import experiments.report
+  folder = os.path.dirname(experiments.report.__file__)
+  modules = ["experiments.report." + f[:-3] for f in sorted(os.listdir(folder)) if f.endswith(".py") and f != "__init__.py"]
+  code = f"import sys\nfor m in {modules!r}:\n  __import__(m)\nprint('tensorflow' in sys.modules)"
+  done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+                        capture_output=True, text=True)
+  assert done.returncode == 0, done.stderr[-2000:]
+  assert done.stdout.strip() == "False" and len(modules) >= 10
+
+
 def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(output_dir):
   texts = {}
   for entry in presets.REPORT_ENTRIES:
@@ -53,16 +81,17 @@ def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(out
     assert os.path.getsize(os.path.join(output_dir, f"{entry}.png")) > 20_000
   for entry, text in texts.items():
     assert "preset cpu" in text, entry
-    assert "2 cores" in text and "CPU-logical" in text, entry
+    assert "2 cores" in text and "CPU-logical" in text and "Fixture CPU" in text, entry
   # Every entry with 3 or 4 devices on this 2-core fixture machine says so, and only those.
   for entry in ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling", "dp_op_profile", "accuracy_vs_epochs"):
     assert "oversubscribed" in texts[entry], entry
   for entry in ("dp_batch_sweep", "mp_vs_dp", "strategy_comparison", "convergence"):
     assert "oversubscribed" not in texts[entry], entry
   assert "examples 5500 (paper 55000)" in texts["mp_scaling_b100"]
-  assert "performance model (2 cores): t_k" in texts["mp_scaling_b100"] and "fitted rho" in texts["mp_scaling_b100"]
-  written = figures.draw(output_dir, presets.ENTRIES, out=lambda _: None)
-  assert len(written) == 11 and all(os.path.exists(p) for p in written)
+  assert "performance model (" in texts["mp_scaling_b100"] and "fitted rho" in texts["mp_scaling_b100"]
+  written = figures.draw(output_dir, out=lambda _: None)
+  with_figure = [e.name for e in presets.ENTRIES if e.figure]
+  assert [os.path.basename(p) for p in written] == [f"{e}.png" for e in with_figure] + ["equal_cores.png"]
 
 
 def test_scaling_figure_plots_the_records_and_the_report(output_dir):
@@ -93,16 +122,16 @@ def test_sweep_and_profile_values(output_dir):
 
 def test_convergence_time_to_fixed_loss(output_dir):
   data = _data(output_dir, "convergence")
-  greedy = data.runs["greedy"]
+  greedy = data.runs[programs.GREEDY.run_name]
   curves = records.loss_curves(greedy)
   # Greedy runs layer after layer: the last epoch ends at pretrain_seconds.
   assert curves[-1][-1][0] == pytest.approx(greedy["pretrain_seconds"], rel=1e-4)
   # Model parallel: each epoch ends with its step; the last at pretrain_seconds (steps + copies).
-  mp = data.runs["mp"]
+  mp = data.runs[programs.MODEL_PARALLEL.run_name]
   assert records.loss_curves(mp)[-1][-1][0] == pytest.approx(mp["pretrain_seconds"], rel=1e-4)
   reach = series.times_to_target(data)
   # Greedy reaches 1.01 x its own final loss no later than its end, and not before its last layer started.
-  assert curves[-1][0][0] <= reach["greedy"] <= greedy["pretrain_seconds"] * (1 + 1e-4)
+  assert curves[-1][0][0] <= reach[programs.GREEDY.run_name] <= greedy["pretrain_seconds"] * (1 + 1e-4)
   assert records.time_to_loss(curves, [0.0] * len(curves)) is None
 
 
@@ -110,14 +139,14 @@ def test_accuracy_figures_show_every_preset_present(output_dir):
   data = _data(output_dir, "accuracy_vs_epochs")
   assert data.preset == "cpu" and set(data.other) == {"paper"}
   paper = series.accuracy_series(data, "paper")
-  assert [e for e, _ in paper["greedy"]] == [60] and [e for e, _ in paper["model_parallel"]] == [60]
+  assert [e for e, _ in paper[programs.GREEDY.name]] == [60] and [e for e, _ in paper[programs.MODEL_PARALLEL.name]] == [60]
   fig = figures.make(output_dir, "accuracy_vs_epochs", data)
   labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
   assert "ours (paper), model parallel" in labels and "ours (cpu), greedy layer-wise" in labels
   rows = series.dp_accuracy_rows(_data(output_dir, "dp_accuracy"), "cpu")
   assert [r["epochs"] for r in rows] == [6, 12]
   assert [r["report"] for r in rows] == [reported.DP_ACCURACY[30], reported.DP_ACCURACY[60]]
-  assert all(r["greedy"] is not None and r["large_batch"] is not None for r in rows)
+  assert all(r["baseline"] is not None and r["large_batch"] is not None for r in rows)
 
 
 def test_primary_preset_prefers_complete_paper_runs(output_dir, tmp_path):
@@ -134,22 +163,21 @@ def test_primary_preset_prefers_complete_paper_runs(output_dir, tmp_path):
 def test_results_readme_compares_every_entry_with_the_report(output_dir):
   path = readme.write(output_dir)
   text = open(path).read()
-  for entry in presets.ENTRIES:
+  for entry in presets.NAMES:
     assert f"### `{entry}`" in text
     assert f"--only={entry}" in text
   for entry in presets.REPORT_ENTRIES:
     assert f"figures/{entry}.png" in text
-  assert "| Model parallel speedup over 1 device, 4 layers, batch 5000 (`mp_scaling_b5000`) | 2.10× on 4 GPUs |" in text
-  # The fixture timings were made by the model: in-sample and out-of-sample errors both vanish, reported apart.
-  assert ("in-sample error at the fit points (G <= 2): largest 0.0% (within the 15% goal); out-of-sample error at the "
-          "predicted points (G > 2, not used for the fit): largest 0.0% (within") in text
-  assert "fitted rho = 1.150" in text
+  assert "| on 4 GPUs: 1.29×, 2.10×; data parallel near linear |" in text
+  # The model's errors at the fit points and at the predicted points are reported apart, for each scaling entry.
+  assert text.count("in-sample error at the fit points (G <= 2): largest ") == 3
+  assert text.count("out-of-sample error at the predicted points (G > 2, not used for the fit): largest") == 3
   unique = {(r.home, r.stored_name) for e in presets.build("cpu").values() for r in e.runs}
   assert f"| **total** | {len(unique)} |" in text
-  assert "python -m model_parallel.train --hidden_units=1000,1000,1000,1000 --pretrain_epochs=10" in text
+  assert f"python -m {programs.MODEL_PARALLEL.module} --hidden_units=1000,1000,1000,1000 --pretrain_epochs=10" in text
   # Numbers in the tables come from the records.
   sc = _data(output_dir, "strategy_comparison").runs
-  assert f"{sc['greedy']['pretrain_seconds']:.0f}" in text
+  assert f"{sc[programs.GREEDY.run_name]['pretrain_seconds']:.0f}" in text
   # Every data-parallel batch is labelled as run: global batch and per device.
   assert "global batch 1000 (500 per device on 2)" in text
   assert "single run" in text
@@ -159,15 +187,15 @@ def test_large_batch_choice_uses_validation_accuracy_only(output_dir):
   data = _data(output_dir, "large_batch")
   assert data.preset == "mid"
   rows, chosen = series.large_batch_choice(data)
-  assert chosen == max((r for r in rows if r["program"] == "data_parallel"), key=lambda r: r["validation"])["run"]
+  assert chosen == max((r for r in rows if r["program"] == programs.DATA_PARALLEL.name), key=lambda r: r["validation"])["run"]
   # Make the best test accuracy belong to another candidate: the choice must not move, and the table must show
   # test accuracy only for the chosen candidate (and greedy).
-  other = next(r["run"] for r in rows if r["program"] == "data_parallel" and r["run"] != chosen)
+  other = next(r["run"] for r in rows if r["program"] == programs.DATA_PARALLEL.name and r["run"] != chosen)
   data.runs[other]["finetune"]["test_accuracy"] = 0.999
   assert series.large_batch_choice(data)[1] == chosen
   table, sentences = tables.large_batch(data, {})
   assert "0.9990" not in table and f"`{chosen}` (chosen)" in table
-  assert table.count("not used") == len([r for r in rows if r["program"] == "data_parallel"]) - 1
+  assert table.count("not used") == len([r for r in rows if r["program"] == programs.DATA_PARALLEL.name]) - 1
 
 
 def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
@@ -177,31 +205,68 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
   assert "global batch 5000 (2500 per device on 2)" in table
 
 
-def test_the_committed_records_regenerate_and_the_16_core_model_predicts_out_of_sample():
-  # The committed records of both machines: the model fitted on each machine's G <= 2 runs predicts its
-  # G = 3 and 4 runs; on 16 cores (no oversubscription) within the goal, reported apart from the fit points.
-  for entry in ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling"):
-    other = records.other_machines(RESULTS, entry)["xeon16"]
-    predictions = series.model_predictions(other)
-    assert {p.devices for p in predictions if not p.in_calibration} == {3, 4}
-    assert not any(p.oversubscribed for p in predictions)
-    assert series.max_error(predictions, False) < tables.MODEL_ERROR_GOAL
-    assert all(p.devices <= 2 for p in predictions if p.in_calibration)
-  text = tables.scaling(records.EntryData.load(RESULTS, "mp_scaling_b100"),
-                        records.other_machines(RESULTS, "mp_scaling_b100"))[0]
-  assert "| 16 cores | 4 | 4 | 10.9 | 2.26× |" in text and "| 2 cores | 4 | 4 | 10.8 † | 1.47× |" in text
+def test_the_committed_results_readme_and_headline_regenerate_byte_for_byte():
+  # `python -m experiments.reproduce --figures_only` wrote them from the committed records; nothing hand-edited.
+  with open(os.path.join(RESULTS, "README.md")) as f:
+    assert readme.text(RESULTS) == f.read()
+  with open(os.path.join(ROOT, "README.md")) as f:
+    top = f.read()
+  assert f"{readme.HEADLINE_BEGIN}\n{headline.headline(RESULTS, readme._load_all(RESULTS))}\n{readme.HEADLINE_END}" in top
 
 
-def test_hardware_line_names_the_processor_when_records_have_one(tmp_path):
+def test_headline_has_at_most_8_rows_of_cells_at_most_140_characters(output_dir):
+  table = headline.headline(output_dir, readme._load_all(output_dir)).split("\n\n")[0]
+  rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
+  assert 1 <= len(rows) <= 8
+  assert all(len(row) == 4 for row in rows)
+  assert {row[3] for row in rows} == {"Fixture CPU, 2 cores, commit 0123456"}  # every row names its machine
+  long = [cell for row in rows for cell in row if len(cell.strip()) > 140]
+  assert not long, long
+  assert not any("not run yet" in row[2] for row in rows)  # the fixtures have every record a row needs
+
+
+def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_path):
   cpuinfo = tmp_path / "cpuinfo"
-  cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9B45\n\n"
-                     "processor\t: 1\nmodel name\t: AMD EPYC 9B45\n")
-  assert runlog.cpu_model(str(cpuinfo)) == "AMD EPYC 9B45"
-  old = {"environment": {"device_kind": "CPU-logical", "cpu_count": 2, "hostname": "vm", "tensorflow": "2.21.0"},
-         "config": {"num_devices": 1}}
-  new = {"environment": dict(old["environment"], cpu_model="AMD EPYC 9B45"), "config": {"num_devices": 1}}
-  assert records.hardware([old]) == "CPU-logical devices, 2 cores, TF 2.21.0 (vm)"
-  assert records.hardware([old, new]) == "CPU-logical devices, 2 cores, TF 2.21.0 (vm, AMD EPYC 9B45)"
+  cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9B45\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 9B45\n")
+  assert provenance.cpu_model(str(cpuinfo)) == "AMD EPYC 9B45"
+  old = {"environment": {"device_kind": "CPU-logical", "cpu_count": 16, "tensorflow": "2.21.0"}, "config": {"num_devices": 4}}
+  new = {"environment": dict(old["environment"], cpu_model="AMD EPYC 9B45", usable_cores=2, commit="ab" * 20,
+                             commit_dirty=True, code_digest="d1"), "config": {"num_devices": 4}}
+  assert records.machine_label([old]) == "unknown processor, 16 cores, commit unknown"
+  assert records.machine_label([new, old]) == ("AMD EPYC 9B45, 2 cores, commit abababa+dirty; "
+                                               "unknown processor, 16 cores, commit unknown")
+  assert records.hardware([old]) == "unknown processor, 16 cores, commit unknown; CPU-logical devices, TF 2.21.0"
+  # 4 devices: not more than the 16 cores of the old record, more than the 2 the new record's process could use.
+  assert not records.oversubscribed(old) and records.oversubscribed(new)
+  assert not records.comparable(old, new) and records.ratio(dict(old, pretrain_seconds=2.0),
+                                                            dict(new, pretrain_seconds=1.0)) is None
+  other_digest = {"environment": dict(new["environment"], code_digest="d2")}
+  assert not records.comparable(new, other_digest) and records.comparable(new, dict(new))
+
+
+def test_check_ratios_finds_a_ratio_across_machines_or_codes(output_dir, tmp_path):
+  assert check_ratios.problems(output_dir) == []
+  out = str(tmp_path / "mixed")
+  shutil.copytree(output_dir, out)
+  # greedy of the strategy comparison remade on another machine: every speedup over it is refused and reported.
+  path = os.path.join(out, "runs", "strategy_comparison", "cpu_greedy.json")
+  record = records.load(path)
+  record["environment"]["cpu_model"] = "Other CPU"
+  with open(path, "w") as f:
+    json.dump(record, f)
+  found = check_ratios.problems(out)
+  assert found and all("Other CPU" in line for line in found)
+  table, _ = load(presets.STRATEGY_COMPARISON.table)(records.EntryData.load(out, "strategy_comparison"), {})
+  speedups = [line.split(" | ")[3] for line in table.splitlines()[2:]]  # greedy's own row, then the others
+  assert speedups[0] == "1.00×" and set(speedups[1:]) == {"—"}
+  # A benchmark summary whose records ran two versions of the code.
+  folder = os.path.join(out, "benchmarks", programs.MODEL_PARALLEL.name, "b1000_variants")
+  path = os.path.join(folder, sorted(os.listdir(folder))[0])
+  record = records.load(path)
+  record["environment"]["code_digest"] = "another"
+  with open(path, "w") as f:
+    json.dump(record, f)
+  assert any("summary_b1000_variants.json" in line for line in check_ratios.problems(out))
 
 
 def test_cores_note_says_what_the_records_show(output_dir):
@@ -218,7 +283,7 @@ def test_top_readme_headline_is_replaced_between_its_markers(output_dir, tmp_pat
   readme.write_top_readme(output_dir, str(top))
   text = top.read_text()
   assert "old table" not in text and text.startswith("# Title") and text.endswith("## After\n")
-  assert readme.headline(output_dir, readme._load_all(output_dir)) in text
+  assert headline.headline(output_dir, readme._load_all(output_dir)) in text
   top.write_text("# No markers\n")
   with pytest.raises(ValueError, match="no headline block"):
     readme.write_top_readme(output_dir, str(top))
@@ -232,14 +297,14 @@ def test_pipeline_scaling_and_heldout_convergence(output_dir):
   # The model is fitted on each stack's one-device run: exact there, a prediction elsewhere.
   for r in rows:
     assert (r["predicted"] == pytest.approx(r["seconds"])) if r["in_sample"] else r["predicted"] > 0
-  text, sentences = tables.TABLES["pp_scaling"](data, {})
+  text, sentences = load(presets.PP_SCALING.table)(data, {})
   assert "+0% (fit)" in text and "8 x 500 | 8 †" in text
   assert any("not used for the fit" in s for s in sentences)
   # The comparison runs record the held-out loss every epoch: the convergence entry compares it.
   conv = _data(output_dir, "convergence")
   rs = series.strategy_records(conv)
-  assert list(rs) == ["greedy", "mp", "dp", "pp"]
+  assert list(rs) == [p.run_name for p in presets.COMPARED]
   assert series.convergence_key(rs) == "heldout_loss"
-  text, sentences = tables.TABLES["convergence"](conv, {})
+  text, sentences = load(presets.CONVERGENCE.table)(conv, {})
   assert "held-out reconstruction loss" in sentences[0]
-  assert len(series.layer_times_to_target(conv)["greedy"]) == 4
+  assert len(series.layer_times_to_target(conv)[programs.GREEDY.run_name]) == 4

@@ -2,7 +2,6 @@
 harness (with stand-in programs that write synthetic records), and the smoke preset end to end with the real
 programs."""
 
-import importlib
 import json
 import os
 import subprocess
@@ -18,7 +17,6 @@ from experiments import records
 from experiments.benchmarks import data_parallel as bench_data_parallel
 from experiments.benchmarks import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
-from experiments.benchmarks import devices_beyond_cores as bench_beyond_cores
 from experiments.benchmarks import equal_cores as bench_equal_cores
 from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
@@ -27,6 +25,9 @@ from experiments.report import readme
 from conftest import ROOT
 
 RESULTS = os.path.join(ROOT, "results")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures", "records")
+GREEDY, SYNC, MP, DP, PP = (programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARALLEL, programs.DATA_PARALLEL,
+                            programs.PIPELINE_PARALLEL)
 
 
 def test_presets_are_consistent_and_paper_matches_the_report():
@@ -38,7 +39,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
       for run in entry.runs:
         examples, batch, g = run.flag("train_examples"), run.flag("batch_size"), run.flag("num_devices")
         assert 2 * batch <= examples or name == "smoke", (entry.name, run.name)  # >= 2 steps per epoch
-        if run.program == "data_parallel":
+        if run.program == DP.name:
           assert batch % g == 0, (entry.name, run.name)
     homes = [(r.home, r.stored_name) for e in entries.values() for r in e.runs if r.home == e.name]
     assert len(homes) == len(set(homes))
@@ -57,13 +58,13 @@ def test_presets_are_consistent_and_paper_matches_the_report():
   for preset in ("cpu", "paper"):
     entries = presets.build(preset)
     conv = {r.name: (r.home, r.stored_name) for r in entries["convergence"].runs}
-    assert list(conv) == [name for name, _ in presets.COMPARED]
-    assert conv["greedy"] == ("strategy_comparison", "greedy")
-    assert conv["mp"] == ("strategy_comparison", "mp")
+    assert list(conv) == [p.run_name for p in presets.COMPARED]
+    assert conv[GREEDY.run_name] == ("strategy_comparison", GREEDY.run_name)
+    assert conv[MP.run_name] == ("strategy_comparison", MP.run_name)
     assert all("--heldout_every_epoch" in r.extra_flags for r in entries["convergence"].runs)
     dp_acc = {r.name: r.home for r in entries["dp_accuracy"].runs}
     assert [k for k, home in dp_acc.items() if home == "accuracy_vs_epochs"] == [
-        n for n in dp_acc if n.startswith("greedy")]
+        n for n in dp_acc if n.startswith(GREEDY.run_name)]
 
 
 def test_the_studies_are_presets_whose_committed_records_match_their_runs():
@@ -82,10 +83,42 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
       presets.LARGE_BATCH_CANDIDATES[-1][1]
 
 
-def test_cpu_preset_budget_is_about_an_hour():
-  total = sum(budget.entry_seconds(presets.build("cpu"), 2).values())
-  assert 40 * 60 < total < 75 * 60
-  assert sum(budget.entry_seconds(presets.build("smoke"), 2).values()) < 9 * 60
+def test_the_compared_programs_derive_from_the_registry():
+  # greedy and every program on several devices; a new multi-device program joins with no edit in experiments/.
+  assert presets.COMPARED == (GREEDY,) + tuple(p for p in programs.PROGRAMS if not p.one_device)
+  assert DP not in presets.ACCURACY_COMPARED and set(presets.ONE_DEVICE_PROGRAMS) == {GREEDY.name, SYNC.name}
+  runs = presets.build("smoke")["strategy_comparison"].runs
+  assert [(r.name, r.program) for r in runs] == [(p.run_name, p.name) for p in presets.COMPARED]
+  assert [r.flag("num_devices") for r in runs] == [1 if p.one_device else 2 for p in presets.COMPARED]
+
+
+def _log(folder, lines):
+  os.makedirs(os.path.join(folder, "runs"), exist_ok=True)
+  with open(os.path.join(folder, "runs", "driver_log.jsonl"), "w") as f:
+    for i, (program, hidden, wall) in enumerate(lines):
+      f.write(json.dumps({"entry": "e", "run": f"r{i}", "wall_seconds": wall, "command": [
+          program.module, f"--hidden_units={hidden}", "--pretrain_epochs=2", "--finetune_epochs=0",
+          "--train_examples=1000", f"--run_name=r{i}"]}) + "\n")
+
+
+def test_budget_fits_fixed_seconds_and_rate_per_program_to_the_driver_log(tmp_path):
+  flags = {"pretrain_epochs": 2, "finetune_epochs": 0, "train_examples": 1000}
+  small, large = (budget.flops(GREEDY.name, dict(flags, hidden_units=h)) for h in ([100], [100, 100]))
+  # greedy: 5 s + FLOPs at 1 GFLOP/s, exactly; model parallel: 3 s + FLOPs at 2 GFLOP/s.
+  _log(str(tmp_path), [(GREEDY, "100", 5 + small / 1e9), (GREEDY, "100,100", 5 + large / 1e9),
+                       (MP, "100", 3 + small / 2e9), (MP, "100,100", 3 + large / 2e9)])
+  rates = budget.fit(str(tmp_path))
+  assert rates[GREEDY.name].fixed_seconds == pytest.approx(5.0) and rates[GREEDY.name].runs == 2
+  assert rates[GREEDY.name].flops_per_second == pytest.approx(1e9)
+  assert rates[MP.name].flops_per_second == pytest.approx(2e9)
+  assert rates[SYNC.name] is rates[budget.POOLED]  # no logged run of its own: the fit over all programs
+  run = presets.run("x", GREEDY, [100, 100], 2, 10, 1, 1000)
+  assert budget.run_seconds(run, rates) == pytest.approx(5 + large / 1e9)
+  # A fit that would need a negative start-up is not used.
+  _log(str(tmp_path), [(GREEDY, "100", 1.0), (GREEDY, "100,100", 1.0 + 2 * (large - small) / 1e9)])
+  assert budget.fit(str(tmp_path))[GREEDY.name] is budget.fit(str(tmp_path))[budget.POOLED]
+  # No log here: the committed results' log, or the stated fallback.
+  assert budget.fit(str(tmp_path / "none"))[budget.POOLED].runs > 0 or budget.FALLBACK.runs == 0
 
 
 def test_select_entries_and_single_runs():
@@ -109,8 +142,7 @@ def fake_modules(tmp_path, monkeypatch):
   stubs = tmp_path / "stubs"
   stubs.mkdir()
   modules = {}
-  programs = {r.program for e in presets.build("smoke").values() for r in e.runs} | set(bench_model_parallel.PROGRAMS)
-  for program in sorted(programs):
+  for program in sorted(p.name for p in programs.PROGRAMS):
     (stubs / f"fake_{program}.py").write_text(
         f"from tests.fixtures import fake_train\nfake_train.main({program!r})\n")
     modules[program] = f"fake_{program}"
@@ -126,7 +158,7 @@ def _run(jobs, out, modules, lines, parallel=1):
 def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   out = str(tmp_path / "out")
   entries = presets.build("smoke")
-  jobs = driver.plan(entries, "smoke", out, str(tmp_path / "work"), 2)
+  jobs = driver.plan(entries, "smoke", out, str(tmp_path / "work"))
   unique = {(r.home, r.stored_name) for e in entries.values() for r in e.runs}
   assert len(jobs) == len(unique)
   lines = []
@@ -144,7 +176,7 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   assert _run(jobs, out, fake_modules, lines) == 0
   assert f"{len(jobs)} of {len(jobs)} records exist; running 0" in lines[0]
   # Figures and README from the records alone.
-  assert len(figures.draw(out, presets.ENTRIES, out=lambda _: None)) == 11
+  assert len(figures.draw(out, out=lambda _: None)) == len([e for e in presets.ENTRIES if e.figure])
   text = open(readme.write(out)).read()
   assert "preset smoke" in text
 
@@ -152,7 +184,7 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
 def test_driver_stops_on_a_failing_program_and_keeps_finished_records(tmp_path, fake_modules, monkeypatch):
   out = str(tmp_path / "out")
   entries = presets.select(presets.build("smoke"), ["dp_scaling"])
-  jobs = driver.plan(entries, "smoke", out, str(tmp_path / "work"), 2)
+  jobs = driver.plan(entries, "smoke", out, str(tmp_path / "work"))
   monkeypatch.setenv("FAKE_TRAIN_FAIL", "smoke_g2")
   lines = []
   with pytest.raises(driver.RunFailedError) as failure:
@@ -168,7 +200,7 @@ def test_driver_stops_on_a_failing_program_and_keeps_finished_records(tmp_path, 
 
 def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
   out = str(tmp_path / "out")
-  jobs = driver.plan(presets.select(presets.build("smoke"), ["dp_scaling/g1"]), "smoke", out, str(tmp_path), 2)
+  jobs = driver.plan(presets.select(presets.build("smoke"), ["dp_scaling/g1"]), "smoke", out, str(tmp_path))
   _run(jobs, out, fake_modules, [])
   record = json.load(open(jobs[0].record))
   record["config"]["batch_size"] = 7
@@ -180,87 +212,99 @@ def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
 def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modules):
   setting = harness.Setting((32, 16), 100, 2, 400, 2, 2, {"target_speedup": 1.4})
   out = str(tmp_path / "bench")
-  jobs = harness.plan(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), 2)
+  jobs = harness.plan(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"))
   # Repeat r runs the three programs rotated by r, so none always goes first.
   order = [j.run_name for j in jobs]
-  assert order == ["greedy_r0", "sync_layerwise_r0", "model_parallel_r0", "sync_layerwise_r1", "model_parallel_r1",
-                   "greedy_r1"]
-  assert {j.run.flag("num_devices") for j in jobs if j.run.program == "model_parallel"} == {2}
+  g, s, m = GREEDY.name, SYNC.name, MP.name
+  assert order == [f"{g}_r0", f"{s}_r0", f"{m}_r0", f"{s}_r1", f"{m}_r1", f"{g}_r1"]
+  assert {j.run.flag("num_devices") for j in jobs if j.run.program == m} == {2}
   lines = []
   path, summary = harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append,
                               fake_modules)
   assert path == os.path.join(out, "summary_b100.json") and os.path.exists(path)
   assert summary["order"] == order and summary["machine_load"] is not None
   seconds = {name: [records.load(p)["pretrain_seconds"] for p in paths] for name, paths in summary["records"].items()}
-  assert summary["pretrain_seconds"]["greedy"]["values"] == seconds["greedy"]
-  assert summary["speedup_vs_greedy"]["values"] == pytest.approx(
-      [g / m for g, m in zip(seconds["greedy"], seconds["model_parallel"])])
+  assert summary["pretrain_seconds"][g]["values"] == seconds[g]
+  assert summary["speedup_vs_greedy"]["values"] == pytest.approx([a / b for a, b in zip(seconds[g], seconds[m])])
+  # The summary names the records' machine and code, and each configuration's kernels and thread pool.
+  assert summary["provenance"]["cpu_model"] == "Fixture CPU" and summary["provenance"]["usable_cores"] == 2
+  assert summary["provenance"]["configurations"][m]["thread_pool"] == MP.default_thread_pool()
   # A rerun times nothing and keeps the summary that was measured.
   os.utime(path, (0, 0))
   harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append, fake_modules)
   assert os.path.getmtime(path) == 0
 
 
+def test_harness_refuses_to_summarize_records_of_two_machines_or_codes():
+  env = {"cpu_model": "A", "usable_cores": 2, "commit": "c" * 40, "code_digest": "d", "commit_dirty": False,
+         "kernels": "tf", "thread_pool": "shared", "precision": "float32"}
+  same = {"x": [{"environment": env}], "y": [{"environment": dict(env, kernels="xla")}]}
+  assert harness.provenance(same)["cpu_model"] == "A" and harness.provenance(same)["configurations"]["y"]["kernels"] == "xla"
+  for field, value in (("cpu_model", "B"), ("usable_cores", 4), ("code_digest", "e"), ("commit", "f" * 40)):
+    with pytest.raises(ValueError, match=f"disagree on {field}"):
+      harness.provenance({"x": [{"environment": env}], "y": [{"environment": dict(env, **{field: value})}]})
+
+
 def test_benchmarks_list_one_configuration_per_variant():
   setting = harness.Setting((32, 16), 100, 2, 400, 2, 1, {"target_speedup": 1.4, "kernels": ["xla", "tf"],
                                                           "thread_pool": ["per_device", "shared"]})
   runs = bench_model_parallel.configurations(setting)
-  assert [r.name for r in runs] == ["greedy", "sync_layerwise", "model_parallel", "model_parallel_xla_shared",
-                                    "model_parallel_tf_per_device", "model_parallel_tf_shared"]
+  assert [r.name for r in runs] == [GREEDY.name, SYNC.name, MP.name] + [
+      f"{MP.name}_{v}" for v in ("xla_shared", "tf_per_device", "tf_shared")]
   assert runs[3].extra_flags == ("--kernels=xla", "--thread_pool=shared")
   assert bench_model_parallel.BENCHMARK.folder(setting) == "b100_variants"
   setting = harness.Setting((32, 16), 100, 2, 400, 2, 1, {"chunk_steps": ["1", "4"], "kernels": ["tf", "xla"],
                                                           "baselines": 0})
   runs = bench_pipeline_parallel.configurations(setting)
-  assert [r.name for r in runs] == ["pipeline_parallel_k1_tf", "pipeline_parallel_k1_xla", "pipeline_parallel_k4_tf",
-                                    "pipeline_parallel_k4_xla"]
+  assert [r.name for r in runs] == [f"{PP.name}_{v}" for v in ("k1_tf", "k1_xla", "k4_tf", "k4_xla")]
   assert runs[3].extra_flags == ("--pipeline_chunk_steps=4", "--kernels=xla")
   assert bench_pipeline_parallel.BENCHMARK.folder(setting) == "b100_chunks_kernels"
   setting = harness.Setting((32,), 100, 2, 400, 2, 1, {"profile_steps": 5, "kernels": ["xla", "tf"]})
   runs = bench_data_parallel.configurations(setting)
-  assert [r.name for r in runs] == ["greedy", "dp_g1", "dp_g2", "dp_g1_tf", "dp_g2_tf"]
+  assert [r.name for r in runs] == [GREEDY.name, "dp_g1", "dp_g2", "dp_g1_tf", "dp_g2_tf"]
   assert runs[4].extra_flags == ("--profile_steps=5", "--kernels=tf") and runs[4].flag("num_devices") == 2
   assert bench_data_parallel.BENCHMARK.folder(setting) == "b100_kernels"
   # The default setting names no kernel path: the committed records' configurations are unchanged.
   runs = bench_data_parallel.configurations(harness.Setting((32,), 100, 2, 400, 2, 1, {"profile_steps": 5}))
-  assert [r.name for r in runs] == ["greedy", "dp_g1", "dp_g2"] and runs[2].extra_flags == ("--profile_steps=5",)
+  assert [r.name for r in runs] == [GREEDY.name, "dp_g1", "dp_g2"] and runs[2].extra_flags == ("--profile_steps=5",)
 
 
 def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster():
   setting = harness.Setting((32, 16), 100, 2, 400, 2, 2, {})
   runs = bench_kernels.configurations(setting)
-  programs = [p for p, _ in bench_kernels.PROGRAMS]
-  assert [r.name for r in runs] == [f"{p}_{k}" for p in programs for k in ("xla", "tf")]
+  names = [p.name for p in bench_kernels.PROGRAMS]
+  assert [r.name for r in runs] == [f"{p}_{k}" for p in names for k in ("xla", "tf")]
   assert [r.flag("num_devices") for r in runs[::2]] == [1, 1, 2, 2, 2]
   assert all(r.extra_flags[0] == f"--kernels={r.name.rsplit('_', 1)[1]}" for r in runs)
   assert "--profile_steps=0" in runs[6].extra_flags  # data_parallel: no op profile inside the timed epochs
   # greedy: xla faster in both repeats; pipeline: tf faster in one repeat, slower in the other.
-  seconds = {p: {"xla": [10.0, 10.0], "tf": [12.0, 11.0]} for p in programs}
-  seconds["pipeline_parallel"] = {"xla": [10.0, 8.0], "tf": [6.0, 9.0]}
+  seconds = {p: {"xla": [10.0, 10.0], "tf": [12.0, 11.0]} for p in names}
+  seconds[PP.name] = {"xla": [10.0, 8.0], "tf": [6.0, 9.0]}
   records_ = {f"{p}_{k}": [{"pretrain_seconds": t, "pretrain_cpu_seconds": 1.5 * t} for t in ts]
               for p, by_path in seconds.items() for k, ts in by_path.items()}
   summary = bench_kernels.summarize(setting, records_)
-  greedy, pipe = summary["programs"]["greedy"], summary["programs"]["pipeline_parallel"]
+  greedy, pipe = summary["programs"][GREEDY.name], summary["programs"][PP.name]
   assert greedy["faster"] == "xla" and greedy["all_repeats_agree"] and greedy["devices"] == 1
   assert greedy["xla_over_tf"]["values"] == pytest.approx([10 / 12, 10 / 11])
   assert pipe["faster"] == "tf" and not pipe["all_repeats_agree"] and pipe["devices"] == 2
   assert pipe["cores_busy"]["tf"]["median"] == pytest.approx(1.5)
-  assert summary["xla_over_tf_greedy"] == greedy["xla_over_tf"]
+  assert summary[f"xla_over_tf_{GREEDY.name}"] == greedy["xla_over_tf"]
 
 
 def test_every_programs_default_kernel_path_is_the_one_the_committed_benchmark_found_faster():
   summaries = list(harness.load_summaries(RESULTS, bench_kernels.BENCHMARK).values())
   assert {s["setting"]["batch_size"] for s in summaries} >= {100, 1000, 5000}
-  for program, _ in bench_kernels.PROGRAMS:
-    chosen = bench_kernels.choice(summaries, program)
-    assert chosen is not None, program
-    assert programs.get(program).default_kernels() == chosen, program
-  tf_faster = {"programs": {"greedy": {"faster": "tf", "all_repeats_agree": True}}}
-  xla_faster = {"programs": {"greedy": {"faster": "xla", "all_repeats_agree": True}}}
-  unclear = {"programs": {"greedy": {"faster": "xla", "all_repeats_agree": False}}}
-  assert bench_kernels.choice([tf_faster, unclear], "greedy") == "tf"
-  assert bench_kernels.choice([tf_faster, xla_faster], "greedy") is None
-  assert bench_kernels.choice([xla_faster, xla_faster, tf_faster], "greedy") == "xla"
+  for program in bench_kernels.PROGRAMS:
+    chosen = bench_kernels.choice(summaries, program.name)
+    assert chosen is not None, program.name
+    assert program.default_kernels() == chosen, program.name
+  g = GREEDY.name
+  tf_faster = {"programs": {g: {"faster": "tf", "all_repeats_agree": True}}}
+  xla_faster = {"programs": {g: {"faster": "xla", "all_repeats_agree": True}}}
+  unclear = {"programs": {g: {"faster": "xla", "all_repeats_agree": False}}}
+  assert bench_kernels.choice([tf_faster, unclear], g) == "tf"
+  assert bench_kernels.choice([tf_faster, xla_faster], g) is None
+  assert bench_kernels.choice([xla_faster, xla_faster, tf_faster], g) == "xla"
 
 
 def test_equal_cores_benchmark_gives_every_program_the_same_cores():
@@ -290,8 +334,8 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
              "setting": {"batch_size": 100, "train_examples": 22000, "pretrain_epochs": 3, "repeats": 3, "cpu_count": 2,
                          "hidden_units": [1000] * 4},
              "pretrain_seconds": {n: harness.spread(v) for n, v in seconds.items()},
-             "fastest_configuration": {"greedy": "greedy_g1_t2", "model_parallel": "model_parallel_g2_t1_shared",
-                                       "pipeline_parallel": "pipeline_parallel_g2_t1"},
+             "fastest_configuration": {GREEDY.name: "greedy_g1_t2", MP.name: "model_parallel_g2_t1_shared",
+                                       PP.name: "pipeline_parallel_g2_t1"},
              "fastest_program": "model_parallel_g2_t1_shared",
              "seconds_to_greedy_heldout_loss": {n: [v[0] * 0.9, None, v[2]] if n.startswith("pipe") else v
                                                 for n, v in seconds.items()}}
@@ -308,19 +352,7 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
   assert pipeline_row.endswith("| — |")  # one repeat never reached greedy's loss
   assert os.path.exists(report_equal_cores.draw(str(tmp_path)))
   with pytest.raises(ValueError, match="not an equal-cores configuration"):
-    report_equal_cores.flags_of("greedy")
-
-
-def test_devices_beyond_cores_benchmark_runs_each_program_where_it_can():
-  setting = harness.Setting((32, 16, 8, 8), 640, 2, 1280, 2, 1, {"devices": ["1", "2", "8", "64", "3"],
-                                                                 "code": ["after_fix"]})
-  runs = bench_beyond_cores.configurations(setting)
-  # model_parallel up to its 4 layers; data_parallel where G divides the batch (3 does not divide 640).
-  assert [r.name for r in runs] == ["dp_g1", "dp_g2", "dp_g8", "dp_g64", "mp_g1", "mp_g2", "mp_g3"]
-  assert runs[3].extra_flags == ("--profile_steps=0",) and runs[3].flag("num_devices") == 64
-  assert bench_beyond_cores.BENCHMARK.summary_file(setting) == "summary_b640_after_fix.json"
-  record = {"timing": {"warmup": 3.0, "pretrain_train": 10.0, "profile/input": 0.5}, "run_seconds": 20.0}
-  assert bench_beyond_cores.outside_phases(record) == 7.0  # profile/* are per-epoch estimates, not phases
+    report_equal_cores.flags_of(GREEDY.name)
 
 
 def test_command_line_errors():

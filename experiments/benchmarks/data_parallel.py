@@ -1,26 +1,22 @@
-"""Benchmark: data_parallel on 2 replicas against 1 replica and greedy, side by side.
+"""Benchmark: data_parallel on G replicas against 1 replica and greedy (one 2000-unit layer), side by side.
 
-Each run sets up its own devices (G logical CPU devices with 1 intra-op thread each, so "1 vs 2 replicas"
-is "1 vs 2 cores"); one layer of 2000 units, pretraining only, the three alternated repeat after repeat
-(`harness`). Measures, from the run records:
-  * speedup of 2 replicas over 1 replica and over greedy's fused single-device step, per repeat;
-  * the op profile of each data-parallel run (`data_parallel.profile`): seconds per epoch in input,
-    forward+loss, gradients, all-reduce and apply, spread over repeats, and each phase's speedup.
+Each run has its own G one-thread logical devices, so "1 vs 2 replicas" is "1 vs 2 cores". Measures per repeat:
+the speedups of G replicas over 1 and over greedy, and each run's op profile (`data_parallel.profile`: seconds
+per epoch by phase) with each phase's speedup. With --kernels listing several paths, 1 and G replicas on each
+(the others named dp_g<G>_<kernels>) and `kernel_variants`: the comparison behind the program's default.
 
-Usage (timings are committed: run alone on the machine, e.g. under an exclusive lock):
+Usage (timings are committed: run alone on the machine):
   python -m experiments.benchmarks.data_parallel --batch_size=5000
-  python -m experiments.benchmarks.data_parallel --batch_size=100
   python -m experiments.benchmarks.data_parallel --batch_size=5000 --train_examples=22000 --kernels=xla,tf
-With --kernels listing several kernel paths, data_parallel runs on 1 and G replicas on each (the first as
-dp_g<G>, the others as dp_g<G>_<kernels>, in <output_dir>/b<batch>_kernels/), and `kernel_variants` gives each
-path's speedups: the comparison behind the program's default (docs/kernels_and_threads.md).
-Writes <output_dir>/b<batch>/<configuration>_r<k>.json and <output_dir>/summary_b<batch>.json.
 """
 
 from typing import Dict, List
 
+from common import programs
 from data_parallel import config as dp_config
 from experiments.benchmarks import harness
+
+GREEDY, DP = programs.GREEDY, programs.DATA_PARALLEL
 
 
 def _kernels(s: harness.Setting) -> List[str]:
@@ -33,11 +29,10 @@ def _suffix(s: harness.Setting, kernels: str) -> str:
 
 def configurations(s: harness.Setting) -> List:
   """greedy; data_parallel on 1 and on s.num_devices replicas (per kernel path), each profiling layer 1."""
-  runs = [s.run("greedy", "greedy", 1)]
+  runs = [s.run(GREEDY.name, GREEDY, 1)]
   for k in _kernels(s):
     flags = (f"--profile_steps={s.options['profile_steps']}",) + ((f"--kernels={k}",) if k != "auto" else ())
-    runs += [s.run(f"dp_g1{_suffix(s, k)}", "data_parallel", 1, flags),
-             s.run(f"dp_g{s.num_devices}{_suffix(s, k)}", "data_parallel", s.num_devices, flags)]
+    runs += [s.run(f"dp_g{g}{_suffix(s, k)}", DP, g, flags) for g in (1, s.num_devices)]
   return runs
 
 
@@ -56,24 +51,22 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   return {
       "epoch_seconds": {n: harness.spread([harness.seconds_per_layer_epoch(r) for r in rs]) for n, rs in runs.items()},
       f"speedup_{s.num_devices}_vs_1_replica": harness.ratio_spread(runs, "dp_g1", many),
-      f"speedup_{s.num_devices}_replicas_vs_greedy": harness.ratio_spread(runs, "greedy", many),
-      "one_replica_vs_greedy_slowdown": harness.ratio_spread(runs, "dp_g1", "greedy"),
+      f"speedup_{s.num_devices}_replicas_vs_greedy": harness.ratio_spread(runs, GREEDY.name, many),
+      "one_replica_vs_greedy_slowdown": harness.ratio_spread(runs, "dp_g1", GREEDY.name),
       "profile": {"1_replica": g1, f"{s.num_devices}_replicas": gn,
                   "phase_speedup": {p: g1["seconds_per_epoch"][p]["median"] /
                                     max(gn["seconds_per_epoch"][p]["median"], 1e-12) for p in dp_config.PROFILE_PHASES}},
       "kernel_variants": {k: {
           f"speedup_{s.num_devices}_vs_1_replica": harness.ratio_spread(runs, f"dp_g1{_suffix(s, k)}",
                                                                       f"{many}{_suffix(s, k)}"),
-          f"speedup_{s.num_devices}_replicas_vs_greedy": harness.ratio_spread(runs, "greedy", f"{many}{_suffix(s, k)}"),
-          "cores_busy": harness.spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"]
-                                        for r in runs[f"{many}{_suffix(s, k)}"]])
-                        if all("pretrain_cpu_seconds" in r for r in runs[f"{many}{_suffix(s, k)}"]) else None}
+          f"speedup_{s.num_devices}_replicas_vs_greedy": harness.ratio_spread(runs, GREEDY.name, f"{many}{_suffix(s, k)}"),
+          "cores_busy": harness.cores_busy(runs[f"{many}{_suffix(s, k)}"])}
           for k in _kernels(s)},
   }
 
 
 BENCHMARK = harness.Benchmark(
-    name="data_parallel", configurations=configurations, summarize=summarize,
+    name=DP.name, configurations=configurations, summarize=summarize,
     defaults={"hidden_units": "2000", "batch_size": 5000, "pretrain_epochs": 2, "train_examples": 55_000},
     options={"profile_steps": (5, "Steps per timed loop of data_parallel's op profile."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the data_parallel configurations (several: a comparison).")},

@@ -1,31 +1,25 @@
-"""Benchmark: every program given the same N cores; which finishes pretraining first, and in which configuration.
+"""Benchmark: every program given the same N cores; which finishes pretraining first, in which configuration.
 
-The report's question is "G devices against one" (one thread each). A CPU user asks another: "I have N cores;
-which program, with which flags, is done first?" For N = --cores (default: the machine's), every program runs
-in every configuration of devices x threads per device that uses exactly N cores (devices dividing N), and the
-two-level programs (model_parallel, pipeline_parallel) with both --thread_pool=per_device and shared, all alternated repeat
-after repeat (`harness`), every run recording the held-out reconstruction loss after each epoch. Measures:
-  * per program, its fastest configuration (median pretraining seconds) and every configuration's seconds;
-  * the ratio greedy on all N cores (1 device x N threads) / each program's fastest configuration;
-  * seconds until every layer's held-out loss reached greedy's final one x 1.01 (greedy on N threads as the
-    reference; `records.loss_curves`), per configuration.
+The report asks "G devices against one"; a CPU user asks "I have N cores: which program, with which flags, is
+done first?" For N = --cores (default: the machine's), every program in every devices x threads per device that
+uses exactly N cores, the two-level programs with both thread pools, each run recording the held-out loss after
+every epoch. Measures: each program's fastest configuration, greedy on all N cores / it, and the seconds until
+every layer's held-out loss reached greedy's final one x 1.01.
 
 Usage (timings are committed: run alone on the machine):
   python -m experiments.benchmarks.equal_cores --batch_size=100
-  python -m experiments.benchmarks.equal_cores --batch_size=1000
-  python -m experiments.benchmarks.equal_cores --batch_size=5000
-Writes <output_dir>/n<cores>_b<batch>/<configuration>_r<k>.json and <output_dir>/summary_n<cores>_b<batch>.json.
 """
 
 import os
 from typing import Dict, List, Optional
 
+from common import programs
 from experiments import records
 from experiments.benchmarks import harness
 
-PROGRAMS = ("greedy", "sync_layerwise", "model_parallel", "data_parallel", "pipeline_parallel")
+PROGRAMS = programs.PROGRAMS
 # Programs whose devices can share one intra-op pool (--thread_pool=shared).
-TWO_LEVEL = ("model_parallel", "pipeline_parallel")
+TWO_LEVEL = (programs.MODEL_PARALLEL.name, programs.PIPELINE_PARALLEL.name)
 HELDOUT = "--heldout_every_epoch"
 LOSS_TOLERANCE = 0.01
 
@@ -36,24 +30,22 @@ def _cores(s: harness.Setting) -> int:
 
 def baseline(s: harness.Setting) -> str:
   """The reference configuration: greedy, one device with every core as its threads."""
-  return f"greedy_g1_t{_cores(s)}"
+  return f"{programs.GREEDY.name}_g1_t{_cores(s)}"
 
 
 def configurations(s: harness.Setting) -> List:
   """Every program x (devices, threads) with devices x threads = N, plus shared pools for the two-level ones."""
   n, runs = _cores(s), []
-  for program in PROGRAMS:
-    one_device = program in ("greedy", "sync_layerwise")
-    for g in [d for d in range(1, n + 1) if n % d == 0 and (d == 1 or not one_device)]:
-      if program == "data_parallel" and s.batch_size % g:
+  for p in PROGRAMS:
+    for g in [d for d in range(1, n + 1) if n % d == 0 and (d == 1 or not p.one_device)]:
+      if p is programs.DATA_PARALLEL and s.batch_size % g:
         continue
       t = n // g
-      two_level = program in TWO_LEVEL and g > 1
-      runs.append(s.run(f"{program}_g{g}_t{t}", program, g, threads=t,
+      two_level = p.name in TWO_LEVEL and g > 1
+      runs.append(s.run(f"{p.name}_g{g}_t{t}", p, g, threads=t,
                         extra=(HELDOUT, "--thread_pool=per_device") if two_level else (HELDOUT,)))
       if two_level:
-        runs.append(s.run(f"{program}_g{g}_t{t}_shared", program, g, extra=(HELDOUT, "--thread_pool=shared"),
-                          threads=t))
+        runs.append(s.run(f"{p.name}_g{g}_t{t}_shared", p, g, extra=(HELDOUT, "--thread_pool=shared"), threads=t))
   return runs
 
 

@@ -1,16 +1,13 @@
 """One harness for every benchmark: named configurations (program + flags) timed side by side.
 
-A benchmark is a `Benchmark`: a function from the `Setting` (the command line) to its named
-configurations (`presets.RunSpec`s), and a function that summarizes their records. The harness runs
-the configurations alternately, repeat after repeat (the order rotates every repeat, so drifts of a shared
-machine hit them alike), each as its own training program through `experiments.driver.run` (a record
-that exists is not run again: rerunning a finished benchmark only rewrites a missing summary); then it
-writes a summary record: the setting, the command, how busy the rest of the machine was, the spread
-(min/median/max over repeats) of every configuration's pretraining seconds, and the benchmark's own
-measures.
-
-Records go to <output_dir>/<folder>/<configuration>_r<repeat>.json, the summary to
-<output_dir>/<summary file>. `main(benchmark)` is the command line of every benchmark module.
+A `Benchmark` maps the `Setting` (its command line) to named configurations (`presets.RunSpec`s) and
+summarizes their records. The harness runs the configurations alternately, repeat after repeat (the order
+rotates every repeat, so drifts of a shared machine hit them alike), each as its own training program through
+`experiments.driver.run` (a record that exists is not run again), then writes a summary: setting, command,
+provenance (one machine and one code, or it refuses), how busy the rest of the machine was, the spread
+(min/median/max over repeats) of every configuration's pretraining seconds, and the benchmark's measures.
+Records go to <output_dir>/<folder>/<configuration>_r<repeat>.json, the summary to <output_dir>/<summary file>.
+`main(benchmark)` is the command line of every benchmark module.
 """
 
 import dataclasses
@@ -25,21 +22,21 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
+from common import programs
+from experiments import budget
 from experiments import driver
 from experiments import presets
 from experiments import records
 
+Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
+PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "usable_cores")
+PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
+
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-  """What a benchmark's command line asks for.
-
-  Attributes:
-    hidden_units, batch_size, pretrain_epochs, train_examples: the shared training flags of every run.
-    num_devices: devices of the parallel configurations.
-    repeats: runs of each configuration.
-    options: the benchmark's own options ({name: value}, see `Benchmark.options`).
-  """
+  """A benchmark's command line: the shared training flags of every run, the devices of the parallel
+  configurations, the repeats, and the benchmark's own options ({name: value}, `Benchmark.options`)."""
   hidden_units: Tuple[int, ...]
   batch_size: int
   pretrain_epochs: int
@@ -48,29 +45,24 @@ class Setting:
   repeats: int
   options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-  def run(self, name: str, program: str, devices: int, extra: Sequence[str] = (), launcher: Sequence[str] = (),
-          threads: int = 1) -> presets.RunSpec:
+  def run(self, name: str, program: programs.Program, devices: int, extra: Sequence[str] = (),
+          launcher: Sequence[str] = (), threads: int = 1) -> presets.RunSpec:
     """A configuration: `program` with this setting's flags on `devices` devices, pretraining only."""
     return presets.run(name, program, self.hidden_units, self.pretrain_epochs, self.batch_size, devices,
                        self.train_examples, extra=extra, launcher=launcher, threads=threads)
 
 
-Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
-
-
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-  """A benchmark: named configurations and a summary of their records.
+  """A benchmark.
 
   Attributes:
     name: the module name; records default to results/benchmarks/<name>/.
     configurations: Setting -> the configurations (RunSpec.name is the configuration's name).
     summarize: (Setting, Records) -> {measure: value}; spreads via `spread`.
-    defaults: flag defaults of the shared flags, e.g. {"batch_size": 1000}.
-    options: the benchmark's own flags, {name: (default, help)} (a float, an int, or a list of strings);
-      their values are in Setting.options.
-    folder: Setting -> the records' folder under the output directory.
-    summary_file: Setting -> the summary's file name under the output directory.
+    defaults: defaults of the shared flags, e.g. {"batch_size": 1000}.
+    options: its own flags, {name: (default, help)} (a float, an int or a list of strings).
+    folder, summary_file: Setting -> the records' folder, the summary's file (under the output directory).
     columns: (measure, label) of the spreads results/README.md shows, besides every configuration's seconds.
   """
   name: str
@@ -93,98 +85,112 @@ def seconds_per_layer_epoch(record: Mapping[str, Any]) -> float:
   return record["pretrain_seconds"] / sum(len(layer["epochs"]) for layer in record["layers"])
 
 
-def ratio_spread(records_: Records, numerator: str, denominator: str) -> Dict[str, object]:
+def ratio_spread(found: Records, numerator: str, denominator: str) -> Dict[str, object]:
   """Spread over repeats of numerator seconds / denominator seconds (runs of the same repeat)."""
-  return spread([a["pretrain_seconds"] / b["pretrain_seconds"] for a, b in zip(records_[numerator],
-                                                                               records_[denominator])])
+  return spread([a["pretrain_seconds"] / b["pretrain_seconds"] for a, b in zip(found[numerator], found[denominator])])
 
 
-def _busy_cpu_seconds() -> float:
-  """CPU seconds the whole machine has spent busy since boot (/proc/stat: all but idle and iowait)."""
+def cores_busy(rs: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, object]]:
+  """Spread of process CPU seconds / wall seconds while pretraining; None for records older than the field."""
+  return spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"] for r in rs]) if all(
+      "pretrain_cpu_seconds" in r for r in rs) else None
+
+
+def _cpu_seconds() -> Tuple[float, float]:
+  """(CPU seconds the machine spent busy since boot, /proc/stat; those of this process and its children)."""
   with open("/proc/stat") as f:
-    fields = [float(x) for x in f.readline().split()[1:]]
-  return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cpu_seconds() -> float:
-  """CPU seconds of this process and its finished children."""
+    ticks = [float(x) for x in f.readline().split()[1:]]
   own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-  return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+  return ((sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"),
+          own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime)
 
 
 class MachineLoad:
-  """Measures how busy the rest of the machine was while a benchmark ran (others' CPU use skews timings).
-
-  Usage: load = MachineLoad(); ...benchmark...; load.report() -> {"wall_seconds", "other_processes_cores",
-  "load_average_start", "load_average_end"}, where other_processes_cores is the CPU time used by every
-  process but this one and its children, divided by the wall time (0: the machine was ours alone).
-  """
+  """How busy the rest of the machine was while a benchmark ran: `report()` gives the wall seconds, the load
+  averages, and other_processes_cores, every other process's CPU seconds over the wall seconds (0: ours alone)."""
 
   def __init__(self):
-    self._start = (time.perf_counter(), _busy_cpu_seconds(), _own_cpu_seconds(), os.getloadavg())
+    self._start = (time.perf_counter(), *_cpu_seconds(), os.getloadavg())
 
   def report(self) -> Dict[str, object]:
     wall0, busy0, own0, load0 = self._start
-    wall = time.perf_counter() - wall0
-    others = (_busy_cpu_seconds() - busy0) - (_own_cpu_seconds() - own0)
-    return {"wall_seconds": wall, "other_processes_cores": max(others, 0.0) / wall,
+    wall, (busy, own) = time.perf_counter() - wall0, _cpu_seconds()
+    return {"wall_seconds": wall, "other_processes_cores": max((busy - busy0) - (own - own0), 0.0) / wall,
             "load_average_start": list(load0), "load_average_end": list(os.getloadavg())}
 
 
+def _repeat(job: driver.Job) -> int:
+  return int(job.run_name.rsplit("_r", 1)[1])
+
+
 def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
-         cores: int) -> List[driver.Job]:
-  """The runs in alternation order: repeat r runs the configurations rotated by r."""
+         rates: Optional[budget.Rates] = None) -> List[driver.Job]:
+  """The runs in alternation order: repeat r runs the configurations rotated by r (estimates from `rates`,
+  default `budget.fit(output_dir)`); logs and checkpoints per setting (another batch must not resume them)."""
+  rates = rates or budget.fit(output_dir)
   configurations = benchmark.configurations(setting)
-  folder = os.path.join(output_dir, benchmark.folder(setting))
-  jobs = []
-  for r in range(setting.repeats):
-    for k in range(len(configurations)):
-      c = configurations[(k + r) % len(configurations)]
-      record = os.path.join(folder, f"{c.name}_r{r}.json")
-      # Logs and checkpoints per setting: another batch size must not resume this one's checkpoints.
-      jobs.append(driver.job(benchmark.name, len(jobs) + 1, setting.repeats * len(configurations), c, record,
-                             os.path.join(work_dir, benchmark.folder(setting)), cores))
-  return jobs
+  folder, n = benchmark.folder(setting), len(configurations)
+  return [driver.job(benchmark.name, r * n + k + 1, setting.repeats * n, c,
+                     os.path.join(output_dir, folder, f"{c.name}_r{r}.json"), os.path.join(work_dir, folder), rates)
+          for r in range(setting.repeats) for k in range(n) for c in [configurations[(k + r) % n]]]
+
+
+def provenance(found: Records) -> Dict[str, Any]:
+  """The records' common provenance (`common.provenance.fields`; None where records predate a field; dirty if
+  any was), and per configuration its kernels, thread pool and precision.
+
+  Raises:
+    ValueError: the records disagree on the machine (processor, usable cores) or the code (commit, digest).
+  """
+  envs = [r["environment"] for rs in found.values() for r in rs]
+  out = {}
+  for field in PROVENANCE:
+    values = {e.get(field) for e in envs}
+    if len(values) > 1 and field != "commit_dirty":
+      raise ValueError(f"the records disagree on {field} ({', '.join(sorted(map(str, values)))}): not one machine "
+                       "and one code; summarize each apart")
+    out[field] = max(values, key=bool)
+  out["configurations"] = {name: {f: rs[0]["environment"].get(f) for f in PER_CONFIGURATION}
+                           for name, rs in found.items()}
+  return out
+
+
+def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
+              machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+  """The summary of a benchmark's records (`jobs` in alternation order, module docstring); ValueError when
+  they come from several machines or codes (`provenance`)."""
+  ordered = sorted(jobs, key=_repeat)
+  found: Records = {c.name: [records.load(j.record) for j in ordered if j.run.name == c.name]
+                    for c in benchmark.configurations(setting)}
+  first = next(iter(found.values()))[0]["environment"]
+  return {
+      "benchmark": benchmark.name, "command": command,
+      "setting": {**{k: v for k, v in dataclasses.asdict(setting).items() if k != "options"}, **setting.options,
+                  "device_kind": first.get("device_kind"), "cpu_count": first.get("cpu_count")},
+      "provenance": provenance(found),
+      "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()]
+                         for c in benchmark.configurations(setting)},
+      "order": [j.run_name for j in jobs], "machine_load": machine_load,
+      "pretrain_seconds": {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()},
+      **benchmark.summarize(setting, found),
+      "records": {name: [j.record for j in ordered if j.run.name == name] for name in found},
+  }
 
 
 def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, command: str,
         out: Callable[[str], None] = print, modules: Optional[Mapping[str, str]] = None) -> Tuple[str, Dict[str, Any]]:
-  """Runs the benchmark's missing records, then writes its summary unless nothing ran and one exists.
-
-  Args:
-    benchmark, setting: what to run.
-    output_dir, work_dir: where records and summary go; where program logs go.
-    command: the command line, stored in the summary.
-    out: where progress lines go.
-    modules: {program: module} replacing `<program>.train` (tests use stand-ins).
-
-  Returns:
-    (summary path, summary).
+  """Runs the benchmark's missing records, then writes its summary unless nothing ran and one exists; returns
+  (summary path, summary). `modules`: {program: module} replacing `<program>.train` (tests use stand-ins).
 
   Raises:
     driver.RunFailedError: a run failed or a stored record does not match its configuration.
+    ValueError: the records come from several machines or versions of the code.
   """
-  jobs = plan(benchmark, setting, output_dir, work_dir, os.cpu_count() or 1)
+  jobs = plan(benchmark, setting, output_dir, work_dir)
   load = MachineLoad()
   ran = driver.run(jobs, f"benchmark {benchmark.name}", os.path.join(output_dir, benchmark.folder(setting),
                                                                       "driver_log.jsonl"), modules=modules, out=out)
-  found: Records = {c.name: [] for c in benchmark.configurations(setting)}
-  for j in sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1])):  # repeat 0, 1, ...
-    found[j.run.name].append(records.load(j.record))
-  first = next(iter(found.values()))[0]["environment"]
-  summary = {
-      "benchmark": benchmark.name, "command": command,
-      "setting": {**{k: v for k, v in dataclasses.asdict(setting).items() if k != "options"}, **setting.options,
-                  "device_kind": first.get("device_kind"), "cpu_count": first.get("cpu_count")},
-      "configurations": {c.name: ([*c.launcher] if c.launcher else []) + [f"{c.program}.train", *c.arguments()]
-                         for c in benchmark.configurations(setting)},
-      "order": [j.run_name for j in jobs],
-      "machine_load": load.report() if ran else None,
-      "pretrain_seconds": {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()},
-      **benchmark.summarize(setting, found),
-      "records": {name: sorted((j.record for j in jobs if j.run.name == name),
-                               key=lambda path: int(path[:-len(".json")].rsplit("_r", 1)[1])) for name in found},
-  }
+  summary = summarize(benchmark, setting, jobs, command, load.report() if ran else None)
   path = os.path.join(output_dir, benchmark.summary_file(setting))
   if ran or not os.path.exists(path):
     with open(path, "w") as f:
@@ -192,43 +198,39 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
   else:
     out(f"[benchmark {benchmark.name}] every record exists; {path} left as it was")
   for measure, label in ((m, l) for m, l in benchmark.columns if m in summary):
-    s = summary[measure]
-    out(f"{label}: median {s['median']:.3f} (min {s['min']:.3f}, max {s['max']:.3f})")
+    out(f"{label}: median {summary[measure]['median']:.3f} (min {summary[measure]['min']:.3f}, "
+        f"max {summary[measure]['max']:.3f})")
   return path, summary
 
 
 def main(benchmark: Benchmark) -> None:
-  """The command line of a benchmark module: defines the shared flags (with the benchmark's defaults) and
-  its options, then runs it (`run`)."""
+  """The command line of a benchmark module: the shared flags (with the benchmark's defaults) and its options."""
   d = {"hidden_units": "1000,1000", "batch_size": 1000, "pretrain_epochs": 4, "train_examples": 11_000,
        "num_devices": 2, "repeats": 3, **benchmark.defaults}
-  hidden = flags.DEFINE_list("hidden_units", str(d["hidden_units"]).split(","), "Hidden units per layer.")
-  batch = flags.DEFINE_integer("batch_size", d["batch_size"], "Global batch of every run.")
-  epochs = flags.DEFINE_integer("pretrain_epochs", d["pretrain_epochs"], "Pretraining epochs E of every run.")
-  examples = flags.DEFINE_integer("train_examples", d["train_examples"], "Training images.")
-  devices = flags.DEFINE_integer("num_devices", d["num_devices"], "Devices of the parallel configurations.")
-  repeats = flags.DEFINE_integer("repeats", d["repeats"], "Runs of each configuration (alternated).")
+  helps = {"batch_size": "Global batch of every run.", "pretrain_epochs": "Pretraining epochs E of every run.",
+           "train_examples": "Training images.", "num_devices": "Devices of the parallel configurations.",
+           "repeats": "Runs of each configuration (alternated)."}
+  shared = {"hidden_units": flags.DEFINE_list("hidden_units", str(d["hidden_units"]).split(","), "Hidden units.")}
+  shared.update({name: flags.DEFINE_integer(name, d[name], text) for name, text in helps.items()})
   output = flags.DEFINE_string("output_dir", f"results/benchmarks/{benchmark.name}", "Where records and summary go.")
   work = flags.DEFINE_string("work_dir", f"scratch/benchmarks/{benchmark.name}", "Program logs.")
-  options = {}
-  for name, (default, help_text) in benchmark.options.items():
-    if isinstance(default, (list, tuple)):
-      options[name] = flags.DEFINE_list(name, [str(v) for v in default], help_text)
-      continue
-    define = flags.DEFINE_float if isinstance(default, float) else flags.DEFINE_integer
-    options[name] = define(name, default, help_text)
-  for holder in (hidden, batch, epochs, examples, devices, repeats, output, work, *options.values()):
+  options = {name: (flags.DEFINE_list(name, [str(v) for v in default], text) if isinstance(default, (list, tuple))
+                    else (flags.DEFINE_float if isinstance(default, float) else flags.DEFINE_integer)(name, default, text))
+             for name, (default, text) in benchmark.options.items()}
+  for holder in (*shared.values(), output, work, *options.values()):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[holder.name])  # shown by --help
 
   def _main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
-    setting = Setting(tuple(int(u) for u in hidden.value), batch.value, epochs.value, examples.value, devices.value,
-                      repeats.value, {name: holder.value for name, holder in options.items()})
-    command = f"python -m experiments.benchmarks.{benchmark.name} " + " ".join(sys.argv[1:])
+    v = {name: holder.value for name, holder in shared.items()}
+    setting = Setting(tuple(int(u) for u in v.pop("hidden_units")), v["batch_size"], v["pretrain_epochs"],
+                      v["train_examples"], v["num_devices"], v["repeats"],
+                      {name: holder.value for name, holder in options.items()})
     try:
-      path, _ = run(benchmark, setting, output.value, work.value, command.strip())
-    except driver.RunFailedError as e:
+      path, _ = run(benchmark, setting, output.value, work.value,
+                    f"python -m experiments.benchmarks.{benchmark.name} {' '.join(sys.argv[1:])}".strip())
+    except (driver.RunFailedError, ValueError) as e:
       print(f"error: {e}", file=sys.stderr)
       sys.exit(1)
     print(f"Summary: {path}")
@@ -239,13 +241,20 @@ def main(benchmark: Benchmark) -> None:
 def load_summaries(output_dir: str, benchmark: Benchmark) -> Dict[str, Dict[str, Any]]:
   """{summary file name: summary} of a benchmark's summaries under <output_dir>/benchmarks/<name>/."""
   folder = os.path.join(output_dir, "benchmarks", benchmark.name)
-  if not os.path.isdir(folder):
-    return {}
-  out = {}
-  for name in sorted(os.listdir(folder)):
-    if name.startswith("summary") and name.endswith(".json"):
-      out[name] = records.load(os.path.join(folder, name))
-  return out
+  return {f: records.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder) if os.path.isdir(folder) else [])
+          if f.startswith("summary") and f.endswith(".json")}
+
+
+def records_of(folder: str, summary: Mapping[str, Any]) -> Records:
+  """{configuration: [record of each repeat]} of a summary in `folder` (its records' paths, written relative to
+  where the benchmark ran, taken as <folder>/<records folder>/<file>)."""
+  return {name: [records.load(os.path.join(folder, *path.replace(os.sep, "/").split("/")[-2:])) for path in paths]
+          for name, paths in summary.get("records", {}).items()}
+
+
+def flat_records(folder: str, *summaries: Mapping[str, Any]) -> List[dict]:
+  """Every record of `summaries` (in `folder`, `records_of`), as one list."""
+  return [r for s in summaries for rs in records_of(folder, s).values() for r in rs]
 
 
 def setting_of(summary: Mapping[str, Any]) -> Optional[str]:

@@ -1,39 +1,32 @@
 """Benchmark: model_parallel on G devices against greedy and sync_layerwise on one, side by side.
 
-Pretraining only, 1 intra-op thread per device, the three programs alternated repeat after repeat
-(`harness`). Measures, from the run records:
-  * speedup of model_parallel over greedy and over sync_layerwise, per repeat (same repeat's runs);
-  * the bound implied by the measured per-layer epoch times: greedy's per-layer epoch times (median over
-    its epochs) put through the model-parallel schedule (sum over steps of the slowest active layer,
-    `Schedule.critical_path`), the speedups that bound allows, and the fraction of it reached;
-  * the same bound from FLOPs alone (`cost.layer_epoch_flops`), and the epoch count E at which the bound
-    over sync_layerwise first reaches --target_speedup (with two layers on two devices layer 1 trains
-    E + 1 epochs and layer 2 E, so the bound ((E + 1) t1 + E t2) / (t1 + E t2) grows with E);
-  * the bound when the devices share the machine's cores (--thread_pool=shared): the schedule's work at
-    sync_layerwise's one-core rate spread over G cores, i.e. G x over sync_layerwise (both train the same
-    layer-epochs) and G x greedy / sync_layerwise seconds over greedy, and the fraction of it reached;
-  * model_parallel's phases: per-device busy seconds, idle device-seconds, weight-copy seconds, each
-    layer's epoch time beside the other layer, and the per-step overhead (wall - slowest device busy).
-
+Pretraining only, 1 intra-op thread per device, alternated repeat after repeat (`harness`). Measures, per repeat:
+  * speedup of model_parallel over greedy and over sync_layerwise;
+  * the bound of the measured per-layer epoch times: greedy's (median over its epochs) through the schedule (sum
+    over steps of the slowest active layer, `Schedule.critical_path`), its speedups and the fraction reached;
+    the same bound from FLOPs alone (`flop_bound`), and the epochs E at which it reaches --target_speedup;
+  * the bound with the devices sharing the cores: G x greedy / sync_layerwise seconds over greedy;
+  * model_parallel's phases (busy, idle, copy, overhead seconds) and each layer's co-run slowdown.
 With --kernels and --thread_pool listing several values, one model_parallel configuration per pair (named
 model_parallel_<kernels>_<pool> after the first), each with its speedups and cores busy (`variants`): the
 comparison that chose the program's defaults (docs/kernels_and_threads.md).
 
-Usage (timings are committed: run alone on the machine, e.g. under an exclusive lock):
+Usage (timings are committed: run alone on the machine):
   python -m experiments.benchmarks.model_parallel --batch_size=1000 --repeats=7
   python -m experiments.benchmarks.model_parallel --batch_size=1000 --train_examples=22000 --repeats=3 \
       --kernels=xla,tf --thread_pool=per_device,shared
-Writes <output_dir>/b<batch>/<program>_r<k>.json and <output_dir>/summary_b<batch>.json.
 """
 
 from typing import List, Tuple
 
 from common import cost
+from common import layerwise_schedule as schedule_lib
+from common import programs
 from experiments import records
 from experiments.benchmarks import harness
-from common import layerwise_schedule as schedule_lib
 
-PROGRAMS = ("greedy", "sync_layerwise", "model_parallel")
+GREEDY, SYNC, MP = programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARALLEL
+PROGRAMS = (GREEDY, SYNC, MP)
 
 
 def _variants(s: harness.Setting) -> List[Tuple[str, str]]:
@@ -43,44 +36,37 @@ def _variants(s: harness.Setting) -> List[Tuple[str, str]]:
 
 def _name(s: harness.Setting, kernels: str, pool: str) -> str:
   """"model_parallel" for the main configuration, model_parallel_<kernels>_<pool> for the others."""
-  return "model_parallel" if (kernels, pool) == _variants(s)[0] else f"model_parallel_{kernels}_{pool}"
+  return MP.name if (kernels, pool) == _variants(s)[0] else f"{MP.name}_{kernels}_{pool}"
 
 
 def configurations(s: harness.Setting) -> List:
   """greedy and sync_layerwise on one device, model_parallel on s.num_devices (one per kernels x thread pool)."""
-  return [s.run(p, p, 1) for p in PROGRAMS[:2]] + [
-      s.run(_name(s, k, t), "model_parallel", s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}"))
+  return [s.run(p.name, p, 1) for p in (GREEDY, SYNC)] + [
+      s.run(_name(s, k, t), MP, s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}"))
       for k, t in _variants(s)]
 
 
-def _phases(record: dict) -> dict:
+def phases(record: dict) -> dict:
+  """Where a model_parallel run's seconds went: steps, copies, idle and busy devices, the overhead beyond the
+  busiest device, how concurrent the full steps were (> 1: the layers really overlapped), layer epoch seconds."""
   steps = record["schedule"]["steps"]
   devices = list(steps[0]["busy_seconds"])
   both = [s for s in steps if len(s["active_layers"]) > 1]
   return {
-      "pretrain_seconds": record["pretrain_seconds"],
-      "step_wall_seconds": record["timing"]["pretrain_train"],
-      "weight_copy_seconds": record["timing"]["weight_copy"],
-      "idle_device_seconds": record["timing"]["idle"],
+      "pretrain_seconds": record["pretrain_seconds"], "step_wall_seconds": record["timing"]["pretrain_train"],
+      "weight_copy_seconds": record["timing"]["weight_copy"], "idle_device_seconds": record["timing"].get("idle"),
       "busy_seconds_per_device": {d: sum(s["busy_seconds"][d] for s in steps) for d in devices},
-      # Wall time of the steps beyond the busiest device: dispatch, fetching results, the step barrier.
       "overhead_seconds": sum(s["wall_seconds"] - max(s["busy_seconds"].values()) for s in steps),
-      # > 1 only if the devices' busy intervals overlap: the layers really ran concurrently.
       "concurrency_in_full_steps": (sum(sum(s["busy_seconds"].values()) for s in both) /
                                     sum(s["wall_seconds"] for s in both)) if both else None,
-      "layer_epoch_seconds": records.layer_epoch_seconds(record),
+      "layer_epoch_seconds": records.layer_epoch_seconds(record), "devices": record["environment"]["devices"],
   }
 
 
 def corun_slowdown(record: dict) -> dict:
-  """Per layer (1-based, as str): median epoch seconds beside another layer / median epoch seconds alone.
-
-  Both from the same model_parallel run: a group's bottom layer trains alone in the group's first (fill) step
-  and beside the layers above it afterwards, the top layer alone in its last steps when the group is taller
-  than the devices. Layers never alone (or never beside) are left out. With one thread per device this is the
-  co-run slowdown of two layers in one process; with a shared pool a layer alone also has the idle device's
-  thread, so the ratio includes the lent core.
-  """
+  """Per layer (1-based, as str) of one model_parallel run: median epoch seconds beside another layer / alone
+  (a group's bottom layer trains alone in its fill step); layers never alone or never beside are left out.
+  With a shared pool a layer alone also has the idle device's thread, so the ratio includes the lent core."""
   active = {(s["group"], s["step"]): len(s["active_layers"]) for s in record["schedule"]["steps"]}
   out = {}
   for i, layer in enumerate(record["layers"]):
@@ -111,7 +97,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   schedule = schedule_lib.Schedule(len(s.hidden_units), s.num_devices, s.pretrain_epochs)
   flops = [cost.layer_epoch_flops(s.hidden_units, i + 1, s.train_examples) for i in range(len(s.hidden_units))]
   per_repeat = []
-  for greedy, sync, mp in zip(runs["greedy"], runs["sync_layerwise"], runs["model_parallel"]):
+  for greedy, sync, mp in zip(runs[GREEDY.name], runs[SYNC.name], runs[MP.name]):
     alone = records.layer_epoch_seconds(greedy)
     bound = schedule.critical_path(alone)
     per_repeat.append({
@@ -132,19 +118,17 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   out["per_repeat"] = per_repeat
   out["variants"] = {_name(s, *v): {
       "kernels": v[0], "thread_pool": v[1],
-      "speedup_vs_greedy": harness.ratio_spread(runs, "greedy", _name(s, *v)),
-      "speedup_vs_sync_layerwise": harness.ratio_spread(runs, "sync_layerwise", _name(s, *v)),
+      "speedup_vs_greedy": harness.ratio_spread(runs, GREEDY.name, _name(s, *v)),
+      "speedup_vs_sync_layerwise": harness.ratio_spread(runs, SYNC.name, _name(s, *v)),
       "fraction_of_bound": harness.spread([g["bound_seconds"] / r["pretrain_seconds"]
                                            for g, r in zip(per_repeat, runs[_name(s, *v)])]),
       "fraction_of_cores_bound": harness.spread([y["pretrain_seconds"] / (s.num_devices * r["pretrain_seconds"])
-                                                 for y, r in zip(runs["sync_layerwise"], runs[_name(s, *v)])]),
+                                                 for y, r in zip(runs[SYNC.name], runs[_name(s, *v)])]),
       "corun_slowdown": [corun_slowdown(r) for r in runs[_name(s, *v)]],
-      # None for records older than the CPU seconds.
-      "cores_busy": harness.spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"] for r in runs[_name(s, *v)]])
-                    if all("pretrain_cpu_seconds" in r for r in runs[_name(s, *v)]) else None}
+      "cores_busy": harness.cores_busy(runs[_name(s, *v)])}
       for v in _variants(s)}
-  out["model_parallel_phases"] = [_phases(r) for r in runs["model_parallel"]]
-  out["sync_layerwise_layer_epoch_seconds"] = [records.layer_epoch_seconds(r) for r in runs["sync_layerwise"]]
+  out["model_parallel_phases"] = [phases(r) for r in runs[MP.name]]
+  out["sync_layerwise_layer_epoch_seconds"] = [records.layer_epoch_seconds(r) for r in runs[SYNC.name]]
   return out
 
 
@@ -153,7 +137,7 @@ def _folder(s: harness.Setting) -> str:
 
 
 BENCHMARK = harness.Benchmark(
-    name="model_parallel", configurations=configurations, summarize=summarize,
+    name=MP.name, configurations=configurations, summarize=summarize,
     folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",
     options={"target_speedup": (1.4, "Speedup over sync_layerwise whose reachability is reported."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the model_parallel configurations."),

@@ -1,36 +1,28 @@
 """Benchmark: pipeline_parallel against greedy and model_parallel, side by side.
 
-Pretraining only, 1 intra-op thread per device (each device one worker), the configurations alternated repeat
-after repeat (`harness`): greedy on one device, model_parallel and pipeline_parallel on --num_devices,
-pipeline_parallel on one device, and pipeline_parallel on --num_devices with checkpoints (a --model_dir,
-so the cost of saving the in-flight activations is measured). With --chunk_steps listing several K, one
-pipeline_parallel configuration per K (the sweep that chose the default); with --kernels listing several
-paths, one per path (the comparison that chose the program's kernel path). Measures, per repeat:
-  * speedups of pipeline_parallel on G devices over greedy and over model_parallel, and of
-    pipeline_parallel on one device over greedy (the saved recomputation of the frozen layers alone);
-  * the FLOP bound over greedy: greedy's FLOPs / the pipeline's critical path (the costliest stage of
-    every tick, fill and drain included, `placement.Plan.critical_path_flops`), no timing involved;
-  * the fraction of its own FLOP bound reached: the one-device pipeline's seconds scaled to the critical
-    path of G balanced stages, over the measured seconds on G devices;
-  * cores busy (process CPU seconds / wall seconds while training) and the checkpoint seconds.
+One thread per device; greedy on one device, model_parallel and pipeline_parallel on --num_devices, the
+pipeline on one device, and on --num_devices with checkpoints (the cost of saving in-flight activations). With
+--chunk_steps or --kernels listing several values, one pipeline configuration per value (the sweeps that chose
+the defaults). Measures per repeat: the speedups over greedy and model_parallel (and on one device over greedy:
+the saved recomputation of the frozen layers); the FLOP bound over greedy (greedy's FLOPs / the critical path,
+`placement.Plan.critical_path_flops`) and the fraction of it reached; cores busy; checkpoint seconds.
 
 Usage (timings are committed: run alone on the machine):
   python -m experiments.benchmarks.pipeline_parallel --batch_size=1000
-  python -m experiments.benchmarks.pipeline_parallel --batch_size=100
   python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 --chunk_steps=1,2,4,8,16 --baselines=0
-  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 --kernels=tf,xla --baselines=0
-Writes <output_dir>/b<batch>[_chunks][_kernels]/<configuration>_r<k>.json and the summary beside the folder.
 """
 
 import dataclasses
 from typing import Dict, List, Tuple
 
 from common import cost
+from common import programs
 from experiments.benchmarks import harness
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
 
-PIPELINE = "pipeline_parallel"
+GREEDY, MP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.PIPELINE_PARALLEL
+PIPELINE = PP.name
 
 
 def _chunks(s: harness.Setting) -> List[int]:
@@ -43,33 +35,24 @@ def _variants(s: harness.Setting) -> List[Tuple[int, str]]:
 
 
 def _name(s: harness.Setting, k: int, kernels: str) -> str:
-  name = PIPELINE
-  if len(_chunks(s)) > 1:
-    name += f"_k{k}"
-  if len(s.options["kernels"]) > 1:
-    name += f"_{kernels}"
-  return name
+  return PIPELINE + (f"_k{k}" if len(_chunks(s)) > 1 else "") + (f"_{kernels}" if len(s.options["kernels"]) > 1 else "")
 
 
 def configurations(s: harness.Setting) -> List:
   """The baselines (unless --baselines=0) and pipeline_parallel on G devices for each chunk size and kernel path."""
   k0, kernels0 = _variants(s)[0]
   main = [f"--pipeline_chunk_steps={k0}", f"--kernels={kernels0}"]
-  runs = [s.run(_name(s, k, kern), PIPELINE, s.num_devices, extra=(f"--pipeline_chunk_steps={k}", f"--kernels={kern}"))
+  runs = [s.run(_name(s, k, kern), PP, s.num_devices, extra=(f"--pipeline_chunk_steps={k}", f"--kernels={kern}"))
           for k, kern in _variants(s)]
   if s.options["baselines"]:
-    runs = [s.run("greedy", "greedy", 1), s.run("model_parallel", "model_parallel", s.num_devices), *runs,
-            s.run(f"{PIPELINE}_1_device", PIPELINE, 1, extra=main),
-            dataclasses.replace(s.run(f"{PIPELINE}_checkpoints", PIPELINE, s.num_devices, extra=main), resumable=True)]
+    runs = [s.run(GREEDY.name, GREEDY, 1), s.run(MP.name, MP, s.num_devices), *runs,
+            s.run(f"{PIPELINE}_1_device", PP, 1, extra=main),
+            dataclasses.replace(s.run(f"{PIPELINE}_checkpoints", PP, s.num_devices, extra=main), resumable=True)]
   return runs
 
 
 def _plan(s: harness.Setting, devices: int, k: int) -> placement.Plan:
   return placement.plan_for(s.hidden_units, devices, s.train_examples, s.batch_size, s.pretrain_epochs, k)
-
-
-def _cores_busy(record: dict) -> float:
-  return record["pretrain_cpu_seconds"] / record["pretrain_seconds"]
 
 
 def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
@@ -82,8 +65,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   out = {"plan": plan.describe(),
          "flop_bound_vs_greedy": greedy_flops / path,
          "flop_bound_vs_one_device": alone.critical_path_flops(s.batch_size) / path,
-         "cores_busy": {name: harness.spread([_cores_busy(r) for r in rs]) for name, rs in runs.items()},
-         "pretrain_seconds": {name: harness.spread([r["pretrain_seconds"] for r in rs]) for name, rs in runs.items()}}
+         "cores_busy": {name: harness.cores_busy(rs) for name, rs in runs.items()}}
   first = _name(s, k, kernels)
   # first configuration seconds / this one's: > 1 means this one is faster.
   out["speedup_vs_first"] = {_name(s, *v): harness.ratio_spread(runs, first, _name(s, *v)) for v in _variants(s)[1:]}
@@ -91,17 +73,15 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
     return out
   pp = runs[first]
   one = runs[f"{PIPELINE}_1_device"]
-  out["speedup_vs_greedy"] = harness.ratio_spread(runs, "greedy", first)
-  out["speedup_vs_model_parallel"] = harness.ratio_spread(runs, "model_parallel", first)
-  out["one_device_speedup_vs_greedy"] = harness.ratio_spread(runs, "greedy", f"{PIPELINE}_1_device")
+  out["speedup_vs_greedy"] = harness.ratio_spread(runs, GREEDY.name, first)
+  out["speedup_vs_model_parallel"] = harness.ratio_spread(runs, MP.name, first)
+  out["one_device_speedup_vs_greedy"] = harness.ratio_spread(runs, GREEDY.name, f"{PIPELINE}_1_device")
   out["fraction_of_flop_bound"] = harness.spread([
       a["pretrain_seconds"] / out["flop_bound_vs_one_device"] / b["pretrain_seconds"] for a, b in zip(one, pp)])
-  saved = runs[f"{PIPELINE}_checkpoints"]
-  out["checkpoint_seconds"] = harness.spread([
-      r["timing"].get("checkpoint", 0.0) + r["timing"].get("checkpoint_in_flight", 0.0) for r in saved])
-  out["checkpoint_fraction_of_pretraining"] = harness.spread([
-      (r["timing"].get("checkpoint", 0.0) + r["timing"].get("checkpoint_in_flight", 0.0)) / r["pretrain_seconds"]
-      for r in saved])
+  saved = [(r["timing"].get("checkpoint", 0.0) + r["timing"].get("checkpoint_in_flight", 0.0), r["pretrain_seconds"])
+           for r in runs[f"{PIPELINE}_checkpoints"]]
+  out["checkpoint_seconds"] = harness.spread([c for c, _ in saved])
+  out["checkpoint_fraction_of_pretraining"] = harness.spread([c / t for c, t in saved])
   return out
 
 
@@ -114,8 +94,8 @@ BENCHMARK = harness.Benchmark(
     name=PIPELINE, configurations=configurations, summarize=summarize,
     defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 3,
               "train_examples": 55_000, "num_devices": 2, "repeats": 3},
-    options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline_parallel configurations (several: a sweep)."),
-             "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline_parallel configurations (several: a comparison)."),
+    options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline configurations."),
+             "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline configurations."),
              "baselines": (1, "1: also greedy, model_parallel, the one-device pipeline and checkpoints; 0: only "
                               "pipeline_parallel at each chunk size.")},
     folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",

@@ -2,6 +2,7 @@
 data parallel at a large batch with the report's and the large-batch recipe (dp_accuracy). Records of every
 preset present are drawn, each labelled."""
 
+from common import programs
 from experiments import records
 from experiments import reported
 from experiments.report import series
@@ -10,7 +11,7 @@ from experiments.report import style
 PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
 
 
-def draw_accuracy(data: records.EntryData):
+def draw_accuracy(data: records.EntryData, others=None):
   """Test accuracy vs (pretraining, finetuning) epochs; x = the i-th setting of each preset."""
   fig, (ax,) = style.figure(1, width=8)
   shown = series.presets_shown(data)
@@ -41,13 +42,13 @@ def draw_accuracy(data: records.EntryData):
   return fig
 
 
-_BARS = (("report_recipe", "ours: DP, report's recipe", "tab:green"),
+_BARS = (("report_recipe", "ours: DP, report's recipe", programs.DATA_PARALLEL.color),
          ("large_batch", "ours: DP, large-batch recipe", "darkgreen"),
-         ("greedy", "ours: greedy, batch 100", "tab:blue"),
+         ("baseline", "ours: greedy, batch 100", programs.GREEDY.color),
          ("report", f"{style.REPORT_LABEL}: DP", style.REPORT_COLOR))
 
 
-def draw_dp_accuracy(data: records.EntryData):
+def draw_dp_accuracy(data: records.EntryData, others=None):
   """Bars per epoch setting, one panel per preset with records."""
   shown = series.presets_shown(data)
   fig, axes = style.figure(len(shown), width=8 if len(shown) == 1 else 6.5)
@@ -59,8 +60,8 @@ def draw_dp_accuracy(data: records.EntryData):
       style.bars(ax, xs, heights, 0.2, color, label)
       style.annotate_bars(ax, xs, heights, "{:.3f}")
     for i, row in enumerate(rows):
-      if row["greedy"] is not None:
-        ax.hlines(row["greedy"] - series.DP_TOLERANCE, i - 0.45, i + 0.45, colors="0.2", linestyles=":")
+      if row["baseline"] is not None:
+        ax.hlines(row["baseline"] - series.DP_TOLERANCE, i - 0.45, i + 0.45, colors="0.2", linestyles=":")
     dp = [r for n, r in series.runs_of(data, preset).items() if n.startswith("dp_")]
     ax.set_xticks(range(len(rows)), [f"{row['epochs']}+{row['epochs']} epochs" for row in rows])
     ax.set_xlim(-0.6, len(rows) - 0.4)

@@ -2,24 +2,25 @@
 `presets.COMPARED` side by side (strategy_comparison, conres3.png), and reconstruction loss vs wall-clock
 seconds with the time to reach a fixed loss (convergence)."""
 
+from common import programs
 from experiments import records
 from experiments import reported
 from experiments.report import series
 from experiments.report import style
 
 
-def draw_mp_vs_dp(data: records.EntryData):
+def draw_mp_vs_dp(data: records.EntryData, others=None):
   """Grouped bars: data parallel vs model parallel seconds; ours (left), the report's (right)."""
   fig, (left, right) = style.figure(2)
   groups = series.mp_vs_dp_groups(data)
-  for j, (short, program) in enumerate((("dp", "data_parallel"), ("mp", "model_parallel"))):
+  for j, program in enumerate((programs.DATA_PARALLEL.name, programs.MODEL_PARALLEL.name)):
     xs = [i + (j - 0.5) * 0.35 for i in range(len(groups))]
-    rs = [g.get(short) for _, g in groups]
+    rs = [g.get(program) for _, g in groups]
     heights = [series.seconds(r) if r else 0.0 for r in rs]
     style.bars(left, xs, heights, 0.35, style.program_color(program), style.program_name(program),
                [bool(r) and records.oversubscribed(r) for r in rs])
     style.annotate_bars(left, xs, heights)
-    rep = [reported.MP_VS_DP[key][short] for key in sorted(reported.MP_VS_DP)]
+    rep = [reported.MP_VS_DP[key][program] for key in sorted(reported.MP_VS_DP)]
     rxs = [i + (j - 0.5) * 0.35 for i in range(len(rep))]
     style.bars(right, rxs, rep, 0.35, style.program_color(program), style.program_name(program))
     style.annotate_bars(right, rxs, rep)
@@ -38,26 +39,25 @@ def draw_mp_vs_dp(data: records.EntryData):
   return fig
 
 
-def draw_strategy_comparison(data: records.EntryData):
+def draw_strategy_comparison(data: records.EntryData, others=None):
   """Bars of pretraining seconds per program with speedups over greedy; ours and the report's."""
   fig, (left, right) = style.figure(2, width=5.5)
   rs = series.strategy_records(data)
-  programs = [series.strategy(r) for r in rs.values()]
+  names = [series.strategy(r) for r in rs.values()]
   heights = [series.seconds(r) for r in rs.values()]
-  for i, (program, r) in enumerate(zip(programs, rs.values())):
+  for i, (program, r) in enumerate(zip(names, rs.values())):
     style.bars(left, [i], [heights[i]], 0.6, style.program_color(program), style.program_name(program),
                [records.oversubscribed(r)])
-  base = series.seconds(rs["greedy"]) if "greedy" in rs else None
-  style.annotate_bars(left, range(len(programs)), heights)
-  if base:
-    for i, h in enumerate(heights):
-      style.label_inside(left, i, h / 2, f"{base / h:.2f}x")
+  base = rs.get(programs.GREEDY.run_name)
+  style.annotate_bars(left, range(len(names)), heights)
+  for i, r in enumerate(rs.values() if base else ()):
+    style.label_inside(left, i, heights[i] / 2, f"{style.fmt_ratio(records.ratio(base, r))[:-1]}x")
   rep = reported.STRATEGY_COMPARISON
   for i, program in enumerate(rep):
     style.bars(right, [i], [rep[program]], 0.6, style.program_color(program), style.program_name(program))
-    style.label_inside(right, i, rep[program] / 2, f"{rep['greedy'] / rep[program]:.2f}x")
+    style.label_inside(right, i, rep[program] / 2, f"{rep[programs.GREEDY.name] / rep[program]:.2f}x")
   style.annotate_bars(right, range(len(rep)), list(rep.values()))
-  left.set_xticks(range(len(programs)), [style.program_name(p) for p in programs], fontsize=8)
+  left.set_xticks(range(len(names)), [style.program_name(p) for p in names], fontsize=8)
   right.set_xticks(range(len(rep)), [style.program_name(p) for p in rep], fontsize=8)
   left.set_title("ours, single runs (speedup over greedy inside the bars)", fontsize=9)
   right.set_title(style.REPORT_LABEL, fontsize=9)
@@ -68,7 +68,7 @@ def draw_strategy_comparison(data: records.EntryData):
   return fig
 
 
-def draw_convergence(data: records.EntryData):
+def draw_convergence(data: records.EntryData, others=None):
   """One panel per layer: held-out reconstruction loss after each epoch (the training epoch loss for records
   without it) vs seconds since pretraining began, per program, with the fixed loss as
   a dotted line and each program's time to reach it (all layers) in the legend."""

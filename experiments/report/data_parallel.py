@@ -4,6 +4,7 @@ by phase vs devices (dp_op_profile, dpres3.png)."""
 import re
 from typing import Dict
 
+from common import programs
 from experiments import records
 from experiments import reported
 from experiments.report import series
@@ -15,13 +16,13 @@ PHASE_COLORS = {"input": "tab:blue", "forward_loss": "tab:orange", "gradients": 
                 "apply": "tab:cyan"}
 
 
-def draw_sweep(data: records.EntryData):
+def draw_sweep(data: records.EntryData, others=None):
   """Seconds per epoch (left) and examples per second (right) vs global batch, ours and the report's."""
   fig, (left, right) = style.figure(2)
   pts = series.sweep_points(data)
   examples = {r["config"]["train_examples"] for r in data.runs.values()}
   g = {records.devices(r) for r in data.runs.values()}
-  color = style.program_color("data_parallel")
+  color = programs.DATA_PARALLEL.color
   xs = [p[0] for p in pts]
   over = [p[3] for p in pts]
   label = f"ours, {'/'.join(map(str, sorted(g)))} devices, {'/'.join(f'{n:,}' for n in sorted(examples))} examples"
@@ -58,7 +59,7 @@ def _stack(ax, rows: Dict[int, Dict[str, float]], over: Dict[int, bool]) -> None
   ax.set_ylabel("seconds per epoch")
 
 
-def draw_profile(data: records.EntryData):
+def draw_profile(data: records.EntryData, others=None):
   """Stacked seconds per epoch by phase vs devices: ours (left) and the report's (right)."""
   fig, (left, right) = style.figure(2)
   rows = series.profile_rows(data)

@@ -7,12 +7,17 @@ import re
 import statistics
 from typing import Dict, List, Optional, Tuple
 
+from experiments import records
 from experiments.benchmarks import equal_cores as bench
 from experiments.benchmarks import harness
 from experiments.report import style
 
 FIGURE = "equal_cores.png"
 _NAME = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
+
+
+def _folder(output_dir: str) -> str:
+  return os.path.join(output_dir, "benchmarks", bench.BENCHMARK.name)
 
 
 def summaries(output_dir: str) -> Dict[Tuple[int, int], dict]:
@@ -64,9 +69,24 @@ def conclusion(output_dir: str) -> Optional[str]:
     r = _ratios(s, best)
     parts.append(f"at batch {batch}, `{program_of(best)}` with `{flags_of(best)}` "
                  f"({r['median']:.2f}× greedy on all {cores} cores, {r['min']:.2f}–{r['max']:.2f})")
-  cores = sorted({c for c, _ in found})
-  return (f"With {'/'.join(map(str, cores))} cores, 4 × 1000 units and {found[next(iter(found))]['setting']['train_examples']:,} "
-          "images, the program that finishes pretraining first is: " + "; ".join(parts) + ".")
+  label = records.machine_label(harness.flat_records(_folder(output_dir), *found.values()))
+  return (f"On {label or 'a machine its summaries do not name'}, with 4 × 1000 units and "
+          f"{next(iter(found.values()))['setting']['train_examples']:,} images, the program that finishes pretraining "
+          "first is: " + "; ".join(parts) + ".")
+
+
+def headline_cell(output_dir: str, used: List[dict]) -> Optional[str]:
+  """The fastest program per batch, e.g. "pipeline parallel 1.65× at batch 100, 1.37× at 1000 (2 cores)"; the
+  summaries' records are appended to `used`."""
+  found = summaries(output_dir)
+  used += harness.flat_records(_folder(output_dir), *found.values())
+  parts, last = [], None
+  for (cores, batch), s in found.items():
+    program = program_of(s["fastest_program"])
+    parts.append(f"{'' if program == last else style.program_name(program) + ' '}"
+                 f"{_ratios(s, s['fastest_program'])['median']:.2f}× at {'' if last else 'batch '}{batch}")
+    last = program
+  return ", ".join(parts) + f" ({'/'.join(sorted({str(c) for c, _ in found}))} cores)" if parts else None
 
 
 def table(output_dir: str) -> str:

@@ -1,5 +1,5 @@
 """pp_scaling (beyond the report): pipeline_parallel's pretraining seconds and speedup vs devices, per stack,
-beside the pipeline performance model (`perf_model.PipelineModel`, fitted on each stack's one-device run)."""
+beside the pipeline performance model (`perf_model.Pipeline`, fitted on each stack's one-device run)."""
 
 from typing import Dict, List, Tuple
 
@@ -24,15 +24,16 @@ def rows(data: records.EntryData) -> List[dict]:
   whether the model was fitted on it (in-sample) and whether it is oversubscribed."""
   out = []
   for stack, by_g in _stacks(data).items():
-    try:
-      model = perf_model.calibrate_pipeline({str(g): r for g, r in by_g.items()})
+    try:  # a stack's model and its runs from one machine and one code only
+      model = perf_model.Pipeline.calibrate({str(g): r for g, r in by_g.items()}) if records.same_source(
+          list(by_g.values())) else None
     except ValueError:
       model = None
     one = by_g.get(1)
     for g, r in by_g.items():
       out.append({"stack": stack, "devices": g, "seconds": series.seconds(r),
                   "predicted": model.predict(r["config"], g) if model else None,
-                  "speedup": series.seconds(one) / series.seconds(r) if one else None,
+                  "speedup": records.ratio(one, r) if one else None,
                   "stages": len((r.get("pipeline") or {}).get("stages", [])) or min(g, len(r["config"]["hidden_units"])),
                   "cores_busy": (r["pretrain_cpu_seconds"] / r["pretrain_seconds"]
                                  if "pretrain_cpu_seconds" in r else None),
@@ -40,7 +41,7 @@ def rows(data: records.EntryData) -> List[dict]:
   return out
 
 
-def draw(data: records.EntryData):
+def draw(data: records.EntryData, others=None):
   """Seconds vs devices (left, model dashed) and speedup over one device (right), one line per stack."""
   fig, (left, right) = style.figure(2)
   table = rows(data)

@@ -4,11 +4,13 @@ and for every other machine with records (`records.OTHER_MACHINES`)."""
 
 from typing import Dict
 
+from common import programs
 from experiments import perf_model
 from experiments import records
 from experiments import reported
 from experiments.report import series
 from experiments.report import style
+from experiments.report import tables
 
 
 def shade_oversubscribed(ax, cores: int, max_devices: int) -> None:
@@ -26,22 +28,21 @@ def _machine(ax_seconds, ax_speedup, data: records.EntryData, machine: str, max_
   """One machine's measured points (and model lines) on both panels."""
   marker, line = style.MACHINE_STYLES[machine]
   model, _ = series.model_for(data)
-  cores = style.machine_label(data)
+  cores = f"{min(records.cores(r) for r in data.runs.values())} cores"
   single = len(series.stacks(data)) == 1
   for i, (h, by_g) in enumerate(series.stacks(data).items()):
-    color = style.program_color("data_parallel") if single else style.COLORS[i]
+    color = programs.DATA_PARALLEL.color if single else style.COLORS[i]
     gs = list(by_g)
     secs = [series.seconds(by_g[g]) for g in gs]
     over = [records.oversubscribed(by_g[g]) for g in gs]
     label = f"{'' if single else f'{h} layers, '}{cores}"
     style.points(ax_seconds, gs, secs, over, color, label, linestyle=line, marker=marker)
     if model is not None and h <= len(model.epoch_seconds):
-      c = by_g[gs[0]]["config"]
-      curve = model.curve(c["hidden_units"], c["pretrain_epochs"], max_devices=max_devices if single else h)
+      curve = perf_model.curve(model, by_g[gs[0]]["config"], max_devices if single else h)
       ax_seconds.plot(list(curve), list(curve.values()), "--", color=color, alpha=0.5, linewidth=1)
     if 1 in by_g:
-      style.points(ax_speedup, gs, [secs[0] / s for s in secs], over, color, f"ours, {label}", linestyle=line,
-                   marker=marker)
+      style.points(ax_speedup, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, color, f"ours, {label}",
+                   linestyle=line, marker=marker)
 
 
 def draw(data: records.EntryData, others: Dict[str, records.EntryData]):
@@ -52,11 +53,11 @@ def draw(data: records.EntryData, others: Dict[str, records.EntryData]):
   _machine(left, right, data, "", max_g)
   for machine, other in others.items():
     _machine(left, right, other, machine, max_g)
-  report = {"mp_scaling_b100": reported.MP_SCALING_B100, "mp_scaling_b5000": reported.MP_SCALING_B5000}.get(data.entry)
-  for i, (h, rep) in enumerate(sorted((report or {}).items())):
+  report = tables.scaling_report(data.entry)
+  for i, (h, rep) in enumerate(sorted(report.items())):
     style.report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{style.REPORT_LABEL}, {h} layers",
                         color=style.COLORS[i])
-  if report is None:
+  if not report:
     right.plot([], [], " ", label=f"{style.REPORT_LABEL}: {reported.DP_SCALING_TEXT}")
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (fit on G <= 2)")
   cores = min(records.cores(r) for r in data.runs.values())

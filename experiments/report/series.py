@@ -3,6 +3,7 @@ points, speedups, the calibrated performance model, accuracies, and the large-ba
 
 from typing import Dict, List, Optional, Tuple
 
+from common import programs
 from data_parallel import config as dp_config
 from experiments import perf_model
 from experiments import presets
@@ -14,6 +15,7 @@ DP_TOLERANCE = 0.005
 # convergence: the fixed loss of layer k is greedy's final loss of layer k times (1 + this).
 LOSS_TOLERANCE = 0.01
 PHASES = dp_config.PROFILE_PHASES
+GREEDY, DP = programs.GREEDY, programs.DATA_PARALLEL
 
 
 def strategy(record: dict) -> str:
@@ -36,18 +38,13 @@ def stacks(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
   return {h: dict(sorted(out[h].items())) for h in sorted(out)}
 
 
-def model_for(data: records.EntryData) -> Tuple[Optional[perf_model.Model], str]:
-  """The performance model calibrated on the entry's own G <= 2 runs, or (None, why not)."""
-  try:
-    if all(strategy(r) == "data_parallel" for r in data.runs.values()):
-      return perf_model.calibrate_data_parallel(data.runs), ""
-    return perf_model.calibrate_model_parallel(data.runs), ""
-  except (ValueError, KeyError) as e:
-    return None, f"no performance model: {e}"
+def model_for(data: records.EntryData) -> Tuple[Optional[object], str]:
+  """The performance model of the entry's program calibrated on its own G <= 2 runs, or (None, why not)."""
+  return perf_model.calibrated(data.runs)
 
 
 def model_predictions(data: records.EntryData) -> List[perf_model.Prediction]:
-  """The performance model's prediction at every measured run of a scaling entry."""
+  """The performance model's prediction at every measured run of the entry ([] without a model)."""
   model, _ = model_for(data)
   return perf_model.predictions(model, data.runs) if model else []
 
@@ -71,7 +68,7 @@ def oversubscribed_faster(data: records.EntryData) -> List[Tuple[int, int, float
       continue
     best = min(fair, key=lambda g: seconds(fair[g]))
     out += [(h, g, seconds(r), best, seconds(fair[best])) for g, r in by_g.items()
-            if records.oversubscribed(r) and seconds(r) < seconds(fair[best])]
+            if records.oversubscribed(r) and (records.ratio(fair[best], r) or 0) > 1]
   return out
 
 
@@ -81,7 +78,7 @@ def batch_label(rs: List[dict]) -> str:
   labels = []
   for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
     b, g = r["config"]["batch_size"], records.devices(r)
-    if strategy(r) == "data_parallel":
+    if strategy(r) == DP.name:
       label = f"global batch {b} ({b // g} per device on {g})" if g > 1 else f"global batch {b} (1 device)"
     else:
       label = f"batch {b}"
@@ -114,11 +111,11 @@ def profile_rows(data: records.EntryData) -> Dict[int, Tuple[Dict[str, float], b
 
 
 def mp_vs_dp_groups(data: records.EntryData) -> List[Tuple[str, Dict[str, dict]]]:
-  """[(group label "E epochs - Config n", {"dp": record, "mp": record})] in the report's order."""
+  """[(group label "E epochs - Config n", {program: record})] in the report's order."""
   groups: Dict[Tuple[int, str], Dict[str, dict]] = {}
   for name, r in data.runs.items():
-    config, epochs, short = name.split("_")
-    groups.setdefault((int(epochs[1:]), config), {})[short] = r
+    config, epochs, _ = name.split("_")
+    groups.setdefault((int(epochs[1:]), config), {})[strategy(r)] = r
   return [(f"{e} epochs - Config {c[1]}", groups[(e, c)]) for e, c in sorted(groups)]
 
 
@@ -152,11 +149,11 @@ def heldout_vs_greedy(data: records.EntryData, preset: str) -> Dict[Tuple[str, i
   """{(program, epochs): per layer, its held-out reconstruction loss at the end of pretraining / greedy's at the
   same epochs} for every non-greedy record of `preset` that has one (records older than it are left out)."""
   runs = runs_of(data, preset)
-  greedy = {r["config"]["pretrain_epochs"]: r for r in runs.values() if strategy(r) == "greedy"}
+  greedy = {r["config"]["pretrain_epochs"]: r for r in runs.values() if strategy(r) == GREEDY.name}
   out = {}
   for r in runs.values():
     e = r["config"]["pretrain_epochs"]
-    if strategy(r) == "greedy" or e not in greedy:
+    if strategy(r) == GREEDY.name or e not in greedy:
       continue
     ours, base = r.get("heldout_reconstruction"), greedy[e].get("heldout_reconstruction")
     if ours and base:
@@ -165,7 +162,7 @@ def heldout_vs_greedy(data: records.EntryData, preset: str) -> Dict[Tuple[str, i
 
 
 def dp_accuracy_rows(data: records.EntryData, preset: str) -> List[Dict[str, Optional[float]]]:
-  """Per epoch setting: {"epochs", "report_recipe", "large_batch", "greedy", "report"} test accuracies
+  """Per epoch setting: {"epochs", "report_recipe", "large_batch", "baseline" (greedy), "report"} test accuracies
   (None where the record is missing; "report" is the report's value at the matching paper setting)."""
   runs = runs_of(data, preset)
   rows = []
@@ -174,7 +171,7 @@ def dp_accuracy_rows(data: records.EntryData, preset: str) -> List[Dict[str, Opt
     def acc(name):
       return records.test_accuracy(runs[name]) if name in runs else None
     rows.append({"epochs": e, "report_recipe": acc(f"dp_e{e}_report"), "large_batch": acc(f"dp_e{e}_large_batch"),
-                 "greedy": acc(f"greedy_e{e}"),
+                 "baseline": acc(f"{GREEDY.run_name}_e{e}"),
                  "report": reported.DP_ACCURACY.get(paper_epochs[i]) if i < len(paper_epochs) else None})
   return rows
 
@@ -188,7 +185,7 @@ def large_batch_choice(data: records.EntryData) -> Tuple[List[dict], Optional[st
     rows.append({"run": name, "record": r, "program": strategy(r), "batch": r["config"]["batch_size"],
                  "validation": fine.get("validation_accuracy"), "test": fine.get("test_accuracy"),
                  "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]})
-  candidates = [row for row in rows if row["program"] == "data_parallel" and row["validation"] is not None]
+  candidates = [row for row in rows if row["program"] == DP.name and row["validation"] is not None]
   chosen = max(candidates, key=lambda row: row["validation"])["run"] if candidates else None
   return rows, chosen
 
@@ -197,7 +194,7 @@ def large_batch_choice(data: records.EntryData) -> Tuple[List[dict], Optional[st
 
 def strategy_records(data: records.EntryData) -> Dict[str, dict]:
   """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
-  return {name: data.runs[name] for name, _ in presets.COMPARED if name in data.runs}
+  return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
 
 
 def convergence_key(rs: Dict[str, dict]) -> str:
@@ -208,27 +205,21 @@ def convergence_key(rs: Dict[str, dict]) -> str:
 
 def convergence_targets(rs: Dict[str, dict]) -> Optional[List[float]]:
   """The fixed loss of each layer: greedy's final loss of that layer x (1 + LOSS_TOLERANCE)."""
-  if "greedy" not in rs:
+  if GREEDY.run_name not in rs:
     return None
   key = convergence_key(rs)
-  return [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs["greedy"]["layers"]]
-
-
-def times_to_target(data: records.EntryData) -> Dict[str, Optional[float]]:
-  """{run name: seconds until every layer reached its fixed loss (None: never)}."""
-  rs = strategy_records(data)
-  targets = convergence_targets(rs)
-  if targets is None:
-    return {}
-  key = convergence_key(rs)
-  return {s: records.time_to_loss(records.loss_curves(r, key), targets) for s, r in rs.items()}
+  return [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs[GREEDY.run_name]["layers"]]
 
 
 def layer_times_to_target(data: records.EntryData) -> Dict[str, List[Optional[float]]]:
   """{run name: per layer, the seconds at which it first reached its fixed loss (None: never)}."""
   rs = strategy_records(data)
   targets = convergence_targets(rs)
-  if targets is None:
-    return {}
   key = convergence_key(rs)
-  return {s: records.time_to_loss_per_layer(records.loss_curves(r, key), targets) for s, r in rs.items()}
+  return {s: records.time_to_loss_per_layer(records.loss_curves(r, key), targets) for s, r in rs.items()
+          } if targets else {}
+
+
+def times_to_target(data: records.EntryData) -> Dict[str, Optional[float]]:
+  """{run name: seconds until every layer reached its fixed loss (None: never)}."""
+  return {s: None if None in t else max(t, default=0.0) for s, t in layer_times_to_target(data).items()}

@@ -1,5 +1,5 @@
-"""What every figure and table shares: colours and names of the strategies, the footer naming preset and
-hardware, the marking of oversubscribed points (more logical devices than cores), number formats."""
+"""What every figure and table shares: colours and names of the programs (`common.programs`), the footer naming
+preset and hardware, the marking of oversubscribed points (more logical devices than cores), number formats."""
 
 import textwrap
 from typing import Optional, Sequence
@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from common import programs  # noqa: E402
 from experiments import presets  # noqa: E402
 from experiments import records  # noqa: E402
 from experiments import reported  # noqa: E402
@@ -16,30 +17,24 @@ from experiments import reported  # noqa: E402
 REPORT_LABEL = reported.HARDWARE
 REPORT_COLOR = "0.45"
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-_PROGRAM_COLORS = {"greedy": "tab:blue", "model_parallel": "tab:orange", "data_parallel": "tab:green",
-                   "sync_layerwise": "tab:purple", "pipeline_parallel": "tab:red"}
-_SPARE_COLORS = ( "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
-_PROGRAM_NAMES = {"greedy": "greedy layer-wise", "sync_layerwise": "synchronized layer-wise"}
-DAGGER = "† more logical devices than cores (oversubscribed)."
+DAGGER = "† more logical devices than cores the process could use (oversubscribed)."
 # Markers and line styles of the machines a scaling figure shows: this one (""), then the others.
 MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":")}
 
 
 def program_name(program: str) -> str:
-  """"model_parallel" -> "model parallel"; "greedy" -> "greedy layer-wise"."""
-  return _PROGRAM_NAMES.get(program, program.replace("_", " "))
+  """A program's registry label, e.g. "model parallel"; ValueError for an unregistered program."""
+  return programs.get(program).label
 
 
 def program_color(program: str) -> str:
-  """A fixed colour per program (programs without one get a spare colour chosen by their name)."""
-  if program in _PROGRAM_COLORS:
-    return _PROGRAM_COLORS[program]
-  return _SPARE_COLORS[sum(map(ord, program)) % len(_SPARE_COLORS)]
+  """A program's registry colour; ValueError for an unregistered program."""
+  return programs.get(program).color
 
 
 def machine_label(data: records.EntryData) -> str:
-  """"2 cores" or "2/16 cores": the core count(s) of the machine(s) the entry's records ran on."""
-  return "/".join(map(str, sorted({records.cores(r) for r in data.runs.values()}))) + " cores"
+  """The machine and code of the entry's records (`records.machine_label`)."""
+  return records.machine_label(list(data.runs.values()))
 
 
 def figure(ncols: int = 1, width: float = 6.4, height: float = 4.8):
@@ -51,9 +46,8 @@ def figure(ncols: int = 1, width: float = 6.4, height: float = 4.8):
 def preset_note(entry: str, preset: str) -> str:
   """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
   notes = presets.shrink_notes(entry, preset)
-  if notes:
-    return f"preset {preset}: " + "; ".join(notes)
-  return f"preset {preset} (the report's settings)" if preset == "paper" else f"preset {preset}"
+  return (f"preset {preset}: " + "; ".join(notes) if notes else
+          f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
 
 
 def finish(fig, data: records.EntryData, extra: str = "", presets_shown: Sequence[str] = (),
@@ -93,8 +87,7 @@ def report_series(ax, xs: Sequence[float], ys: Sequence[float], label: str, colo
 def bars(ax, positions: Sequence[float], heights: Sequence[float], width: float, color: str, label: str,
          over: Optional[Sequence[bool]] = None, bottoms: Optional[Sequence[float]] = None) -> None:
   """Bars, hatched where oversubscribed."""
-  over = over or [False] * len(heights)
-  bottoms = bottoms or [0.0] * len(heights)
+  over, bottoms = over or [False] * len(heights), bottoms or [0.0] * len(heights)
   for i, (x, h, o, b) in enumerate(zip(positions, heights, over, bottoms)):
     ax.bar(x, h, width, bottom=b, color=color, hatch="//" if o else None, edgecolor="white" if o else color,
            label=label if i == 0 else None)
@@ -128,16 +121,13 @@ def fmt_accuracy(a: Optional[float]) -> str:
 
 def fmt_spread(s: Optional[dict], fmt: str = "{:.2f}") -> str:
   """A spread {"min", "median", "max"} as "median (min–max)"."""
-  if not s:
-    return "—"
-  return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}–{fmt.format(s['max'])})"
+  return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}–{fmt.format(s['max'])})" if s else "—"
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
   """A markdown table."""
-  lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-  lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-  return "\n".join(lines)
+  return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                   + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
 def save(fig, path: str) -> None:

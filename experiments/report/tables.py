@@ -1,17 +1,18 @@
-"""Per entry: a markdown table of our numbers next to the report's and sentences on what agrees and what
-differs, all computed from the records (`report.series`) and `experiments.reported`. Every table function
-takes (data, others): the entry's records on this machine and {machine: records} of the other machines."""
+"""Per entry: a markdown table of our numbers next to the report's and sentences on what agrees and differs,
+from the records (`report.series`) and `experiments.reported`. Every table function takes (data, others): the
+entry's records and {machine: records} of the other machines. Ratios of records go through `records.ratio`."""
 
-from typing import Callable, Dict, List, Mapping, Optional, Tuple
+from typing import List, Mapping, Optional, Tuple
 
+from common import programs
 from experiments import records
 from experiments import reported
-from experiments.report import pipeline
 from experiments.report import series
 from experiments.report import style
 
 MODEL_ERROR_GOAL = 0.15
 Others = Mapping[str, records.EntryData]
+GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
 
 
 def judged_error(x: Optional[float]) -> str:
@@ -27,6 +28,15 @@ def _over(record: dict) -> str:
 
 def _cores(data: records.EntryData) -> int:
   return min(records.cores(r) for r in data.runs.values())
+
+
+def _seconds(r: Optional[dict]) -> str:
+  return style.fmt_seconds(series.seconds(r)) + _over(r) if r else "—"
+
+
+def scaling_report(entry: str) -> Mapping[int, Mapping[int, float]]:
+  """The report's {layers: {GPUs: seconds}} of a model-parallel scaling entry ({} for another entry)."""
+  return {"mp_scaling_b100": reported.MP_SCALING_B100, "mp_scaling_b5000": reported.MP_SCALING_B5000}.get(entry, {})
 
 
 def contention_note(data: records.EntryData) -> str:
@@ -54,9 +64,8 @@ def cores_note(data: records.EntryData, others: Others) -> str:
   else:
     text += f"none was faster than the fastest run on at most {cores} devices."
   for machine, other in others.items():
-    by_h = series.stacks(other)
-    ends = [f"{h} layers {style.fmt_ratio(series.seconds(g[1]) / series.seconds(g[max(g)]))} on {max(g)} devices"
-            for h, g in by_h.items() if 1 in g and max(g) > 1]
+    ends = [f"{h} layers {style.fmt_ratio(records.ratio(g[1], g[max(g)]))} on {max(g)} devices"
+            for h, g in series.stacks(other).items() if 1 in g and max(g) > 1]
     text += (f" On the {_cores(other)}-core machine (`{machine}/`), where every device has its own core, the speedup "
              f"over 1 device reached: {', '.join(ends)} (single runs).")
   return text
@@ -70,7 +79,7 @@ def _model_cell(p) -> str:
 
 def scaling(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
   """Seconds and speedup per (machine, layers, devices), ours beside the report's and the model's."""
-  report = {"mp_scaling_b100": reported.MP_SCALING_B100, "mp_scaling_b5000": reported.MP_SCALING_B5000}.get(data.entry, {})
+  report = scaling_report(data.entry)
   rows, sentences = [], []
   for machine, d in [("", data)] + list(others.items()):
     predicted = {(len(p.hidden_units), p.devices): p for p in series.model_predictions(d)}
@@ -78,19 +87,16 @@ def scaling(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
       rep = report.get(h, {}) if not machine else {}  # The report's numbers once, beside this machine's.
       for g in sorted(set(by_g) | set(rep)):
         r = by_g.get(g)
-        base = series.seconds(by_g[1]) if 1 in by_g else None
-        rows.append([f"{_cores(d)} cores", h, g, style.fmt_seconds(series.seconds(r)) + _over(r) if r else "—",
-                     style.fmt_ratio(base / series.seconds(r) if r and base else None), _model_cell(predicted.get((h, g))),
-                     style.fmt_seconds(rep.get(g)), style.fmt_ratio(rep[1] / rep[g] if g in rep else None)])
-    if not machine:
-      for h, by_g in series.stacks(d).items():
-        rep = report.get(h)
-        if rep and 1 in by_g:
-          top = max(by_g)
-          sentences.append(f"{h} layers: the report went {rep[1]} → {rep[max(rep)]} s ({rep[1] / rep[max(rep)]:.2f}×) "
-                           f"from 1 to {max(rep)} GPUs; ours {style.fmt_seconds(series.seconds(by_g[1]))} → "
-                           f"{style.fmt_seconds(series.seconds(by_g[top]))} s "
-                           f"({series.seconds(by_g[1]) / series.seconds(by_g[top]):.2f}×) from 1 to {top} devices.")
+        rows.append([records.machine_label([r]) if r else "—", h, g, _seconds(r),
+                     style.fmt_ratio(records.ratio(by_g[1], r) if r and 1 in by_g else None),
+                     _model_cell(predicted.get((h, g))), style.fmt_seconds(rep.get(g)),
+                     style.fmt_ratio(rep[1] / rep[g] if g in rep else None)])
+      rep, top = report.get(h), max(by_g)
+      if rep and 1 in by_g and not machine:
+        sentences.append(f"{h} layers: the report went {rep[1]} → {rep[max(rep)]} s ({rep[1] / rep[max(rep)]:.2f}×) "
+                         f"from 1 to {max(rep)} GPUs; ours {style.fmt_seconds(series.seconds(by_g[1]))} → "
+                         f"{style.fmt_seconds(series.seconds(by_g[top]))} s "
+                         f"({style.fmt_ratio(records.ratio(by_g[1], by_g[top]))}) from 1 to {top} devices.")
   if data.entry == "dp_scaling":
     sentences.append(f"The report calls its speedup {reported.DP_SCALING_TEXT}.")
   sentences += [f"Ours: {series.batch_label(list(data.runs.values()))}; {reported.DP_BATCH_NOTE}."
@@ -153,13 +159,12 @@ def mp_vs_dp(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
   rows, ratios = [], []
   rep = [reported.MP_VS_DP[k] for k in sorted(reported.MP_VS_DP)]
   for i, (label, g) in enumerate(series.mp_vs_dp_groups(data)):
-    dp, mp = g.get("dp"), g.get("mp")
-    ratio = series.seconds(mp) / series.seconds(dp) if dp and mp else None
+    dp, mp = g.get(DP.name), g.get(MP.name)
+    ratio = records.ratio(mp, dp) if dp and mp else None
     ratios.append(ratio)
     r = rep[i] if i < len(rep) else {}
-    rows.append([label, style.fmt_seconds(series.seconds(dp)) + _over(dp) if dp else "—",
-                 style.fmt_seconds(series.seconds(mp)) + _over(mp) if mp else "—", style.fmt_ratio(ratio),
-                 r.get("dp", "—"), r.get("mp", "—"), style.fmt_ratio(r["mp"] / r["dp"] if r else None)])
+    rows.append([label, _seconds(dp), _seconds(mp), style.fmt_ratio(ratio),
+                 r.get(DP.name, "—"), r.get(MP.name, "—"), style.fmt_ratio(r[MP.name] / r[DP.name] if r else None)])
   known = [f for f in ratios if f is not None]
   sentences = [f"Ours: {series.batch_label(list(data.runs.values()))}; the report: batch 7000 "
                f"({reported.DP_BATCH_NOTE}). Single runs."]
@@ -187,11 +192,11 @@ def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Tuple[str, Li
                        "greedy's at the same epochs (test images through the stack below, fixed masks): " +
                        "; ".join(f"{style.program_name(p)} within {100 * w:.1f}% (largest gap at {e}+{e} epochs)"
                                  for p, (w, e) in sorted(worst.items())) + ".")
-    if points.get("greedy") and points.get("model_parallel"):
-      g, m = points["greedy"][-1], points["model_parallel"][-1]
+    if points.get(GREEDY.name) and points.get(MP.name):
+      g, m = points[GREEDY.name][-1], points[MP.name][-1]
       sentences.append(f"{preset}: at {g[0]}+{g[0]} epochs greedy {g[1]:.4f}, model parallel {m[1]:.4f} "
-                       f"(report at 60+60: greedy {reported.ACCURACY['greedy'][60]}, model parallel "
-                       f"{reported.ACCURACY['model_parallel'][60]}, text ~{reported.MP_ACCURACY_TEXT}).")
+                       f"(report at 60+60: greedy {reported.ACCURACY[GREEDY.name][60]}, model parallel "
+                       f"{reported.ACCURACY[MP.name][60]}, text ~{reported.MP_ACCURACY_TEXT}).")
   rows += [["report", style.program_name(p), f"{e}+{e}", f"{a:.4f}"] for p in reported.ACCURACY
            for e, a in sorted(reported.ACCURACY[p].items())]
   return style.md_table(["preset", "program", "epochs", "test accuracy"], rows), sentences
@@ -203,10 +208,10 @@ def dp_accuracy(data: records.EntryData, others: Others) -> Tuple[str, List[str]
   for preset in series.presets_shown(data):
     dp = [r for n, r in series.runs_of(data, preset).items() if n.startswith("dp_")]
     for row in series.dp_accuracy_rows(data, preset):
-      goal = row["greedy"] - series.DP_TOLERANCE if row["greedy"] is not None else None
+      goal = row["baseline"] - series.DP_TOLERANCE if row["baseline"] is not None else None
       rows.append([preset, f"{row['epochs']}+{row['epochs']}", series.batch_label(dp),
                    style.fmt_accuracy(row["report_recipe"]), style.fmt_accuracy(row["large_batch"]),
-                   style.fmt_accuracy(row["greedy"]), style.fmt_accuracy(goal), style.fmt_accuracy(row["report"])])
+                   style.fmt_accuracy(row["baseline"]), style.fmt_accuracy(goal), style.fmt_accuracy(row["report"])])
       if row["large_batch"] is not None and goal is not None:
         sentences.append(f"{preset}, {row['epochs']}+{row['epochs']}: the large-batch recipe "
                          f"{'reaches' if row['large_batch'] >= goal else 'misses'} greedy - {series.DP_TOLERANCE} "
@@ -230,13 +235,13 @@ def strategy_comparison(data: records.EntryData, others: Others) -> Tuple[str, L
   """Seconds and speedup over greedy per program, ours and the report's."""
   rs = series.strategy_records(data)
   rep = reported.STRATEGY_COMPARISON
-  base = series.seconds(rs["greedy"]) if "greedy" in rs else None
+  base = rs.get(GREEDY.run_name)
   rows = []
   for r in rs.values():
     program = series.strategy(r)
-    rows.append([style.program_name(program), series.batch_label([r]), style.fmt_seconds(series.seconds(r)) + _over(r),
-                 style.fmt_ratio(base / series.seconds(r) if base else None), rep.get(program, "—"),
-                 style.fmt_ratio(rep["greedy"] / rep[program]) if program in rep else "—"])
+    rows.append([style.program_name(program), series.batch_label([r]), _seconds(r),
+                 style.fmt_ratio(records.ratio(base, r) if base else None), rep.get(program, "—"),
+                 style.fmt_ratio(rep[GREEDY.name] / rep[program]) if program in rep else "—"])
   sentences = ["Single runs; the benchmarks in the Benchmarks section repeat the comparison with spread.",
                f"The report ran batch 5000 ({reported.DP_BATCH_NOTE}).", cores_note(data, others)]
   return style.md_table(["program", "ours batch", "ours s", "ours speedup", "report s", "report speedup"],
@@ -268,7 +273,7 @@ def convergence(data: records.EntryData, others: Others) -> Tuple[str, List[str]
 def large_batch(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
   """The large-batch study: candidates compared on validation accuracy, test accuracy of the chosen one only."""
   rows, chosen = series.large_batch_choice(data)
-  greedy = [row for row in rows if row["program"] == "greedy"]
+  greedy = [row for row in rows if row["program"] == GREEDY.name]
   table = []
   for row in rows:
     r = row["record"]
@@ -278,7 +283,7 @@ def large_batch(data: records.EntryData, others: Others) -> Tuple[str, List[str]
                   series.batch_label([r]), f"{rates.get('pretrain', r['config']['pretrain_learning_rate']):.3g}",
                   f"{finetune} {rates.get('finetune', r['config']['finetune_learning_rate']):.3g}",
                   ", ".join(f"{x:.1f}" for x in row["losses"]), style.fmt_accuracy(row["validation"]),
-                  style.fmt_accuracy(row["test"]) if row["run"] == chosen or row["program"] != "data_parallel"
+                  style.fmt_accuracy(row["test"]) if row["run"] == chosen or row["program"] != DP.name
                   else "not used"])
   sentences = ["Candidates are compared on the validation split (the first 5,000 images of MNIST's training set, "
                "never trained on); test accuracy is reported once, for the chosen candidate (and the greedy "
@@ -294,9 +299,9 @@ def large_batch(data: records.EntryData, others: Others) -> Tuple[str, List[str]
 
 def full_size(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
   """The full-size runs: test accuracy beside the report's at the same epochs, and time."""
-  report = {"greedy": (reported.ACCURACY["greedy"][30], "greedy 30+30, conres2.png"),
-            "model_parallel": (reported.MP_ACCURACY_TEXT, "model parallel, \"around 96.62%\" in the text"),
-            "data_parallel": (reported.DP_ACCURACY[30], "data parallel, batch 5000 per tower, 30+30")}
+  report = {GREEDY.name: (reported.ACCURACY[GREEDY.name][30], "greedy 30+30, conres2.png"),
+            MP.name: (reported.MP_ACCURACY_TEXT, "model parallel, \"around 96.62%\" in the text"),
+            DP.name: (reported.DP_ACCURACY[30], "data parallel, batch 5000 per tower, 30+30")}
   rows = []
   for name, r in data.runs.items():
     rep = report.get(series.strategy(r))
@@ -313,12 +318,3 @@ def full_size(data: records.EntryData, others: Others) -> Tuple[str, List[str]]:
                "run, so not in the `cpu` preset. Times are not benchmarks (these ran at low priority beside other "
                "work). Single runs. The large-batch recipe is the one chosen on validation accuracy in `large_batch`."]
   return style.md_table(["run", "batch", "test accuracy", "report", "pretraining + finetuning"], rows), sentences
-
-
-TABLES: Dict[str, Callable[[records.EntryData, Others], Tuple[str, List[str]]]] = {
-    "mp_scaling_b100": scaling, "mp_scaling_b5000": scaling, "dp_scaling": scaling,
-    "dp_batch_sweep": dp_batch_sweep, "dp_op_profile": dp_op_profile, "mp_vs_dp": mp_vs_dp,
-    "accuracy_vs_epochs": accuracy_vs_epochs, "dp_accuracy": dp_accuracy,
-    "strategy_comparison": strategy_comparison, "convergence": convergence,
-    "large_batch": large_batch, "full_size": full_size, "pp_scaling": pipeline.table,
-}

@@ -1,0 +1,131 @@
+"""The headline table of results/README.md and the top README: the report's key numbers beside ours, at most 8
+rows of cells of at most 140 characters (the full tables are in results/README.md), each row naming the machine
+and code of the records it shows (`records.machine_label`)."""
+
+import os
+from typing import Dict, List, Optional
+
+from common import programs
+from experiments import presets
+from experiments import records
+from experiments import reported
+from experiments.benchmarks import harness
+from experiments.report import equal_cores
+from experiments.report import series
+from experiments.report import style
+
+GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
+Data = Dict[str, Optional[records.EntryData]]
+SCALING = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")
+
+
+def _cell(*parts: Optional[str]) -> str:
+  """The parts that exist, "; "-joined, or "not run yet"."""
+  return "; ".join(p for p in parts if p) or "not run yet"
+
+
+def _speedups(data: Optional[records.EntryData], used: List[dict]) -> Optional[str]:
+  """"a / b": the deepest stack's speedup over 1 device on 2 and 4 devices (with † where oversubscribed)."""
+  by_g = list(series.stacks(data).values())[-1] if data and series.stacks(data) else {}
+  shown = [by_g[g] for g in (2, 4) if g in by_g and 1 in by_g]
+  used += shown + ([by_g[1]] if shown else [])
+  return " / ".join(style.fmt_ratio(records.ratio(by_g[1], r)) + (" †" if records.oversubscribed(r) else "")
+                    for r in shown) or None
+
+
+def _scaling(output_dir: str, data: Data, used: List[dict]) -> str:
+  """Per machine, the speedups of each scaling entry, e.g. "2 cores: 1.28× / 1.47× †, ...; 16 cores (...)"."""
+  parts = []
+  for machine in ("",) + records.OTHER_MACHINES:
+    found = [records.EntryData.load(os.path.join(output_dir, machine), n) if machine else data[n] for n in SCALING]
+    cells = [_speedups(d, used) for d in found]
+    if any(cells):
+      cores = min(records.cores(r) for d in found if d for r in d.runs.values())
+      parts.append(f"{cores} cores{f' (`{machine}/`)' if machine else ''}: " + ", ".join(c or "—" for c in cells))
+  return _cell(*parts)
+
+
+def _benchmark(output_dir: str, name: str, file: str, measures: List[str], used: List[dict],
+               variant: str = "") -> Optional[str]:
+  """"m1 / m2": median (min–max) of a benchmark summary's measures (of one of its variants if given)."""
+  folder = os.path.join(output_dir, "benchmarks", name)
+  summary = records.load(os.path.join(folder, file))
+  if summary is None:
+    return None
+  used += harness.flat_records(folder, summary)
+  summary = summary["variants"][variant] if variant else summary
+  return " / ".join(f"{style.fmt_spread(summary[m])}×" for m in measures)
+
+
+def _accuracy(data: Data, program: programs.Program, entry: presets.Entry, used: List[dict],
+              recipe: str = "") -> Optional[str]:
+  """"cpu / full": test accuracy of `program` at the most epochs of an accuracy entry's shown preset, and of its
+  full-size run(s) whose name contains `recipe` (data parallel: "report" or "large_batch")."""
+  shown, acc, full = [], data[entry.name], data[presets.FULL_SIZE.name]
+  if acc is not None:
+    if recipe:
+      rows = series.dp_accuracy_rows(acc, acc.preset)
+      shown.append(rows[-1]["report_recipe" if recipe == "report" else recipe] if rows else None)
+    else:
+      values = series.accuracy_series(acc, acc.preset).get(program.name)
+      shown.append(values[-1][1] if values else None)
+    used += [r for r in acc.runs.values() if series.strategy(r) in (program.name, GREEDY.name)]
+  mine = [r for n, r in (full.runs.items() if full else ()) if series.strategy(r) == program.name and recipe in n]
+  used += mine
+  shown += [records.test_accuracy(r) for r in mine]
+  return " / ".join(map(style.fmt_accuracy, shown)) if any(a is not None for a in shown) else None
+
+
+def _comparison(data: Data, used: List[dict]) -> Optional[str]:
+  sc = data[presets.STRATEGY_COMPARISON.name]
+  rs = series.strategy_records(sc) if sc else {}
+  if GREEDY.run_name not in rs:
+    return None
+  used += rs.values()
+  return ", ".join(f"{style.program_name(series.strategy(r))} {style.fmt_ratio(records.ratio(rs[GREEDY.run_name], r))}"
+                   for n, r in rs.items() if n != GREEDY.run_name) + " (single runs)"
+
+
+def _most_epochs(data: Data, entry: presets.Entry) -> str:
+  """"cpu preset 12+12": the shown preset of an accuracy entry at its most epochs."""
+  preset = data[entry.name].preset if data[entry.name] else "cpu"
+  e = max(entry.sizes[preset]["epochs"]) if preset in entry.sizes else "?"
+  return f"{preset} preset {e}+{e}"
+
+
+def headline(output_dir: str, data: Data) -> str:
+  """The headline table (module docstring) and the meaning of †."""
+  used: List[List[dict]] = [[] for _ in range(6)]
+  rep = reported.STRATEGY_COMPARISON
+  report_acc = ", ".join(f"{p.label} {reported.ACCURACY[p.name][30]} / {reported.ACCURACY[p.name][60]}"
+                         for p in presets.ACCURACY_COMPARED if p.name in reported.ACCURACY)
+  rows = [
+      ["Speedup over 1 device on 2 / 4 devices, 4 layers: `mp_scaling_b100`, `mp_scaling_b5000`, `dp_scaling` "
+       "(single runs)",
+       f"on 4 GPUs: {reported.MP_SCALING_B100[4][1] / reported.MP_SCALING_B100[4][4]:.2f}×, "
+       f"{reported.MP_SCALING_B5000[4][1] / reported.MP_SCALING_B5000[4][4]:.2f}×; data parallel near linear",
+       _scaling(output_dir, data, used[0])],
+      ["Speedup over greedy on 2 devices, 4 layers (`strategy_comparison`); model parallel benchmark, 2 × 1000 "
+       "units, batch 1000",
+       ", ".join(f"{style.program_name(p)} {rep[GREEDY.name] / s:.2f}×" for p, s in rep.items() if p != GREEDY.name)
+       + " (4 GPUs)",
+       _cell(_comparison(data, used[1]), "benchmark: model parallel " + (_benchmark(
+           output_dir, MP.name, "summary_b1000_variants.json", ["speedup_vs_greedy"], used[1], MP.name) or "not run yet"))],
+      ["Pipeline parallel (not in the report) on 2 devices vs greedy / vs model parallel, 4 × 1000 units, batch "
+       "1000; 100 (benchmark)", "—",
+       _cell(*[_benchmark(output_dir, PP.name, f"summary_b{b}.json", ["speedup_vs_greedy", "speedup_vs_model_parallel"],
+                          used[2]) for b in (1000, 100)])],
+      ["Fastest program given all of the machine's cores, × greedy on them (not in the report; `equal_cores` "
+       "benchmark, medians)", "—", _cell(equal_cores.headline_cell(output_dir, used[3]))],
+      [f"Test accuracy, batch 100, {_most_epochs(data, presets.ACCURACY_VS_EPOCHS)} / full size 30+30 (single runs)",
+       report_acc + f" (30+30 / 60+60; text: model parallel ~{reported.MP_ACCURACY_TEXT})",
+       _cell(", ".join(f"{p.label} {a}" for p in presets.ACCURACY_COMPARED
+                       for a in [_accuracy(data, p, presets.ACCURACY_VS_EPOCHS, used[4])] if a))],
+      ["Data parallel test accuracy at a large batch, report's recipe; large-batch recipe (`dp_accuracy` "
+       f"{_most_epochs(data, presets.DP_ACCURACY)} / full size 30+30)",
+       f"{reported.DP_ACCURACY[30]} / {reported.DP_ACCURACY[60]} (30+30 / 60+60, batch 5000 per tower)",
+       _cell(*[_accuracy(data, DP, presets.DP_ACCURACY, used[5], recipe) for recipe in ("report", "large_batch")])],
+  ]
+  rows = [row + [records.machine_label(rs) or "—"] for row, rs in zip(rows, used)]
+  return (style.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"],
+                         rows) + "\n\n" + style.DAGGER)
