@@ -1,0 +1,126 @@
+"""The coordinator's side: a range of steps as functions of K steps on free workers, the wait for them while
+watching the workers, and what the run cannot survive.
+
+`tf.distribute.coordinator.ClusterCoordinator` queues each scheduled function and runs it on the next free
+worker. When a worker fails, the function it was running is put back in the queue and runs again on another
+worker (or on the same one once it is back); updates the first attempt had applied stay applied. TensorFlow
+waits up to an hour for a failed worker to come back; this program ends the run instead once no worker has
+accepted a connection for `recovery_seconds`. A parameter server's failure ends the run (the variables are
+gone); the last checkpoint of --model_dir is where the same command resumes.
+"""
+
+import socket
+import time
+from typing import Any, Callable, List, Sequence, Tuple
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from common import errors
+
+# Seconds between two looks at the coordinator's queue while waiting.
+POLL_SECONDS = 0.005
+# Seconds between two checks that the workers accept connections.
+LIVENESS_SECONDS = 1.0
+# Seconds a liveness check waits for a worker's connection.
+CONNECT_SECONDS = 1.0
+
+
+class ClusterLostError(errors.UserError):
+  """The run cannot go on: no worker left, or a parameter server (or the connection to it) lost."""
+
+
+def listening(address: str, timeout: float = CONNECT_SECONDS) -> bool:
+  """True when "host:port" accepts a TCP connection (the task's gRPC server is up)."""
+  host, port = address.rsplit(":", 1)
+  try:
+    socket.create_connection((host, int(port)), timeout=timeout).close()
+    return True
+  except OSError:
+    return False
+
+
+def cluster_failure(error: Exception) -> str:
+  """The one line a user sees when the cluster failed under the run: which task, and how to resume."""
+  text = str(error)
+  where = "a parameter server" if "/job:ps" in text else "a task of the cluster"
+  first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+  return (f"lost {where} ({type(error).__name__}: {first[:200]}); the run cannot continue without its variables. "
+          "Restart the lost task and rerun the same command with --model_dir to resume from the last checkpoint.")
+
+
+class Scheduler:
+  """Runs ranges of steps of a layer as functions of `steps_per_function` steps on the workers.
+
+  Args:
+    coordinator: the `ClusterCoordinator`.
+    worker_addresses: "host:port" of every worker task (liveness checks), or () to skip them (in-process
+      workers live as long as this process).
+    steps_per_function: K.
+    recovery_seconds: how long no live worker is tolerated before `ClusterLostError`.
+  """
+
+  def __init__(self, coordinator: tf.distribute.coordinator.ClusterCoordinator, worker_addresses: Sequence[str],
+               steps_per_function: int, recovery_seconds: float):
+    self.coordinator = coordinator
+    self.worker_addresses = tuple(worker_addresses)
+    self.steps_per_function = steps_per_function
+    self.recovery_seconds = recovery_seconds
+    self.scheduled = 0  # Functions scheduled by this process.
+
+  def live_workers(self) -> int:
+    """How many of `worker_addresses` accept connections now."""
+    return sum(map(listening, self.worker_addresses))
+
+  def wait(self) -> None:
+    """Blocks until every scheduled function has run.
+
+    Raises:
+      ClusterLostError: no worker accepted a connection for `recovery_seconds`.
+      Whatever a function raised (the coordinator re-raises it), e.g. a parameter server's failure.
+    """
+    lost_since, next_check = None, time.monotonic() + LIVENESS_SECONDS
+    while not self.coordinator.done():
+      now = time.monotonic()
+      if self.worker_addresses and now >= next_check:
+        next_check = now + LIVENESS_SECONDS
+        if self.live_workers():
+          lost_since = None
+        elif lost_since is None:
+          lost_since = now
+          logging.warning("No worker accepts connections; waiting up to %.0f s (--worker_recovery_seconds) for one "
+                          "to come back.", self.recovery_seconds)
+        elif now - lost_since > self.recovery_seconds:
+          raise ClusterLostError(
+              f"no worker of {', '.join(self.worker_addresses)} has accepted a connection for "
+              f"{self.recovery_seconds:.0f} s (--worker_recovery_seconds); restart the workers and rerun the same "
+              "command with --model_dir to resume from the last checkpoint.")
+      time.sleep(POLL_SECONDS)
+
+  def run(self, function: Callable[..., Any], epoch: int, first_step: int, num_steps: int, learning_rate: float
+          ) -> Tuple[float, np.ndarray, np.ndarray]:
+    """Schedules steps first_step .. first_step + num_steps - 1 of `epoch` as functions of K steps, in order,
+    and waits for all of them.
+
+    Args:
+      function: `LayerSteps.function`, fn(epoch, first_step, num_steps, learning_rate) -> (summed loss,
+        staleness int64 [steps], worker index).
+
+    Returns:
+      (the sum of the steps' mean batch losses, int64 [num_steps] staleness of every update as its function's
+      last run measured it, int64 [functions] the worker that ran each function).
+    """
+    remote: List[Any] = []
+    lr = tf.constant(learning_rate, tf.float32)
+    for start in range(first_step, first_step + num_steps, self.steps_per_function):
+      n = min(self.steps_per_function, first_step + num_steps - start)
+      remote.append(self.coordinator.schedule(
+          function, args=(tf.constant(epoch), tf.constant(start), tf.constant(n), lr)))
+    self.scheduled += len(remote)
+    self.wait()
+    values = [r.fetch() for r in remote]
+    total = float(sum(v[0] for v in values))
+    staleness = np.concatenate([np.asarray(v[1], np.int64) for v in values]) if values else np.zeros(0, np.int64)
+    return total, staleness, np.asarray([int(v[2]) for v in values], np.int64)
+
