@@ -9,6 +9,7 @@ accepted a connection for `recovery_seconds`. A parameter server's failure ends 
 gone); the last checkpoint of --model_dir is where the same command resumes.
 """
 
+import re
 import socket
 import time
 from typing import Any, Callable, List, Sequence, Tuple
@@ -43,11 +44,11 @@ def listening(address: str, timeout: float = CONNECT_SECONDS) -> bool:
 
 def cluster_failure(error: Exception) -> str:
   """The one line a user sees when the cluster failed under the run: which task, and how to resume."""
-  text = str(error)
-  where = "a parameter server" if "/job:ps" in text else "a task of the cluster"
-  first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
-  return (f"lost {where} ({type(error).__name__}: {first[:200]}); the run cannot continue without its variables. "
-          "Restart the lost task and rerun the same command with --model_dir to resume from the last checkpoint.")
+  tasks = sorted(set(re.findall(r"/job:(?:ps|chief)/replica:0/task:\d+", str(error))))
+  where = f"the connection to {', '.join(tasks)}" if tasks else "a task of the cluster"
+  return (f"lost {where} ({type(error).__name__}): the run cannot continue without the variables on the parameter "
+          "server(s). Restart the lost task and rerun the same command with --model_dir to resume from the last "
+          "checkpoint.")
 
 
 class Scheduler:
