@@ -10,7 +10,6 @@ gone); the last checkpoint of --model_dir is where the same command resumes.
 """
 
 import re
-import socket
 import time
 from typing import Any, Callable, List, Sequence, Tuple
 
@@ -19,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from common import errors
+from common import ports
 
 # Seconds between two looks at the coordinator's queue while waiting.
 POLL_SECONDS = 0.005
@@ -30,16 +30,6 @@ CONNECT_SECONDS = 1.0
 
 class ClusterLostError(errors.UserError):
   """The run cannot go on: no worker left, or a parameter server (or the connection to it) lost."""
-
-
-def listening(address: str, timeout: float = CONNECT_SECONDS) -> bool:
-  """True when "host:port" accepts a TCP connection (the task's gRPC server is up)."""
-  host, port = address.rsplit(":", 1)
-  try:
-    socket.create_connection((host, int(port)), timeout=timeout).close()
-    return True
-  except OSError:
-    return False
 
 
 def cluster_failure(error: Exception) -> str:
@@ -72,7 +62,7 @@ class Scheduler:
 
   def live_workers(self) -> int:
     """How many of `worker_addresses` accept connections now."""
-    return sum(map(listening, self.worker_addresses))
+    return sum(ports.listening(a, CONNECT_SECONDS) for a in self.worker_addresses)
 
   def wait(self) -> None:
     """Blocks until every scheduled function has run.

@@ -28,7 +28,6 @@ import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -38,6 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
+from common import ports
 from common import programs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,31 +75,16 @@ class LaunchError(Exception):
   """A problem with the launcher's command line (printed as one line)."""
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> List[int]:
-  """`count` distinct TCP ports free on `host` now (the kernel's choice; held until all are picked)."""
-  sockets = []
-  try:
-    for _ in range(count):
-      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-      s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-      s.bind((host, 0))
-      sockets.append(s)
-    return [s.getsockname()[1] for s in sockets]
-  finally:
-    for s in sockets:
-      s.close()
-
-
 def cluster_tasks(workers: int, client_server: bool, host: str = "127.0.0.1", ps: int = 0
                   ) -> List[Tuple[str, Dict]]:
   """The tasks to start: [(name, TF_CONFIG dict)]: the workers, then `ps` "ps" tasks, then the client ("chief")
   when `client_server`."""
-  ports = free_ports(workers + ps + int(client_server), host)
-  cluster = {"worker": [f"{host}:{p}" for p in ports[:workers]]}
+  picked = ports.free_ports(workers + ps + int(client_server), host)
+  cluster = {"worker": [f"{host}:{p}" for p in picked[:workers]]}
   if ps:
-    cluster["ps"] = [f"{host}:{p}" for p in ports[workers:workers + ps]]
+    cluster["ps"] = [f"{host}:{p}" for p in picked[workers:workers + ps]]
   if client_server:
-    cluster["chief"] = [f"{host}:{ports[-1]}"]
+    cluster["chief"] = [f"{host}:{picked[-1]}"]
   tasks = [(f"worker {i}", {"cluster": cluster, "task": {"type": "worker", "index": i}}) for i in range(workers)]
   tasks += [(f"ps {i}", {"cluster": cluster, "task": {"type": "ps", "index": i}}) for i in range(ps)]
   if client_server:
@@ -198,11 +183,9 @@ class Cluster:
         return failure
       if time.monotonic() > deadline:
         return 1, f"the servers at {', '.join(pending)} did not start within {SERVER_START_SECONDS:.0f} s."
-      host, port = pending[0].rsplit(":", 1)
-      try:
-        socket.create_connection((host, int(port)), timeout=1.0).close()
+      if ports.listening(pending[0]):
         pending.pop(0)
-      except OSError:
+      else:
         time.sleep(POLL_SECONDS)
     return None
 

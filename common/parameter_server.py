@@ -20,11 +20,10 @@ import tensorflow as tf
 
 from common import cluster
 from common import devices as devices_lib
+from common import ports
 
 # The coordinator's own device in either kind of cluster: finetuning and evaluation run there.
 COORDINATOR_DEVICE = "/job:chief/replica:0/task:0/device:CPU:0"
-# Loopback host of the in-process cluster.
-LOOPBACK = "localhost"
 # The in-process servers, referenced for the process's lifetime (TensorFlow offers no way to stop them).
 _SERVERS: List[tf.distribute.Server] = []
 
@@ -46,18 +45,20 @@ def in_process_cluster(workers: int, ps: int, intra_op_threads: int) -> Dict[str
   thread the coordinator's functions hang in TensorFlow 2.21; workers + 1 does not).
 
   Returns:
-    The cluster spec {"worker": ["localhost:port", ...], "ps": [...], "chief": ["localhost:0"]}: the chief (this
-    process) listens on a port of its own choosing when the strategy connects.
+    The cluster spec {"worker": ["127.0.0.1:port", ...], "ps": [...], "chief": ["127.0.0.1:port"]}. The servers
+    bind port 0 and report the port they got; the chief (this process) listens when the strategy connects, on a
+    port free now (`common.ports.free_ports`): the other tasks must know it, as a checkpoint's save on a
+    parameter server reads the file name from the chief.
   """
   session = _session(intra_op_threads, max(workers + 1, 2))
   spec: Dict[str, List[str]] = {"worker": [], "ps": []}
   for job, count in (("worker", workers), ("ps", ps)):
     for index in range(count):
-      server = tf.distribute.Server(tf.train.ClusterSpec({job: {index: f"{LOOPBACK}:0"}}), job_name=job,
+      server = tf.distribute.Server(tf.train.ClusterSpec({job: {index: f"{ports.LOOPBACK}:0"}}), job_name=job,
                                     task_index=index, protocol="grpc", config=session, start=True)
       _SERVERS.append(server)
       spec[job].append(server.target.split("://", 1)[-1])
-  spec["chief"] = [f"{LOOPBACK}:0"]
+  spec["chief"] = [f"{ports.LOOPBACK}:{ports.free_ports(1)[0]}"]
   return spec
 
 
