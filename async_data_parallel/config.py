@@ -15,9 +15,6 @@ from common import programs
 DEFAULT_STEPS_PER_FUNCTION = 8
 DEFAULT_WORKER_RECOVERY_SECONDS = 60.0
 
-# Settings that do not change the mathematics of a run (a resumed run may change them).
-_NON_TRAINING_FIELDS = frozenset({"worker_recovery_seconds"})
-
 
 @dataclasses.dataclass(frozen=True)
 class AsyncConfig(config_lib.Config):
@@ -34,23 +31,19 @@ class AsyncConfig(config_lib.Config):
   strategy: str = programs.ASYNC_DATA_PARALLEL.name
   steps_per_function: int = DEFAULT_STEPS_PER_FUNCTION
   staleness_aware_lr: bool = False
-  worker_recovery_seconds: float = DEFAULT_WORKER_RECOVERY_SECONDS
+  # Does not change the mathematics: a resumed run may change it.
+  worker_recovery_seconds: float = dataclasses.field(default=DEFAULT_WORKER_RECOVERY_SECONDS,
+                                                     metadata=config_lib.NOT_TRAINING)
   benchmark_slow_worker_delay_seconds: float = 0.0
 
   def __post_init__(self):
     super().__post_init__()
-    check(dataclasses.asdict(self))
-
-  def training_fingerprint(self) -> dict:
-    return {k: v for k, v in super().training_fingerprint().items() if k not in _NON_TRAINING_FIELDS}
+    check(self.to_dict())  # A Config built directly is refused as the flags are.
 
 
 def check(values: Mapping[str, Any]) -> None:
-  """Validates the asynchronous program's own fields.
-
-  Raises:
-    ValueError: one line naming the flag.
-  """
+  """Raises ValueError, one line naming the flag, for a bad value of the program's own fields in `values`
+  ({field or flag name: value}; absent names are not checked), or --kernels=xla."""
   if values.get("kernels") == "xla":
     raise ValueError("--kernels=xla: async_data_parallel runs TensorFlow's default kernels only (XLA cannot compile "
                      "a step that reads the per-worker copies of the images and frozen layers); use --kernels=tf or "
