@@ -97,15 +97,22 @@ def _run(config: config_lib.AsyncConfig, on_checkpoint) -> Dict[str, Any]:
                                     config.batch_size, run_.kernels, config.staleness_aware_lr,
                                     config.benchmark_slow_worker_delay_seconds)
     with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing, and the copies to the workers; learning rate 0.
-      scheduler.run(steps.function, 0, 0, 1, 0.0)
+      scheduler.collect(scheduler.submit(steps.function, 0, 0, 1, 0.0))
+    in_flight = []  # The functions of the epoch's previous chunk.
 
     def epoch_fn(epoch, first_step, num_steps, learning_rate, index=i, steps=steps):
+      # A chunk (the progress bar cuts an epoch in several) waits for the previous chunk's functions, not its own,
+      # so that the workers never run dry between chunks; the epoch's last chunk waits for all of them.
       epoch, first_step, num_steps = int(epoch), int(first_step), int(num_steps)
       if first_step == 0:
         ledger.reset(counters.read(), scheduler.scheduled)
-      total, staleness, workers = scheduler.run(steps.function, epoch, first_step, num_steps, float(learning_rate))
+        in_flight.clear()
+      previous = list(in_flight)
+      in_flight[:] = scheduler.submit(steps.function, epoch, first_step, num_steps, float(learning_rate))
+      last = first_step + num_steps == steps.steps_per_epoch
+      total, staleness, workers = scheduler.collect(previous + (in_flight if last else []))
       ledger.add(staleness, workers)
-      if first_step + num_steps == steps.steps_per_epoch:  # The epoch's end: its entry joins the next checkpoint.
+      if last:  # The epoch's end: its entry joins the next checkpoint.
         entry = ledger.close(index + 1, epoch + 1, steps.steps_per_epoch, counters.read(), scheduler.scheduled)
         entries.append(entry)
         run_.summaries.scalar(f"pretrain/layer{index + 1}/staleness_mean", entry["staleness"]["mean"], epoch + 1)

@@ -10,6 +10,7 @@ gone); the last checkpoint of --model_dir is where the same command resumes.
 """
 
 import re
+import threading
 import time
 from typing import Any, Callable, List, Sequence, Tuple
 
@@ -64,15 +65,14 @@ class Scheduler:
     """How many of `worker_addresses` accept connections now."""
     return sum(ports.listening(a, CONNECT_SECONDS) for a in self.worker_addresses)
 
-  def wait(self) -> None:
-    """Blocks until every scheduled function has run.
+  def _wait(self, running: Callable[[], bool]) -> None:
+    """Blocks while `running()`, watching the workers.
 
     Raises:
       ClusterLostError: no worker accepted a connection for `recovery_seconds`.
-      Whatever a function raised (the coordinator re-raises it), e.g. a parameter server's failure.
     """
     lost_since, next_check = None, time.monotonic() + LIVENESS_SECONDS
-    while not self.coordinator.done():
+    while running():
       now = time.monotonic()
       if self.worker_addresses and now >= next_check:
         next_check = now + LIVENESS_SECONDS
@@ -89,18 +89,17 @@ class Scheduler:
               "command with --model_dir to resume from the last checkpoint.")
       time.sleep(POLL_SECONDS)
 
-  def run(self, function: Callable[..., Any], epoch: int, first_step: int, num_steps: int, learning_rate: float
-          ) -> Tuple[float, np.ndarray, np.ndarray]:
+  def submit(self, function: Callable[..., Any], epoch: int, first_step: int, num_steps: int,
+             learning_rate: float) -> List[Any]:
     """Schedules steps first_step .. first_step + num_steps - 1 of `epoch` as functions of K steps, in order,
-    and waits for all of them.
+    and returns at once.
 
     Args:
       function: `LayerSteps.function`, fn(epoch, first_step, num_steps, learning_rate) -> (summed loss,
         staleness int64 [steps], worker index).
 
     Returns:
-      (the sum of the steps' mean batch losses, int64 [num_steps] staleness of every update as its function's
-      last run measured it, int64 [functions] the worker that ran each function).
+      The functions' `RemoteValue`s, for `collect`.
     """
     remote: List[Any] = []
     lr = tf.constant(learning_rate, tf.float32)
@@ -109,9 +108,36 @@ class Scheduler:
       remote.append(self.coordinator.schedule(
           function, args=(tf.constant(epoch), tf.constant(start), tf.constant(n), lr)))
     self.scheduled += len(remote)
-    self.wait()
-    values = [r.fetch() for r in remote]
+    return remote
+
+  def collect(self, remote: Sequence[Any]) -> Tuple[float, np.ndarray, np.ndarray]:
+    """Waits for the functions of `remote` (from `submit`) while watching the workers; returns their results.
+
+    The values are fetched on a thread of this method's, so that a wait for a worker that never comes back ends
+    after `recovery_seconds` instead of TensorFlow's hour.
+
+    Returns:
+      (the sum of the steps' mean batch losses, int64 [steps] staleness of every update as its function's last
+      run measured it, int64 [functions] the worker that ran each function).
+
+    Raises:
+      ClusterLostError: no worker accepted a connection for `recovery_seconds`.
+      Whatever a function raised (its `RemoteValue` re-raises it), e.g. a parameter server's failure.
+    """
+    values: List[Any] = []
+    failures: List[BaseException] = []
+
+    def fetch():
+      try:
+        values.extend(r.fetch() for r in remote)
+      except Exception as e:  # pylint: disable=broad-except  # Raised again in the caller's thread below.
+        failures.append(e)
+
+    fetcher = threading.Thread(target=fetch, name="async_fetch", daemon=True)
+    fetcher.start()
+    self._wait(fetcher.is_alive)
+    if failures:
+      raise failures[0]
     total = float(sum(v[0] for v in values))
     staleness = np.concatenate([np.asarray(v[1], np.int64) for v in values]) if values else np.zeros(0, np.int64)
     return total, staleness, np.asarray([int(v[2]) for v in values], np.int64)
-
