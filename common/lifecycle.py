@@ -224,8 +224,8 @@ def setup_devices(config: config_lib.Config, program: programs.Program
   """
   distribution = program.cluster
   if distribution == "parameter_server":  # Always a cluster: TF_CONFIG's, or one started in this process.
-    strategy, setup = parameter_server.strategy(program.name, config.num_devices, config.threads_per_device,
-                                                config.thread_pool_setting(program.default_thread_pool(config.precision)))
+    pool = config.thread_pool_setting(program.default_thread_pool(config.precision))
+    strategy, setup = parameter_server.strategy(program.name, config.num_devices, config.threads_per_device, pool)
     return setup, strategy
   in_cluster = distribution != "none" and cluster.task() is not None
   if in_cluster and distribution == "client_server":

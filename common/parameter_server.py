@@ -113,7 +113,9 @@ def strategy(program: str, num_devices: int, threads_per_device: int, thread_poo
     check_tf_config(config, program, num_devices)
     if config["task"]["type"] != "chief":
       cluster.serve(1, threads_per_device)
-  intra = devices_lib.intra_op_threads(num_devices, threads_per_device, thread_pool) if in_process else threads_per_device
+  intra = threads_per_device
+  if in_process:
+    intra = devices_lib.intra_op_threads(num_devices, threads_per_device, thread_pool)
   try:  # This process's own pool (finetuning, evaluation); fails only when TensorFlow has already started.
     tf.config.threading.set_intra_op_parallelism_threads(intra)
   except RuntimeError:
