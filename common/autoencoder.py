@@ -97,12 +97,14 @@ class DenoisingAutoencoder(tf.Module):
     """
     return self.reconstruction_loss(self.encode(corrupted, precision), target, precision)
 
-  def decoder_logits(self, hidden: tf.Tensor, precision: Optional[str] = None, kernel: Optional[tf.Tensor] = None
-                     ) -> tf.Tensor:
+  def decoder_logits(self, hidden: tf.Tensor, precision: Optional[str] = None, kernel: Optional[tf.Tensor] = None,
+                     decoder_bias: Optional[tf.Tensor] = None) -> tf.Tensor:
     """float32 [b, hidden_units] -> the decoder's logits hidden W^T + c, float32 [b, input_units] (`kernel`: W
-    already cast to the product operand, to cast it once per step)."""
+    already cast to the product operand, to cast it once per step; `decoder_bias`: c already read, else the
+    variable's)."""
     w = self.kernel if kernel is None else kernel
-    return precision_lib.matmul(hidden, w, precision or self.precision, transpose_b=True) + self.decoder_bias
+    c = self.decoder_bias if decoder_bias is None else decoder_bias
+    return precision_lib.matmul(hidden, w, precision or self.precision, transpose_b=True) + c
 
   def reconstruction_loss(self, hidden: tf.Tensor, target: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
     """float32 [b]: cross-entropy between `target` [b, input_units] and the decoding of `hidden`
@@ -130,8 +132,8 @@ class DenoisingAutoencoder(tf.Module):
       tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=learning_rate, delta=grad)
     return loss, hidden
 
-  def loss_and_gradients(self, inputs: tf.Tensor, target: tf.Tensor, divisor: tf.Tensor
-                         ) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
+  def loss_and_gradients(self, inputs: tf.Tensor, target: tf.Tensor, divisor: tf.Tensor,
+                         weights: Optional[Sequence[tf.Tensor]] = None) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
     """The reconstruction loss summed over the batch / `divisor`, and its gradients, written out.
 
     With h = sigmoid(x W + b), logits z = h W^T + c and the cross-entropy from the logits, d loss / d z =
@@ -147,15 +149,19 @@ class DenoisingAutoencoder(tf.Module):
       inputs: float32 [b, input_units], the corrupted input (after the layers below).
       target: float32 [b, input_units] in [0, 1], the clean input (after the same layers).
       divisor: int32 scalar: b for a whole batch, the global batch for one replica's share of it.
+      weights: None to use the variables, or their values (kernel, bias, decoder_bias) read once: each
+        variable is then read exactly once per step, as asynchronous SGD needs when they live on a parameter
+        server that other workers update meanwhile (`async_data_parallel`).
 
     Returns:
       (loss float32 scalar, hidden float32 [b, hidden_units] = h, [d kernel, d bias, d decoder_bias] with
       the weights' shapes).
     """
     p = self.precision
-    w = precision_lib.operand(self.kernel, p)
-    hidden = tf.sigmoid(precision_lib.matmul(inputs, w, p) + self.bias)
-    logits = self.decoder_logits(hidden, p, w)
+    kernel, bias, decoder_bias = self.weights if weights is None else weights
+    w = precision_lib.operand(kernel, p)
+    hidden = tf.sigmoid(precision_lib.matmul(inputs, w, p) + bias)
+    logits = self.decoder_logits(hidden, p, w, decoder_bias)
     scale = 1.0 / tf.cast(divisor, tf.float32)
     loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)) * scale
     d_logits = (tf.sigmoid(logits) - target) * scale

@@ -23,6 +23,9 @@ NON_TRAINING_FIELDS = frozenset({
     "data_dir", "model_dir", "results_dir", "run_name", "export_weights", "profile_dir",
     "show_progress", "heldout_every_epoch", "tensorboard_dir", "thread_pool",
 })
+# A program's own Config field that does not change the mathematics either:
+# `name: float = dataclasses.field(default=..., metadata=NOT_TRAINING)`.
+NOT_TRAINING = {"training": False}
 # Kernel paths of the pretraining steps (`common.autoencoder.KERNEL_PATHS`), or "auto": the program's own
 # default (docs/kernels_and_threads.md says which and why).
 KERNELS = ("auto", "xla", "tf")
@@ -95,8 +98,10 @@ class Config:
     return d
 
   def training_fingerprint(self) -> dict:
-    """The fields that must match for a checkpoint to be resumed by this configuration."""
-    return {k: v for k, v in self.to_dict().items() if k not in NON_TRAINING_FIELDS}
+    """The fields that must match for a checkpoint to be resumed by this configuration: all but
+    `NON_TRAINING_FIELDS` and a subclass's fields declared with `NOT_TRAINING` metadata."""
+    own = {f.name for f in dataclasses.fields(self) if f.metadata.get("training", True) is False}
+    return {k: v for k, v in self.to_dict().items() if k not in NON_TRAINING_FIELDS | own}
 
 
 def _positive_int(name: str, value: Any) -> None:

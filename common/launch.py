@@ -1,23 +1,26 @@
 """Runs a training program as a TensorFlow cluster of local processes (loopback gRPC), for tests and trials.
 
-Usage: python -m common.launch [--workers=N] <program>.train [the program's flags...]
+Usage: python -m common.launch [--workers=N] [--ps=P] <program>.train [the program's flags...]
 
 Only the programs that use several workers are accepted (`PROGRAMS`: those whose registry entry,
 `common.programs`, has a cluster shape); any other would run once per worker, every copy doing the same work.
 
   python -m common.launch --workers=2 data_parallel.train --batch_size=200 --model_dir=/tmp/dp
   python -m common.launch --workers=2 model_parallel.train --hidden_units=1000,1000
+  python -m common.launch --workers=2 --ps=1 async_data_parallel.train --num_devices=1
 
 Every process runs the same command with its own TF_CONFIG (`common.cluster`), exactly as on real
 machines (docs/multi_host.md): data_parallel gets N "worker" tasks running
 `tf.distribute.MultiWorkerMirroredStrategy`; model_parallel gets N "worker" tasks that serve
 (`tf.distribute.Server`) plus one "chief" task, the client that runs the schedule on them, started
-once every server accepts connections. The launcher picks free loopback ports, streams every
+once every server accepts connections; a parameter-server program (async_data_parallel) gets N "worker" and P
+"ps" tasks that serve plus the "chief", its coordinator. The launcher picks free loopback ports, streams every
 process's output prefixed with its task ("[worker 1] ..."), and returns the program's exit status (0 when every process succeeded). When any
 process dies (or a server exits before the client has finished) the launcher stops all the others
 (SIGTERM, then SIGKILL after a grace period) and exits non-zero with one "error: ..." line, so a lost
-worker never leaves the others hanging in a collective. Rerunning the same command with the same
---model_dir resumes from the chief's last checkpoint.
+worker never leaves the others hanging in a collective. The exception is a parameter-server program's worker:
+its death is reported in one line and the others go on (the coordinator reruns its functions on them). Rerunning
+the same command with the same --model_dir resumes from the chief's last checkpoint.
 """
 
 import ctypes
@@ -25,7 +28,6 @@ import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
+from common import ports
 from common import programs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,8 +46,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIENT_SERVER_PROGRAMS = frozenset(p.module for p in programs.with_cluster("client_server"))
 # Programs whose every task runs the program under MultiWorkerMirroredStrategy.
 MULTI_WORKER_PROGRAMS = frozenset(p.module for p in programs.with_cluster("multi_worker"))
+# Programs whose "worker" and "ps" tasks serve while the "chief" coordinates (ParameterServerStrategy).
+PARAMETER_SERVER_PROGRAMS = frozenset(p.module for p in programs.with_cluster("parameter_server"))
 # The only programs that use several workers: any other would run once per worker, each doing the same work.
-PROGRAMS = CLIENT_SERVER_PROGRAMS | MULTI_WORKER_PROGRAMS
+PROGRAMS = CLIENT_SERVER_PROGRAMS | MULTI_WORKER_PROGRAMS | PARAMETER_SERVER_PROGRAMS
 MODES = ("auto", "workers", "client_server")
 # Seconds between SIGTERM and SIGKILL when stopping processes.
 GRACE_SECONDS = 5.0
@@ -57,7 +62,11 @@ _WORKERS = flags.DEFINE_integer(
 _MODE = flags.DEFINE_enum(
     "mode", "auto", MODES,
     "Cluster shape: every task runs the program (workers), N servers plus one client task (client_server), "
-    f"or chosen by the program (auto: client_server for {' and '.join(sorted(CLIENT_SERVER_PROGRAMS))}).")
+    f"or chosen by the program (auto: client_server for {' and '.join(sorted(CLIENT_SERVER_PROGRAMS))}; "
+    f"{' and '.join(sorted(PARAMETER_SERVER_PROGRAMS))} always get N workers, --ps servers and a coordinator).")
+_PS = flags.DEFINE_integer(
+    "ps", None, "Parameter-server tasks of a parameter-server program (default 1; at least 1). Only for "
+    f"{' and '.join(sorted(PARAMETER_SERVER_PROGRAMS))}.")
 flags.register_validator("workers", lambda n: n is not None and 1 <= n <= 64,
                          "must be an integer in 1..64 (worker processes on this machine)")
 
@@ -66,28 +75,18 @@ class LaunchError(Exception):
   """A problem with the launcher's command line (printed as one line)."""
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> List[int]:
-  """`count` distinct TCP ports free on `host` now (the kernel's choice; held until all are picked)."""
-  sockets = []
-  try:
-    for _ in range(count):
-      s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-      s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-      s.bind((host, 0))
-      sockets.append(s)
-    return [s.getsockname()[1] for s in sockets]
-  finally:
-    for s in sockets:
-      s.close()
-
-
-def cluster_tasks(workers: int, client_server: bool, host: str = "127.0.0.1") -> List[Tuple[str, Dict]]:
-  """The tasks to start: [(name, TF_CONFIG dict)], the client ("chief") last when `client_server`."""
-  ports = free_ports(workers + int(client_server), host)
-  cluster = {"worker": [f"{host}:{p}" for p in ports[:workers]]}
+def cluster_tasks(workers: int, client_server: bool, host: str = "127.0.0.1", ps: int = 0
+                  ) -> List[Tuple[str, Dict]]:
+  """The tasks to start: [(name, TF_CONFIG dict)]: the workers, then `ps` "ps" tasks, then the client ("chief")
+  when `client_server`."""
+  picked = ports.free_ports(workers + ps + int(client_server), host)
+  cluster = {"worker": [f"{host}:{p}" for p in picked[:workers]]}
+  if ps:
+    cluster["ps"] = [f"{host}:{p}" for p in picked[workers:workers + ps]]
   if client_server:
-    cluster["chief"] = [f"{host}:{ports[-1]}"]
+    cluster["chief"] = [f"{host}:{picked[-1]}"]
   tasks = [(f"worker {i}", {"cluster": cluster, "task": {"type": "worker", "index": i}}) for i in range(workers)]
+  tasks += [(f"ps {i}", {"cluster": cluster, "task": {"type": "ps", "index": i}}) for i in range(ps)]
   if client_server:
     tasks.append(("chief", {"cluster": cluster, "task": {"type": "chief", "index": 0}}))
   return tasks
@@ -115,11 +114,19 @@ def _describe(code: int) -> str:
 
 
 class Cluster:
-  """The launched processes, their output streams and their shutdown."""
+  """The launched processes, their output streams and their shutdown.
 
-  def __init__(self, program: str, args: Sequence[str], client_server: bool):
+  Args:
+    program, args: the command every task runs.
+    client_server: the tasks other than "chief" only serve.
+    workers_may_die: a "worker" task's death is not a failure (a parameter-server program goes on without it).
+  """
+
+  def __init__(self, program: str, args: Sequence[str], client_server: bool, workers_may_die: bool = False):
     self.command = [sys.executable, "-m", program, *args]
     self.client_server = client_server
+    self.workers_may_die = workers_may_die
+    self.lost: List[str] = []  # Workers whose death was tolerated.
     self.names: List[str] = []
     self.procs: List[subprocess.Popen] = []
     self.threads: List[threading.Thread] = []
@@ -151,6 +158,15 @@ class Cluster:
     codes = [p.poll() for p in self.procs]
     for name, code in zip(self.names, codes):
       server = self.client_server and name != "chief"
+      if code is not None and self.workers_may_die and name.startswith("worker"):
+        if name not in self.lost:
+          self.lost.append(name)
+          left = sum(c is None for n, c in zip(self.names, codes) if n.startswith("worker"))
+          then = (f"the other {left} worker(s) go on (the coordinator reruns its functions on them)" if left else
+                  "no worker is left: the coordinator waits for one to come back (--worker_recovery_seconds)")
+          with self._lock:
+            print(f"note: {name} {_describe(code)}; {then}.", file=sys.stderr, flush=True)
+        continue
       if code is not None and (code != 0 or server):
         running = sum(c is None for c in codes)
         what = "the program" if name == "chief" else name
@@ -167,11 +183,9 @@ class Cluster:
         return failure
       if time.monotonic() > deadline:
         return 1, f"the servers at {', '.join(pending)} did not start within {SERVER_START_SECONDS:.0f} s."
-      host, port = pending[0].rsplit(":", 1)
-      try:
-        socket.create_connection((host, int(port)), timeout=1.0).close()
+      if ports.listening(pending[0]):
         pending.pop(0)
-      except OSError:
+      else:
         time.sleep(POLL_SECONDS)
     return None
 
@@ -202,12 +216,14 @@ class Cluster:
       thread.join(timeout=2.0)
 
 
-def launch(program: str, args: Sequence[str], workers: int, mode: str = "auto") -> int:
-  """Runs `python -m program args...` as a local cluster of `workers` tasks; returns the exit status.
+def launch(program: str, args: Sequence[str], workers: int, mode: str = "auto", ps: Optional[int] = None) -> int:
+  """Runs `python -m program args...` as a local cluster of `workers` tasks (plus `ps` parameter-server tasks and
+  a coordinator for a parameter-server program); returns the exit status.
 
   Raises:
     LaunchError: `program` is not an importable module, or not one of `PROGRAMS` (the programs that use
-      several workers).
+      several workers); `ps` below 1 for a parameter-server program, given for another, or a `mode` other
+      than auto for a parameter-server program.
   """
   try:
     found = importlib.util.find_spec(program)
@@ -218,21 +234,33 @@ def launch(program: str, args: Sequence[str], workers: int, mode: str = "auto") 
   if program not in PROGRAMS:
     raise LaunchError(f"{program} does not use several workers (each would do the same work); the launcher "
                       f"runs {', '.join(sorted(PROGRAMS))}. Run {program} directly: python -m {program} [flags].")
-  client_server = mode == "client_server" or (mode == "auto" and program in CLIENT_SERVER_PROGRAMS)
-  tasks = cluster_tasks(workers, client_server)
-  cluster = Cluster(program, args, client_server)
+  parameter_server = program in PARAMETER_SERVER_PROGRAMS
+  if parameter_server:
+    ps = 1 if ps is None else ps
+    if ps < 1:
+      raise LaunchError(f"--ps={ps}: {program} keeps its variables on parameter-server tasks; give --ps=1 or more.")
+    if mode != "auto":
+      raise LaunchError(f"--mode={mode}: {program} always runs as workers, parameter servers and a coordinator.")
+  elif ps is not None:
+    raise LaunchError(f"--ps is for the parameter-server programs ({', '.join(sorted(PARAMETER_SERVER_PROGRAMS))}), "
+                      f"not {program}.")
+  client_server = parameter_server or mode == "client_server" or (mode == "auto" and program in CLIENT_SERVER_PROGRAMS)
+  tasks = cluster_tasks(workers, client_server, ps=ps or 0)
+  cluster = Cluster(program, args, client_server, workers_may_die=parameter_server)
 
   def on_signal(signum, _):
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
   previous = signal.signal(signal.SIGTERM, on_signal)
   try:
-    for name, tf_config in tasks[:workers]:
+    servers = [(name, tf_config) for name, tf_config in tasks if name != "chief"]
+    for name, tf_config in servers:
       cluster.start(name, tf_config)
     # The client connects only once every server listens.
-    failure = cluster.wait_listening(tasks[0][1]["cluster"]["worker"]) if client_server else None
+    spec = tasks[0][1]["cluster"]
+    failure = cluster.wait_listening(spec["worker"] + spec.get("ps", [])) if client_server else None
     if not failure:
-      for name, tf_config in tasks[workers:]:
+      for name, tf_config in tasks[len(servers):]:
         cluster.start(name, tf_config)
     code, message = failure or cluster.wait()
   except KeyboardInterrupt as e:
@@ -251,7 +279,7 @@ def main(argv: Sequence[str]) -> None:
           "[flags...]", file=sys.stderr)
     sys.exit(2)
   try:
-    sys.exit(launch(argv[1], argv[2:], _WORKERS.value, _MODE.value))
+    sys.exit(launch(argv[1], argv[2:], _WORKERS.value, _MODE.value, _PS.value))
   except LaunchError as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(2)

@@ -29,6 +29,7 @@ from common import evaluation
 from common import finetune
 from common import lock as lock_lib
 from common import outputs
+from common import parameter_server
 from common import precision as precision_lib
 from common import programs
 from common import provenance
@@ -61,9 +62,11 @@ class Run:
       exported weights or run record (the chief does).
     finetune_device: where the classifier lives and finetunes when there is no strategy.
     layer_devices: the device of each layer (the first device under a strategy).
-    strategy: the tf.distribute strategy of a data-parallel run, else None.
-    finetune_strategy: the strategy finetuning runs under: the run's strategy, or a `MirroredStrategy` over
-      this process's devices when there are several (`_finetune_strategy`), else None (one device).
+    strategy: the tf.distribute strategy of a data-parallel run (mirrored), or the `ParameterServerStrategy` of a
+      "parameter_server" program, else None.
+    finetune_strategy: the strategy finetuning runs under: the run's mirrored strategy, or a `MirroredStrategy`
+      over this process's devices when there are several (`_finetune_strategy`), else None (one device: in a
+      cluster of servers, the client's or coordinator's own).
     kernels: the kernel path of the pretraining steps, "xla" or "tf" (`autoencoder.KERNEL_PATHS`).
     evaluator: the held-out reconstruction evaluator (`common.evaluation`).
     summaries: TensorBoard scalars (`common.summaries`; writes nothing without --tensorboard_dir).
@@ -212,12 +215,17 @@ def setup_devices(config: config_lib.Config, program: programs.Program
     program: the registered program; its `cluster` says what it does when TF_CONFIG describes a cluster.
 
   Returns:
-    (DeviceSetup, strategy or None). A "client_server" worker task never returns: it serves its devices.
+    (DeviceSetup, strategy or None). A "client_server" worker task, or a "parameter_server" worker or ps task,
+    never returns: it serves its devices.
 
   Raises:
     ValueError: the devices cannot be made, or TF_CONFIG is malformed.
   """
   distribution = program.cluster
+  if distribution == "parameter_server":  # Always a cluster: TF_CONFIG's, or one started in this process.
+    pool = config.thread_pool_setting(program.default_thread_pool(config.precision))
+    strategy, setup = parameter_server.strategy(program.name, config.num_devices, config.threads_per_device, pool)
+    return setup, strategy
   in_cluster = distribution != "none" and cluster.task() is not None
   if in_cluster and distribution == "client_server":
     return cluster.serve_or_connect(config.num_devices, config.threads_per_device), None
@@ -230,13 +238,12 @@ def setup_devices(config: config_lib.Config, program: programs.Program
   return setup, replica_steps.make_strategy(setup.names) if distribution == "multi_worker" else None
 
 
-def _finetune_strategy(config: config_lib.Config, setup: devices_lib.DeviceSetup,
-                       task: Optional[Tuple[str, int]]) -> Optional[tf.distribute.Strategy]:
+def _finetune_strategy(config: config_lib.Config, setup: devices_lib.DeviceSetup) -> Optional[tf.distribute.Strategy]:
   """Finetuning on every device of this process: a `MirroredStrategy` over the first k of its devices, k the
   largest count up to all of them that divides the finetuning batch (each replica an equal share; the summed
-  gradient is the one-device gradient of the global batch), or None for one device. In a cluster the client
-  finetunes on its own device (its workers' devices are remote): None."""
-  if task is not None:
+  gradient is the one-device gradient of the global batch), or None for one device. In a cluster of servers the
+  client (or coordinator) finetunes on its own device (the servers' devices are remote): None."""
+  if setup.cluster is not None:
     return None
   batch = config.effective_finetune_batch_size
   k = max(g for g in range(1, len(setup.names) + 1) if batch % g == 0)
@@ -278,7 +285,7 @@ def start(config: config_lib.Config, program: programs.Program,
   # only serve.
   distribution = program.cluster
   task = cluster.task() if distribution != "none" else None
-  if not (distribution == "client_server" and task is not None and task[0] != "chief"):
+  if not (distribution in ("client_server", "parameter_server") and task is not None and task[0] != "chief"):
     outputs.check(config, chief=task is None or task in (("chief", 0), ("worker", 0)))
   precision_lib.check_supported(config.precision)
   device_setup, strategy = setup_devices(config, program)
@@ -288,9 +295,13 @@ def start(config: config_lib.Config, program: programs.Program,
   mnist = data.load_mnist(config.data_dir, config.train_examples)
   first = device_setup.names[0]
   layer_devices = list(place(device_setup) if place else [first] * len(config.hidden_units))
-  # In a client/server cluster the client (this process) finetunes; its workers hold the layers.
+  # In a client/server cluster the client (this process) finetunes; its workers hold the layers. A
+  # parameter-server program's coordinator (this process) finetunes; the ps tasks hold the layers.
   finetune_device = cluster.client_device() if distribution == "client_server" and cluster.task() else first
-  finetune_strategy = strategy or _finetune_strategy(config, device_setup, task)
+  if distribution == "parameter_server":
+    finetune_device = parameter_server.COORDINATOR_DEVICE
+  mirrored = distribution == "multi_worker"
+  finetune_strategy = strategy if mirrored else _finetune_strategy(config, device_setup)
   with strategy.scope() if strategy is not None else tf.device(first):
     layers = autoencoder.build_stack(config.hidden_units, config.seed, devices=None if strategy else layer_devices,
                                      precision=config.precision)
@@ -307,9 +318,8 @@ def start(config: config_lib.Config, program: programs.Program,
   # The run's wall seconds before this process: the earlier processes' up to their last checkpoint.
   clock["earlier_processes_seconds"] = clock.get("run_seconds", 0.0)
   clock["processes"] = clock.get("processes", 0) + 1
-  # Under a strategy the layers are mirrored on every replica: evaluate on this process's default device.
-  evaluator = evaluation.HeldoutEvaluator(mnist.test_images, config.corruption,
-                                          None if strategy is not None else finetune_device)
+  # Under a mirrored strategy the layers are on every replica: evaluate on this process's default device.
+  evaluator = evaluation.HeldoutEvaluator(mnist.test_images, config.corruption, None if mirrored else finetune_device)
   summaries = summaries_lib.Summaries(config.tensorboard_dir if chief else None, config.effective_run_name)
   kernels = config.kernel_path(program.default_kernels(config.precision))
   return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,

@@ -17,7 +17,10 @@ from typing import Mapping, Tuple
 #   "none"           it does not: TF_CONFIG is ignored, the devices are this process's.
 #   "client_server"  the "worker" tasks serve their devices, the "chief" task runs the program on them.
 #   "multi_worker"   every task runs the program under MultiWorkerMirroredStrategy.
-CLUSTER_SHAPES = ("none", "client_server", "multi_worker")
+#   "parameter_server" the "ps" tasks hold the variables, the "worker" tasks run the functions the "chief" task
+#                    schedules (ParameterServerStrategy, `common.parameter_server`); without TF_CONFIG the
+#                    program starts such a cluster inside its own process.
+CLUSTER_SHAPES = ("none", "client_server", "multi_worker", "parameter_server")
 # Numerical precisions of the matrix products (`--precision`).
 PRECISIONS = ("float32", "mixed_bfloat16")
 
@@ -95,8 +98,11 @@ DATA_PARALLEL = _program("data_parallel", "dp", "data parallel", "tab:green", "e
                          cluster="multi_worker")
 PIPELINE_PARALLEL = _program("pipeline_parallel", "pp", "pipeline parallel", "tab:red",
                              "experiments.perf_model.Pipeline", cluster="client_server")
+ASYNC_DATA_PARALLEL = _program("async_data_parallel", "adp", "asynchronous data parallel", "tab:brown", "none",
+                               cluster="parameter_server")
 
-PROGRAMS: Tuple[Program, ...] = (GREEDY, SYNC_LAYERWISE, MODEL_PARALLEL, DATA_PARALLEL, PIPELINE_PARALLEL)
+PROGRAMS: Tuple[Program, ...] = (GREEDY, SYNC_LAYERWISE, MODEL_PARALLEL, DATA_PARALLEL, PIPELINE_PARALLEL,
+                                 ASYNC_DATA_PARALLEL)
 NAMES: Tuple[str, ...] = tuple(p.name for p in PROGRAMS)
 
 

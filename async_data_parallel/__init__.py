@@ -1,0 +1,1 @@
+"""Asynchronous data-parallel pretraining (asynchronous SGD) on TensorFlow's parameter-server strategy."""

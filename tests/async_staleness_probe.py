@@ -1,0 +1,72 @@
+"""Test helper: one asynchronous SGD step whose staleness is made, not waited for.
+
+An in-process cluster of one worker and one parameter server; worker 0 is slowed by the benchmark-only delay, and
+while its step sleeps between its gradient and its apply, this process (the coordinator) adds STALE to the version
+counter, as STALE updates of other workers would. The step must measure staleness STALE, and apply lr g (plain) or
+lr g / (STALE + 1) (staleness-aware), g the gradient at the weights it read. Prints one JSON line per setting:
+{"staleness_aware", "staleness", "error_vs_expected", "error_vs_other_rule"} (max abs weight differences).
+
+Usage: python tests/async_staleness_probe.py
+"""
+
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from async_data_parallel import worker_steps  # noqa: E402
+from common import autoencoder  # noqa: E402
+from common import parameter_server  # noqa: E402
+from common import programs  # noqa: E402
+
+STALE = 5
+DELAY_SECONDS = 3.0  # the step sleeps this long; the counter moves 1 s into it
+LEARNING_RATE = 0.5
+SEED, CORRUPTION, BATCH = 3, 0.5, 10
+
+
+def main():
+  strategy, _ = parameter_server.strategy(programs.ASYNC_DATA_PARALLEL.name, 1, 1, "per_device")
+  coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+  images_np = np.random.default_rng(0).random((40, 784), dtype=np.float32)
+  with strategy.scope():
+    counters = worker_steps.Counters()
+  images = worker_steps.per_worker_copies(strategy, lambda: tf.Variable(images_np, trainable=False))
+  local = autoencoder.build_stack((16,), SEED)[0]  # the reference gradient, on this process's own device
+  reference = autoencoder.LayerTrainer(local, [], tf.constant(images_np), SEED, CORRUPTION, BATCH)
+  for aware in (False, True):
+    with strategy.scope():
+      layer = autoencoder.build_stack((16,), SEED)[0]
+    steps = worker_steps.LayerSteps(layer, [], images, counters, SEED, CORRUPTION, BATCH, "tf", aware, DELAY_SECONDS)
+    coordinator.schedule(steps.function, args=(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)))
+    coordinator.join()  # traced, copies made; learning rate 0
+    before = [v.numpy() for v in layer.weights]
+    for var, value in zip(local.weights, before):
+      var.assign(value)
+    step = tf.constant(1)
+    indices = reference.batches.indices(step * BATCH + tf.range(BATCH), tf.constant(0))
+    _, grads = reference.loss_and_gradients(indices, tf.constant(0), BATCH)
+    result = coordinator.schedule(steps.function, args=(tf.constant(0), step, tf.constant(1),
+                                                        tf.constant(LEARNING_RATE)))
+    time.sleep(1.0)
+    counters.version.assign_add(STALE)
+    coordinator.join()
+    _, staleness, _ = result.fetch()
+    after = [v.numpy() for v in layer.weights]
+    rates = {True: LEARNING_RATE / (STALE + 1), False: LEARNING_RATE}
+
+    def error(rate):
+      return max(float(np.max(np.abs(a - (b - rate * g.numpy())))) for a, b, g in zip(after, before, grads))
+
+    print(json.dumps({"staleness_aware": aware, "staleness": [int(s) for s in staleness],
+                      "error_vs_expected": error(rates[aware]), "error_vs_other_rule": error(rates[not aware])}),
+          flush=True)
+
+
+if __name__ == "__main__":
+  main()
