@@ -57,7 +57,4 @@ def check(values: Mapping[str, Any]) -> None:
     v = values["worker_recovery_seconds"]
     if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
       raise ValueError(f"--worker_recovery_seconds must be a positive number of seconds, got {v!r}.")
-  if "benchmark_slow_worker_delay_seconds" in values:
-    v = values["benchmark_slow_worker_delay_seconds"]
-    if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= 3600):
-      raise ValueError(f"--benchmark_slow_worker_delay_seconds must be in [0, 3600] seconds, got {v!r}.")
+

@@ -140,10 +140,7 @@ def _run(config: config_lib.AsyncConfig, on_checkpoint) -> Dict[str, Any]:
                               f"({run_.finetune_device}), the pretrained weights copied out of the parameter server"},
   }
   if config.benchmark_slow_worker_delay_seconds:
-    record["benchmark_only"] = {"slow_worker_delay_seconds": config.benchmark_slow_worker_delay_seconds,
-                                "slow_worker": worker_steps.SLOW_WORKER,
-                                "note": "a benchmark-only straggler: this worker sleeps this long in every step "
-                                        "between its gradient and its apply"}
+    record["benchmark_only"] = timing.straggler_record(config.benchmark_slow_worker_delay_seconds)
   logging.info("Pretrained %d layer(s) asynchronously on %d worker(s) in %.1f s (steady-state training time); "
                "staleness mean %.2f, max %s; %d function(s) rescheduled.", len(hidden), num_workers,
                record["pretrain_seconds"], record["staleness"]["mean"] or 0.0, record["staleness"]["max"],

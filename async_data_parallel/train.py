@@ -34,14 +34,11 @@ _OWN = {
         "worker_recovery_seconds", config_lib.DEFAULT_WORKER_RECOVERY_SECONDS,
         "End the run with an error once no worker has accepted a connection for this many seconds (a lost "
         "worker's functions run on the others meanwhile; TensorFlow alone would wait an hour)."),
-    "benchmark_slow_worker_delay_seconds": flags.DEFINE_float(
-        "benchmark_slow_worker_delay_seconds", 0.0,
-        "BENCHMARK ONLY: worker 0 sleeps this many seconds in every step, between computing its gradient and "
-        "applying it (a straggler, to measure staleness); recorded in the run record's benchmark_only field."),
+    "benchmark_slow_worker_delay_seconds": common_flags.define_slow_worker_delay(),
 }
 
 common_flags.validate_each(
-    ["steps_per_function", "worker_recovery_seconds", "benchmark_slow_worker_delay_seconds", "kernels"],
+    ["steps_per_function", "worker_recovery_seconds", "kernels"],
     config_lib.check)
 
 if __name__ == "__main__":

@@ -31,9 +31,8 @@ from typing import List, Sequence, Tuple
 import tensorflow as tf
 
 from common import autoencoder
+from common import timing
 
-# The benchmark-only straggler (`benchmark_slow_worker_delay_seconds`) is this worker.
-SLOW_WORKER = 0
 
 
 class Counters(tf.Module):
@@ -68,17 +67,6 @@ def per_worker_copies(strategy: tf.distribute.Strategy, make):
     return make()
 
 
-def sleep(seconds: float) -> tf.Tensor:
-  """Graph code: sleeps `seconds` on the device that runs it, without using a core (tf.data's SleepDataset sleeps
-  before producing each element; Take(1) stops before it would sleep again for the end of the data)."""
-  spec = dict(output_types=[tf.int64], output_shapes=[[]])
-  one = tf.raw_ops.TensorDataset(components=[tf.constant(0, tf.int64)], output_shapes=[[]])
-  slept = tf.raw_ops.SleepDataset(input_dataset=one, sleep_microseconds=tf.constant(int(seconds * 1e6), tf.int64),
-                                  **spec)
-  return tf.raw_ops.DatasetToSingleElement(
-      dataset=tf.raw_ops.TakeDataset(input_dataset=slept, count=tf.constant(1, tf.int64), **spec), **spec)[0]
-
-
 class LayerSteps(tf.Module):
   """The scheduled function of one layer (`function`) and what it runs.
 
@@ -90,7 +78,7 @@ class LayerSteps(tf.Module):
     seed, corruption, batch_size: as every program's (greedy's batches: `common.data.Batches`).
     kernels: the kernel path of the gradient: "tf" (XLA cannot compile reads of per-worker variables).
     staleness_aware: divide the learning rate of each update by its staleness + 1.
-    slow_worker_delay: benchmark-only seconds worker `SLOW_WORKER` sleeps in each step between its gradient and
+    slow_worker_delay: benchmark-only seconds worker `timing.SLOW_WORKER` sleeps in each step between its gradient and
       its apply; 0 for none (nothing is added to the step then).
   """
 
@@ -116,16 +104,6 @@ class LayerSteps(tf.Module):
     loss, _, grads = self.layer.loss_and_gradients(corrupted, clean, t.batch_size, weights)
     return loss, grads
 
-  def _straggle(self, worker: tf.Tensor, grads: List[tf.Tensor]) -> List[tf.Tensor]:
-    """`grads`, held back by the benchmark-only delay when this is the slow worker."""
-    if not self.slow_worker_delay:
-      return grads
-    with tf.control_dependencies(grads):
-      slept = tf.cond(tf.equal(worker, SLOW_WORKER), lambda: sleep(self.slow_worker_delay),
-                      lambda: tf.constant(0, tf.int64))
-    with tf.control_dependencies([slept]):
-      return [tf.identity(g) for g in grads]
-
   def _step(self, worker: tf.Tensor, epoch: tf.Tensor, step: tf.Tensor, learning_rate: tf.Tensor
             ) -> Tuple[tf.Tensor, tf.Tensor]:
     """One asynchronous SGD step; returns (the batch's mean loss float32, the update's staleness int64)."""
@@ -136,7 +114,7 @@ class LayerSteps(tf.Module):
       weights = [v.read_value() for v in self.layer.weights]
     t = self.trainer
     loss, grads = self.gradient(t.batches.indices(step * t.batch_size + tf.range(t.batch_size), epoch), epoch, weights)
-    grads = self._straggle(worker, grads)
+    grads = timing.straggle(worker, grads, self.slow_worker_delay)
     rate = learning_rate
     if self.staleness_aware:
       with tf.control_dependencies(grads):

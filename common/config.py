@@ -7,6 +7,7 @@ validate the `Config` they are given with the same rules, so a test or an experi
 
 import dataclasses
 import datetime
+import math
 from typing import Any, Mapping, Optional, Tuple
 
 from common import programs
@@ -158,6 +159,10 @@ def check(values: Mapping[str, Any]) -> None:
   for name in ("pretrain_learning_rate", "finetune_learning_rate"):
     if name in values and not values[name] > 0:
       raise ValueError(f"--{name} must be positive, got {values[name]}.")
+  if "benchmark_slow_worker_delay_seconds" in values:  # data_parallel's and async_data_parallel's straggler
+    v = values["benchmark_slow_worker_delay_seconds"]
+    if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= 3600):
+      raise ValueError(f"--benchmark_slow_worker_delay_seconds must be in [0, 3600] seconds, got {v!r}.")
   n = values.get("train_examples")
   if n is not None and not 1 <= n <= MNIST_TRAIN_EXAMPLES:
     raise ValueError(f"--train_examples must be in 1..{MNIST_TRAIN_EXAMPLES}, got {n}.")

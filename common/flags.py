@@ -106,6 +106,20 @@ SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "f
           "kernels", "thread_pool", "heldout_every_epoch", "tensorboard_dir", "progress")
 
 
+def define_slow_worker_delay() -> flags.FlagHolder:
+  """Defines --benchmark_slow_worker_delay_seconds, the benchmark-only straggler of the data-parallel programs
+  (`common.timing.straggle`), validated by `common.config.check`."""
+  name = "benchmark_slow_worker_delay_seconds"
+  if name in flags.FLAGS:  # Defined by another program's module imported in this process.
+    return flags.FlagHolder(flags.FLAGS, flags.FLAGS[name])
+  holder = flags.DEFINE_float(
+      name, 0.0,
+      "BENCHMARK ONLY: worker (replica) 0 sleeps this many seconds in every step, between computing its gradient "
+      "and its update (a straggler); recorded in the run record's benchmark_only field.")
+  validate_each([holder.name], config_lib.check)
+  return holder
+
+
 def validate_each(names: Sequence[str], check: Callable[[Mapping[str, Any]], None]) -> None:
   """Registers one validator per flag of `names` (so the error names just that flag) that calls
   `check({name: value})`, which raises ValueError with a one-line message starting "--<name> "."""

@@ -12,7 +12,7 @@ import collections
 import contextlib
 import statistics
 import time
-from typing import Callable, Dict, Iterator, Optional
+from typing import Callable, Dict, Iterator, List, Optional, Sequence
 
 import tensorflow as tf
 
@@ -91,3 +91,37 @@ def trace(log_dir: Optional[str]) -> Iterator[None]:
     yield
   finally:
     tf.profiler.experimental.stop()
+
+
+# The benchmark-only straggler (`--benchmark_slow_worker_delay_seconds` of data_parallel and async_data_parallel):
+# worker (replica) 0 sleeps in every step, between its gradient and its update.
+SLOW_WORKER = 0
+
+
+def sleep(seconds: float) -> tf.Tensor:
+  """Graph code: sleeps `seconds` on the device that runs it, without using a core (tf.data's SleepDataset sleeps
+  before producing each element; Take(1) stops before it would sleep again for the end of the data)."""
+  spec = dict(output_types=[tf.int64], output_shapes=[[]])
+  one = tf.raw_ops.TensorDataset(components=[tf.constant(0, tf.int64)], output_shapes=[[]])
+  slept = tf.raw_ops.SleepDataset(input_dataset=one, sleep_microseconds=tf.constant(int(seconds * 1e6), tf.int64),
+                                  **spec)
+  return tf.raw_ops.DatasetToSingleElement(
+      dataset=tf.raw_ops.TakeDataset(input_dataset=slept, count=tf.constant(1, tf.int64), **spec), **spec)[0]
+
+
+def straggle(worker: tf.Tensor, tensors: Sequence[tf.Tensor], seconds: float) -> List[tf.Tensor]:
+  """Graph code: `tensors` (a step's gradients), held back `seconds` when `worker` (int32 scalar, the worker or
+  replica index) is `SLOW_WORKER`: the benchmark-only straggler. Unchanged, with nothing added, when seconds is 0."""
+  if not seconds:
+    return list(tensors)
+  with tf.control_dependencies(list(tensors)):
+    slept = tf.cond(tf.equal(worker, SLOW_WORKER), lambda: sleep(seconds), lambda: tf.constant(0, tf.int64))
+  with tf.control_dependencies([slept]):
+    return [tf.identity(x) for x in tensors]
+
+
+def straggler_record(seconds: float) -> Dict[str, object]:
+  """The run record's "benchmark_only" field of a run with the straggler."""
+  return {"slow_worker_delay_seconds": seconds, "slow_worker": SLOW_WORKER,
+          "note": "a benchmark-only straggler: this worker sleeps this long in every step between its gradient "
+                  "and its update"}

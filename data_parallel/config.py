@@ -32,8 +32,6 @@ LARGE_BATCH_RECIPE = ("--pretrain_lr_scaling=linear", "--finetune_optimizer=adam
 # The phases of the op profile of layer 1 (`data_parallel.profile`), in the order of its record.
 PROFILE_PHASES = ("input", "forward_loss", "gradients", "allreduce", "apply")
 
-# Settings that do not change the mathematics (a resumed run may change them).
-_NON_TRAINING_FIELDS = frozenset({"profile_steps", "profile_repeats"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +49,8 @@ class DataParallelConfig(config_lib.Config):
     finetune_optimizer: "sgd" (plain or with momentum) or "adam".
     profile_steps: steps timed per phase in the op profile of layer 1 (0: no profile).
     profile_repeats: timed repetitions of each phase of the op profile.
+    benchmark_slow_worker_delay_seconds: benchmark-only: replica 0 sleeps this long in every step between its
+      gradient and the all-reduce (a straggler that every replica waits for; `common.timing.straggle`).
   """
   strategy: str = programs.DATA_PARALLEL.name
   pretrain_lr_scaling: str = "none"
@@ -59,15 +59,14 @@ class DataParallelConfig(config_lib.Config):
   warmup_epochs: float = 0.0
   finetune_momentum: float = 0.0
   finetune_optimizer: str = "sgd"
-  profile_steps: int = 20
-  profile_repeats: int = 3
+  # Settings that do not change the mathematics (a resumed run may change them).
+  profile_steps: int = dataclasses.field(default=20, metadata=config_lib.NOT_TRAINING)
+  profile_repeats: int = dataclasses.field(default=3, metadata=config_lib.NOT_TRAINING)
+  benchmark_slow_worker_delay_seconds: float = dataclasses.field(default=0.0, metadata=config_lib.NOT_TRAINING)
 
   def __post_init__(self):
     super().__post_init__()
     check(dataclasses.asdict(self))
-
-  def training_fingerprint(self) -> dict:
-    return {k: v for k, v in super().training_fingerprint().items() if k not in _NON_TRAINING_FIELDS}
 
   def pretrain_learning_rate_after_warmup(self) -> float:
     """The pretraining learning rate reached after the warm-up (the given one when not scaled)."""

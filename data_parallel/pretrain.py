@@ -64,7 +64,8 @@ def run(config: config_lib.DataParallelConfig,
                                        config.batch_size, kernels=run_.kernels)
     lr_multiplier = config_lib.lr_warmup(learning_rate / config.pretrain_learning_rate, config.warmup_epochs,
                                  trainer.steps_per_epoch)
-    dp = replicas.DataParallelTrainer(strategy, trainer, lr_multiplier)
+    dp = replicas.DataParallelTrainer(strategy, trainer, lr_multiplier,
+                                      config.benchmark_slow_worker_delay_seconds)
     with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
       dp.compile()
     if i == 0 and config.profile_steps and "profile" not in pretrain_state:
@@ -91,6 +92,8 @@ def run(config: config_lib.DataParallelConfig,
     layer1 = [e["seconds"] for e in histories[0]]
     record["profile"] = dict(profile, measured_seconds_per_epoch=sum(layer1) / len(layer1), layer=1)
     record["timing"] = {f"profile/{k}": v for k, v in profile["seconds_per_epoch"].items()}
+  if config.benchmark_slow_worker_delay_seconds:
+    record["benchmark_only"] = timing.straggler_record(config.benchmark_slow_worker_delay_seconds)
   logging.info("Pretrained %d layer(s) on %d replica(s) in %.1f s (steady-state training time).", len(hidden),
                strategy.num_replicas_in_sync, record["pretrain_seconds"])
   finetune_lr_multiplier = None

@@ -20,6 +20,7 @@ from common import config as common_config
 from common import data
 from common import optimizers
 from common import replica_steps
+from common import timing
 
 
 class DataParallelTrainer:
@@ -31,17 +32,19 @@ class DataParallelTrainer:
       every replica can read (`common.replica_steps.replica_resident`).
     lr_multiplier: None, or the learning-rate warm-up: a function of the step index counted from the
       layer's first step (int32) returning the factor of the learning rate (float32).
+    slow_replica_delay: benchmark-only seconds replica 0 sleeps in every step before the all-reduce (0: none).
 
   Raises:
     ValueError: B is not divisible by the number of replicas.
   """
 
   def __init__(self, strategy: tf.distribute.Strategy, trainer: autoencoder.LayerTrainer,
-               lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None):
+               lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None, slow_replica_delay: float = 0.0):
     common_config.check_divisible(trainer.batch_size, strategy.num_replicas_in_sync)
     self.strategy = strategy
     self.trainer = trainer
     self.lr_multiplier = lr_multiplier
+    self.slow_replica_delay = slow_replica_delay
     self.steps_per_epoch = trainer.steps_per_epoch
     self._compiled = tf.function(self._steps)
 
@@ -56,6 +59,8 @@ class DataParallelTrainer:
 
     def replica_step(step):
       loss, grads = t.loss_and_gradients(self.replica_indices(epoch, step), epoch, t.batch_size)
+      replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+      grads = timing.straggle(replica, grads, self.slow_replica_delay)
       optimizers.apply_update(t.layer.weights, grads,
                     optimizers.learning_rate_at(learning_rate, self.lr_multiplier, epoch * self.steps_per_epoch + step))
       return loss

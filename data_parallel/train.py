@@ -41,6 +41,7 @@ _OWN = {
         "Steps timed per phase in the op profile of layer 1 (0: no profile)."),
     "profile_repeats": flags.DEFINE_integer(
         "profile_repeats", _DEFAULTS.profile_repeats, "Timed repetitions of each phase of the op profile."),
+    "benchmark_slow_worker_delay_seconds": common_flags.define_slow_worker_delay(),
 }
 
 

@@ -199,3 +199,15 @@ def test_adam_update_follows_kingma_and_ba_on_every_copy():
     np.testing.assert_allclose(got_v, v, rtol=1e-4)  # float32 squares of 3.
   with pytest.raises(ValueError, match="unknown update rule"):
     optimizers.UpdateRule("rmsprop")
+
+
+def test_the_benchmark_only_straggler_delays_but_changes_nothing(tmp_path, greedy_run):
+  """--benchmark_slow_worker_delay_seconds: replica 0 sleeps in every step before the all-reduce; every replica waits
+  for it (synchronous SGD), the weights are greedy's, and the record names the benchmark-only setting."""
+  _, want = greedy_run
+  record = pretrain.run(_dp(tmp_path, "slow", profile_steps=0, finetune_epochs=0,
+                            benchmark_slow_worker_delay_seconds=0.002))
+  _assert_same_weights(runlog.load_weights(str(tmp_path / "slow.npz")), want)
+  assert record["benchmark_only"]["slow_worker_delay_seconds"] == 0.002 and record["benchmark_only"]["slow_worker"] == 0
+  steps = sum(len(layer["epochs"]) for layer in record["layers"]) * (SLICE_EXAMPLES // BASE["batch_size"])
+  assert record["pretrain_seconds"] >= 0.002 * steps  # every step waited for the sleeping replica
