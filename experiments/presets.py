@@ -193,22 +193,22 @@ def _mp_sizes(examples, epochs, batch, units, layers) -> Dict[str, Any]:
 _COMPARISON = {"paper": dict(examples=55_000, epochs=60, batch=5000, hidden=CONFIG_1, devices=4),
                "cpu": dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=2),
                "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=2)}
-_TABLES, _FIGURES = "experiments.report.tables.", "experiments.report."
+_TABLES, _FIGURES = "experiments.report.tables.", "experiments.report.figures."
 
 MP_SCALING_B100 = Entry(
     "mp_scaling_b100", "Model parallel: pretraining time vs devices (batch 100)",
     {"paper": _mp_sizes(55_000, 30, 100, 2000, (2, 3, 4)), "cpu": _mp_sizes(5500, 5, 100, 1000, (2, 3, 4)),
-     "smoke": _mp_sizes(400, 2, 40, 32, (2,))}, _mp_scaling, _TABLES + "scaling", _FIGURES + "scaling.draw")
+     "smoke": _mp_sizes(400, 2, 40, 32, (2,))}, _mp_scaling, _TABLES + "scaling", _FIGURES + "scaling")
 MP_SCALING_B5000 = Entry(
     "mp_scaling_b5000", "Model parallel: pretraining time vs devices (batch 5000)",
     {"paper": _mp_sizes(55_000, 60, 5000, 2000, (2, 3, 4)), "cpu": _mp_sizes(10_000, 10, 5000, 1000, (2, 3, 4)),
-     "smoke": _mp_sizes(400, 2, 200, 32, (2,))}, _mp_scaling, _TABLES + "scaling", _FIGURES + "scaling.draw")
+     "smoke": _mp_sizes(400, 2, 200, 32, (2,))}, _mp_scaling, _TABLES + "scaling", _FIGURES + "scaling")
 DP_SCALING = Entry(
     "dp_scaling", "Data parallel: pretraining time vs devices",
     {"paper": dict(examples=55_000, epochs=40, batch=5000, hidden=CONFIG_1, devices=(1, 2, 3, 4)),
      "cpu": dict(examples=10_000, epochs=7, batch=5000, hidden=(1000,) * 4, devices=(1, 2, 3, 4)),
      "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))},
-    _dp_scaling, _TABLES + "scaling", _FIGURES + "scaling.draw")
+    _dp_scaling, _TABLES + "scaling", _FIGURES + "scaling")
 DP_BATCH_SWEEP = Entry(
     "dp_batch_sweep", "Data parallel: seconds per epoch of one layer vs global batch",
     {"paper": dict(examples=55_000, epochs=2, units=2000, devices=4,
@@ -217,45 +217,45 @@ DP_BATCH_SWEEP = Entry(
      "cpu": dict(examples=18_000, epochs=2, units=1000, devices=2,
                  batches=(52, 100, 200, 300, 500, 700, 1000, 2000, 4000, 6000, 7000, 9000)),
      "smoke": dict(examples=400, epochs=1, units=32, devices=2, batches=(52, 200))},
-    _dp_batch_sweep, _TABLES + "dp_batch_sweep", _FIGURES + "data_parallel.draw_sweep")
+    _dp_batch_sweep, _TABLES + "dp_batch_sweep", _FIGURES + "dp_batch_sweep")
 DP_OP_PROFILE = Entry(
     "dp_op_profile", "Data parallel: time per epoch by phase vs devices",
     {"paper": dict(examples=55_000, epochs=1, batch=1000, units=2000, devices=(1, 2, 3, 4)),
      "cpu": dict(examples=11_000, epochs=1, batch=1000, units=1000, devices=(1, 2, 3, 4)),
      "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))},
-    _dp_scaling, _TABLES + "dp_op_profile", _FIGURES + "data_parallel.draw_profile")
+    _dp_scaling, _TABLES + "dp_op_profile", _FIGURES + "dp_op_profile")
 MP_VS_DP = Entry(
     "mp_vs_dp", "Model parallel vs data parallel at a large batch",
     {"paper": dict(examples=55_000, epochs=(30, 60), batch=7000, devices=4),
      "cpu": dict(examples=14_000, epochs=(5, 10), batch=7000, devices=2, config_1=(1000,) * 4,
                  config_2=(1000, 500, 250, 50)),
      "smoke": dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16))},
-    _mp_vs_dp, _TABLES + "mp_vs_dp", _FIGURES + "comparison.draw_mp_vs_dp")
+    _mp_vs_dp, _TABLES + "mp_vs_dp", _FIGURES + "mp_vs_dp")
 ACCURACY_VS_EPOCHS = Entry(
     "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel",
     {"paper": dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
      "cpu": dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=4),
      "smoke": dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2)},
-    _accuracy, _TABLES + "accuracy_vs_epochs", _FIGURES + "accuracy.draw_accuracy")
+    _accuracy, _TABLES + "accuracy_vs_epochs", _FIGURES + "accuracy_vs_epochs")
 DP_ACCURACY = Entry(
     "dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe",
     {"paper": dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4),
      "cpu": dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=2),
      "smoke": dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
                    large_batch=dp_config.LARGE_BATCH_RECIPE + ("--warmup_epochs=1",))},
-    _dp_accuracy, _TABLES + "dp_accuracy", _FIGURES + "accuracy.draw_dp_accuracy")
+    _dp_accuracy, _TABLES + "dp_accuracy", _FIGURES + "dp_accuracy")
 STRATEGY_COMPARISON = Entry(
     "strategy_comparison", "Does parallelism help? Pretraining time per strategy", _COMPARISON, _comparison,
-    _TABLES + "strategy_comparison", _FIGURES + "comparison.draw_strategy_comparison")
+    _TABLES + "strategy_comparison", _FIGURES + "strategy_comparison")
 CONVERGENCE = Entry(
     "convergence", "Reconstruction loss vs wall-clock seconds", _COMPARISON, _comparison, _TABLES + "convergence",
-    _FIGURES + "comparison.draw_convergence")
+    _FIGURES + "convergence")
 PP_SCALING = Entry(
     "pp_scaling", "Pipeline parallel (beyond the report): pretraining time vs devices",
     {"paper": dict(examples=55_000, epochs=30, batch=100, stacks=((2000,) * 4, (1000,) * 8)),
      "cpu": dict(examples=11_000, epochs=2, batch=100, stacks=((1000,) * 4, (500,) * 8)),
      "smoke": dict(examples=400, epochs=2, batch=40, stacks=((32, 32),))},
-    _pp_scaling, "experiments.report.pipeline.table", _FIGURES + "pipeline.draw", kind="beyond")
+    _pp_scaling, _TABLES + "pp_scaling", _FIGURES + "pp_scaling", kind="beyond")
 LARGE_BATCH = Entry(
     "large_batch", "Large-batch study: which recipe lets data parallel at a large batch match greedy",
     {"mid": dict(examples=55_000, epochs=10, hidden=(1000,) * 4, batch=5000, devices=2, reference_batch=100)},

@@ -22,6 +22,7 @@ from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.report import figures
 from experiments.report import readme
+from experiments.report import series
 from conftest import ROOT
 
 RESULTS = os.path.join(ROOT, "results")
@@ -340,19 +341,18 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
              "seconds_to_greedy_heldout_loss": {n: [v[0] * 0.9, None, v[2]] if n.startswith("pipe") else v
                                                 for n, v in seconds.items()}}
   (folder / "summary_n2_b100.json").write_text(json.dumps(summary))
-  from experiments.report import equal_cores as report_equal_cores
-  sentence = report_equal_cores.conclusion(str(tmp_path))
+  sentence = readme.equal_cores_conclusion(str(tmp_path))
   # Medians of the per-repeat ratios 2.0, 1.5, 2.0 (not the ratio of medians, 11 / 5.5 = 2.0 by chance only).
   assert ("at batch 100, `model_parallel` with `--num_devices=2 --threads_per_device=1 --thread_pool=shared` "
           "(2.00× greedy on all 2 cores, 1.50–2.00)") in sentence
-  table = report_equal_cores.table(str(tmp_path))
+  table = readme.equal_cores_table(str(tmp_path))
   assert table.count("\n") == 5  # header, rule, 4 configurations
   assert "`--num_devices=2 --threads_per_device=1 --thread_pool=per_device`" in table
   pipeline_row = next(line for line in table.splitlines() if "pipeline" in line)
   assert pipeline_row.endswith("| — |")  # one repeat never reached greedy's loss
-  assert os.path.exists(report_equal_cores.draw(str(tmp_path)))
+  assert os.path.exists(figures.equal_cores(str(tmp_path)))
   with pytest.raises(ValueError, match="not an equal-cores configuration"):
-    report_equal_cores.flags_of(GREEDY.name)
+    series.flags_of(GREEDY.name)
 
 
 def test_command_line_errors():

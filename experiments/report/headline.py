@@ -10,7 +10,6 @@ from experiments import presets
 from experiments import records
 from experiments import reported
 from experiments.benchmarks import harness
-from experiments.report import equal_cores
 from experiments.report import series
 from experiments.report import style
 
@@ -26,11 +25,10 @@ def _cell(*parts: Optional[str]) -> str:
 
 def _speedups(data: Optional[records.EntryData], used: List[dict]) -> Optional[str]:
   """"a / b": the deepest stack's speedup over 1 device on 2 and 4 devices (with † where oversubscribed)."""
-  by_g = list(series.stacks(data).values())[-1] if data and series.stacks(data) else {}
+  by_g = list(series.stacks(data).values())[-1] if data and data.runs else {}
   shown = [by_g[g] for g in (2, 4) if g in by_g and 1 in by_g]
   used += shown + ([by_g[1]] if shown else [])
-  return " / ".join(style.fmt_ratio(records.ratio(by_g[1], r)) + (" †" if records.oversubscribed(r) else "")
-                    for r in shown) or None
+  return " / ".join(style.fmt_ratio(records.ratio(by_g[1], r)) + style.dagger(r) for r in shown) or None
 
 
 def _scaling(output_dir: str, data: Data, used: List[dict]) -> str:
@@ -40,8 +38,8 @@ def _scaling(output_dir: str, data: Data, used: List[dict]) -> str:
     found = [records.EntryData.load(os.path.join(output_dir, machine), n) if machine else data[n] for n in SCALING]
     cells = [_speedups(d, used) for d in found]
     if any(cells):
-      cores = min(records.cores(r) for d in found if d for r in d.runs.values())
-      parts.append(f"{cores} cores{f' (`{machine}/`)' if machine else ''}: " + ", ".join(c or "—" for c in cells))
+      parts.append(f"{min(series.cores(d) for d in found if d)} cores{f' (`{machine}/`)' if machine else ''}: "
+                   + ", ".join(c or "—" for c in cells))
   return _cell(*parts)
 
 
@@ -86,6 +84,19 @@ def _comparison(data: Data, used: List[dict]) -> Optional[str]:
                    for n, r in rs.items() if n != GREEDY.run_name) + " (single runs)"
 
 
+def _equal_cores(output_dir: str, used: List[dict]) -> Optional[str]:
+  """The fastest program per batch, e.g. "pipeline parallel 1.65× at batch 100, 1.37× at 1000 (2 cores)"."""
+  found, rs = series.equal_cores(output_dir)
+  used += rs
+  parts, last = [], None
+  for (cores, batch), s in found.items():
+    program = series.program_of(s["fastest_program"])
+    parts.append(f"{'' if program == last else style.program_name(program) + ' '}"
+                 f"{series.ratios_to_baseline(s, s['fastest_program'])['median']:.2f}× at {'' if last else 'batch '}{batch}")
+    last = program
+  return ", ".join(parts) + f" ({'/'.join(sorted({str(c) for c, _ in found}))} cores)" if parts else None
+
+
 def _most_epochs(data: Data, entry: presets.Entry) -> str:
   """"cpu preset 12+12": the shown preset of an accuracy entry at its most epochs."""
   preset = data[entry.name].preset if data[entry.name] else "cpu"
@@ -116,7 +127,7 @@ def headline(output_dir: str, data: Data) -> str:
        _cell(*[_benchmark(output_dir, PP.name, f"summary_b{b}.json", ["speedup_vs_greedy", "speedup_vs_model_parallel"],
                           used[2]) for b in (1000, 100)])],
       ["Fastest program given all of the machine's cores, × greedy on them (not in the report; `equal_cores` "
-       "benchmark, medians)", "—", _cell(equal_cores.headline_cell(output_dir, used[3]))],
+       "benchmark, medians)", "—", _cell(_equal_cores(output_dir, used[3]))],
       [f"Test accuracy, batch 100, {_most_epochs(data, presets.ACCURACY_VS_EPOCHS)} / full size 30+30 (single runs)",
        report_acc + f" (30+30 / 60+60; text: model parallel ~{reported.MP_ACCURACY_TEXT})",
        _cell(", ".join(f"{p.label} {a}" for p in presets.ACCURACY_COMPARED
@@ -127,5 +138,4 @@ def headline(output_dir: str, data: Data) -> str:
        _cell(*[_accuracy(data, DP, presets.DP_ACCURACY, used[5], recipe) for recipe in ("report", "large_batch")])],
   ]
   rows = [row + [records.machine_label(rs) or "—"] for row, rs in zip(rows, used)]
-  return (style.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"],
-                         rows) + "\n\n" + style.DAGGER)
+  return style.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows) + "\n\n" + style.DAGGER

@@ -1,6 +1,10 @@
-"""What the figures and tables show, computed from the run records (`records.EntryData`) alone: series,
-points, speedups, the calibrated performance model, accuracies, and the large-batch study's choice."""
+"""What the figures and tables show, computed from run records (`records.EntryData`) and benchmark summaries
+alone: stacks, points and speedups, the performance model's predictions, accuracies, the large-batch study's
+choice, the convergence targets, the pipeline's model per stack and the equal-cores summaries."""
 
+import os
+import re
+import statistics
 from typing import Dict, List, Optional, Tuple
 
 from common import programs
@@ -9,6 +13,8 @@ from experiments import perf_model
 from experiments import presets
 from experiments import records
 from experiments import reported
+from experiments.benchmarks import equal_cores as equal_cores_bench
+from experiments.benchmarks import harness
 
 # dp_accuracy's acceptance rule: data parallel at the large batch reaches at least greedy - this.
 DP_TOLERANCE = 0.005
@@ -16,6 +22,7 @@ DP_TOLERANCE = 0.005
 LOSS_TOLERANCE = 0.01
 PHASES = dp_config.PROFILE_PHASES
 GREEDY, DP = programs.GREEDY, programs.DATA_PARALLEL
+Runs = Dict[str, dict]
 
 
 def strategy(record: dict) -> str:
@@ -23,12 +30,10 @@ def strategy(record: dict) -> str:
   return record.get("strategy") or record["config"]["strategy"]
 
 
-def seconds(record: dict) -> float:
-  """Steady-state pretraining seconds."""
-  return record["pretrain_seconds"]
+def cores(data: records.EntryData) -> int:
+  """The fewest cores any run of the entry could use."""
+  return min(records.cores(r) for r in data.runs.values())
 
-
-# ---- scaling entries -------------------------------------------------------------------------------
 
 def stacks(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
   """{hidden layers: {devices: record}} of a scaling entry (data parallel: one stack), sorted."""
@@ -38,24 +43,20 @@ def stacks(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
   return {h: dict(sorted(out[h].items())) for h in sorted(out)}
 
 
-def model_for(data: records.EntryData) -> Tuple[Optional[object], str]:
-  """The performance model of the entry's program calibrated on its own G <= 2 runs, or (None, why not)."""
-  return perf_model.calibrated(data.runs)
+def scaling_report(entry: str) -> Dict[int, Dict[int, float]]:
+  """The report's {layers: {GPUs: seconds}} of a model-parallel scaling entry ({} for another entry)."""
+  return {"mp_scaling_b100": reported.MP_SCALING_B100, "mp_scaling_b5000": reported.MP_SCALING_B5000}.get(entry, {})
 
 
 def model_predictions(data: records.EntryData) -> List[perf_model.Prediction]:
   """The performance model's prediction at every measured run of the entry ([] without a model)."""
-  model, _ = model_for(data)
+  model, _ = perf_model.calibrated(data.runs)
   return perf_model.predictions(model, data.runs) if model else []
 
 
-def max_error(predictions: List[perf_model.Prediction], in_calibration: bool,
-              oversubscribed: Optional[bool] = None) -> Optional[float]:
-  """The largest |relative error| over the fit points (in_calibration) or the predicted ones, optionally
-  only over oversubscribed (True) or not oversubscribed (False) points; None when there is none."""
-  errors = [abs(p.relative_error) for p in predictions if p.in_calibration == in_calibration
-            and (oversubscribed is None or p.oversubscribed == oversubscribed)]
-  return max(errors) if errors else None
+def max_error(predictions: List[perf_model.Prediction], in_calibration: bool) -> Optional[float]:
+  """The largest |relative error| over the fit points (in_calibration) or the predicted ones; None if none."""
+  return max((abs(p.relative_error) for p in predictions if p.in_calibration == in_calibration), default=None)
 
 
 def oversubscribed_faster(data: records.EntryData) -> List[Tuple[int, int, float, int, float]]:
@@ -64,69 +65,54 @@ def oversubscribed_faster(data: records.EntryData) -> List[Tuple[int, int, float
   out = []
   for h, by_g in stacks(data).items():
     fair = {g: r for g, r in by_g.items() if not records.oversubscribed(r)}
-    if not fair:
-      continue
-    best = min(fair, key=lambda g: seconds(fair[g]))
-    out += [(h, g, seconds(r), best, seconds(fair[best])) for g, r in by_g.items()
-            if records.oversubscribed(r) and (records.ratio(fair[best], r) or 0) > 1]
+    best = min(fair, key=lambda g: fair[g]["pretrain_seconds"], default=None)
+    out += [(h, g, r["pretrain_seconds"], best, fair[best]["pretrain_seconds"]) for g, r in by_g.items()
+            if best and records.oversubscribed(r) and (records.ratio(fair[best], r) or 0) > 1]
   return out
 
 
 def batch_label(rs: List[dict]) -> str:
-  """The batch of data-parallel records as run: "global batch 5000 (2500 per device on 2)", several
-  joined by "; "; model-parallel and greedy records: "batch 100" (every layer sees the whole batch)."""
+  """The batch of records as run: data parallel "global batch 5000 (2500 per device on 2)", others "batch 100"
+  (every layer sees the whole batch); several joined by "; "."""
   labels = []
   for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
     b, g = r["config"]["batch_size"], records.devices(r)
-    if strategy(r) == DP.name:
-      label = f"global batch {b} ({b // g} per device on {g})" if g > 1 else f"global batch {b} (1 device)"
-    else:
-      label = f"batch {b}"
-    if label not in labels:
-      labels.append(label)
-  return "; ".join(labels)
+    labels.append(f"batch {b}" if strategy(r) != DP.name else f"global batch {b} (1 device)" if g == 1 else
+                  f"global batch {b} ({b // g} per device on {g})")
+  return "; ".join(dict.fromkeys(labels))
 
-
-# ---- data-parallel entries -------------------------------------------------------------------------
 
 def sweep_points(data: records.EntryData) -> List[Tuple[int, float, float, bool]]:
   """[(global batch, median seconds per epoch, examples per second, oversubscribed)] sorted by batch."""
   out = []
   for r in data.runs.values():
-    batch = r["config"]["batch_size"]
-    s = records.median_epoch_seconds(r)
-    processed = (r["config"]["train_examples"] // batch) * batch
-    out.append((batch, s, processed / s, records.oversubscribed(r)))
+    b, s = r["config"]["batch_size"], records.median_epoch_seconds(r)
+    out.append((b, s, (r["config"]["train_examples"] // b) * b / s, records.oversubscribed(r)))
   return sorted(out)
 
 
 def profile_rows(data: records.EntryData) -> Dict[int, Tuple[Dict[str, float], bool]]:
   """{devices: ({phase: seconds per epoch}, oversubscribed)} from the records' op profiles."""
-  out = {}
-  for r in data.runs.values():
-    phases = (r.get("profile") or {}).get("seconds_per_epoch")
-    if phases:
-      out[records.devices(r)] = ({p: float(phases.get(p, 0.0)) for p in PHASES}, records.oversubscribed(r))
+  out = {records.devices(r): ({p: float(phases.get(p, 0.0)) for p in PHASES}, records.oversubscribed(r))
+         for r in data.runs.values() for phases in [(r.get("profile") or {}).get("seconds_per_epoch")] if phases}
   return dict(sorted(out.items()))
 
 
-def mp_vs_dp_groups(data: records.EntryData) -> List[Tuple[str, Dict[str, dict]]]:
+def mp_vs_dp_groups(data: records.EntryData) -> List[Tuple[str, Runs]]:
   """[(group label "E epochs - Config n", {program: record})] in the report's order."""
-  groups: Dict[Tuple[int, str], Dict[str, dict]] = {}
+  groups: Dict[Tuple[int, str], Runs] = {}
   for name, r in data.runs.items():
     config, epochs, _ = name.split("_")
     groups.setdefault((int(epochs[1:]), config), {})[strategy(r)] = r
   return [(f"{e} epochs - Config {c[1]}", groups[(e, c)]) for e, c in sorted(groups)]
 
 
-# ---- accuracy entries ------------------------------------------------------------------------------
-
 def presets_shown(data: records.EntryData) -> List[str]:
   """The entry's preset first, then every other preset with records."""
   return [data.preset] + [p for p in presets.PRESETS if p in data.other]
 
 
-def runs_of(data: records.EntryData, preset: str) -> Dict[str, dict]:
+def runs_of(data: records.EntryData, preset: str) -> Runs:
   """{run name: record} of one preset present in `data`."""
   return data.runs if preset == data.preset else data.other[preset]
 
@@ -148,74 +134,58 @@ def accuracy_series(data: records.EntryData, preset: str) -> Dict[str, List[Tupl
 def heldout_vs_greedy(data: records.EntryData, preset: str) -> Dict[Tuple[str, int], List[float]]:
   """{(program, epochs): per layer, its held-out reconstruction loss at the end of pretraining / greedy's at the
   same epochs} for every non-greedy record of `preset` that has one (records older than it are left out)."""
-  runs = runs_of(data, preset)
-  greedy = {r["config"]["pretrain_epochs"]: r for r in runs.values() if strategy(r) == GREEDY.name}
-  out = {}
-  for r in runs.values():
-    e = r["config"]["pretrain_epochs"]
-    if strategy(r) == GREEDY.name or e not in greedy:
-      continue
-    ours, base = r.get("heldout_reconstruction"), greedy[e].get("heldout_reconstruction")
-    if ours and base:
-      out[(strategy(r), e)] = [a["loss"] / b["loss"] for a, b in zip(ours, base)]
-  return out
+  runs = runs_of(data, preset).values()
+  greedy = {r["config"]["pretrain_epochs"]: r.get("heldout_reconstruction") for r in runs if strategy(r) == GREEDY.name}
+  return {(strategy(r), e): [a["loss"] / b["loss"] for a, b in zip(r["heldout_reconstruction"], greedy[e])]
+          for r in runs for e in [r["config"]["pretrain_epochs"]]
+          if strategy(r) != GREEDY.name and greedy.get(e) and r.get("heldout_reconstruction")}
 
 
 def dp_accuracy_rows(data: records.EntryData, preset: str) -> List[Dict[str, Optional[float]]]:
   """Per epoch setting: {"epochs", "report_recipe", "large_batch", "baseline" (greedy), "report"} test accuracies
   (None where the record is missing; "report" is the report's value at the matching paper setting)."""
-  runs = runs_of(data, preset)
-  rows = []
-  paper_epochs = epoch_settings("paper", "dp_accuracy")
-  for i, e in enumerate(epoch_settings(preset, "dp_accuracy")):
-    def acc(name):
-      return records.test_accuracy(runs[name]) if name in runs else None
-    rows.append({"epochs": e, "report_recipe": acc(f"dp_e{e}_report"), "large_batch": acc(f"dp_e{e}_large_batch"),
-                 "baseline": acc(f"{GREEDY.run_name}_e{e}"),
-                 "report": reported.DP_ACCURACY.get(paper_epochs[i]) if i < len(paper_epochs) else None})
-  return rows
+  runs, paper = runs_of(data, preset), epoch_settings("paper", "dp_accuracy")
+
+  def acc(name):
+    return records.test_accuracy(runs[name]) if name in runs else None
+  return [{"epochs": e, "report_recipe": acc(f"dp_e{e}_report"), "large_batch": acc(f"dp_e{e}_large_batch"),
+           "baseline": acc(f"{GREEDY.run_name}_e{e}"),
+           "report": reported.DP_ACCURACY.get(paper[i]) if i < len(paper) else None}
+          for i, e in enumerate(epoch_settings(preset, "dp_accuracy"))]
 
 
 def large_batch_choice(data: records.EntryData) -> Tuple[List[dict], Optional[str]]:
-  """The large-batch study: per run {"run", "program", "batch", "validation", "test", "losses"} and the
+  """The large-batch study: per run {"run", "record", "program", "batch", "validation", "test", "losses"} and the
   chosen data-parallel candidate, the one with the highest validation accuracy (test plays no part)."""
-  rows = []
-  for name, r in data.runs.items():
-    fine = r.get("finetune") or {}
-    rows.append({"run": name, "record": r, "program": strategy(r), "batch": r["config"]["batch_size"],
-                 "validation": fine.get("validation_accuracy"), "test": fine.get("test_accuracy"),
-                 "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]})
+  rows = [{"run": name, "record": r, "program": strategy(r), "batch": r["config"]["batch_size"],
+           "validation": (r.get("finetune") or {}).get("validation_accuracy"), "test": records.test_accuracy(r),
+           "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]} for name, r in data.runs.items()]
   candidates = [row for row in rows if row["program"] == DP.name and row["validation"] is not None]
-  chosen = max(candidates, key=lambda row: row["validation"])["run"] if candidates else None
-  return rows, chosen
+  return rows, max(candidates, key=lambda row: row["validation"])["run"] if candidates else None
 
 
-# ---- strategy comparison and convergence -----------------------------------------------------------
-
-def strategy_records(data: records.EntryData) -> Dict[str, dict]:
+def strategy_records(data: records.EntryData) -> Runs:
   """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
   return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
 
 
-def convergence_key(rs: Dict[str, dict]) -> str:
+def convergence_key(rs: Runs) -> str:
   """The loss the convergence entry compares: "heldout_loss" (held-out reconstruction, the same test images
   and masks for every program) when every record has it after every epoch, else the training "loss"."""
   return "heldout_loss" if rs and all(records.has_heldout_curves(r) for r in rs.values()) else "loss"
 
 
-def convergence_targets(rs: Dict[str, dict]) -> Optional[List[float]]:
-  """The fixed loss of each layer: greedy's final loss of that layer x (1 + LOSS_TOLERANCE)."""
-  if GREEDY.run_name not in rs:
-    return None
+def convergence_targets(rs: Runs) -> Optional[List[float]]:
+  """The fixed loss of each layer: greedy's final loss of that layer x (1 + LOSS_TOLERANCE); None without greedy."""
   key = convergence_key(rs)
-  return [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs[GREEDY.run_name]["layers"]]
+  return [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs[GREEDY.run_name]["layers"]
+          ] if GREEDY.run_name in rs else None
 
 
 def layer_times_to_target(data: records.EntryData) -> Dict[str, List[Optional[float]]]:
   """{run name: per layer, the seconds at which it first reached its fixed loss (None: never)}."""
   rs = strategy_records(data)
-  targets = convergence_targets(rs)
-  key = convergence_key(rs)
+  targets, key = convergence_targets(rs), convergence_key(rs)
   return {s: records.time_to_loss_per_layer(records.loss_curves(r, key), targets) for s, r in rs.items()
           } if targets else {}
 
@@ -223,3 +193,68 @@ def layer_times_to_target(data: records.EntryData) -> Dict[str, List[Optional[fl
 def times_to_target(data: records.EntryData) -> Dict[str, Optional[float]]:
   """{run name: seconds until every layer reached its fixed loss (None: never)}."""
   return {s: None if None in t else max(t, default=0.0) for s, t in layer_times_to_target(data).items()}
+
+
+def pipeline_rows(data: records.EntryData) -> List[dict]:
+  """pp_scaling per run: "stack" ("4 x 1000"), "devices", "seconds", "predicted" (`perf_model.Pipeline` fitted on
+  the stack's one-device run, if its runs come from one machine and code), "speedup" over one device, "stages",
+  "cores_busy", "in_sample" (the fit's run) and "oversubscribed"; stacks in the order of their runs."""
+  by_stack: Dict[str, Dict[int, dict]] = {}
+  for r in data.runs.values():
+    h = r["config"]["hidden_units"]
+    by_stack.setdefault(f"{len(h)} x {h[0]}", {})[records.devices(r)] = r
+  out = []
+  for stack, by_g in by_stack.items():
+    by_g = dict(sorted(by_g.items()))
+    try:
+      model = perf_model.Pipeline.calibrate({str(g): r for g, r in by_g.items()}) if records.same_source(
+          list(by_g.values())) else None
+    except ValueError:
+      model = None
+    out += [{"stack": stack, "devices": g, "seconds": r["pretrain_seconds"],
+             "predicted": model.predict(r["config"], g) if model else None,
+             "speedup": records.ratio(by_g[1], r) if 1 in by_g else None,
+             "stages": len((r.get("pipeline") or {}).get("stages", [])) or min(g, len(r["config"]["hidden_units"])),
+             "cores_busy": r["pretrain_cpu_seconds"] / r["pretrain_seconds"] if "pretrain_cpu_seconds" in r else None,
+             "in_sample": g == 1, "oversubscribed": records.oversubscribed(r)} for g, r in by_g.items()]
+  return out
+
+
+# ---- the equal-cores benchmark's summaries (`experiments/benchmarks/equal_cores.py`) ----------------------
+
+_CONFIGURATION = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
+
+
+def equal_cores(output_dir: str) -> Tuple[Dict[Tuple[int, int], dict], List[dict]]:
+  """({(cores, batch size): summary} of this machine's equal-cores summaries sorted, and their records)."""
+  found = harness.load_summaries(output_dir, equal_cores_bench.BENCHMARK)
+  folder = os.path.join(output_dir, "benchmarks", equal_cores_bench.BENCHMARK.name)
+  by_key = {(s["cores"], s["setting"]["batch_size"]): s for s in found.values()}
+  return dict(sorted(by_key.items())), harness.flat_records(folder, *found.values())
+
+
+def flags_of(name: str) -> str:
+  """"model_parallel_g2_t1_shared" -> "--num_devices=2 --threads_per_device=1 --thread_pool=shared"."""
+  m = _CONFIGURATION.match(name)
+  if not m:
+    raise ValueError(f"not an equal-cores configuration name: {name!r}")
+  pool = "shared" if m["shared"] else "per_device" if (
+      m["program"] in equal_cores_bench.TWO_LEVEL and int(m["devices"]) > 1) else ""
+  return f"--num_devices={m['devices']} --threads_per_device={m['threads']}" + (f" --thread_pool={pool}" if pool else "")
+
+
+def program_of(name: str) -> str:
+  """The program of an equal-cores configuration name."""
+  return _CONFIGURATION.match(name)["program"]
+
+
+def ratios_to_baseline(summary: dict, name: str) -> dict:
+  """Spread over repeats of greedy-on-all-cores seconds / this configuration's seconds (same repeat)."""
+  seconds = summary["pretrain_seconds"]
+  return harness.spread([b / m for b, m in zip(seconds[summary["baseline"]]["values"], seconds[name]["values"])])
+
+
+def time_to_greedy_loss(summary: dict, name: str) -> Optional[float]:
+  """Median seconds until every layer reached greedy's final held-out loss (x 1.01); None if a repeat never did."""
+  values = (summary.get("seconds_to_greedy_heldout_loss") or {}).get(name)
+  return statistics.median(values) if values and None not in values else None
