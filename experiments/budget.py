@@ -6,25 +6,22 @@ finetuning with its evaluation), fixed_p and rate_p fitted by least squares to t
 without two logged runs, or with a non-positive fit, uses the fit over all programs; no log at all: `FALLBACK`.
 """
 
-import dataclasses
-import glob
-import json
 import math
 import os
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from common import cost
 from common import programs
 from experiments import ROOT
 from experiments import presets
+from experiments import records
 
 # Validation (5,000 images) every finetuning epoch and test (10,000) at the end: counted as 15,000 per epoch.
 EVALUATED_EXAMPLES = 15_000
 POOLED = "all programs"
 
 
-@dataclasses.dataclass(frozen=True)
-class Rate:
+class Rate(NamedTuple):
   """seconds = fixed_seconds + FLOPs / flops_per_second, fitted on `runs` logged runs (0: not fitted)."""
   fixed_seconds: float
   flops_per_second: float
@@ -48,38 +45,30 @@ def flops(program: str, flags: Mapping) -> float:
 
 
 def _logged(folder: str) -> List[Tuple[str, float, float]]:
-  """(program, FLOPs, wall seconds) of every run in the driver logs under `folder` (the last line of a run)."""
-  modules = {p.module: p.name for p in programs.PROGRAMS}
-  last = {}
-  for path in sorted(glob.glob(os.path.join(folder, "runs", "driver_log.jsonl"))):
-    with open(path) as f:
-      for line in (json.loads(x) for x in f if x.strip()):
-        command = line["command"]
-        module = next((m for m in command if m in modules), None)
-        if module is None:
-          continue
-        args = dict(a[2:].split("=", 1) for a in command if a.startswith("--") and "=" in a)
-        args["hidden_units"] = [int(u) for u in args["hidden_units"].split(",")]
-        last[(path, line["entry"], line["run"])] = (modules[module], flops(modules[module], args), line["wall_seconds"])
+  """(program, FLOPs, wall seconds) of every run in the driver log under `folder` (the last line of a run)."""
+  modules, last = {p.module: p.name for p in programs.PROGRAMS}, {}
+  for line in records.driver_log(folder):
+    module = next((m for m in line["command"] if m in modules), None)
+    if module is not None:
+      args = dict(a[2:].split("=", 1) for a in line["command"] if a.startswith("--") and "=" in a)
+      args["hidden_units"] = [int(u) for u in args["hidden_units"].split(",")]
+      last[(line["entry"], line["run"])] = (modules[module], flops(modules[module], args), line["wall_seconds"])
   return list(last.values())
 
 
-def _least_squares(points: Sequence[Tuple[float, float]]) -> Rate:
+def _least_squares(points: Sequence[Tuple[float, float]]) -> Optional[Rate]:
   """The line seconds = a + FLOPs / rate through (FLOPs, seconds) points; None unless a >= 0 and rate > 0."""
   n = len(points)
   mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
   sxx = sum((x - mx) ** 2 for x, _ in points)
   slope = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
-  if slope <= 0 or my - slope * mx < 0:
-    return None
-  return Rate(my - slope * mx, 1.0 / slope, n)
+  return Rate(my - slope * mx, 1.0 / slope, n) if slope > 0 and my - slope * mx >= 0 else None
 
 
 def fit(output_dir: str) -> Dict[str, Rate]:
-  """{program name or POOLED: Rate} fitted to the driver logs under `output_dir` (else results/)."""
+  """{program name or POOLED: Rate} fitted to the driver log under `output_dir` (else results/'s)."""
   logged = _logged(output_dir) or _logged(os.path.join(ROOT, "results"))
-  pooled = _least_squares([(x, y) for _, x, y in logged]) if len(logged) > 1 else None
-  rates = {POOLED: pooled or FALLBACK}
+  rates = {POOLED: (len(logged) > 1 and _least_squares([(x, y) for _, x, y in logged])) or FALLBACK}
   for p in programs.PROGRAMS:
     mine = [(x, y) for name, x, y in logged if name == p.name]
     rates[p.name] = (len(mine) > 1 and _least_squares(mine)) or rates[POOLED]

@@ -67,8 +67,7 @@ def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str,
          rates: Optional[budget.Rates] = None) -> List[Job]:
   """The runs of a preset's `entries` in order, each once (a run shared by two entries goes with the first);
   estimates from `rates` (default: `budget.fit(output_dir)`)."""
-  rates = rates or budget.fit(output_dir)
-  jobs, seen = [], set()
+  rates, jobs, seen = rates or budget.fit(output_dir), [], set()
   for entry in entries.values():
     for i, r in enumerate(entry.runs):
       if (r.home, r.stored_name) not in seen:
@@ -104,85 +103,61 @@ def _clock(seconds: float) -> str:
   return str(datetime.timedelta(seconds=int(round(max(seconds, 0.0)))))
 
 
-def _tail(path: str) -> str:
-  try:
-    with open(path) as f:
-      return "".join(f.readlines()[-LOG_TAIL_LINES:])
-  except OSError:
-    return "(no log)"
-
-
-class _Progress:
-  """Progress lines and the ETA of one call of `run`."""
-
-  def __init__(self, title: str, todo: Sequence[Job], parallel: int, out: Callable[[str], None]):
-    self.title, self.parallel, self.out, self.lock = title, parallel, out, threading.Lock()
-    self.start, self.measured, self.estimated_done = time.perf_counter(), 0.0, 0.0
-    self.estimated_left, self.done, self.total = sum(j.estimate for j in todo), 0, len(todo)
-
-  def eta(self) -> float:
-    scale = self.measured / self.estimated_done if self.estimated_done else 1.0
-    return self.estimated_left * min(max(scale, 0.25), 4.0) / self.parallel
-
-  def line(self, j: Job, what: str) -> None:
-    with self.lock:
-      self.out(f"[{self.title}] {self.done}/{self.total} {j.group} run {j.index}/{j.count} {j.run_name}: {what} "
-               f"| elapsed {_clock(time.perf_counter() - self.start)} | ETA {_clock(self.eta())}")
-
-  def finished(self, j: Job, seconds: float) -> None:
-    with self.lock:
-      self.done, self.measured = self.done + 1, self.measured + seconds
-      self.estimated_done, self.estimated_left = self.estimated_done + j.estimate, self.estimated_left - j.estimate
-
-
 def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, parallel: int = 1,
         modules: Optional[Mapping[str, str]] = None, out: Callable[[str], None] = print) -> int:
   """Runs every job whose record is missing, in order, `parallel` at a time (1 for anything timed); returns how
   many ran. `title` labels the progress lines (printed by `out`), `driver_log` gets a line per finished run,
-  `modules` replaces programs' modules ({program: module}; tests use stand-ins).
-
-  Raises:
-    RunFailedError: a program failed, or a stored record no longer matches its run's flags.
-  """
+  `modules` replaces programs' modules ({program: module}; tests use stand-ins). RunFailedError when a program
+  fails or a stored record no longer matches its run's flags."""
   todo = []
   for j in jobs:
     record = records.load(j.record)
     stale = records.mismatches(record, j.run) if record is not None else []
     if stale:
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
-    if record is None:
-      todo.append(j)
-  progress = _Progress(title, todo, parallel, out)
-  out(f"[{title}] {len(jobs) - len(todo)} of {len(jobs)} records exist; running {len(todo)} "
-      f"(estimate {_clock(progress.eta())})")
+    todo += [j] if record is None else []
+  lock, started = threading.Lock(), time.perf_counter()
+  done = {"runs": 0, "measured": 0.0, "estimated": 0.0, "left": sum(j.estimate for j in todo)}
+
+  def eta() -> float:  # the estimate of the runs left, scaled by measured / estimated so far
+    scale = done["measured"] / done["estimated"] if done["estimated"] else 1.0
+    return done["left"] * min(max(scale, 0.25), 4.0) / parallel
+
+  def progress(j: Job, what: str) -> None:
+    with lock:
+      out(f"[{title}] {done['runs']}/{len(todo)} {j.group} run {j.index}/{j.count} {j.run_name}: {what} "
+          f"| elapsed {_clock(time.perf_counter() - started)} | ETA {_clock(eta())}")
 
   def start(j: Job) -> None:
     os.makedirs(os.path.dirname(j.log), exist_ok=True)
     os.makedirs(os.path.dirname(j.record), exist_ok=True)
     cmd = command(j, modules)
-    progress.line(j, f"start {j.run.summary()} (estimate {_clock(j.estimate)})")
-    started = time.perf_counter()
+    progress(j, f"start {j.run.summary()} (estimate {_clock(j.estimate)})")
+    t0 = time.perf_counter()
     with open(j.log, "w") as log:
       log.write(" ".join(cmd) + "\n")
       log.flush()
       code = subprocess.call(cmd, cwd=ROOT, env=_environment(), stdout=log, stderr=subprocess.STDOUT)
-    seconds = time.perf_counter() - started
-    record = records.load(j.record)
+    seconds, record = time.perf_counter() - t0, records.load(j.record)
     if code != 0 or record is None:
+      with open(j.log) as log:
+        tail = "".join(log.readlines()[-LOG_TAIL_LINES:])
       raise RunFailedError(
           f"{j.group}/{j.run.stored_name if j.preset else j.run_name} failed (exit status {code}) after {seconds:.0f} "
-          f"s. Finished records are kept; rerun to continue.\ncommand: {' '.join(cmd)}\nlast lines of {j.log}:\n"
-          f"{_tail(j.log)}")
-    progress.finished(j, seconds)
-    if driver_log:
-      with progress.lock, open(driver_log, "a") as f:
-        f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.run.stored_name,
-                            "wall_seconds": round(seconds, 3), "estimated_seconds": round(j.estimate, 3),
-                            "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
-                                datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")
-    progress.line(j, f"done in {_clock(seconds)} (estimate {_clock(j.estimate)}), pretraining "
-                     f"{record['pretrain_seconds']:.2f} s")
+          f"s. Finished records are kept; rerun to continue.\ncommand: {' '.join(cmd)}\nlast lines of {j.log}:\n{tail}")
+    with lock:
+      done.update(runs=done["runs"] + 1, measured=done["measured"] + seconds, estimated=done["estimated"] + j.estimate,
+                  left=done["left"] - j.estimate)
+      if driver_log:
+        with open(driver_log, "a") as f:
+          f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.run.stored_name,
+                              "wall_seconds": round(seconds, 3), "estimated_seconds": round(j.estimate, 3),
+                              "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
+                                  datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")
+    progress(j, f"done in {_clock(seconds)} (estimate {_clock(j.estimate)}), pretraining "
+                f"{record['pretrain_seconds']:.2f} s")
 
+  out(f"[{title}] {len(jobs) - len(todo)} of {len(jobs)} records exist; running {len(todo)} (estimate {_clock(eta())})")
   if driver_log:
     os.makedirs(os.path.dirname(driver_log), exist_ok=True)
   with concurrent.futures.ThreadPoolExecutor(parallel) as pool:

@@ -33,21 +33,14 @@ def resolve(program: programs.Program) -> Optional[type]:
 def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: float = 1.0) -> float:
   """Seconds until jobs needing `work` seconds alone on one core each (a job uses at most one core) all finish
   when they share C = `cores` cores fairly, each slowed by rho = `slowdown` while two or more run: max(work)
-  with n <= C jobs and rho = 1, at least sum(work) / C; 0 for no jobs.
-
-  Raises:
-    ValueError: cores < 1, slowdown < 1 or a negative job.
-  """
-  if cores < 1 or slowdown < 1.0:
-    raise ValueError(f"cores must be >= 1 and slowdown >= 1, got {cores} and {slowdown}")
-  if any(w < 0 for w in work):
-    raise ValueError(f"job durations must be >= 0, got {list(work)}")
-  jobs = sorted(work)
-  elapsed, done = 0.0, 0.0  # All unfinished jobs have received the same service `done` so far.
+  with n <= C jobs and rho = 1, at least sum(work) / C; 0 for no jobs. ValueError for cores < 1, slowdown < 1
+  or a negative job."""
+  if cores < 1 or slowdown < 1.0 or any(w < 0 for w in work):
+    raise ValueError(f"need cores >= 1, slowdown >= 1 and jobs >= 0, got {cores}, {slowdown} and {list(work)}")
+  elapsed, done, jobs = 0.0, 0.0, sorted(work)  # Every unfinished job has received the same service `done`.
   for i, w in enumerate(jobs):
     active = len(jobs) - i
-    elapsed += (w - done) / (min(1.0, cores / active) / (slowdown if active > 1 else 1.0))
-    done = w
+    elapsed, done = elapsed + (w - done) / (min(1.0, cores / active) / (slowdown if active > 1 else 1.0)), w
   return elapsed
 
 
@@ -67,18 +60,17 @@ def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[f
   def loss(x):
     return sum(((p - m) / m) ** 2 for p, m in zip(predict(x), measured))
 
-  ratio = (5 ** 0.5 - 1) / 2
-  a, b = low, high
-  c, d = b - ratio * (b - a), a + ratio * (b - a)
+  r, a, b = (5 ** 0.5 - 1) / 2, low, high
+  c, d = b - r * (b - a), a + r * (b - a)
   fc, fd = loss(c), loss(d)
   for _ in range(iterations):
     if fc <= fd:
       b, d, fd = d, c, fc
-      c = b - ratio * (b - a)
+      c = b - r * (b - a)
       fc = loss(c)
     else:
       a, c, fc = c, d, fd
-      d = a + ratio * (b - a)
+      d = a + r * (b - a)
       fd = loss(d)
   return (a + b) / 2
 
@@ -90,7 +82,7 @@ def epoch_seconds_of(record: Mapping) -> List[float]:
   if steps:
     return [statistics.median(s["wall_seconds"] for s in steps if s["active_layers"] == [k + 1])
             for k in range(len(record["layers"]))]
-  return [statistics.median(e["seconds"] for e in layer["epochs"]) for layer in record["layers"]]
+  return records_lib.layer_epoch_seconds(record)
 
 
 def _depth(record: Mapping) -> int:
@@ -124,11 +116,6 @@ class LayerModel:
 
   def _seconds(self, t: List[float], config: Mapping, devices: int) -> float:
     return config["pretrain_epochs"] * sum(t)
-
-  def work_seconds(self, config: Mapping, devices: int) -> float:
-    """Seconds of the run's layer epochs one after another on one core (over a run's seconds: the cores' worth
-    of work it kept going)."""
-    return config["pretrain_epochs"] * sum(self.layer_seconds(len(config["hidden_units"])))
 
   def describe(self) -> str:
     """The calibrated parameters in one line."""
@@ -170,8 +157,6 @@ class SyncLayerwise(LayerModel):
   def _seconds(self, t, config, devices):
     return schedule_lib.Schedule(len(t), len(t), config["pretrain_epochs"]).critical_path(t, concurrent=False)
 
-  work_seconds = LayerModel.predict
-
 
 @dataclasses.dataclass(frozen=True)
 class ModelParallel(LayerModel):
@@ -185,10 +170,6 @@ class ModelParallel(LayerModel):
     return sum(processor_sharing_makespan([t[k] for k in step.active], self.cores, self.slowdown)
                + self.copy_seconds_per_param * copied_params(schedule.groups[step.group], params)
                for step in schedule.all_steps())
-
-  def work_seconds(self, config, devices):
-    t = self.layer_seconds(len(config["hidden_units"]))
-    return schedule_lib.Schedule(len(t), devices, config["pretrain_epochs"]).critical_path(t, concurrent=False)
 
   def describe(self):
     return super().describe() + f"; kappa = {self.copy_seconds_per_param * 1e9:.3g} ns/param"
@@ -217,10 +198,9 @@ class DataParallel(LayerModel):
   def _seconds(self, t, config, devices):
     f, rho = self.parallel_fraction, self.slowdown if devices > 1 else 1.0
     steps = config["train_examples"] // config["batch_size"]
-    params = cost.layer_params(config["hidden_units"])
     return config["pretrain_epochs"] * sum(
-        x * f * rho / min(devices, self.cores) + x * (1.0 - f)
-        + steps * (devices - 1) * p * self.allreduce_seconds_per_param for x, p in zip(t, params))
+        x * f * rho / min(devices, self.cores) + x * (1.0 - f) + steps * (devices - 1) * p * self.allreduce_seconds_per_param
+        for x, p in zip(t, cost.layer_params(config["hidden_units"])))
 
   def describe(self):
     return super().describe() + (f"; f = {self.parallel_fraction:.3f}; gamma = "
@@ -229,13 +209,11 @@ class DataParallel(LayerModel):
   def _fit(self, runs, pairs):
     fraction, gamma, used = 1.0, 0.0, []
     for name, r in sorted(runs.items()):
-      phases = (r.get("profile") or {}).get("seconds_per_epoch")
-      g = records_lib.devices(r)
+      phases, g, c = (r.get("profile") or {}).get("seconds_per_epoch"), records_lib.devices(r), r["config"]
       if phases and g == 1 and fraction == 1.0:
         fraction = (phases["forward_loss"] + phases["gradients"]) / sum(phases.values())
         used.append(name)
       if phases and g == 2 and gamma == 0.0:
-        c = r["config"]
         gamma = phases["allreduce"] / (c["train_examples"] // c["batch_size"] * cost.layer_params(c["hidden_units"])[0])
         used.append(name)
     name, base = next((n, r["config"]) for n, r in runs.items()
@@ -272,9 +250,9 @@ class Pipeline:
   @classmethod
   def calibrate(cls, runs: Records) -> "Pipeline":
     """Fitted on the first one-device run of `runs` (one stack); ValueError without one."""
-    if not _devices(runs, 1):
+    name, r = next(iter(_devices(runs, 1).items()), (None, None))
+    if r is None:
       raise ValueError("no one-device run to fit the FLOP rate on")
-    name, r = next(iter(_devices(runs, 1).items()))
     flops = pipeline_plan(r["config"], 1).critical_path_flops(r["config"]["batch_size"])
     return cls(flops / r["pretrain_seconds"], records_lib.cores(r), (name,))
 
@@ -288,7 +266,6 @@ class Prediction:
   measured: float
   predicted: float
   in_calibration: bool
-  oversubscribed: bool
 
   @property
   def relative_error(self) -> float:
@@ -299,8 +276,8 @@ class Prediction:
 def predictions(model, runs: Records) -> List[Prediction]:
   """The model's prediction at every run of `runs` ({name: record}), sorted by layers then devices."""
   out = [Prediction(name, tuple(r["config"]["hidden_units"]), records_lib.devices(r), r["pretrain_seconds"],
-                    model.predict(r["config"], records_lib.devices(r)), name in model.calibration,
-                    records_lib.oversubscribed(r)) for name, r in runs.items()]
+                    model.predict(r["config"], records_lib.devices(r)), name in model.calibration)
+         for name, r in runs.items()]
   return sorted(out, key=lambda e: (len(e.hidden_units), e.devices, e.name))
 
 

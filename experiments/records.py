@@ -3,7 +3,8 @@
 Records live where `presets.record_file` puts them, normally <output_dir>/runs/<entry>/<preset>_<run>.json.
 `EntryData` is what a figure or table of an entry is computed from. Another machine's records live in a
 subdirectory of the output directory laid out the same way (`OTHER_MACHINES`). `machine_label` is the one
-label of the machine and code of records that every table, figure and headline row uses.
+label of the machine and code of records that every table, figure and headline row uses; `ratio` and
+`same_source` refuse records of different machines or codes.
 """
 
 import dataclasses
@@ -22,6 +23,7 @@ _COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size",
 # Which preset an entry shows when several have records: paper when complete, else the first of these.
 _PREFERENCE = ("cpu", "paper", "full", "mid", "smoke")
 Record = Dict[str, Any]
+Curves = Sequence[Sequence[Tuple[float, float]]]
 
 
 def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
@@ -44,12 +46,8 @@ def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
   out = []
   for name, value in ((n, v) for n, v in wanted.items() if n in config and n in _COMPARED):
     have = config[name]
-    if name == "hidden_units":
-      same = list(have) == list(value)
-    elif isinstance(have, (int, float)) and not isinstance(have, bool):
-      same = float(have) == float(value)
-    else:
-      same = str(have) == str(value)
+    same = (list(have) == list(value) if name == "hidden_units" else float(have) == float(value)
+            if isinstance(have, (int, float)) and not isinstance(have, bool) else str(have) == str(value))
     if not same:
       out.append(f"{name}={have} (preset: {value})")
   return out
@@ -84,10 +82,8 @@ class EntryData:
   def load(output_dir: str, entry: str) -> Optional["EntryData"]:
     """The entry's records in `output_dir`, or None when it has none."""
     preset = primary_preset(output_dir, entry)
-    if preset is None:
-      return None
     other = {p: r for p in presets.PRESETS if p != preset for r in [entry_records(output_dir, entry, p)] if r}
-    return EntryData(entry, preset, entry_records(output_dir, entry, preset), other)
+    return EntryData(entry, preset, entry_records(output_dir, entry, preset), other) if preset else None
 
   def all_records(self) -> List[Record]:
     """Records of every preset present."""
@@ -107,8 +103,7 @@ def devices(record: Mapping) -> int:
 
 def cores(record: Mapping) -> int:
   """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count`."""
-  env = record["environment"]
-  return int(env.get("usable_cores") or env["cpu_count"])
+  return int(record["environment"].get("usable_cores") or record["environment"]["cpu_count"])
 
 
 def oversubscribed(record: Mapping) -> bool:
@@ -123,17 +118,10 @@ def machine(record: Mapping) -> str:
 
 def code(record: Mapping) -> str:
   """The code a run ran: "commit <short hash>" ("+dirty" with uncommitted changes), or "commit unknown"."""
-  env = record["environment"]
-  commit = env.get("commit")
+  commit = record["environment"].get("commit")
   if not commit or commit == "unknown":
     return "commit unknown"
-  return f"commit {commit[:7]}" + ("+dirty" if env.get("commit_dirty") else "")
-
-
-def same_code(a: Mapping, b: Mapping) -> bool:
-  """True when two records ran the same code: equal code digests, else equal `code` labels."""
-  da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
-  return da == db if da and db else code(a) == code(b)
+  return f"commit {commit[:7]}" + ("+dirty" if record["environment"].get("commit_dirty") else "")
 
 
 def machine_label(rs: Sequence[Mapping]) -> str:
@@ -155,8 +143,10 @@ def hardware(rs: Sequence[Mapping]) -> str:
 
 
 def comparable(a: Mapping, b: Mapping) -> bool:
-  """True when two records ran on one machine (processor, usable cores) and the same code (`same_code`)."""
-  return machine(a) == machine(b) and same_code(a, b)
+  """True when two records ran on one machine (processor, usable cores) and the same code: equal code digests,
+  else equal `code` labels."""
+  da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
+  return machine(a) == machine(b) and (da == db if da and db else code(a) == code(b))
 
 
 # Every pair of records a ratio was asked for while `audit` is a list (`experiments.check_ratios`).
@@ -173,9 +163,7 @@ def same_source(rs: Sequence[Mapping]) -> bool:
 def ratio(a: Mapping, b: Mapping) -> Optional[float]:
   """a's pretraining seconds / b's (a speedup of b over a), or None when the two do not come from one machine
   and one code (a ratio across machines or versions of the code is never shown)."""
-  if audit is not None:
-    audit.append((a, b))
-  return a["pretrain_seconds"] / b["pretrain_seconds"] if comparable(a, b) else None
+  return a["pretrain_seconds"] / b["pretrain_seconds"] if same_source([a, b]) else None
 
 
 def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
@@ -205,13 +193,12 @@ def loss_curves(record: Mapping, key: str = "loss") -> List[List[Tuple[float, fl
   return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
 
 
-def time_to_loss_per_layer(curves: Sequence[Sequence[Tuple[float, float]]],
-                           targets: Sequence[float]) -> List[Optional[float]]:
+def time_to_loss_per_layer(curves: Curves, targets: Sequence[float]) -> List[Optional[float]]:
   """Per layer, the seconds at which its loss first reached its target (loss <= target), None if never."""
   return [next((t for t, loss in curve if loss <= target), None) for curve, target in zip(curves, targets)]
 
 
-def time_to_loss(curves: Sequence[Sequence[Tuple[float, float]]], targets: Sequence[float]) -> Optional[float]:
+def time_to_loss(curves: Curves, targets: Sequence[float]) -> Optional[float]:
   """Seconds until every layer's loss has reached its target; None when some layer never does."""
   per_layer = time_to_loss_per_layer(curves, targets)
   return None if None in per_layer else max(per_layer, default=0.0)

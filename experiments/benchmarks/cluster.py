@@ -27,17 +27,14 @@ def configurations(s: harness.Setting) -> List:
 
 def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   """The cluster's overhead and the bytes it moves (see the module docstring)."""
-  overhead = harness.ratio_spread(runs, "cluster", "in_process")
   moved = cost.network_bytes(s.hidden_units, s.batch_size, s.train_examples)
-  steps = len(runs["cluster"][0]["schedule"]["steps"])
+  steps, mp = len(runs["cluster"][0]["schedule"]["steps"]), moved[MP.name]
   return {
-      "cluster_overhead": harness.spread([x - 1 for x in overhead["values"]]),
+      "cluster_overhead": harness.spread([x - 1 for x in harness.ratio_spread(runs, "cluster", "in_process")["values"]]),
       "goal_overhead": 0.10,
       "network_bytes": {
-          "model_parallel_per_epoch_step": moved[MP.name]["bytes_per_epoch_step"],
-          "model_parallel_copies": moved[MP.name]["copies"],
-          "model_parallel_per_run": moved[MP.name]["bytes_per_epoch_step"] * steps,
-          "epoch_steps": steps,
+          "model_parallel_per_epoch_step": mp["bytes_per_epoch_step"], "model_parallel_copies": mp["copies"],
+          "model_parallel_per_run": mp["bytes_per_epoch_step"] * steps, "epoch_steps": steps,
           "data_parallel_gradient_bytes_per_epoch_same_batch": moved[programs.DATA_PARALLEL.name]["gradient_bytes_per_epoch"],
           "method": "from the parameter shapes, float32 (common.cost.network_bytes); data parallel: per "
                     "worker with a ring all-reduce over 2 workers"},

@@ -11,7 +11,7 @@ Usage (timings are committed: run alone on the machine):
 """
 
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from common import programs
 from experiments import records
@@ -37,26 +37,12 @@ def configurations(s: harness.Setting) -> List:
   """Every program x (devices, threads) with devices x threads = N, plus shared pools for the two-level ones."""
   n, runs = _cores(s), []
   for p in PROGRAMS:
-    for g in [d for d in range(1, n + 1) if n % d == 0 and (d == 1 or not p.one_device)]:
-      if p is programs.DATA_PARALLEL and s.batch_size % g:
-        continue
-      t = n // g
-      two_level = p.name in TWO_LEVEL and g > 1
-      runs.append(s.run(f"{p.name}_g{g}_t{t}", p, g, threads=t,
-                        extra=(HELDOUT, "--thread_pool=per_device") if two_level else (HELDOUT,)))
-      if two_level:
-        runs.append(s.run(f"{p.name}_g{g}_t{t}_shared", p, g, extra=(HELDOUT, "--thread_pool=shared"), threads=t))
+    for g in (d for d in range(1, n + 1) if n % d == 0 and (d == 1 or not p.one_device)
+              and not (p is programs.DATA_PARALLEL and s.batch_size % d)):
+      name, two_level = f"{p.name}_g{g}_t{n // g}", p.name in TWO_LEVEL and g > 1
+      runs.append(s.run(name, p, g, threads=n // g, extra=(HELDOUT, "--thread_pool=per_device") if two_level else (HELDOUT,)))
+      runs += [s.run(f"{name}_shared", p, g, extra=(HELDOUT, "--thread_pool=shared"), threads=n // g)] if two_level else []
   return runs
-
-
-def _program(name: str) -> str:
-  return name.split("_g", 1)[0]
-
-
-def _time_to_greedy(record: dict, targets: List[float]) -> Optional[float]:
-  if not records.has_heldout_curves(record):
-    return None
-  return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)
 
 
 def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
@@ -64,19 +50,17 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   seconds = {name: harness.spread([r["pretrain_seconds"] for r in rs])["median"] for name, rs in runs.items()}
   best: Dict[str, str] = {}
   for name in runs:
-    p = _program(name)
-    if p not in best or seconds[name] < seconds[best[p]]:
-      best[p] = name
-  base = baseline(s)
-  out = {"cores": _cores(s), "baseline": base,
-         "fastest_configuration": best,
+    p = name.split("_g", 1)[0]
+    best[p] = name if p not in best or seconds[name] < seconds[best[p]] else best[p]
+  base, greedy = baseline(s), runs[baseline(s)]
+  out = {"cores": _cores(s), "baseline": base, "fastest_configuration": best,
          "speedup_vs_greedy_all_cores": {p: harness.ratio_spread(runs, base, name) for p, name in best.items()},
          "fastest_program": min(best.values(), key=lambda name: seconds[name])}
-  greedy = runs[base]
-  targets = [[layer["epochs"][-1]["heldout_loss"] * (1 + LOSS_TOLERANCE) for layer in r["layers"]] for r in greedy]
   if all(records.has_heldout_curves(r) for r in greedy):
-    out["seconds_to_greedy_heldout_loss"] = {
-        name: [_time_to_greedy(r, t) for r, t in zip(rs, targets)] for name, rs in runs.items()}
+    targets = [[layer["epochs"][-1]["heldout_loss"] * (1 + LOSS_TOLERANCE) for layer in r["layers"]] for r in greedy]
+    out["seconds_to_greedy_heldout_loss"] = {name: [
+        records.time_to_loss(records.loss_curves(r, "heldout_loss"), t) if records.has_heldout_curves(r) else None
+        for r, t in zip(rs, targets)] for name, rs in runs.items()}
   return out
 
 

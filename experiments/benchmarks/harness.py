@@ -96,31 +96,24 @@ def cores_busy(rs: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, object]]:
       "pretrain_cpu_seconds" in r for r in rs) else None
 
 
-def _cpu_seconds() -> Tuple[float, float]:
-  """(CPU seconds the machine spent busy since boot, /proc/stat; those of this process and its children)."""
+def _cpu_seconds() -> Tuple[float, float, float]:
+  """(wall clock, CPU seconds the machine spent busy since boot (/proc/stat), those of this process and its
+  children)."""
   with open("/proc/stat") as f:
     ticks = [float(x) for x in f.readline().split()[1:]]
   own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-  return ((sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"),
+  return (time.perf_counter(), (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"),
           own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime)
 
 
-class MachineLoad:
-  """How busy the rest of the machine was while a benchmark ran: `report()` gives the wall seconds, the load
-  averages, and other_processes_cores, every other process's CPU seconds over the wall seconds (0: ours alone)."""
-
-  def __init__(self):
-    self._start = (time.perf_counter(), *_cpu_seconds(), os.getloadavg())
-
-  def report(self) -> Dict[str, object]:
-    wall0, busy0, own0, load0 = self._start
-    wall, (busy, own) = time.perf_counter() - wall0, _cpu_seconds()
-    return {"wall_seconds": wall, "other_processes_cores": max((busy - busy0) - (own - own0), 0.0) / wall,
-            "load_average_start": list(load0), "load_average_end": list(os.getloadavg())}
-
-
-def _repeat(job: driver.Job) -> int:
-  return int(job.run_name.rsplit("_r", 1)[1])
+def _machine_load(start: Tuple[Tuple[float, float, float], Sequence[float]]) -> Dict[str, object]:
+  """How busy the rest of the machine was since `start` = (`_cpu_seconds()`, os.getloadavg()): the wall seconds,
+  the load averages, and other_processes_cores, every other process's CPU seconds over the wall seconds (0: ours
+  alone)."""
+  (wall0, busy0, own0), load0 = start
+  wall, busy, own = _cpu_seconds()
+  return {"wall_seconds": wall - wall0, "other_processes_cores": max((busy - busy0) - (own - own0), 0.0) / (wall - wall0),
+          "load_average_start": list(load0), "load_average_end": list(os.getloadavg())}
 
 
 def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
@@ -137,13 +130,9 @@ def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
 
 def provenance(found: Records) -> Dict[str, Any]:
   """The records' common provenance (`common.provenance.fields`; None where records predate a field; dirty if
-  any was), and per configuration its kernels, thread pool and precision.
-
-  Raises:
-    ValueError: the records disagree on the machine (processor, usable cores) or the code (commit, digest).
-  """
-  envs = [r["environment"] for rs in found.values() for r in rs]
-  out = {}
+  any was), and per configuration its kernels, thread pool and precision. ValueError when the records disagree
+  on the machine (processor, usable cores) or the code (commit, digest)."""
+  envs, out = [r["environment"] for rs in found.values() for r in rs], {}
   for field in PROVENANCE:
     values = {e.get(field) for e in envs}
     if len(values) > 1 and field != "commit_dirty":
@@ -159,17 +148,16 @@ def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job]
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """The summary of a benchmark's records (`jobs` in alternation order, module docstring); ValueError when
   they come from several machines or codes (`provenance`)."""
-  ordered = sorted(jobs, key=_repeat)
-  found: Records = {c.name: [records.load(j.record) for j in ordered if j.run.name == c.name]
-                    for c in benchmark.configurations(setting)}
+  configurations = benchmark.configurations(setting)
+  ordered = sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
+  found: Records = {c.name: [records.load(j.record) for j in ordered if j.run.name == c.name] for c in configurations}
   first = next(iter(found.values()))[0]["environment"]
   return {
       "benchmark": benchmark.name, "command": command,
       "setting": {**{k: v for k, v in dataclasses.asdict(setting).items() if k != "options"}, **setting.options,
                   "device_kind": first.get("device_kind"), "cpu_count": first.get("cpu_count")},
       "provenance": provenance(found),
-      "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()]
-                         for c in benchmark.configurations(setting)},
+      "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()] for c in configurations},
       "order": [j.run_name for j in jobs], "machine_load": machine_load,
       "pretrain_seconds": {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()},
       **benchmark.summarize(setting, found),
@@ -181,16 +169,12 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
         out: Callable[[str], None] = print, modules: Optional[Mapping[str, str]] = None) -> Tuple[str, Dict[str, Any]]:
   """Runs the benchmark's missing records, then writes its summary unless nothing ran and one exists; returns
   (summary path, summary). `modules`: {program: module} replacing `<program>.train` (tests use stand-ins).
-
-  Raises:
-    driver.RunFailedError: a run failed or a stored record does not match its configuration.
-    ValueError: the records come from several machines or versions of the code.
-  """
-  jobs = plan(benchmark, setting, output_dir, work_dir)
-  load = MachineLoad()
+  driver.RunFailedError when a run fails or a stored record does not match its configuration; ValueError when
+  the records come from several machines or versions of the code."""
+  jobs, start = plan(benchmark, setting, output_dir, work_dir), (_cpu_seconds(), os.getloadavg())
   ran = driver.run(jobs, f"benchmark {benchmark.name}", os.path.join(output_dir, benchmark.folder(setting),
                                                                       "driver_log.jsonl"), modules=modules, out=out)
-  summary = summarize(benchmark, setting, jobs, command, load.report() if ran else None)
+  summary = summarize(benchmark, setting, jobs, command, _machine_load(start) if ran else None)
   path = os.path.join(output_dir, benchmark.summary_file(setting))
   if ran or not os.path.exists(path):
     with open(path, "w") as f:
@@ -210,8 +194,8 @@ def main(benchmark: Benchmark) -> None:
   helps = {"batch_size": "Global batch of every run.", "pretrain_epochs": "Pretraining epochs E of every run.",
            "train_examples": "Training images.", "num_devices": "Devices of the parallel configurations.",
            "repeats": "Runs of each configuration (alternated)."}
-  shared = {"hidden_units": flags.DEFINE_list("hidden_units", str(d["hidden_units"]).split(","), "Hidden units.")}
-  shared.update({name: flags.DEFINE_integer(name, d[name], text) for name, text in helps.items()})
+  shared = {"hidden_units": flags.DEFINE_list("hidden_units", str(d["hidden_units"]).split(","), "Hidden units."),
+            **{name: flags.DEFINE_integer(name, d[name], text) for name, text in helps.items()}}
   output = flags.DEFINE_string("output_dir", f"results/benchmarks/{benchmark.name}", "Where records and summary go.")
   work = flags.DEFINE_string("work_dir", f"scratch/benchmarks/{benchmark.name}", "Program logs.")
   options = {name: (flags.DEFINE_list(name, [str(v) for v in default], text) if isinstance(default, (list, tuple))
@@ -224,9 +208,8 @@ def main(benchmark: Benchmark) -> None:
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
     v = {name: holder.value for name, holder in shared.items()}
-    setting = Setting(tuple(int(u) for u in v.pop("hidden_units")), v["batch_size"], v["pretrain_epochs"],
-                      v["train_examples"], v["num_devices"], v["repeats"],
-                      {name: holder.value for name, holder in options.items()})
+    setting = Setting(tuple(int(u) for u in v.pop("hidden_units")), **v,
+                      options={name: holder.value for name, holder in options.items()})
     try:
       path, _ = run(benchmark, setting, output.value, work.value,
                     f"python -m experiments.benchmarks.{benchmark.name} {' '.join(sys.argv[1:])}".strip())
@@ -260,7 +243,6 @@ def flat_records(folder: str, *summaries: Mapping[str, Any]) -> List[dict]:
 def setting_of(summary: Mapping[str, Any]) -> Optional[str]:
   """A short label of a summary's setting, e.g. "2 x 1000 units, batch 1000, 4 epochs, 11,000 images"."""
   s = summary.get("setting") or {}
-  if "hidden_units" not in s:
-    return None
   return (f"{len(s['hidden_units'])} x {max(s['hidden_units'])} units, batch {s['batch_size']}, "
-          f"{s['pretrain_epochs']} epochs, {s['train_examples']:,} images, {s.get('repeats', '?')} repeats")
+          f"{s['pretrain_epochs']} epochs, {s['train_examples']:,} images, {s.get('repeats', '?')} repeats"
+          ) if "hidden_units" in s else None
