@@ -1,13 +1,7 @@
-"""The experiments of the report as one pipeline: run list, runner, records, figures and tables.
-
-  presets.py     the registry of entries (one per figure or table): title, sizes per preset, runs, table, figure.
-  driver.py      the one runner: starts every training subprocess (skip if recorded, logs, ETA).
-  reproduce.py   the command: runs a preset, then draws figures and writes <output_dir>/README.md.
-  records.py     reading run records and their provenance; budget.py, perf_model.py: estimates and models.
-  check_ratios.py  every ratio of the report, checked to take both sides from one machine and one code.
-  report/        figures, tables and the generated results README, from the records alone (no TensorFlow).
-  benchmarks/    side-by-side timings with one harness (alternation, repeats, spread, summary).
-"""
+"""The experiments of the report as one pipeline (docs/experiments.md): the registry of entries and their runs
+(presets.py), the one runner (driver.py), the command (reproduce.py), run records and their provenance
+(records.py, check_ratios.py), estimates and performance models (budget.py, perf_model.py), the report drawn from
+the records alone (report/) and the benchmarks with their one harness (benchmarks/)."""
 
 import importlib
 import os
@@ -17,10 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def load(dotted: str):
-  """The object a dotted path names, e.g. "experiments.report.tables.scaling" (imported on use).
-
-  Raises:
-    ImportError, AttributeError: no such module or attribute.
-  """
+  """The object a dotted path names, e.g. "experiments.report.tables.scaling" (imported on use); ImportError or
+  AttributeError when there is none."""
   module, _, name = dotted.rpartition(".")
   return getattr(importlib.import_module(module), name)

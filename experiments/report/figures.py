@@ -1,26 +1,23 @@
-"""Every figure: <output_dir>/figures/<entry>.png for each entry with records whose `Entry.figure` names one of
-the functions below (called with the entry's records and the other machines'), and the equal-cores benchmark's
-figure. Drawing only: the values come from `report.series`, the report's from `experiments.reported`. Every
-figure names its preset and hardware in a footer; oversubscribed points are hollow, their bars hatched."""
+"""Every figure: <output_dir>/figures/<entry>.png of each entry with records (its `Entry.figure`, one of the
+functions below, given the entry's records and the other machines'), and the equal-cores benchmark's figure.
+Drawing only (values from `report.series`); a footer names preset and hardware; oversubscribed points are hollow,
+their bars hatched."""
 
 import os
 import re
 import textwrap
 from typing import Callable, Dict, List, Optional, Sequence
 
-import matplotlib
+from matplotlib import figure as mpl_figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from common import programs  # noqa: E402
-from experiments import load  # noqa: E402
-from experiments import perf_model  # noqa: E402
-from experiments import presets  # noqa: E402
-from experiments import records  # noqa: E402
-from experiments import reported  # noqa: E402
-from experiments.report import series  # noqa: E402
-from experiments.report import style  # noqa: E402
+from common import programs
+from experiments import load
+from experiments import perf_model
+from experiments import presets
+from experiments import records
+from experiments import reported
+from experiments.report import series
+from experiments.report import style
 
 EQUAL_CORES = "equal_cores.png"
 REPORT_COLOR = "0.45"
@@ -41,8 +38,8 @@ def color(program: str) -> str:
 
 def new(ncols: int = 1, width: float = 6.4, height: float = 4.8):
   """A figure with `ncols` axes side by side: (figure, [axes])."""
-  fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)
-  return fig, list(axes[0])
+  fig = mpl_figure.Figure(figsize=(width * ncols, height))
+  return fig, list(fig.subplots(1, ncols, squeeze=False)[0])
 
 
 def finish(fig, data: records.EntryData, extra: str = "", presets_shown: Sequence[str] = (),
@@ -86,11 +83,6 @@ def bars(ax, xs: Sequence[float], heights: Sequence[float], width: float, c: str
       ax.annotate(annotate.format(h), (x, h), ha="center", va="bottom", fontsize=7)
 
 
-def label_inside(ax, x: float, y: float, text: str) -> None:
-  """A label readable on any bar (dark text on a white box)."""
-  ax.annotate(text, (x, y), ha="center", fontsize=9, bbox=dict(boxstyle="round", fc="white", ec="none", alpha=0.8))
-
-
 def devices_axes(left, right, cores: int, max_g: int) -> None:
   """Seconds (left) and speedup (right) vs devices: labels, the linear speedup, the axis greyed beyond the cores."""
   right.plot([1, max_g], [1, max_g], ":", color="0.7", label="linear speedup")
@@ -123,7 +115,7 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
         left.plot(list(curve), list(curve.values()), "--", color=c, alpha=0.5, linewidth=1)
       if 1 in by_g:
         points(right, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, c, f"ours, {label}", line, marker)
-  report = series.scaling_report(data.entry)
+  report = reported.MP_SCALING.get(data.entry, {})
   for i, (h, rep) in enumerate(sorted(report.items())):
     report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{style.REPORT_LABEL}, {h} layers",
                   COLORS[i])
@@ -217,12 +209,12 @@ def mp_vs_dp(data: records.EntryData, others=None):
          0.35, color(program), style.program_name(program), [bool(r) and records.oversubscribed(r) for r in rs])
     bars(right, [i + (j - 0.5) * 0.35 for i in range(len(keys))], [reported.MP_VS_DP[k][program] for k in keys], 0.35,
          color(program), style.program_name(program))
-  left.set_xticks(range(len(groups)), [label for label, _ in groups], fontsize=8)
-  right.set_xticks(range(len(keys)), [f"{e} epochs - Config {c[1]}" for e, c in keys], fontsize=8)
-  left.set_title(f"ours: {series.batch_label(list(data.runs.values()))}", fontsize=8)
-  right.set_title(f"{style.REPORT_LABEL}: batch 7000 (data parallel: per tower)", fontsize=8)
-  for ax in (left, right):
-    ax.set_ylabel("pretraining seconds")
+  for ax, labels, title in ((left, [label for label, _ in groups], f"ours: {series.batch_label(list(data.runs.values()))}"),
+                            (right, [f"{e} epochs - Config {c[1]}" for e, c in keys],
+                             f"{style.REPORT_LABEL}: batch 7000 (data parallel: per tower)")):
+    ax.set_xticks(range(len(labels)), labels, fontsize=8)
+    ax.set_title(title, fontsize=8)
+    ax.set(ylabel="pretraining seconds")
     ax.legend(fontsize=8)
   configs = sorted({"-".join(map(str, r["config"]["hidden_units"])) for _, g in groups for r in g.values()},
                    key=lambda c: (len(set(c.split("-"))), c))
@@ -235,17 +227,17 @@ def strategy_comparison(data: records.EntryData, others=None):
   fig, (left, right) = new(2, width=5.5)
   rs, rep = series.strategy_records(data), reported.STRATEGY_COMPARISON
   base = rs.get(GREEDY.run_name)
-  names = [series.strategy(r) for r in rs.values()]
-  for i, (program, r) in enumerate(zip(names, rs.values())):
-    bars(left, [i], [r["pretrain_seconds"]], 0.6, color(program), style.program_name(program), [records.oversubscribed(r)])
-    if base:
-      label_inside(left, i, r["pretrain_seconds"] / 2, f"{style.fmt_ratio(records.ratio(base, r))[:-1]}x")
-  for i, (program, s) in enumerate(rep.items()):
-    bars(right, [i], [s], 0.6, color(program), style.program_name(program))
-    label_inside(right, i, s / 2, f"{rep[GREEDY.name] / s:.2f}x")
-  for ax, programs_, title in ((left, names, "ours, single runs (speedup over greedy inside the bars)"),
-                               (right, list(rep), style.REPORT_LABEL)):
-    ax.set_xticks(range(len(programs_)), [style.program_name(p) for p in programs_], fontsize=8)
+  ours = [(series.strategy(r), r["pretrain_seconds"], records.oversubscribed(r),
+           style.fmt_ratio(records.ratio(base, r))[:-1] if base else "") for r in rs.values()]
+  theirs = [(p, s, False, f"{rep[GREEDY.name] / s:.2f}") for p, s in rep.items()]
+  for ax, shown, title in ((left, ours, "ours, single runs (speedup over greedy inside the bars)"),
+                           (right, theirs, style.REPORT_LABEL)):
+    for i, (program, s, over, speedup) in enumerate(shown):
+      bars(ax, [i], [s], 0.6, color(program), style.program_name(program), [over])
+      if speedup:  # readable on any bar: dark text on a white box
+        ax.annotate(f"{speedup}x", (i, s / 2), ha="center", fontsize=9,
+                    bbox=dict(boxstyle="round", fc="white", ec="none", alpha=0.8))
+    ax.set_xticks(range(len(shown)), [style.program_name(p) for p, *_ in shown], fontsize=8)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel("pretraining seconds")
   finish(fig, data, f"ours: {series.batch_label(list(rs.values()))}; report: batch 5000 (data parallel: per tower)")
@@ -258,10 +250,10 @@ def convergence(data: records.EntryData, others=None):
   program's time to reach it (all layers) in the legend."""
   rs = series.strategy_records(data)
   fig, axes = new(max(len(r["layers"]) for r in rs.values()), width=3.6, height=4.2)
-  targets, reach, key = series.convergence_targets(rs), series.times_to_target(data), series.convergence_key(rs)
+  (key, targets), reach = series.convergence(rs), series.times_to_target(data)
   for name, r in rs.items():
-    label = style.program_name(series.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name] is None
-                                                       else f": {style.fmt_seconds(reach[name])} s")
+    label = style.program_name(series.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
+                                                       is None else f": {style.fmt_seconds(reach[name][0])} s")
     for k, curve in enumerate(records.loss_curves(r, key)):
       points(axes[k], [t for t, _ in curve], [loss for _, loss in curve], [records.oversubscribed(r)] * len(curve),
              color(series.strategy(r)), label if k == 0 else None, marker=".")
@@ -364,10 +356,9 @@ def make(output_dir: str, entry: str, data: records.EntryData):
 
 
 def save(fig, path: str) -> None:
-  """Writes the figure as PNG (creating its folder) and frees it."""
+  """Writes the figure as PNG, creating its folder."""
   os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
   fig.savefig(path, dpi=110)
-  plt.close(fig)
 
 
 def draw(output_dir: str, entries: Optional[Sequence[str]] = None, out: Callable[[str], None] = print) -> List[str]:

@@ -1,10 +1,9 @@
 """What the figures and tables show, computed from run records (`records.EntryData`) and benchmark summaries
-alone: stacks, points and speedups, the performance model's predictions, accuracies, the large-batch study's
-choice, the convergence targets, the pipeline's model per stack and the equal-cores summaries."""
+alone: stacks, points and speedups, the performance model's predictions, accuracies, the large-batch choice,
+the convergence targets, the pipeline's model per stack, the equal-cores summaries."""
 
 import os
 import re
-import statistics
 from typing import Dict, List, Optional, Tuple
 
 from common import programs
@@ -41,11 +40,6 @@ def stacks(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
   for r in data.runs.values():
     out.setdefault(len(r["config"]["hidden_units"]), {})[records.devices(r)] = r
   return {h: dict(sorted(out[h].items())) for h in sorted(out)}
-
-
-def scaling_report(entry: str) -> Dict[int, Dict[int, float]]:
-  """The report's {layers: {GPUs: seconds}} of a model-parallel scaling entry ({} for another entry)."""
-  return {"mp_scaling_b100": reported.MP_SCALING_B100, "mp_scaling_b5000": reported.MP_SCALING_B5000}.get(entry, {})
 
 
 def model_predictions(data: records.EntryData) -> List[perf_model.Prediction]:
@@ -131,16 +125,6 @@ def accuracy_series(data: records.EntryData, preset: str) -> Dict[str, List[Tupl
   return {k: sorted(v) for k, v in out.items()}
 
 
-def heldout_vs_greedy(data: records.EntryData, preset: str) -> Dict[Tuple[str, int], List[float]]:
-  """{(program, epochs): per layer, its held-out reconstruction loss at the end of pretraining / greedy's at the
-  same epochs} for every non-greedy record of `preset` that has one (records older than it are left out)."""
-  runs = runs_of(data, preset).values()
-  greedy = {r["config"]["pretrain_epochs"]: r.get("heldout_reconstruction") for r in runs if strategy(r) == GREEDY.name}
-  return {(strategy(r), e): [a["loss"] / b["loss"] for a, b in zip(r["heldout_reconstruction"], greedy[e])]
-          for r in runs for e in [r["config"]["pretrain_epochs"]]
-          if strategy(r) != GREEDY.name and greedy.get(e) and r.get("heldout_reconstruction")}
-
-
 def dp_accuracy_rows(data: records.EntryData, preset: str) -> List[Dict[str, Optional[float]]]:
   """Per epoch setting: {"epochs", "report_recipe", "large_batch", "baseline" (greedy), "report"} test accuracies
   (None where the record is missing; "report" is the report's value at the matching paper setting)."""
@@ -169,30 +153,22 @@ def strategy_records(data: records.EntryData) -> Runs:
   return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
 
 
-def convergence_key(rs: Runs) -> str:
-  """The loss the convergence entry compares: "heldout_loss" (held-out reconstruction, the same test images
-  and masks for every program) when every record has it after every epoch, else the training "loss"."""
-  return "heldout_loss" if rs and all(records.has_heldout_curves(r) for r in rs.values()) else "loss"
+def convergence(rs: Runs) -> Tuple[str, Optional[List[float]]]:
+  """The loss the convergence entry compares, "heldout_loss" (held-out reconstruction: the same test images and
+  masks for every program) when every record has it after every epoch, else the training "loss"; and each
+  layer's fixed loss, greedy's final one x (1 + LOSS_TOLERANCE) (None without greedy)."""
+  key = "heldout_loss" if rs and all(records.has_heldout_curves(r) for r in rs.values()) else "loss"
+  return key, [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs[GREEDY.run_name]["layers"]
+               ] if GREEDY.run_name in rs else None
 
 
-def convergence_targets(rs: Runs) -> Optional[List[float]]:
-  """The fixed loss of each layer: greedy's final loss of that layer x (1 + LOSS_TOLERANCE); None without greedy."""
-  key = convergence_key(rs)
-  return [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs[GREEDY.run_name]["layers"]
-          ] if GREEDY.run_name in rs else None
-
-
-def layer_times_to_target(data: records.EntryData) -> Dict[str, List[Optional[float]]]:
-  """{run name: per layer, the seconds at which it first reached its fixed loss (None: never)}."""
+def times_to_target(data: records.EntryData) -> Dict[str, Tuple[Optional[float], List[Optional[float]]]]:
+  """{run name: (seconds until every layer reached its fixed loss, the seconds of each layer)} (None: never)."""
   rs = strategy_records(data)
-  targets, key = convergence_targets(rs), convergence_key(rs)
-  return {s: records.time_to_loss_per_layer(records.loss_curves(r, key), targets) for s, r in rs.items()
-          } if targets else {}
-
-
-def times_to_target(data: records.EntryData) -> Dict[str, Optional[float]]:
-  """{run name: seconds until every layer reached its fixed loss (None: never)}."""
-  return {s: None if None in t else max(t, default=0.0) for s, t in layer_times_to_target(data).items()}
+  key, targets = convergence(rs)
+  per_layer = {s: records.time_to_loss_per_layer(records.loss_curves(r, key), targets) for s, r in rs.items()
+               } if targets else {}
+  return {s: (None if None in t else max(t, default=0.0), t) for s, t in per_layer.items()}
 
 
 def pipeline_rows(data: records.EntryData) -> List[dict]:
@@ -220,16 +196,14 @@ def pipeline_rows(data: records.EntryData) -> List[dict]:
   return out
 
 
-# ---- the equal-cores benchmark's summaries (`experiments/benchmarks/equal_cores.py`) ----------------------
-
 _CONFIGURATION = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
 
 
 def equal_cores(output_dir: str) -> Tuple[Dict[Tuple[int, int], dict], List[dict]]:
-  """({(cores, batch size): summary} of this machine's equal-cores summaries sorted, and their records)."""
+  """({(cores, batch size): summary} of this machine's equal-cores summaries, sorted; their records)."""
   found = harness.load_summaries(output_dir, equal_cores_bench.BENCHMARK)
-  folder = os.path.join(output_dir, "benchmarks", equal_cores_bench.BENCHMARK.name)
   by_key = {(s["cores"], s["setting"]["batch_size"]): s for s in found.values()}
+  folder = os.path.join(output_dir, "benchmarks", equal_cores_bench.BENCHMARK.name)
   return dict(sorted(by_key.items())), harness.flat_records(folder, *found.values())
 
 
@@ -252,9 +226,3 @@ def ratios_to_baseline(summary: dict, name: str) -> dict:
   """Spread over repeats of greedy-on-all-cores seconds / this configuration's seconds (same repeat)."""
   seconds = summary["pretrain_seconds"]
   return harness.spread([b / m for b, m in zip(seconds[summary["baseline"]]["values"], seconds[name]["values"])])
-
-
-def time_to_greedy_loss(summary: dict, name: str) -> Optional[float]:
-  """Median seconds until every layer reached greedy's final held-out loss (x 1.01); None if a repeat never did."""
-  values = (summary.get("seconds_to_greedy_heldout_loss") or {}).get(name)
-  return statistics.median(values) if values and None not in values else None

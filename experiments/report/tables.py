@@ -64,7 +64,7 @@ def cores_note(data: records.EntryData, others: Others) -> str:
 
 def scaling(data: records.EntryData, others: Others) -> Table:
   """Seconds and speedup per (machine, layers, devices), ours beside the report's and the model's."""
-  report, rows = series.scaling_report(data.entry), []
+  report, rows = reported.MP_SCALING.get(data.entry, {}), []
   for machine, d in [("", data)] + list(others.items()):
     predicted = {(len(p.hidden_units), p.devices): p for p in series.model_predictions(d)}
     for h, by_g in series.stacks(d).items():
@@ -145,9 +145,15 @@ def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
   for preset in series.presets_shown(data):
     rows += [[preset, style.program_name(program), f"{e}+{e}", style.fmt_accuracy(a)]
              for program, values in series.accuracy_series(data, preset).items() for e, a in values]
-    worst = {}
-    for (program, e), per_layer in series.heldout_vs_greedy(data, preset).items():
-      worst[program] = max(worst.get(program, (0.0, 0)), max((abs(x - 1), e) for x in per_layer))
+    # Each layer's held-out reconstruction loss at the end of pretraining against greedy's at the same epochs.
+    runs, worst = series.runs_of(data, preset).values(), {}
+    greedy = {r["config"]["pretrain_epochs"]: r.get("heldout_reconstruction") for r in runs
+              if series.strategy(r) == GREEDY.name}
+    for r in runs:
+      e, program, ours = r["config"]["pretrain_epochs"], series.strategy(r), r.get("heldout_reconstruction")
+      if program != GREEDY.name and ours and greedy.get(e):
+        worst[program] = max([worst.get(program, (0.0, 0))] + [
+            (abs(a["loss"] / b["loss"] - 1), e) for a, b in zip(ours, greedy[e])])
     if worst:
       sentences.append(f"{preset}: held-out reconstruction loss at the end of pretraining, per layer, relative to "
                        "greedy's at the same epochs (test images through the stack below, fixed masks): " +
@@ -199,12 +205,11 @@ def strategy_comparison(data: records.EntryData, others: Others) -> Table:
 
 def convergence(data: records.EntryData, others: Others) -> Table:
   """Pretraining seconds, seconds to the fixed loss (all layers and per layer) and final losses per program."""
-  reach, per_layer = series.times_to_target(data), series.layer_times_to_target(data)
-  rs = series.strategy_records(data)
-  key = series.convergence_key(rs)
+  reach, rs = series.times_to_target(data), series.strategy_records(data)
+  key, _ = series.convergence(rs)
   rows = [[style.program_name(series.strategy(r)), style.fmt_seconds(r["pretrain_seconds"]),
-           style.fmt_seconds(reach[s]) if reach.get(s) is not None else "not reached",
-           ", ".join(style.fmt_seconds(t) for t in per_layer.get(s, [])),
+           style.fmt_seconds(reach[s][0]) if reach.get(s, (None,))[0] is not None else "not reached",
+           ", ".join(style.fmt_seconds(t) for t in reach.get(s, (None, []))[1]),
            ", ".join(f"{layer['epochs'][-1][key]:.2f}" for layer in r["layers"])] for s, r in rs.items()]
   what = ("held-out reconstruction loss (the 10,000 test images through the stack below, fixed masks: the "
           "same quantity for every program)" if key == "heldout_loss" else
