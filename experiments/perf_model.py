@@ -7,7 +7,7 @@ What each predicts, from which inputs, and how it is calibrated: docs/performanc
 
 import dataclasses
 import statistics
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from common import cost
 from common import layerwise_schedule as schedule_lib
@@ -63,7 +63,7 @@ def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[f
   r, a, b = (5 ** 0.5 - 1) / 2, low, high
   c, d = b - r * (b - a), a + r * (b - a)
   fc, fd = loss(c), loss(d)
-  for _ in range(iterations):
+  for _ in range(iterations):  # keep the point inside the new interval: one new loss per step
     if fc <= fd:
       b, d, fd = d, c, fc
       c = b - r * (b - a)
@@ -90,6 +90,7 @@ def _depth(record: Mapping) -> int:
 
 
 def _devices(runs: Records, g: int) -> Records:
+  """The runs of `runs` on `g` devices."""
   return {n: r for n, r in runs.items() if records_lib.devices(r) == g}
 
 
@@ -257,8 +258,7 @@ class Pipeline:
     return cls(flops / r["pretrain_seconds"], records_lib.cores(r), (name,))
 
 
-@dataclasses.dataclass(frozen=True)
-class Prediction:
+class Prediction(NamedTuple):
   """The model's prediction at one measured run, and whether the calibration used it (in-sample)."""
   name: str
   hidden_units: Tuple[int, ...]
@@ -278,7 +278,7 @@ def predictions(model, runs: Records) -> List[Prediction]:
   out = [Prediction(name, tuple(r["config"]["hidden_units"]), records_lib.devices(r), r["pretrain_seconds"],
                     model.predict(r["config"], records_lib.devices(r)), name in model.calibration)
          for name, r in runs.items()]
-  return sorted(out, key=lambda e: (len(e.hidden_units), e.devices, e.name))
+  return sorted(out, key=lambda p: (len(p.hidden_units), p.devices, p.name))
 
 
 def calibrated(runs: Records) -> Tuple[Optional[object], str]:
@@ -296,7 +296,3 @@ def calibrated(runs: Records) -> Tuple[Optional[object], str]:
   except (ValueError, KeyError) as e:
     return None, f"no performance model: {e}"
 
-
-def curve(model, config: Mapping, max_devices: int = MAX_PREDICTED_DEVICES) -> Dict[int, float]:
-  """{G: predicted seconds} for G = 1..max_devices."""
-  return {g: model.predict(config, g) for g in range(1, max_devices + 1)}

@@ -1,6 +1,6 @@
 """Reading run records (the record each program writes, `common/runlog.py`) and naming where they come from.
 
-Records live where `presets.record_file` puts them, normally <output_dir>/runs/<entry>/<preset>_<run>.json.
+Records live where `presets.record_file` puts them, normally <output_dir>/runs/<entry>/<preset>_<run>.json;
 `EntryData` is what a figure or table of an entry is computed from. Another machine's records live in a
 subdirectory of the output directory laid out the same way (`OTHER_MACHINES`). `machine_label` is the one
 label of the machine and code of records that every table, figure and headline row uses; `ratio` and
@@ -53,26 +53,10 @@ def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
   return out
 
 
-def entry_records(output_dir: str, entry: str, preset: str) -> Dict[str, Record]:
-  """{run name: record} of the runs of `entry` at `preset` that exist (none if the preset lacks the entry)."""
-  entries = presets.build(preset)
-  found = {r.name: load(record_path(output_dir, preset, r)) for r in (entries[entry].runs if entry in entries else ())}
-  return {name: r for name, r in found.items() if r is not None}
-
-
-def primary_preset(output_dir: str, entry: str) -> Optional[str]:
-  """The preset an entry's figure and table show: paper when all its paper runs exist, else the first of
-  cpu, paper, full, mid, smoke with any record; None when there is none."""
-  runs = {p: entry_records(output_dir, entry, p) for p in presets.PRESETS}
-  if runs["paper"] and len(runs["paper"]) == len(presets.build("paper")[entry].runs):
-    return "paper"
-  return next((p for p in _PREFERENCE if runs[p]), None)
-
-
 @dataclasses.dataclass
 class EntryData:
-  """The records a figure or table is drawn from: the entry, the preset shown (`primary_preset`), its
-  {run name: record}, and {preset: {run name: record}} of the other presets with records."""
+  """The records a figure or table is drawn from: the entry, the preset shown, its {run name: record}, and
+  {preset: {run name: record}} of the other presets with records."""
   entry: str
   preset: str
   runs: Dict[str, Record]
@@ -80,10 +64,17 @@ class EntryData:
 
   @staticmethod
   def load(output_dir: str, entry: str) -> Optional["EntryData"]:
-    """The entry's records in `output_dir`, or None when it has none."""
-    preset = primary_preset(output_dir, entry)
-    other = {p: r for p in presets.PRESETS if p != preset for r in [entry_records(output_dir, entry, p)] if r}
-    return EntryData(entry, preset, entry_records(output_dir, entry, preset), other) if preset else None
+    """The entry's records in `output_dir` (None when it has none), showing the paper preset when all its paper
+    runs exist, else the first of cpu, paper, full, mid, smoke with any record."""
+    found, complete = {}, False
+    for p in presets.PRESETS:
+      built = presets.build(p)
+      runs = {r.name: load(record_path(output_dir, p, r)) for r in (built[entry].runs if entry in built else ())}
+      found[p] = {name: r for name, r in runs.items() if r is not None}
+      complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
+    preset = "paper" if complete else next((p for p in _PREFERENCE if found[p]), None)
+    return EntryData(entry, preset, found[preset], {p: r for p, r in found.items() if r and p != preset}
+                     ) if preset else None
 
   def all_records(self) -> List[Record]:
     """Records of every preset present."""

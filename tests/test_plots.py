@@ -148,14 +148,14 @@ def test_accuracy_figures_show_every_preset_present(output_dir):
 
 
 def test_primary_preset_prefers_complete_paper_runs(output_dir, tmp_path):
-  assert records.primary_preset(output_dir, "accuracy_vs_epochs") == "cpu"  # paper: 2 of 12 runs
-  assert records.primary_preset(str(tmp_path), "dp_scaling") is None
+  assert records.EntryData.load(output_dir, "accuracy_vs_epochs").preset == "cpu"  # paper: 2 of 12 runs
+  assert records.EntryData.load(str(tmp_path), "dp_scaling") is None
   for run in presets.build("paper")["strategy_comparison"].runs:
     path = records.record_path(str(tmp_path), "paper", run)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
       json.dump({"config": {}}, f)
-  assert records.primary_preset(str(tmp_path), "strategy_comparison") == "paper"
+  assert records.EntryData.load(str(tmp_path), "strategy_comparison").preset == "paper"
 
 
 def test_results_readme_compares_every_entry_with_the_report(output_dir):

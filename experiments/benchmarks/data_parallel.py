@@ -2,7 +2,7 @@
 
 Each run has its own G one-thread logical devices, so "1 vs 2 replicas" is "1 vs 2 cores". Measures per repeat:
 the speedups of G replicas over 1 and over greedy, and each run's op profile (`data_parallel.profile`: seconds
-per epoch by phase) with each phase's speedup. With --kernels listing several paths, 1 and G replicas on each
+per epoch by phase). With --kernels listing several paths, 1 and G replicas on each
 (the others named dp_g<G>_<kernels>) and `kernel_variants`: the comparison behind the program's default.
 
 Usage (timings are committed: run alone on the machine):
@@ -43,15 +43,11 @@ def _profile(runs: List[dict]) -> Dict[str, object]:
 def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   """Speedups and the op profiles (see the module docstring)."""
   g, many = s.num_devices, f"dp_g{s.num_devices}"
-  one, gn = _profile(runs["dp_g1"]), _profile(runs[many])
   return {
-      "epoch_seconds": {n: harness.spread([harness.seconds_per_layer_epoch(r) for r in rs]) for n, rs in runs.items()},
       f"speedup_{g}_vs_1_replica": harness.ratio_spread(runs, "dp_g1", many),
       f"speedup_{g}_replicas_vs_greedy": harness.ratio_spread(runs, GREEDY.name, many),
       "one_replica_vs_greedy_slowdown": harness.ratio_spread(runs, "dp_g1", GREEDY.name),
-      "profile": {"1_replica": one, f"{g}_replicas": gn, "phase_speedup": {
-          p: one["seconds_per_epoch"][p]["median"] / max(gn["seconds_per_epoch"][p]["median"], 1e-12)
-          for p in dp_config.PROFILE_PHASES}},
+      "profile": {"1_replica": _profile(runs["dp_g1"]), f"{g}_replicas": _profile(runs[many])},
       "kernel_variants": {k: {
           f"speedup_{g}_vs_1_replica": harness.ratio_spread(runs, f"dp_g1{suffix}", f"{many}{suffix}"),
           f"speedup_{g}_replicas_vs_greedy": harness.ratio_spread(runs, GREEDY.name, f"{many}{suffix}"),

@@ -4,7 +4,7 @@ A `Benchmark` maps the `Setting` (its command line) to named configurations (`pr
 summarizes their records. The harness runs the configurations alternately, repeat after repeat (the order
 rotates every repeat, so drifts of a shared machine hit them alike), each as its own training program through
 `experiments.driver.run` (a record that exists is not run again), then writes a summary: setting, command,
-provenance (one machine and one code, or it refuses), how busy the rest of the machine was, the spread
+provenance (one machine and one code, or it refuses), the machine's load averages while it ran, the spread
 (min/median/max over repeats) of every configuration's pretraining seconds, and the benchmark's measures.
 Records go to <output_dir>/<folder>/<configuration>_r<repeat>.json, the summary to <output_dir>/<summary file>.
 `main(benchmark)` is the command line of every benchmark module.
@@ -13,7 +13,6 @@ Records go to <output_dir>/<folder>/<configuration>_r<repeat>.json, the summary 
 import dataclasses
 import json
 import os
-import resource
 import statistics
 import sys
 import time
@@ -96,26 +95,6 @@ def cores_busy(rs: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, object]]:
       "pretrain_cpu_seconds" in r for r in rs) else None
 
 
-def _cpu_seconds() -> Tuple[float, float, float]:
-  """(wall clock, CPU seconds the machine spent busy since boot (/proc/stat), those of this process and its
-  children)."""
-  with open("/proc/stat") as f:
-    ticks = [float(x) for x in f.readline().split()[1:]]
-  own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-  return (time.perf_counter(), (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"),
-          own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime)
-
-
-def _machine_load(start: Tuple[Tuple[float, float, float], Sequence[float]]) -> Dict[str, object]:
-  """How busy the rest of the machine was since `start` = (`_cpu_seconds()`, os.getloadavg()): the wall seconds,
-  the load averages, and other_processes_cores, every other process's CPU seconds over the wall seconds (0: ours
-  alone)."""
-  (wall0, busy0, own0), load0 = start
-  wall, busy, own = _cpu_seconds()
-  return {"wall_seconds": wall - wall0, "other_processes_cores": max((busy - busy0) - (own - own0), 0.0) / (wall - wall0),
-          "load_average_start": list(load0), "load_average_end": list(os.getloadavg())}
-
-
 def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
          rates: Optional[budget.Rates] = None) -> List[driver.Job]:
   """The runs in alternation order: repeat r runs the configurations rotated by r (estimates from `rates`,
@@ -171,10 +150,13 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
   (summary path, summary). `modules`: {program: module} replacing `<program>.train` (tests use stand-ins).
   driver.RunFailedError when a run fails or a stored record does not match its configuration; ValueError when
   the records come from several machines or versions of the code."""
-  jobs, start = plan(benchmark, setting, output_dir, work_dir), (_cpu_seconds(), os.getloadavg())
+  jobs, start, load = plan(benchmark, setting, output_dir, work_dir), time.perf_counter(), os.getloadavg()
   ran = driver.run(jobs, f"benchmark {benchmark.name}", os.path.join(output_dir, benchmark.folder(setting),
                                                                       "driver_log.jsonl"), modules=modules, out=out)
-  summary = summarize(benchmark, setting, jobs, command, _machine_load(start) if ran else None)
+  # How busy the machine was while the runs ran: the wall seconds and the load averages before and after.
+  machine_load = {"wall_seconds": time.perf_counter() - start, "load_average_start": list(load),
+                  "load_average_end": list(os.getloadavg())}
+  summary = summarize(benchmark, setting, jobs, command, machine_load if ran else None)
   path = os.path.join(output_dir, benchmark.summary_file(setting))
   if ran or not os.path.exists(path):
     with open(path, "w") as f:

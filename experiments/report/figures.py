@@ -17,7 +17,7 @@ from experiments import presets
 from experiments import records
 from experiments import reported
 from experiments.report import series
-from experiments.report import style
+from experiments.report import tables
 
 EQUAL_CORES = "equal_cores.png"
 REPORT_COLOR = "0.45"
@@ -48,7 +48,7 @@ def finish(fig, data: records.EntryData, extra: str = "", presets_shown: Sequenc
   markers, and `more`, other machines' records drawn too."""
   fig.suptitle(presets.get(data.entry).title, fontsize=12)
   rs = data.all_records() if presets_shown else list(data.runs.values())
-  lines = [style.preset_note(data.entry, p) for p in (presets_shown or [data.preset])]
+  lines = [tables.preset_note(data.entry, p) for p in (presets_shown or [data.preset])]
   lines.append(f"ours: {records.hardware(rs)}; 1 thread per device" + (
       "; hollow markers/hatched bars: more devices than cores (oversubscribed)"
       if any(records.oversubscribed(r) for r in rs) else ""))
@@ -111,20 +111,20 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
       over, label = [records.oversubscribed(by_g[g]) for g in gs], f"{'' if single else f'{h} layers, '}{series.cores(d)} cores"
       points(left, gs, [by_g[g]["pretrain_seconds"] for g in gs], over, c, label, line, marker)
       if model is not None and h <= len(model.epoch_seconds):
-        curve = perf_model.curve(model, by_g[gs[0]]["config"], max_g if single else h)
-        left.plot(list(curve), list(curve.values()), "--", color=c, alpha=0.5, linewidth=1)
+        xs = range(1, (max_g if single else h) + 1)
+        left.plot(xs, [model.predict(by_g[gs[0]]["config"], g) for g in xs], "--", color=c, alpha=0.5, linewidth=1)
       if 1 in by_g:
         points(right, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, c, f"ours, {label}", line, marker)
   report = reported.MP_SCALING.get(data.entry, {})
   for i, (h, rep) in enumerate(sorted(report.items())):
-    report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{style.REPORT_LABEL}, {h} layers",
+    report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{tables.REPORT_LABEL}, {h} layers",
                   COLORS[i])
   if not report:
-    right.plot([], [], " ", label=f"{style.REPORT_LABEL}: {reported.DP_SCALING_TEXT}")
+    right.plot([], [], " ", label=f"{tables.REPORT_LABEL}: {reported.DP_SCALING_TEXT}")
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (fit on G <= 2)")
   devices_axes(left, right, series.cores(data), max_g)
   model, why = perf_model.calibrated(data.runs)
-  finish(fig, data, f"performance model ({style.machine_label(data)}): {model.describe()}; calibrated on "
+  finish(fig, data, f"performance model ({tables.machine_label(data)}): {model.describe()}; calibrated on "
                     f"{', '.join(model.calibration)}" if model else why, more=list(others.values()))
   return fig
 
@@ -157,8 +157,8 @@ def dp_batch_sweep(data: records.EntryData, others=None):
   label = f"ours, {'/'.join(map(str, g))} devices, {'/'.join(f'{n:,}' for n in examples)} examples"
   for ax, k in ((left, 1), (right, 2)):
     points(ax, [p[0] for p in pts], [p[k] for p in pts], [p[3] for p in pts], DP.color, label)
-  report_series(left, [4 * b for b in rep], list(rep.values()), f"{style.REPORT_LABEL}, 4 GPUs, 55,000 examples")
-  report_series(right, [4 * b for b in rep], [55_000 / s for s in rep.values()], f"{style.REPORT_LABEL}, 4 GPUs")
+  report_series(left, [4 * b for b in rep], list(rep.values()), f"{tables.REPORT_LABEL}, 4 GPUs, 55,000 examples")
+  report_series(right, [4 * b for b in rep], [55_000 / s for s in rep.values()], f"{tables.REPORT_LABEL}, 4 GPUs")
   best = min(pts, key=lambda p: p[1])
   left.annotate(f"min at {best[0]}", best[:2], textcoords="offset points", xytext=(0, -14), fontsize=7, ha="center")
   for ax, ylabel in ((left, "seconds per epoch of one layer"), (right, "examples per second")):
@@ -194,7 +194,7 @@ def dp_op_profile(data: records.EntryData, others=None):
   left.set_title(f"ours (layer 1), {series.batch_label(list(data.runs.values()))}", fontsize=7)
   left.legend(fontsize=7)
   _phases(right, reported.DP_OP_PROFILE, {})
-  right.set_title(f"{style.REPORT_LABEL} (read off dpres3.png)", fontsize=9)
+  right.set_title(f"{tables.REPORT_LABEL} (read off dpres3.png)", fontsize=9)
   finish(fig, data, "ours: " + " / ".join(methods))
   return fig
 
@@ -206,12 +206,12 @@ def mp_vs_dp(data: records.EntryData, others=None):
   for j, program in enumerate((DP.name, MP.name)):
     rs = [g.get(program) for _, g in groups]
     bars(left, [i + (j - 0.5) * 0.35 for i in range(len(groups))], [r["pretrain_seconds"] if r else 0.0 for r in rs],
-         0.35, color(program), style.program_name(program), [bool(r) and records.oversubscribed(r) for r in rs])
+         0.35, color(program), tables.program_name(program), [bool(r) and records.oversubscribed(r) for r in rs])
     bars(right, [i + (j - 0.5) * 0.35 for i in range(len(keys))], [reported.MP_VS_DP[k][program] for k in keys], 0.35,
-         color(program), style.program_name(program))
+         color(program), tables.program_name(program))
   for ax, labels, title in ((left, [label for label, _ in groups], f"ours: {series.batch_label(list(data.runs.values()))}"),
                             (right, [f"{e} epochs - Config {c[1]}" for e, c in keys],
-                             f"{style.REPORT_LABEL}: batch 7000 (data parallel: per tower)")):
+                             f"{tables.REPORT_LABEL}: batch 7000 (data parallel: per tower)")):
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     ax.set_title(title, fontsize=8)
     ax.set(ylabel="pretraining seconds")
@@ -228,16 +228,16 @@ def strategy_comparison(data: records.EntryData, others=None):
   rs, rep = series.strategy_records(data), reported.STRATEGY_COMPARISON
   base = rs.get(GREEDY.run_name)
   ours = [(series.strategy(r), r["pretrain_seconds"], records.oversubscribed(r),
-           style.fmt_ratio(records.ratio(base, r))[:-1] if base else "") for r in rs.values()]
+           tables.fmt_ratio(records.ratio(base, r))[:-1] if base else "") for r in rs.values()]
   theirs = [(p, s, False, f"{rep[GREEDY.name] / s:.2f}") for p, s in rep.items()]
   for ax, shown, title in ((left, ours, "ours, single runs (speedup over greedy inside the bars)"),
-                           (right, theirs, style.REPORT_LABEL)):
+                           (right, theirs, tables.REPORT_LABEL)):
     for i, (program, s, over, speedup) in enumerate(shown):
-      bars(ax, [i], [s], 0.6, color(program), style.program_name(program), [over])
+      bars(ax, [i], [s], 0.6, color(program), tables.program_name(program), [over])
       if speedup:  # readable on any bar: dark text on a white box
         ax.annotate(f"{speedup}x", (i, s / 2), ha="center", fontsize=9,
                     bbox=dict(boxstyle="round", fc="white", ec="none", alpha=0.8))
-    ax.set_xticks(range(len(shown)), [style.program_name(p) for p, *_ in shown], fontsize=8)
+    ax.set_xticks(range(len(shown)), [tables.program_name(p) for p, *_ in shown], fontsize=8)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel("pretraining seconds")
   finish(fig, data, f"ours: {series.batch_label(list(rs.values()))}; report: batch 5000 (data parallel: per tower)")
@@ -252,8 +252,8 @@ def convergence(data: records.EntryData, others=None):
   fig, axes = new(max(len(r["layers"]) for r in rs.values()), width=3.6, height=4.2)
   (key, targets), reach = series.convergence(rs), series.times_to_target(data)
   for name, r in rs.items():
-    label = style.program_name(series.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
-                                                       is None else f": {style.fmt_seconds(reach[name][0])} s")
+    label = tables.program_name(series.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
+                                                       is None else f": {tables.fmt_seconds(reach[name][0])} s")
     for k, curve in enumerate(records.loss_curves(r, key)):
       points(axes[k], [t for t, _ in curve], [loss for _, loss in curve], [records.oversubscribed(r)] * len(curve),
              color(series.strategy(r)), label if k == 0 else None, marker=".")
@@ -278,11 +278,11 @@ def accuracy_vs_epochs(data: records.EntryData, others=None):
     positions = {e: i + 1 for i, e in enumerate(series.epoch_settings(preset))}
     for program, pts in sorted(series.accuracy_series(data, preset).items()):
       points(ax, [positions[e] for e, _ in pts], [a for _, a in pts], [False] * len(pts), color(program),
-             f"ours ({preset}), {style.program_name(program)}", "-" if preset == data.preset else "-.",
+             f"ours ({preset}), {tables.program_name(program)}", "-" if preset == data.preset else "-.",
              PRESET_MARKERS[preset])
   for program, values in reported.ACCURACY.items():
     report_series(ax, range(1, len(values) + 1), [values[e] for e in sorted(values)],
-                  f"{style.REPORT_LABEL}, {style.program_name(program)}", color(program))
+                  f"{tables.REPORT_LABEL}, {tables.program_name(program)}", color(program))
   ax.axhline(reported.MP_ACCURACY_TEXT, color="0.7", linewidth=0.8)
   ax.annotate(f"report text: model parallel ~{reported.MP_ACCURACY_TEXT:.4f}", (0.6, reported.MP_ACCURACY_TEXT),
               fontsize=7, va="bottom", color="0.4")
@@ -302,7 +302,7 @@ def dp_accuracy(data: records.EntryData, others=None):
   fig, axes = new(len(shown), width=8 if len(shown) == 1 else 6.5)
   kinds = (("report_recipe", "ours: DP, report's recipe", DP.color), ("large_batch", "ours: DP, large-batch recipe",
            "darkgreen"), ("baseline", "ours: greedy, batch 100", GREEDY.color),
-           ("report", f"{style.REPORT_LABEL}: DP", REPORT_COLOR))
+           ("report", f"{tables.REPORT_LABEL}: DP", REPORT_COLOR))
   for ax, preset in zip(axes, shown):
     rows = series.dp_accuracy_rows(data, preset)
     for j, (key, label, c) in enumerate(kinds):

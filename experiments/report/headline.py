@@ -11,7 +11,7 @@ from experiments import records
 from experiments import reported
 from experiments.benchmarks import harness
 from experiments.report import series
-from experiments.report import style
+from experiments.report import tables
 
 GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
 Data = Dict[str, Optional[records.EntryData]]
@@ -28,7 +28,7 @@ def _speedups(data: Optional[records.EntryData], used: List[dict]) -> Optional[s
   by_g = list(series.stacks(data).values())[-1] if data and data.runs else {}
   shown = [by_g[g] for g in (2, 4) if g in by_g and 1 in by_g]
   used += shown + ([by_g[1]] if shown else [])
-  return " / ".join(style.fmt_ratio(records.ratio(by_g[1], r)) + style.dagger(r) for r in shown) or None
+  return " / ".join(tables.fmt_ratio(records.ratio(by_g[1], r)) + tables.dagger(r) for r in shown) or None
 
 
 def _scaling(output_dir: str, data: Data, used: List[dict]) -> str:
@@ -52,7 +52,7 @@ def _benchmark(output_dir: str, name: str, file: str, measures: List[str], used:
     return None
   used += harness.flat_records(folder, summary)
   summary = summary["variants"][variant] if variant else summary
-  return " / ".join(f"{style.fmt_spread(summary[m])}×" for m in measures)
+  return " / ".join(f"{tables.fmt_spread(summary[m])}×" for m in measures)
 
 
 def _accuracy(data: Data, program: programs.Program, entry: presets.Entry, used: List[dict],
@@ -71,7 +71,7 @@ def _accuracy(data: Data, program: programs.Program, entry: presets.Entry, used:
   mine = [r for n, r in (full.runs.items() if full else ()) if series.strategy(r) == program.name and recipe in n]
   used += mine
   shown += [records.test_accuracy(r) for r in mine]
-  return " / ".join(map(style.fmt_accuracy, shown)) if any(a is not None for a in shown) else None
+  return " / ".join(map(tables.fmt_accuracy, shown)) if any(a is not None for a in shown) else None
 
 
 def _comparison(data: Data, used: List[dict]) -> Optional[str]:
@@ -80,7 +80,7 @@ def _comparison(data: Data, used: List[dict]) -> Optional[str]:
   if GREEDY.run_name not in rs:
     return None
   used += rs.values()
-  return ", ".join(f"{style.program_name(series.strategy(r))} {style.fmt_ratio(records.ratio(rs[GREEDY.run_name], r))}"
+  return ", ".join(f"{tables.program_name(series.strategy(r))} {tables.fmt_ratio(records.ratio(rs[GREEDY.run_name], r))}"
                    for n, r in rs.items() if n != GREEDY.run_name) + " (single runs)"
 
 
@@ -91,7 +91,7 @@ def _equal_cores(output_dir: str, used: List[dict]) -> Optional[str]:
   parts, last = [], None
   for (cores, batch), s in found.items():
     program = series.program_of(s["fastest_program"])
-    parts.append(f"{'' if program == last else style.program_name(program) + ' '}"
+    parts.append(f"{'' if program == last else tables.program_name(program) + ' '}"
                  f"{series.ratios_to_baseline(s, s['fastest_program'])['median']:.2f}× at {'' if last else 'batch '}{batch}")
     last = program
   return ", ".join(parts) + f" ({'/'.join(sorted({str(c) for c, _ in found}))} cores)" if parts else None
@@ -118,7 +118,7 @@ def headline(output_dir: str, data: Data) -> str:
        _scaling(output_dir, data, used[0])],
       ["Speedup over greedy on 2 devices, 4 layers (`strategy_comparison`); model parallel benchmark, 2 × 1000 "
        "units, batch 1000",
-       ", ".join(f"{style.program_name(p)} {rep[GREEDY.name] / s:.2f}×" for p, s in rep.items() if p != GREEDY.name)
+       ", ".join(f"{tables.program_name(p)} {rep[GREEDY.name] / s:.2f}×" for p, s in rep.items() if p != GREEDY.name)
        + " (4 GPUs)",
        _cell(_comparison(data, used[1]), "benchmark: model parallel " + (_benchmark(
            output_dir, MP.name, "summary_b1000_variants.json", ["speedup_vs_greedy"], used[1], MP.name) or "not run yet"))],
@@ -138,4 +138,4 @@ def headline(output_dir: str, data: Data) -> str:
        _cell(*[_accuracy(data, DP, presets.DP_ACCURACY, used[5], recipe) for recipe in ("report", "large_batch")])],
   ]
   rows = [row + [records.machine_label(rs) or "—"] for row, rs in zip(rows, used)]
-  return style.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows) + "\n\n" + style.DAGGER
+  return tables.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows) + "\n\n" + tables.DAGGER

@@ -1,9 +1,10 @@
-"""Per entry: a markdown table of our numbers next to the report's and sentences on what agrees and differs.
-Every table function takes (data, others), the entry's records and {machine: records} of the other machines,
-and returns (table, [sentences]); computations in `report.series`, the report's numbers in
-`experiments.reported`. Ratios of two records go through `records.ratio`."""
+"""Markdown tables: the names and number formats every table and figure shares, and per entry a table of our
+numbers next to the report's with sentences on what agrees and differs. Every entry's table function takes
+(data, others), the entry's records and {machine: records} of the other machines, and returns (table,
+[sentences]); computations in `report.series`, the report's numbers in `experiments.reported`. Ratios of two
+records go through `records.ratio`; † marks oversubscribed runs (more logical devices than cores)."""
 
-from typing import List, Mapping, Optional, Tuple
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 from common import programs
 from experiments import perf_model
@@ -11,13 +12,62 @@ from experiments import presets
 from experiments import records
 from experiments import reported
 from experiments.report import series
-from experiments.report import style
 
 MODEL_ERROR_GOAL = 0.15
 Others = Mapping[str, records.EntryData]
 Table = Tuple[str, List[str]]
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
 SINGLE = "Single runs."
+REPORT_LABEL = reported.HARDWARE
+DAGGER = "† more logical devices than cores the process could use (oversubscribed)."
+
+
+def program_name(program: str) -> str:
+  """A program's registry label, e.g. "model parallel"; ValueError for an unregistered program."""
+  return programs.get(program).label
+
+
+def dagger(record: Optional[dict]) -> str:
+  """" †" for an oversubscribed run, else ""."""
+  return " †" if record and records.oversubscribed(record) else ""
+
+
+def machine_label(data: records.EntryData) -> str:
+  """The machine and code of the entry's records (`records.machine_label`)."""
+  return records.machine_label(list(data.runs.values()))
+
+
+def preset_note(entry: str, preset: str) -> str:
+  """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
+  notes = presets.shrink_notes(entry, preset)
+  return (f"preset {preset}: " + "; ".join(notes) if notes else
+          f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
+
+
+def fmt_seconds(seconds: Optional[float]) -> str:
+  """Seconds with 3 significant digits below 100, whole seconds above ("—" for None)."""
+  return "—" if seconds is None else f"{seconds:.3g}" if seconds < 100 else f"{seconds:.0f}"
+
+
+def fmt_ratio(ratio: Optional[float]) -> str:
+  """A speedup or ratio, e.g. "1.31×" ("—" for None)."""
+  return "—" if ratio is None else f"{ratio:.2f}×"
+
+
+def fmt_accuracy(a: Optional[float]) -> str:
+  """An accuracy in [0, 1] with 4 decimals ("—" for None)."""
+  return "—" if a is None else f"{a:.4f}"
+
+
+def fmt_spread(s: Optional[dict], fmt: str = "{:.2f}") -> str:
+  """A spread {"min", "median", "max"} as "median (min–max)" ("—" for None)."""
+  return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}–{fmt.format(s['max'])})" if s else "—"
+
+
+def md_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+  """A markdown table."""
+  return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                   + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 
 def judged_error(x: Optional[float]) -> str:
@@ -27,20 +77,11 @@ def judged_error(x: Optional[float]) -> str:
 
 
 def _seconds(r: Optional[dict]) -> str:
-  return style.fmt_seconds(r["pretrain_seconds"]) + style.dagger(r) if r else "—"
+  return fmt_seconds(r["pretrain_seconds"]) + dagger(r) if r else "—"
 
 
 def _batches(data: records.EntryData) -> str:
   return series.batch_label(list(data.runs.values()))
-
-
-def contention_note(data: records.EntryData) -> str:
-  """What the fitted slowdown of the performance model implies for 2 devices on this machine."""
-  model, _ = perf_model.calibrated(data.runs)
-  if model is None or model.slowdown <= 1.0:
-    return ""
-  return (f"The performance model's slowdown of devices side by side, rho = {model.slowdown:.2f}, is fitted to the "
-          f"2-device runs' times (not measured); with it 2 devices can give at most {2 / model.slowdown:.2f}× here.")
 
 
 def cores_note(data: records.EntryData, others: Others) -> str:
@@ -48,14 +89,14 @@ def cores_note(data: records.EntryData, others: Others) -> str:
   if not any(records.oversubscribed(r) for r in data.runs.values()):
     return ""
   cores, faster = series.cores(data), series.oversubscribed_faster(data)
-  cases = "; ".join(f"{h} layers on {g} devices {style.fmt_seconds(s)} s vs {style.fmt_seconds(b)} s on {gb}"
+  cases = "; ".join(f"{h} layers on {g} devices {fmt_seconds(s)} s vs {fmt_seconds(b)} s on {gb}"
                     for h, g, s, gb, b in faster)
   text = (f"This machine has {cores} cores: more devices than that run as logical devices sharing the cores "
           "(oversubscribed, †), so they add no compute; " + (
               f"still, some oversubscribed runs were faster than the fastest run on at most {cores} devices ({cases})."
               if faster else f"none was faster than the fastest run on at most {cores} devices."))
   for machine, other in others.items():
-    ends = [f"{h} layers {style.fmt_ratio(records.ratio(g[1], g[max(g)]))} on {max(g)} devices"
+    ends = [f"{h} layers {fmt_ratio(records.ratio(g[1], g[max(g)]))} on {max(g)} devices"
             for h, g in series.stacks(other).items() if 1 in g and max(g) > 1]
     text += (f" On the {series.cores(other)}-core machine (`{machine}/`), where every device has its own core, the "
              f"speedup over 1 device reached: {', '.join(ends)} (single runs).")
@@ -72,15 +113,19 @@ def scaling(data: records.EntryData, others: Others) -> Table:
       for g in sorted(set(by_g) | set(rep)):
         r, p = by_g.get(g), predicted.get((h, g))
         rows.append([records.machine_label([r]) if r else "—", h, g, _seconds(r),
-                     style.fmt_ratio(records.ratio(by_g[1], r) if r and 1 in by_g else None),
-                     f"{style.fmt_seconds(p.predicted)} ({p.relative_error:+.0%}{', fit' if p.in_calibration else ''})"
-                     if p else "—", style.fmt_seconds(rep.get(g)), style.fmt_ratio(rep[1] / rep[g] if g in rep else None)])
-  dp = data.entry == presets.DP_SCALING.name
-  sentences = [f"The report calls its speedup {reported.DP_SCALING_TEXT}.",
-               f"Ours: {_batches(data)}; {reported.DP_BATCH_NOTE}."] if dp else []
-  return style.md_table(["machine", "layers", "devices", "ours s", "ours speedup", "model s (error)", "report s",
-                         "report speedup"], rows), sentences + [
-      "Each point is a single run.", contention_note(data), cores_note(data, others)]
+                     fmt_ratio(records.ratio(by_g[1], r) if r and 1 in by_g else None),
+                     f"{fmt_seconds(p.predicted)} ({p.relative_error:+.0%}{', fit' if p.in_calibration else ''})"
+                     if p else "—", fmt_seconds(rep.get(g)), fmt_ratio(rep[1] / rep[g] if g in rep else None)])
+  model, _ = perf_model.calibrated(data.runs)
+  sentences = [f"The report calls its speedup {reported.DP_SCALING_TEXT}.", f"Ours: {_batches(data)}; "
+               f"{reported.DP_BATCH_NOTE}."] if data.entry == presets.DP_SCALING.name else []
+  sentences.append("Each point is a single run.")
+  if model is not None and model.slowdown > 1.0:
+    sentences.append(f"The performance model's slowdown of devices side by side, rho = {model.slowdown:.2f}, is fitted "
+                     f"to the 2-device runs' times (not measured); with it 2 devices can give at most "
+                     f"{2 / model.slowdown:.2f}× here.")
+  return md_table(["machine", "layers", "devices", "ours s", "ours speedup", "model s (error)", "report s",
+                         "report speedup"], rows), sentences + [cores_note(data, others)]
 
 
 def dp_batch_sweep(data: records.EntryData, others: Others) -> Table:
@@ -91,7 +136,7 @@ def dp_batch_sweep(data: records.EntryData, others: Others) -> Table:
           for batch, secs, rate, over in pts for rep in [reported.DP_BATCH_SWEEP.get(batch // 4)]]
   best, rep_best = min(pts, key=lambda p: p[1]), min(reported.DP_BATCH_SWEEP, key=reported.DP_BATCH_SWEEP.get)
   examples = min(r["config"]["train_examples"] for r in data.runs.values())
-  return style.md_table(["global batch", "ours per device", "ours s/epoch", "ours examples/s",
+  return md_table(["global batch", "ours per device", "ours s/epoch", "ours examples/s",
                          "report s/epoch (global/4 per GPU)", "report examples/s"], rows), [
       f"Ours on {'/'.join(map(str, g))} devices, the report on 4 GPUs with a per-GPU batch: its rows are matched at "
       f"global = 4 × its batch. Fastest epoch: ours at global batch {best[0]}, the report at {rep_best} per GPU "
@@ -110,40 +155,28 @@ def dp_op_profile(data: records.EntryData, others: Others) -> Table:
                 + [(f"{sum(phases.values()):.3f}" if phases else "—") + (" †" if over else ""),
                    f"{rep['forward_loss'] + rep['gradients']:.1f}" if rep else "—", f"{rep['allreduce']:.1f}" if rep
                    else "—", f"{reported.DP_OP_PROFILE_TOTAL.get(g, '—')}"])
-  sentences = [f"Ours: {_batches(data)}; {reported.DP_BATCH_NOTE}."]
-  if 1 in ours and max(ours) > 1:
-    g, one, many = max(ours), ours[1][0], ours[max(ours)][0]
-    sentences.append(f"Ours: loss + gradient compute {one['forward_loss'] + one['gradients']:.3f} → "
-                     f"{many['forward_loss'] + many['gradients']:.3f} s per epoch from 1 to {g} devices, all-reduce "
-                     f"{one['allreduce']:.3f} → {many['allreduce']:.3f} s; the report: compute 68 → 12.7 s, all-reduce "
-                     "~10-14 s at every GPU count.")
-  return style.md_table(["devices"] + [f"ours {p}" for p in series.PHASES] + [
-      "ours total", "report loss+gradient", "report accumulate+average", "report total"], rows), sentences + [
-          cores_note(data, others)]
+  return md_table(["devices"] + [f"ours {p}" for p in series.PHASES] + [
+      "ours total", "report loss+gradient", "report accumulate+average", "report total"], rows), [
+          f"Ours: {_batches(data)}; {reported.DP_BATCH_NOTE}.", cores_note(data, others)]
 
 
 def mp_vs_dp(data: records.EntryData, others: Others) -> Table:
   """Data vs model parallel seconds per setting, ours and the report's."""
-  rows, ratios = [], []
-  rep = [reported.MP_VS_DP[k] for k in sorted(reported.MP_VS_DP)]
+  rep, rows = [reported.MP_VS_DP[k] for k in sorted(reported.MP_VS_DP)], []
   for i, (label, g) in enumerate(series.mp_vs_dp_groups(data)):
     dp, mp, r = g.get(DP.name), g.get(MP.name), rep[i] if i < len(rep) else {}
-    ratios.append(records.ratio(mp, dp) if dp and mp else None)
-    rows.append([label, _seconds(dp), _seconds(mp), style.fmt_ratio(ratios[-1]), r.get(DP.name, "—"),
-                 r.get(MP.name, "—"), style.fmt_ratio(r[MP.name] / r[DP.name] if r else None)])
-  known = [f for f in ratios if f is not None]
-  return style.md_table(["setting (ours)", "ours DP s", "ours MP s", "ours MP/DP", "report DP s", "report MP s",
+    rows.append([label, _seconds(dp), _seconds(mp), fmt_ratio(records.ratio(mp, dp) if dp and mp else None),
+                 r.get(DP.name, "—"), r.get(MP.name, "—"), fmt_ratio(r[MP.name] / r[DP.name] if r else None)])
+  return md_table(["setting (ours)", "ours DP s", "ours MP s", "ours MP/DP", "report DP s", "report MP s",
                          "report MP/DP"], rows), [
-      f"Ours: {_batches(data)}; the report: batch 7000 ({reported.DP_BATCH_NOTE}). {SINGLE}",
-      f"Report: data parallel faster in all four settings (model/data time 1.33-1.65×). Ours: data parallel faster "
-      f"in {sum(f > 1 for f in known)} of {len(known)}." if known else ""]
+      f"Ours: {_batches(data)}; the report: batch 7000 ({reported.DP_BATCH_NOTE}). {SINGLE}"]
 
 
 def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
   """Test accuracy per program and epochs, every preset present and the report's."""
   rows, sentences = [], []
   for preset in series.presets_shown(data):
-    rows += [[preset, style.program_name(program), f"{e}+{e}", style.fmt_accuracy(a)]
+    rows += [[preset, program_name(program), f"{e}+{e}", fmt_accuracy(a)]
              for program, values in series.accuracy_series(data, preset).items() for e, a in values]
     # Each layer's held-out reconstruction loss at the end of pretraining against greedy's at the same epochs.
     runs, worst = series.runs_of(data, preset).values(), {}
@@ -157,34 +190,30 @@ def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
     if worst:
       sentences.append(f"{preset}: held-out reconstruction loss at the end of pretraining, per layer, relative to "
                        "greedy's at the same epochs (test images through the stack below, fixed masks): " +
-                       "; ".join(f"{style.program_name(p)} within {100 * w:.1f}% (largest gap at {e}+{e} epochs)"
+                       "; ".join(f"{program_name(p)} within {100 * w:.1f}% (largest gap at {e}+{e} epochs)"
                                  for p, (w, e) in sorted(worst.items())) + ".")
-  rows += [["report", style.program_name(p), f"{e}+{e}", f"{a:.4f}"] for p in reported.ACCURACY
+  rows += [["report", program_name(p), f"{e}+{e}", f"{a:.4f}"] for p in reported.ACCURACY
            for e, a in sorted(reported.ACCURACY[p].items())]
-  return style.md_table(["preset", "program", "epochs", "test accuracy"], rows), sentences + [
+  return md_table(["preset", "program", "epochs", "test accuracy"], rows), sentences + [
       f"The report's text gives model parallel ~{reported.MP_ACCURACY_TEXT}."]
 
 
 def dp_accuracy(data: records.EntryData, others: Others) -> Table:
   """Data-parallel test accuracy per recipe and epochs vs greedy and the report."""
-  rows, sentences = [], []
+  rows = []
   for preset in series.presets_shown(data):
     dp = series.batch_label([r for n, r in series.runs_of(data, preset).items() if n.startswith("dp_")])
-    for row in series.dp_accuracy_rows(data, preset):
-      e, lb, goal = row["epochs"], row["large_batch"], None if row["baseline"] is None else (
-          row["baseline"] - series.DP_TOLERANCE)
-      rows.append([preset, f"{e}+{e}", dp] + [style.fmt_accuracy(x) for x in (
-          row["report_recipe"], lb, row["baseline"], goal, row["report"])])
-      if lb is not None and goal is not None:
-        sentences.append(f"{preset}, {e}+{e}: the large-batch recipe {'reaches' if lb >= goal else 'misses'} greedy - "
-                         f"{series.DP_TOLERANCE} ({lb:.4f} vs {goal:.4f}).")
+    rows += [[preset, f"{row['epochs']}+{row['epochs']}", dp] + [fmt_accuracy(x) for x in (
+        row["report_recipe"], row["large_batch"], row["baseline"],
+        None if row["baseline"] is None else row["baseline"] - series.DP_TOLERANCE, row["report"])]
+             for row in series.dp_accuracy_rows(data, preset)]
   rates = next((r["learning_rates"] for r in data.runs.values()
                 if r.get("learning_rates") and r["run_name"].endswith("large_batch")), None)
   recipe = (f" (here: pretraining {rates['pretrain']:.3g}, finetuning {rates['finetune']:.3g}, after "
             f"{rates['warmup_epochs']:g} warm-up epochs)") if rates else ""
-  return style.md_table(["preset", "epochs", "ours DP batch", "ours DP report recipe", "ours DP large-batch",
+  return md_table(["preset", "epochs", "ours DP batch", "ours DP report recipe", "ours DP large-batch",
                          "ours greedy (batch 100)", "goal (greedy - 0.005)", "report DP (batch 5000 per tower)"],
-                        rows), sentences + [
+                        rows), [
       f"The report's recipe keeps the batch-100 learning rates at its batch 5000 (its 0.7472 / 0.8162; "
       f"{reported.DP_BATCH_NOTE}); the large-batch recipe, chosen on validation accuracy in the `large_batch` study, "
       f"scales them with the batch{recipe}. {SINGLE}"]
@@ -194,11 +223,11 @@ def strategy_comparison(data: records.EntryData, others: Others) -> Table:
   """Seconds and speedup over greedy per program, ours and the report's."""
   rs, rep = series.strategy_records(data), reported.STRATEGY_COMPARISON
   base = rs.get(GREEDY.run_name)
-  rows = [[style.program_name(p), series.batch_label([r]), _seconds(r),
-           style.fmt_ratio(records.ratio(base, r) if base else None), rep.get(p, "—"),
-           style.fmt_ratio(rep[GREEDY.name] / rep[p]) if p in rep else "—"]
+  rows = [[program_name(p), series.batch_label([r]), _seconds(r),
+           fmt_ratio(records.ratio(base, r) if base else None), rep.get(p, "—"),
+           fmt_ratio(rep[GREEDY.name] / rep[p]) if p in rep else "—"]
           for r in rs.values() for p in [series.strategy(r)]]
-  return style.md_table(["program", "ours batch", "ours s", "ours speedup", "report s", "report speedup"], rows), [
+  return md_table(["program", "ours batch", "ours s", "ours speedup", "report s", "report speedup"], rows), [
       "Single runs; the benchmarks in the Benchmarks section repeat the comparison with spread.",
       f"The report ran batch 5000 ({reported.DP_BATCH_NOTE}).", cores_note(data, others)]
 
@@ -207,14 +236,14 @@ def convergence(data: records.EntryData, others: Others) -> Table:
   """Pretraining seconds, seconds to the fixed loss (all layers and per layer) and final losses per program."""
   reach, rs = series.times_to_target(data), series.strategy_records(data)
   key, _ = series.convergence(rs)
-  rows = [[style.program_name(series.strategy(r)), style.fmt_seconds(r["pretrain_seconds"]),
-           style.fmt_seconds(reach[s][0]) if reach.get(s, (None,))[0] is not None else "not reached",
-           ", ".join(style.fmt_seconds(t) for t in reach.get(s, (None, []))[1]),
+  rows = [[program_name(series.strategy(r)), fmt_seconds(r["pretrain_seconds"]),
+           fmt_seconds(reach[s][0]) if reach.get(s, (None,))[0] is not None else "not reached",
+           ", ".join(fmt_seconds(t) for t in reach.get(s, (None, []))[1]),
            ", ".join(f"{layer['epochs'][-1][key]:.2f}" for layer in r["layers"])] for s, r in rs.items()]
   what = ("held-out reconstruction loss (the 10,000 test images through the stack below, fixed masks: the "
           "same quantity for every program)" if key == "heldout_loss" else
           "training reconstruction loss (epoch mean; these records have no per-epoch held-out loss)")
-  return style.md_table(["program", "pretraining s", "seconds to fixed loss", "per layer", "final loss per layer"],
+  return md_table(["program", "pretraining s", "seconds to fixed loss", "per layer", "final loss per layer"],
                         rows), [
       f"Loss: {what}. Fixed loss: greedy's final loss of each layer × {1 + series.LOSS_TOLERANCE}; a program reaches "
       "it when its last layer does (the metric of Santara et al. 2016, \"Faster learning of deep stacked autoencoders "
@@ -229,13 +258,13 @@ def large_batch(data: records.EntryData, others: Others) -> Table:
   for row in rows:
     r = row["record"]
     rates, c = r.get("learning_rates") or {}, r["config"]
-    table.append([f"`{row['run']}`" + (" (chosen)" if row["run"] == chosen else ""), style.program_name(row["program"]),
+    table.append([f"`{row['run']}`" + (" (chosen)" if row["run"] == chosen else ""), program_name(row["program"]),
                   series.batch_label([r]), f"{rates.get('pretrain', c['pretrain_learning_rate']):.3g}",
                   f"{c.get('finetune_optimizer', 'sgd')} {rates.get('finetune', c['finetune_learning_rate']):.3g}",
-                  ", ".join(f"{x:.1f}" for x in row["losses"]), style.fmt_accuracy(row["validation"]),
-                  style.fmt_accuracy(row["test"]) if row["run"] == chosen or row["program"] != DP.name
+                  ", ".join(f"{x:.1f}" for x in row["losses"]), fmt_accuracy(row["validation"]),
+                  fmt_accuracy(row["test"]) if row["run"] == chosen or row["program"] != DP.name
                   else "not used"])
-  return style.md_table(["run", "program", "batch", "pretraining rate", "finetuning", "last loss per layer",
+  return md_table(["run", "program", "batch", "pretraining rate", "finetuning", "last loss per layer",
                          "validation accuracy", "test accuracy"], table), [
       "Candidates are compared on the validation split (the first 5,000 images of MNIST's training set, never "
       "trained on); test accuracy is reported once, for the chosen candidate (and the greedy reference). " + SINGLE]
@@ -246,12 +275,12 @@ def full_size(data: records.EntryData, others: Others) -> Table:
   report = {GREEDY.name: f"{reported.ACCURACY[GREEDY.name][30]} (greedy 30+30, conres2.png)",
             MP.name: f"{reported.MP_ACCURACY_TEXT} (model parallel, \"around 96.62%\" in the text)",
             DP.name: f"{reported.DP_ACCURACY[30]} (data parallel, batch 5000 per tower, 30+30)"}
-  rows = [[f"`{name}`", series.batch_label([r]), style.fmt_accuracy(records.test_accuracy(r)),
+  rows = [[f"`{name}`", series.batch_label([r]), fmt_accuracy(records.test_accuracy(r)),
            report.get(series.strategy(r), "—"),
            f"{r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f} min"] for name, r in data.runs.items()]
   short = [f"`{name}`" for name, r in data.runs.items()
            if r.get("run_seconds", r.get("total_seconds", float("inf"))) < r["pretrain_seconds"]]
-  return style.md_table(["run", "batch", "test accuracy", "report", "pretraining + finetuning"], rows), [
+  return md_table(["run", "batch", "test accuracy", "report", "pretraining + finetuning"], rows), [
       f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so their "
       "total_seconds (and run_seconds, where present) are the last process's only (smaller than the pretraining "
       "seconds); the minutes shown are pretraining and finetuning." if short else "",
@@ -268,11 +297,11 @@ def pp_scaling(data: records.EntryData, others: Others) -> Table:
     if error is not None and not row["oversubscribed"] and not row["in_sample"]:
       errors.append(abs(error))
     rows.append([row["stack"], f"{row['devices']}{' †' if row['oversubscribed'] else ''}", row["stages"],
-                 style.fmt_seconds(row["seconds"]), style.fmt_ratio(row["speedup"]), style.fmt_seconds(row["predicted"]),
+                 fmt_seconds(row["seconds"]), fmt_ratio(row["speedup"]), fmt_seconds(row["predicted"]),
                  "—" if error is None else f"{100 * error:+.0f}%" + (" (fit)" if row["in_sample"] else ""),
                  "—" if row["cores_busy"] is None else f"{row['cores_busy']:.2f}"])
-  return style.md_table(["stack", "devices", "stages", "seconds", "speedup vs 1 device", "model s", "model error",
+  return md_table(["stack", "devices", "stages", "seconds", "speedup vs 1 device", "model s", "model error",
                          "cores busy"], rows), [
       "Single runs. Cores busy = process CPU seconds / wall seconds while pretraining.",
       f"Model error on the points not used for the fit, up to the core count: largest {100 * max(errors):.0f}% (the "
-      "model has no co-run slowdown)." if errors else "", style.DAGGER]
+      "model has no co-run slowdown)." if errors else "", DAGGER]
