@@ -11,7 +11,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def load(dotted: str):
-  """The object a dotted path names, e.g. "experiments.report.tables.scaling" (imported on use); ImportError or
-  AttributeError when there is none."""
+  """The object a dotted path names (imported on use), e.g. "experiments.report.tables.scaling"."""
   module, _, name = dotted.rpartition(".")
   return getattr(importlib.import_module(module), name)

@@ -1,9 +1,6 @@
-"""Estimated wall-clock seconds of a run before it runs: the driver's ETA and the budget table of results/README.md.
-
-A run of program p lasts fixed_p + FLOPs / rate_p: FLOPs by `common.cost` (pretraining in the program's order,
-finetuning with its evaluation), fixed_p and rate_p fitted by least squares to the wall seconds the driver logged
-(<output_dir>/runs/driver_log.jsonl, else the committed results/'s). Device counts are not modelled. A program
-without two logged runs, or with a non-positive fit, uses the fit over all programs; no log at all: `FALLBACK`.
+"""Estimated wall seconds of a run (the driver's ETA, the budget table): fixed_p + FLOPs / rate_p for program p,
+FLOPs by `common.cost`, fixed_p and rate_p fitted by least squares to the driver log (<output_dir>/runs/
+driver_log.jsonl, else results/'s); without two logged runs of p the fit over all programs; no log: `FALLBACK`.
 """
 
 import math

@@ -1,12 +1,7 @@
-"""The one runner of training programs: every run of an experiment or a benchmark goes through `run`.
-
-Each run is `python -m <program module> <flags> --results_dir=<record's folder> --run_name=<record's name>
---progress=log` in its own process (each sets up its own devices when TensorFlow starts), from the repository
-root. A run whose record exists is skipped (after checking its flags still match); a failing run stops the
-driver with its command and the end of its log, keeping every finished record. Progress: a line when a run
-starts and when it ends, with the elapsed time and an ETA (the `experiments.budget` estimate of the runs left,
-scaled by measured / estimated so far). Each finished run appends a line (wall seconds, estimate, command) to
-the driver log, <output_dir>/runs/driver_log.jsonl for `experiments.reproduce`.
+"""The one runner: every run of an experiment or a benchmark is `python -m <program module> <flags>
+--results_dir=... --run_name=... --progress=log` in its own process, from the repository root, through `run`: a run
+whose record exists is skipped (if its flags still match), a failing one stops the driver with its command and log
+tail (finished records are kept); progress lines with an ETA (`experiments.budget`); one driver-log line per run.
 """
 
 import concurrent.futures
@@ -35,9 +30,8 @@ class RunFailedError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-  """One run to do: what listed it (an entry or a benchmark), its 1-based place among that group's `count` runs,
-  the run, the record it writes, its log, its checkpoints (resumable runs, else None), its estimated wall
-  seconds (`budget.run_seconds`) and its preset (None for a benchmark)."""
+  """One run to do: its group (entry or benchmark), 1-based place among the group's `count` runs, run, record, log,
+  checkpoints (resumable runs, else None), estimated wall seconds (`budget.run_seconds`), preset (None: benchmark)."""
   group: str
   index: int
   count: int
@@ -65,8 +59,7 @@ def job(group: str, index: int, count: int, run: presets.RunSpec, record: str, w
 
 def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str, work_dir: str,
          rates: Optional[budget.Rates] = None) -> List[Job]:
-  """The runs of a preset's `entries` in order, each once (a run shared by two entries goes with the first);
-  estimates from `rates` (default: `budget.fit(output_dir)`)."""
+  """The runs of a preset's entries in order, each once (a shared run goes with the first); `budget` estimates."""
   rates, jobs, seen = rates or budget.fit(output_dir), [], set()
   for entry in entries.values():
     for i, r in enumerate(entry.runs):
@@ -78,8 +71,7 @@ def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str,
 
 
 def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
-  """`python -m <module> <flags>` of a job (its program's module unless `modules` replaces it; after the run's
-  launcher if it has one)."""
+  """`python -m [launcher] <module> <flags>` of a job; `modules` ({program: module}) replaces programs' modules."""
   module = (modules or {}).get(j.run.program) or programs.get(j.run.program).module
   return [sys.executable, "-m", *j.run.launcher, module, *j.run.arguments(),
           f"--results_dir={os.path.dirname(j.record)}", f"--run_name={j.run_name}", "--progress=log",
@@ -87,8 +79,7 @@ def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
 
 
 def _environment() -> Dict[str, str]:
-  """The programs' environment: the repository on PYTHONPATH, the offline MNIST copy when present, and no
-  TF_CONFIG (a run started here is local; `common.launch` makes its own cluster)."""
+  """The programs' environment: the repository on PYTHONPATH, the offline MNIST copy, no TF_CONFIG."""
   env = dict(os.environ)
   env.pop("TF_CONFIG", None)
   env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
@@ -105,10 +96,8 @@ def _clock(seconds: float) -> str:
 
 def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, parallel: int = 1,
         modules: Optional[Mapping[str, str]] = None, out: Callable[[str], None] = print) -> int:
-  """Runs every job whose record is missing, in order, `parallel` at a time (1 for anything timed); returns how
-  many ran. `title` labels the progress lines (printed by `out`), `driver_log` gets a line per finished run,
-  `modules` replaces programs' modules ({program: module}; tests use stand-ins). RunFailedError when a program
-  fails or a stored record no longer matches its run's flags."""
+  """Runs every job without a record, `parallel` at a time (1 for anything timed); returns how many ran. `modules`
+  replaces programs' modules (tests); RunFailedError when a program fails or a record no longer matches its run."""
   todo = []
   for j in jobs:
     record = records.load(j.record)

@@ -1,8 +1,6 @@
-"""Performance models of layer-wise pretraining, one per program: pretraining seconds of a run on G devices.
-
-A program's registry entry names its model by dotted path; `resolve` imports it. Every model has
-`Model.calibrate({run name: record})`, `predict(config, devices)` (config: a record's "config") and `describe()`.
-What each predicts, from which inputs, and how it is calibrated: docs/performance_model.md.
+"""Performance models of layer-wise pretraining, one per program (named by its registry entry, `resolve`):
+`Model.calibrate({run name: record})`, `predict(config, devices)` (pretraining seconds on G devices) and
+`describe()`. What each predicts from which inputs: docs/performance_model.md.
 """
 
 import dataclasses
@@ -31,10 +29,8 @@ def resolve(program: programs.Program) -> Optional[type]:
 
 
 def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: float = 1.0) -> float:
-  """Seconds until jobs needing `work` seconds alone on one core each (a job uses at most one core) all finish
-  when they share C = `cores` cores fairly, each slowed by rho = `slowdown` while two or more run: max(work)
-  with n <= C jobs and rho = 1, at least sum(work) / C; 0 for no jobs. ValueError for cores < 1, slowdown < 1
-  or a negative job."""
+  """Seconds until jobs of `work` seconds alone on one core all finish, sharing `cores` cores fairly, each slowed
+  by `slowdown` while two or more run (0 for none); ValueError for cores < 1, slowdown < 1 or a negative job."""
   if cores < 1 or slowdown < 1.0 or any(w < 0 for w in work):
     raise ValueError(f"need cores >= 1, slowdown >= 1 and jobs >= 0, got {cores}, {slowdown} and {list(work)}")
   elapsed, done, jobs = 0.0, 0.0, sorted(work)  # Every unfinished job has received the same service `done`.
@@ -45,15 +41,13 @@ def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: floa
 
 
 def copied_params(members: Sequence[int], params: Sequence[int]) -> int:
-  """Parameters copied at the end of every step of a group: the layer at position p of a group of m layers
-  is copied into the frozen copies of the m - 1 - p layers above it (`common/layerwise_training.py`)."""
+  """Parameters copied per step of a group: position p of m layers goes to the m - 1 - p frozen copies above."""
   return sum((len(members) - 1 - p) * params[k] for p, k in enumerate(members))
 
 
 def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[float],
                low: float = 1.0, high: float = 4.0, iterations: int = 80) -> float:
-  """The x in [low, high] minimising the sum of squared relative errors of predict(x) vs measured, by
-  golden-section search (exact when that loss is unimodal, as for rho); `low` with nothing to fit."""
+  """The x in [low, high] minimising the squared relative errors of predict(x) (golden section; `low`: no data)."""
   if not measured:
     return low
 
@@ -76,8 +70,7 @@ def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[f
 
 
 def epoch_seconds_of(record: Mapping) -> List[float]:
-  """t_k of a one-device run record: the median wall seconds of layer k's epochs (for model parallel, of the
-  schedule's steps where layer k trains alone, what its pretrain_seconds adds up)."""
+  """t_k of a one-device run: median seconds of layer k's epochs (model parallel: its steps alone)."""
   steps = (record.get("schedule") or {}).get("steps")
   if steps:
     return [statistics.median(s["wall_seconds"] for s in steps if s["active_layers"] == [k + 1])
@@ -96,9 +89,8 @@ def _devices(runs: Records, g: int) -> Records:
 
 @dataclasses.dataclass(frozen=True)
 class LayerModel:
-  """The models built on t_k, seconds per epoch of layer k alone on one device: those of the deepest one-device
-  run, and ((H, t_k), ...) of each depth's own; C cores, the side-by-side slowdown rho, and the names of the
-  runs the parameters came from. This base class is greedy's model: E * sum t_k whatever G."""
+  """Greedy's model, E * sum t_k, and the base of the layer-wise ones: t_k (seconds per epoch of layer k alone on one
+  device) of the deepest one-device run and of each depth's own, C cores, the side-by-side slowdown rho, calibration."""
   epoch_seconds: Tuple[float, ...]
   cores: int
   epoch_seconds_by_depth: Tuple[Tuple[int, Tuple[float, ...]], ...] = ()
@@ -125,8 +117,7 @@ class LayerModel:
 
   @classmethod
   def calibrate(cls, runs: Records) -> "LayerModel":
-    """t_k from the one-device runs (each depth its own), then the program's parameters (`_fit`) from the
-    2-device runs; ValueError without a one-device run."""
+    """t_k from the one-device runs, then `_fit` from the 2-device runs; ValueError without a one-device run."""
     singles = _devices(runs, 1)
     if not singles:
       raise ValueError("the model needs a run with one device")
@@ -161,8 +152,7 @@ class SyncLayerwise(LayerModel):
 
 @dataclasses.dataclass(frozen=True)
 class ModelParallel(LayerModel):
-  """model_parallel: the steps of `Schedule(H, G, E)`, each the processor-sharing makespan of its active
-  layers' epochs plus kappa seconds per parameter copied (the 2-device runs' copy seconds / parameters)."""
+  """model_parallel: `Schedule(H, G, E)`'s steps, each the makespan of its layers plus kappa seconds per copied param."""
   copy_seconds_per_param: float = 0.0
 
   def _seconds(self, t, config, devices):
@@ -189,9 +179,8 @@ class ModelParallel(LayerModel):
 
 @dataclasses.dataclass(frozen=True)
 class DataParallel(LayerModel):
-  """data_parallel: the part f of t_k split over min(G, C) cores (times rho for G >= 2), the rest serial, plus
-  S (G - 1) P_k gamma seconds of all-reduce per epoch; f and gamma from the 1- and 2-replica op profiles (1
-  and 0 without), S the one-device run's steps per epoch (shown; a prediction uses its config's)."""
+  """data_parallel: the part f of t_k split over min(G, C) cores (x rho for G >= 2) plus S (G - 1) P_k gamma seconds
+  of all-reduce per epoch; f and gamma from the 1- and 2-replica op profiles (1 and 0 without), S shown."""
   parallel_fraction: float = 1.0
   allreduce_seconds_per_param: float = 0.0
   steps_per_epoch: int = 0
@@ -233,9 +222,8 @@ def pipeline_plan(config: Mapping, devices: int) -> placement.Plan:
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-  """pipeline_parallel: a device computes `rate` FLOPs per second (the one-device run's FLOPs / its seconds);
-  on G devices a run lasts the longer of its critical path (`placement.Plan.critical_path_flops`) and all its
-  FLOPs shared by min(G, C) cores, over the rate. No co-run slowdown."""
+  """pipeline_parallel: the longer of the critical path (`placement.Plan.critical_path_flops`) and all FLOPs over
+  min(G, C) cores, at the one-device run's FLOP rate; no co-run slowdown."""
   rate: float
   cores: int
   calibration: Tuple[str, ...]

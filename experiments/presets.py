@@ -1,12 +1,8 @@
-"""The registry of entries: each figure or table of results/README.md is one `Entry` (name, title, sizes per
-preset, the function that builds its runs, its table and figure functions by dotted path).
-
-Presets: `paper` (the report's settings), `cpu` (the same shrunk to about an hour on 2 cores; every figure says
-what differs, `shrink_notes`), `smoke` (seconds, for tests); the studies `mid` (`large_batch`) and `full`
-(`full_size`). Two runs with the same program and flags are one run, recorded under the first entry that lists
-it (`build`). Programs come from `common.programs`: `COMPARED` is greedy and every program on several devices,
-so a newly registered program joins `strategy_comparison`, `convergence` and (unless it is data_parallel, which
-has `dp_accuracy`) `accuracy_vs_epochs` without an edit here.
+"""The registry of entries: each figure or table of results/README.md is one `Entry` (sizes per preset, the function
+that builds its runs, its table and figure by dotted path). Presets: `paper` (the report's settings), `cpu` (about
+an hour on 2 cores, `shrink_notes` say what differs), `smoke` (seconds), the studies `mid` and `full`. Two runs with
+the same program and flags are one, recorded under the first entry listing it (`build`). `COMPARED` (greedy and
+every multi-device program of `common.programs`) makes the comparison and accuracy entries' runs.
 """
 
 import dataclasses
@@ -37,10 +33,9 @@ _RECIPES = (("report", ()), ("large_batch", dp_config.LARGE_BATCH_RECIPE))
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-  """One training run: its name in its entry (e.g. "h4_g2"), a registered program's name, the shared flags as
-  (name, value) pairs (`common/flags.py`), program-specific flags verbatim ("--name=value"), whether it
-  checkpoints every epoch to resume when killed, the entry and name its record is stored under (another
-  entry's when shared), and a launcher module with its flags, e.g. ("common.launch", "--workers=2")."""
+  """One training run: its name in its entry, a registered program's name, the shared flags ((name, value) pairs),
+  program flags ("--name=value"), whether it resumes from checkpoints, the entry and name its record is stored
+  under (another entry's when shared), and a launcher module with its flags, e.g. ("common.launch", "--workers=2")."""
   name: str
   program: str
   flags: Tuple[Tuple[str, Any], ...]
@@ -73,8 +68,7 @@ class RunSpec:
 def run(name: str, program: programs.Program, hidden: Sequence[int], epochs: int, batch: int, devices: int,
         examples: int, finetune_epochs: int = 0, extra: Sequence[str] = (), resumable: bool = False,
         launcher: Sequence[str] = (), threads: int = 1) -> RunSpec:
-  """A RunSpec with every shared flag set (seed 0; `threads` intra-op threads per device); a one-device
-  program gets one device whatever `devices` says."""
+  """A RunSpec with every shared flag set (seed 0); a one-device program gets one device whatever `devices` says."""
   flags = (("hidden_units", tuple(hidden)), ("pretrain_epochs", epochs), ("finetune_epochs", finetune_epochs),
            ("batch_size", batch), ("num_devices", 1 if program.one_device else devices),
            ("threads_per_device", threads), ("train_examples", examples), ("seed", 0))
@@ -83,11 +77,9 @@ def run(name: str, program: programs.Program, hidden: Sequence[int], epochs: int
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-  """One figure or table: `name` (the records' folder, the figure's file, `--only=<name>`), `title`, `sizes`
-  ({preset: {size: value}}; the presets that define it), `runs` (sizes plus "preset" and "dp_flags" -> its
-  RunSpecs), `table` and `figure` (dotted paths of functions of (EntryData, {machine: EntryData}) returning
-  (markdown table, [sentences]) and a matplotlib figure; no figure: a table only), `kind` ("report", "beyond"
-  the report with its presets, or "study") and `layout` (where its records go under the output directory)."""
+  """One figure or table: `name` (records' folder, figure file, `--only=`), `title`, `sizes` ({preset: {size: value}}),
+  `runs` (sizes plus "preset" and "dp_flags" -> RunSpecs), `table` and `figure` (dotted paths of functions of
+  (EntryData, {machine: EntryData}); figure None: a table only), `kind` (report, beyond or study), records' `layout`."""
   name: str
   title: str
   sizes: Mapping[str, Mapping[str, Any]]
@@ -260,8 +252,7 @@ def get(name: str) -> Entry:
 
 
 def build(preset: str) -> Dict[str, EntryRuns]:
-  """The entries `preset` defines, in registry order, shared runs resolved to the first entry listing them;
-  ValueError for an unknown preset."""
+  """The entries `preset` defines in order, shared runs resolved to the first listing them; ValueError: unknown."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
   owner: Dict[Tuple, RunSpec] = {}
@@ -285,8 +276,7 @@ def record_file(preset: str, run: RunSpec) -> str:
 
 
 def select(entries: Mapping[str, EntryRuns], only: Optional[Sequence[str]]) -> Dict[str, EntryRuns]:
-  """The entries (and runs) named by `only`, "ENTRY" or "ENTRY/RUN" items (all when empty); ValueError for an
-  unknown entry or run."""
+  """The entries and runs named by `only` ("ENTRY" or "ENTRY/RUN"; all when empty); ValueError for unknown ones."""
   chosen: Dict[str, List[RunSpec]] = {}
   for entry, _, name in (item.partition("/") for item in only or ()):
     if entry not in entries:
@@ -305,8 +295,7 @@ _SHRINK_FLAGS = (("train_examples", "examples"), ("pretrain_epochs", "pretrain e
 
 
 def shrink_notes(name: str, preset: str) -> List[str]:
-  """What `preset` changes in entry `name` relative to the paper preset, one note per flag whose values
-  differ, e.g. "examples 5500 (paper 55000)"; none when the paper preset does not define the entry."""
+  """What `preset` changes in entry `name` from the paper preset, e.g. "examples 5500 (paper 55000)"."""
   paper = build("paper")
   if preset == "paper" or name not in paper:
     return []

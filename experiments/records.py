@@ -1,10 +1,7 @@
-"""Reading run records (the record each program writes, `common/runlog.py`) and naming where they come from.
-
-Records live where `presets.record_file` puts them, normally <output_dir>/runs/<entry>/<preset>_<run>.json;
-`EntryData` is what a figure or table of an entry is computed from. Another machine's records live in a
-subdirectory of the output directory laid out the same way (`OTHER_MACHINES`). `machine_label` is the one
-label of the machine and code of records that every table, figure and headline row uses; `ratio` and
-`same_source` refuse records of different machines or codes.
+"""Reading run records (`common/runlog.py`; where `presets.record_file` puts them) and naming where they come from:
+`EntryData` (what an entry's figure and table are computed from), other machines' records (`OTHER_MACHINES`,
+subfolders laid out the same way), `machine_label` (every table's, figure's and headline row's label of machine and
+code), and `ratio`/`same_source`, which refuse records of different machines or codes.
 """
 
 import dataclasses
@@ -55,8 +52,7 @@ def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
 
 @dataclasses.dataclass
 class EntryData:
-  """The records a figure or table is drawn from: the entry, the preset shown, its {run name: record}, and
-  {preset: {run name: record}} of the other presets with records."""
+  """An entry's records: the preset shown, its {run: record}, and {preset: {run: record}} of the others."""
   entry: str
   preset: str
   runs: Dict[str, Record]
@@ -64,8 +60,8 @@ class EntryData:
 
   @staticmethod
   def load(output_dir: str, entry: str) -> Optional["EntryData"]:
-    """The entry's records in `output_dir` (None when it has none), showing the paper preset when all its paper
-    runs exist, else the first of cpu, paper, full, mid, smoke with any record."""
+    """The entry's records in `output_dir`, or None; it shows the paper preset when all its runs exist, else the
+    first of cpu, paper, full, mid, smoke with records."""
     found, complete = {}, False
     for p in presets.PRESETS:
       built = presets.build(p)
@@ -116,9 +112,8 @@ def code(record: Mapping) -> str:
 
 
 def machine_label(rs: Sequence[Mapping]) -> str:
-  """The machine and commit of records, e.g. "AMD EPYC, 2 cores, commit 452f604" ("unknown processor",
-  "commit unknown" for records made before those fields; several joined by "; "): the one label every table,
-  figure and headline row names its records by."""
+  """The machine and commit of records, e.g. "AMD EPYC, 2 cores, commit 452f604" (several joined by "; "): the one
+  label every table, figure and headline row names its records by."""
   labels: Dict[str, set] = {}
   for r in rs:
     labels.setdefault(machine(r), set()).add(code(r))
@@ -126,16 +121,14 @@ def machine_label(rs: Sequence[Mapping]) -> str:
 
 
 def hardware(rs: Sequence[Mapping]) -> str:
-  """`machine_label` with the device kind and TensorFlow version, e.g. "unknown processor, 2 cores, commit
-  unknown; CPU-logical devices, TF 2.21.0"."""
+  """`machine_label` with device kind and TensorFlow version ("...; CPU-logical devices, TF 2.21.0")."""
   env = [r["environment"] for r in rs]
   return (f"{machine_label(rs)}; {'/'.join(sorted({e.get('device_kind', '?') for e in env}))} devices, TF "
           f"{'/'.join(sorted({e.get('tensorflow', '?') for e in env}))}")
 
 
 def comparable(a: Mapping, b: Mapping) -> bool:
-  """True when two records ran on one machine (processor, usable cores) and the same code: equal code digests,
-  else equal `code` labels."""
+  """True when two records ran on one machine and one code (equal code digests, else equal `code`)."""
   da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
   return machine(a) == machine(b) and (da == db if da and db else code(a) == code(b))
 
@@ -152,8 +145,7 @@ def same_source(rs: Sequence[Mapping]) -> bool:
 
 
 def ratio(a: Mapping, b: Mapping) -> Optional[float]:
-  """a's pretraining seconds / b's (a speedup of b over a), or None when the two do not come from one machine
-  and one code (a ratio across machines or versions of the code is never shown)."""
+  """a's pretraining seconds / b's (b's speedup over a), or None unless both come from one machine and code."""
   return a["pretrain_seconds"] / b["pretrain_seconds"] if same_source([a, b]) else None
 
 
@@ -178,9 +170,8 @@ def has_heldout_curves(record: Mapping) -> bool:
 
 
 def loss_curves(record: Mapping, key: str = "loss") -> List[List[Tuple[float, float]]]:
-  """Per layer, [(seconds since pretraining began, loss)] at the end of each epoch: the epochs' steady-state
-  `elapsed_seconds` (as in `pretrain_seconds`) and `key`, "loss" (the epoch's mean training reconstruction loss)
-  or "heldout_loss" (the held-out reconstruction loss after the epoch, `has_heldout_curves`)."""
+  """Per layer, [(seconds since pretraining began, `key`)] after each epoch: "loss" (the epoch's mean training
+  reconstruction loss) or "heldout_loss" (`has_heldout_curves`)."""
   return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
 
 

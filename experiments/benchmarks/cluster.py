@@ -1,11 +1,6 @@
-"""Benchmark: model_parallel on a cluster of local worker processes (gRPC on loopback) against in-process.
-
-The cluster run is `python -m common.launch --workers=H <model_parallel module> --num_devices=1 ...` (one layer
-per worker), the in-process one `--num_devices=H`; one thread per device. Measures: the cluster's overhead per
-repeat (cluster / in-process - 1; the goal is <= 10%), the phases of each run, and the bytes that cross the network
-(`common.cost.network_bytes`) beside what data parallel would move at the same batch.
-
-Usage (timings are committed: run alone on the machine):
+"""Benchmark: model_parallel on a cluster of H local workers (`common.launch`, gRPC on loopback, one layer each)
+against in-process on H devices (docs/multi_host.md): the cluster's overhead per repeat (goal <= 10%), each run's
+phases, and the bytes that cross the network (`common.cost.network_bytes`) beside data parallel's.
   python -m experiments.benchmarks.cluster
 """
 

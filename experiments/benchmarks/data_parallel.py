@@ -1,13 +1,8 @@
-"""Benchmark: data_parallel on G replicas against 1 replica and greedy (one 2000-unit layer), side by side.
+"""Benchmark: data_parallel on G replicas against 1 replica and greedy, one layer (docs/data_parallel.md).
 
-Each run has its own G one-thread logical devices, so "1 vs 2 replicas" is "1 vs 2 cores". Measures per repeat:
-the speedups of G replicas over 1 and over greedy, and each run's op profile (`data_parallel.profile`: seconds
-per epoch by phase). With --kernels listing several paths, 1 and G replicas on each
-(the others named dp_g<G>_<kernels>) and `kernel_variants`: the comparison behind the program's default.
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.data_parallel --batch_size=5000
-  python -m experiments.benchmarks.data_parallel --batch_size=5000 --train_examples=22000 --kernels=xla,tf
+Each run has its own one-thread logical devices. Measures: the speedups of G replicas over 1 and over greedy, each
+run's op profile (`data_parallel.profile`); several --kernels: 1 and G replicas on each (`kernel_variants`).
+  python -m experiments.benchmarks.data_parallel --batch_size=5000 [--kernels=xla,tf]
 """
 
 from typing import Dict, List

@@ -1,12 +1,6 @@
-"""Benchmark: every program given the same N cores; which finishes pretraining first, in which configuration.
-
-The report asks "G devices against one"; a CPU user asks "I have N cores: which program, with which flags, is
-done first?" For N = --cores (default: the machine's), every program in every devices x threads per device that
-uses exactly N cores, the two-level programs with both thread pools, each run recording the held-out loss after
-every epoch. Measures: each program's fastest configuration, greedy on all N cores / it, and the seconds until
-every layer's held-out loss reached greedy's final one x 1.01.
-
-Usage (timings are committed: run alone on the machine):
+"""Benchmark: every program given the same N = --cores cores (default: the machine's) in every devices x threads
+per device that uses them all (two-level programs with both thread pools): each program's fastest configuration,
+greedy on all N cores / it, and the seconds until every layer reached greedy's final held-out loss x 1.01.
   python -m experiments.benchmarks.equal_cores --batch_size=100
 """
 

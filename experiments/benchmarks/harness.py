@@ -1,13 +1,8 @@
-"""One harness for every benchmark: named configurations (program + flags) timed side by side.
-
-A `Benchmark` maps the `Setting` (its command line) to named configurations (`presets.RunSpec`s) and
-summarizes their records. The harness runs the configurations alternately, repeat after repeat (the order
-rotates every repeat, so drifts of a shared machine hit them alike), each as its own training program through
-`experiments.driver.run` (a record that exists is not run again), then writes a summary: setting, command,
-provenance (one machine and one code, or it refuses), the machine's load averages while it ran, the spread
-(min/median/max over repeats) of every configuration's pretraining seconds, and the benchmark's measures.
-Records go to <output_dir>/<folder>/<configuration>_r<repeat>.json, the summary to <output_dir>/<summary file>.
-`main(benchmark)` is the command line of every benchmark module.
+"""One harness for every benchmark: a `Benchmark` maps its command line (`Setting`) to named configurations and
+summarizes their records. Runs go through `experiments.driver.run`, alternated repeat after repeat (the order
+rotates, so drifts of a shared machine hit all alike), records to <output_dir>/<folder>/<configuration>_r<repeat>.json;
+the summary (setting, command, provenance of one machine and code or a refusal, load averages, spreads over repeats,
+the measures) to <output_dir>/<summary file>. `main(benchmark)` is every benchmark module's command line.
 """
 
 import dataclasses
@@ -34,8 +29,7 @@ PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-  """A benchmark's command line: the shared training flags of every run, the devices of the parallel
-  configurations, the repeats, and the benchmark's own options ({name: value}, `Benchmark.options`)."""
+  """A benchmark's command line: the runs' shared flags, the parallel configurations' devices, the repeats, options."""
   hidden_units: Tuple[int, ...]
   batch_size: int
   pretrain_epochs: int
@@ -53,17 +47,10 @@ class Setting:
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-  """A benchmark.
-
-  Attributes:
-    name: the module name; records default to results/benchmarks/<name>/.
-    configurations: Setting -> the configurations (RunSpec.name is the configuration's name).
-    summarize: (Setting, Records) -> {measure: value}; spreads via `spread`.
-    defaults: defaults of the shared flags, e.g. {"batch_size": 1000}.
-    options: its own flags, {name: (default, help)} (a float, an int or a list of strings).
-    folder, summary_file: Setting -> the records' folder, the summary's file (under the output directory).
-    columns: (measure, label) of the spreads results/README.md shows, besides every configuration's seconds.
-  """
+  """A benchmark: `name` (its module; records default to results/benchmarks/<name>/), `configurations` (Setting ->
+  RunSpecs named by configuration), `summarize` ((Setting, Records) -> {measure: value}, spreads via `spread`),
+  `defaults` of the shared flags, `options` ({flag: (default: float, int or list of str, help)}), `folder` and
+  `summary_file` (Setting -> paths under the output directory), `columns` ((measure, label) shown in results/README.md)."""
   name: str
   configurations: Callable[[Setting], List[presets.RunSpec]]
   summarize: Callable[[Setting, Records], Dict[str, Any]]
@@ -97,8 +84,7 @@ def cores_busy(rs: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, object]]:
 
 def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
          rates: Optional[budget.Rates] = None) -> List[driver.Job]:
-  """The runs in alternation order: repeat r runs the configurations rotated by r (estimates from `rates`,
-  default `budget.fit(output_dir)`); logs and checkpoints per setting (another batch must not resume them)."""
+  """The runs in alternation order (repeat r rotates the configurations by r); logs and checkpoints per setting."""
   rates = rates or budget.fit(output_dir)
   configurations = benchmark.configurations(setting)
   folder, n = benchmark.folder(setting), len(configurations)
@@ -108,9 +94,8 @@ def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
 
 
 def provenance(found: Records) -> Dict[str, Any]:
-  """The records' common provenance (`common.provenance.fields`; None where records predate a field; dirty if
-  any was), and per configuration its kernels, thread pool and precision. ValueError when the records disagree
-  on the machine (processor, usable cores) or the code (commit, digest)."""
+  """The records' common provenance (None where they predate a field; dirty if any was) and each configuration's
+  kernels, thread pool and precision; ValueError when they disagree on machine or code."""
   envs, out = [r["environment"] for rs in found.values() for r in rs], {}
   for field in PROVENANCE:
     values = {e.get(field) for e in envs}
@@ -125,8 +110,7 @@ def provenance(found: Records) -> Dict[str, Any]:
 
 def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-  """The summary of a benchmark's records (`jobs` in alternation order, module docstring); ValueError when
-  they come from several machines or codes (`provenance`)."""
+  """The summary of `jobs`' records in alternation order; ValueError for several machines or codes."""
   configurations = benchmark.configurations(setting)
   ordered = sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
   found: Records = {c.name: [records.load(j.record) for j in ordered if j.run.name == c.name] for c in configurations}
@@ -146,10 +130,8 @@ def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job]
 
 def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, command: str,
         out: Callable[[str], None] = print, modules: Optional[Mapping[str, str]] = None) -> Tuple[str, Dict[str, Any]]:
-  """Runs the benchmark's missing records, then writes its summary unless nothing ran and one exists; returns
-  (summary path, summary). `modules`: {program: module} replacing `<program>.train` (tests use stand-ins).
-  driver.RunFailedError when a run fails or a stored record does not match its configuration; ValueError when
-  the records come from several machines or versions of the code."""
+  """Runs the missing records, writes the summary unless nothing ran and one exists; returns (path, summary).
+  `modules` replaces programs' modules (tests); driver.RunFailedError, or ValueError (several machines or codes)."""
   jobs, start, load = plan(benchmark, setting, output_dir, work_dir), time.perf_counter(), os.getloadavg()
   ran = driver.run(jobs, f"benchmark {benchmark.name}", os.path.join(output_dir, benchmark.folder(setting),
                                                                       "driver_log.jsonl"), modules=modules, out=out)
@@ -211,8 +193,7 @@ def load_summaries(output_dir: str, benchmark: Benchmark) -> Dict[str, Dict[str,
 
 
 def records_of(folder: str, summary: Mapping[str, Any]) -> Records:
-  """{configuration: [record of each repeat]} of a summary in `folder` (its records' paths, written relative to
-  where the benchmark ran, taken as <folder>/<records folder>/<file>)."""
+  """{configuration: [record per repeat]} of a summary in `folder` (<folder>/<records folder>/<file>)."""
   return {name: [records.load(os.path.join(folder, *path.replace(os.sep, "/").split("/")[-2:])) for path in paths]
           for name, paths in summary.get("records", {}).items()}
 

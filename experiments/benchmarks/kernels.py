@@ -1,11 +1,5 @@
-"""Benchmark: every program with XLA and with TensorFlow's default kernels, side by side.
-
-The measurement behind each program's registered kernel path (docs/kernels_and_threads.md): each program (one-
-device ones on one device, the others on --num_devices with their default thread pool) with --kernels=xla and
---kernels=tf, one thread per device. Measures per program: xla seconds / tf seconds per repeat (> 1: TF's
-kernels faster), cores busy with each path, the faster path and whether every repeat agreed.
-
-Usage (timings are committed: run alone on the machine):
+"""Benchmark: every program with --kernels=xla and --kernels=tf (docs/kernels_and_threads.md): per program xla
+seconds / tf seconds per repeat, cores busy, the faster path and whether every repeat agreed (`choice`).
   python -m experiments.benchmarks.kernels --batch_size=100
 """
 
@@ -40,10 +34,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
 
 
 def choice(summaries: Sequence[Mapping], program: str) -> Optional[str]:
-  """The kernel path `program` should take by default, by the kernels benchmark's summaries: a path wins a
-  summary when it was faster in every repeat of it; the choice is the path that won more summaries (over batch
-  sizes, machines), None when neither did (no measured difference: either is right). Every program's registered
-  default is tested against it (tests/test_reproduce.py)."""
+  """The default kernel path of `program` by the summaries: the path faster in every repeat of more summaries than
+  the other, None when neither is (no measured difference); tests/test_reproduce.py checks the registry against it."""
   wins = {path: sum(s["programs"][program]["all_repeats_agree"] and s["programs"][program]["faster"] == path
                     for s in summaries) for path in PATHS}
   return None if wins["xla"] == wins["tf"] else max(PATHS, key=wins.get)

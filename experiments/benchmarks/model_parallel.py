@@ -1,20 +1,10 @@
-"""Benchmark: model_parallel on G devices against greedy and sync_layerwise on one, side by side.
+"""Benchmark: model_parallel on G devices against greedy and sync_layerwise on one (docs/model_parallel.md).
 
-Pretraining only, 1 intra-op thread per device, alternated repeat after repeat (`harness`). Measures, per repeat:
-  * speedup of model_parallel over greedy and over sync_layerwise;
-  * the bound of the measured per-layer epoch times: greedy's (median over its epochs) through the schedule (sum
-    over steps of the slowest active layer, `Schedule.critical_path`), its speedups and the fraction reached;
-    the same bound from FLOPs alone (`flop_bound`), and the epochs E at which it reaches --target_speedup;
-  * the bound with the devices sharing the cores: G x greedy / sync_layerwise seconds over greedy;
-  * model_parallel's phases (busy, idle, copy, overhead seconds) and each layer's co-run slowdown.
-With --kernels and --thread_pool listing several values, one model_parallel configuration per pair (named
-model_parallel_<kernels>_<pool> after the first), each with its speedups and cores busy (`variants`): the
-comparison that chose the program's defaults (docs/kernels_and_threads.md).
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.model_parallel --batch_size=1000 --repeats=7
-  python -m experiments.benchmarks.model_parallel --batch_size=1000 --train_examples=22000 --repeats=3 \
-      --kernels=xla,tf --thread_pool=per_device,shared
+Measures per repeat: the speedups; the bound of greedy's per-layer epoch times through the schedule
+(`Schedule.critical_path`), its speedups and the fraction reached, the same from FLOPs (`flop_bound`, with the
+epochs that reach --target_speedup); the bound with the devices sharing the cores; model_parallel's phases and
+each layer's co-run slowdown. Several --kernels or --thread_pool values: one configuration per pair (`variants`).
+  python -m experiments.benchmarks.model_parallel --batch_size=1000 --kernels=xla,tf --thread_pool=per_device,shared
 """
 
 from typing import Dict, List, Tuple
@@ -30,8 +20,7 @@ PROGRAMS = (GREEDY, SYNC, MP)
 
 
 def _variants(s: harness.Setting) -> Dict[str, Tuple[str, str]]:
-  """{name: (kernel path, thread pool)} of the model_parallel configurations: "model_parallel" for the first (the
-  main one), model_parallel_<kernels>_<pool> for the others."""
+  """{name: (kernels, thread pool)}: "model_parallel" for the first pair, model_parallel_<kernels>_<pool> after."""
   pairs = [(k, t) for k in s.options.get("kernels", ["auto"]) for t in s.options.get("thread_pool", ["auto"])]
   return {MP.name if i == 0 else f"{MP.name}_{k}_{t}": (k, t) for i, (k, t) in enumerate(pairs)}
 
@@ -44,8 +33,7 @@ def configurations(s: harness.Setting) -> List:
 
 
 def phases(record: dict) -> dict:
-  """Where a model_parallel run's seconds went: steps, copies, idle and busy devices, the overhead beyond the
-  busiest device, how concurrent the full steps were (> 1: the layers really overlapped), layer epoch seconds."""
+  """Where a model_parallel run's seconds went (steps, copies, idle, busy, overhead) and its concurrency."""
   steps = record["schedule"]["steps"]
   both = [s for s in steps if len(s["active_layers"]) > 1]
   return {
@@ -60,9 +48,8 @@ def phases(record: dict) -> dict:
 
 
 def corun_slowdown(record: dict) -> dict:
-  """Per layer (1-based, as str) of one model_parallel run: median epoch seconds beside another layer / alone
-  (a group's bottom layer trains alone in its fill step); layers never alone or never beside are left out.
-  With a shared pool a layer alone also has the idle device's thread, so the ratio includes the lent core."""
+  """{layer (1-based str): median epoch seconds beside another layer / alone (its fill step)} of one run; with a
+  shared pool a layer alone also has the idle device's thread."""
   active, out = {(s["group"], s["step"]): len(s["active_layers"]) for s in record["schedule"]["steps"]}, {}
   for i, layer in enumerate(record["layers"]):
     epochs = [(active.get((layer.get("group", 0), e["step"]), 0), e["seconds"]) for e in layer["epochs"]]

@@ -1,15 +1,10 @@
-"""Benchmark: pipeline_parallel against greedy and model_parallel, side by side.
+"""Benchmark: pipeline_parallel against greedy and model_parallel (docs/pipeline_parallel.md).
 
-One thread per device; greedy on one device, model_parallel and pipeline_parallel on --num_devices, the
-pipeline on one device, and on --num_devices with checkpoints (the cost of saving in-flight activations). With
---chunk_steps or --kernels listing several values, one pipeline configuration per value (the sweeps that chose
-the defaults). Measures per repeat: the speedups over greedy and model_parallel (and on one device over greedy:
-the saved recomputation of the frozen layers); the FLOP bound over greedy (greedy's FLOPs / the critical path,
-`placement.Plan.critical_path_flops`) and the fraction of it reached; cores busy; checkpoint seconds.
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000
-  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 --chunk_steps=1,2,4,8,16 --baselines=0
+Configurations: greedy on one device, model_parallel and the pipeline on --num_devices, the pipeline on one
+device and with checkpoints; several --chunk_steps or --kernels values: one pipeline configuration per value.
+Measures: speedups, the FLOP bound (`placement.Plan.critical_path_flops`) and the fraction reached, cores busy,
+checkpoint seconds.
+  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 [--chunk_steps=1,2,4,8 --baselines=0]
 """
 
 import dataclasses
@@ -26,8 +21,7 @@ PIPELINE = PP.name
 
 
 def _variants(s: harness.Setting) -> Dict[str, Tuple[int, str]]:
-  """{name: (chunk size K, kernel path)} of the pipeline_parallel configurations on G devices, the main one
-  first; a name has _k<K> and _<kernels> only when several chunk sizes or kernel paths are compared."""
+  """{name: (chunk size K, kernels)} of the pipeline configurations on G devices, the main one first."""
   chunks, kernels = [int(k) for k in s.options["chunk_steps"]], s.options["kernels"]
   return {PIPELINE + (f"_k{k}" if len(chunks) > 1 else "") + (f"_{kern}" if len(kernels) > 1 else ""): (k, kern)
           for k in chunks for kern in kernels}

@@ -1,8 +1,2 @@
-"""Figures, tables and the generated results README, computed from run records alone (no TensorFlow).
-
-  series.py    what each figure and table shows, computed from the records and benchmark summaries.
-  tables.py    per entry: a markdown table beside the report's numbers, and what agrees or differs.
-  figures.py   every figure (drawing only).
-  readme.py, headline.py   results/README.md (with the benchmarks' and other machines' tables) and its headline.
-  style.py     names, number formats, markdown tables.
-"""
+"""Figures, tables and the generated results README from run records alone (no TensorFlow): series.py computes,
+tables.py and figures.py show, readme.py writes results/README.md and the top README's headline."""

@@ -44,8 +44,7 @@ def new(ncols: int = 1, width: float = 6.4, height: float = 4.8):
 
 def finish(fig, data: records.EntryData, extra: str = "", presets_shown: Sequence[str] = (),
            more: Sequence[records.EntryData] = ()) -> None:
-  """Titles the figure and adds the footer: preset (and what it shrinks), hardware, the meaning of hollow
-  markers, and `more`, other machines' records drawn too."""
+  """Titles the figure; footer: preset and what it shrinks, hardware, hollow markers, other machines `more`."""
   fig.suptitle(presets.get(data.entry).title, fontsize=12)
   rs = data.all_records() if presets_shown else list(data.runs.values())
   lines = [tables.preset_note(data.entry, p) for p in (presets_shown or [data.preset])]
@@ -98,8 +97,7 @@ def devices_axes(left, right, cores: int, max_g: int) -> None:
 
 
 def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
-  """Seconds vs devices with the performance model's lines (left) and speedup over one device (right), ours on
-  every machine and the report's."""
+  """Seconds vs devices with the model's lines (left), speedup over 1 device (right): every machine, the report."""
   fig, (left, right) = new(2)
   max_g = perf_model.MAX_PREDICTED_DEVICES if len(series.stacks(data)) == 1 else 4
   for machine, d in [("", data)] + list(others.items()):
@@ -245,9 +243,7 @@ def strategy_comparison(data: records.EntryData, others=None):
 
 
 def convergence(data: records.EntryData, others=None):
-  """One panel per layer: held-out reconstruction loss after each epoch (the training epoch loss for records
-  without it) vs seconds since pretraining began, per program, with the fixed loss as a dotted line and each
-  program's time to reach it (all layers) in the legend."""
+  """Per layer: the compared loss after each epoch vs seconds, the fixed loss dotted, times to it in the legend."""
   rs = series.strategy_records(data)
   fig, axes = new(max(len(r["layers"]) for r in rs.values()), width=3.6, height=4.2)
   (key, targets), reach = series.convergence(rs), series.times_to_target(data)
@@ -321,8 +317,7 @@ def dp_accuracy(data: records.EntryData, others=None):
 
 
 def equal_cores(output_dir: str) -> Optional[str]:
-  """<output_dir>/figures/equal_cores.png: per batch size, every configuration's ratio to greedy on all cores
-  (median, min–max over repeats); its path, or None without equal-cores summaries."""
+  """<output_dir>/figures/equal_cores.png, every configuration's speedup over greedy on all cores; None: no data."""
   found, _ = series.equal_cores(output_dir)
   if not found:
     return None
@@ -362,8 +357,7 @@ def save(fig, path: str) -> None:
 
 
 def draw(output_dir: str, entries: Optional[Sequence[str]] = None, out: Callable[[str], None] = print) -> List[str]:
-  """Draws the figures of `entries` (default: every entry, and equal_cores) that have records; returns the
-  paths written."""
+  """Draws the figures of `entries` (default: all, and equal_cores) that have records; returns their paths."""
   written = []
   for entry in (e.name for e in presets.ENTRIES if e.figure and (entries is None or e.name in entries)):
     data = records.EntryData.load(output_dir, entry)

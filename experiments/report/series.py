@@ -54,8 +54,7 @@ def max_error(predictions: List[perf_model.Prediction], in_calibration: bool) ->
 
 
 def oversubscribed_faster(data: records.EntryData) -> List[Tuple[int, int, float, int, float]]:
-  """Where more devices than cores were faster than every run with at most as many devices as cores:
-  [(layers, devices, seconds, best devices <= cores, its seconds)]."""
+  """[(layers, devices, seconds, best devices <= cores, its seconds)] where more devices than cores won."""
   out = []
   for h, by_g in stacks(data).items():
     fair = {g: r for g, r in by_g.items() if not records.oversubscribed(r)}
@@ -66,8 +65,7 @@ def oversubscribed_faster(data: records.EntryData) -> List[Tuple[int, int, float
 
 
 def batch_label(rs: List[dict]) -> str:
-  """The batch of records as run: data parallel "global batch 5000 (2500 per device on 2)", others "batch 100"
-  (every layer sees the whole batch); several joined by "; "."""
+  """The batch as run: data parallel "global batch 5000 (2500 per device on 2)", else "batch 100"; "; "-joined."""
   labels = []
   for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
     b, g = r["config"]["batch_size"], records.devices(r)
@@ -126,8 +124,8 @@ def accuracy_series(data: records.EntryData, preset: str) -> Dict[str, List[Tupl
 
 
 def dp_accuracy_rows(data: records.EntryData, preset: str) -> List[Dict[str, Optional[float]]]:
-  """Per epoch setting: {"epochs", "report_recipe", "large_batch", "baseline" (greedy), "report"} test accuracies
-  (None where the record is missing; "report" is the report's value at the matching paper setting)."""
+  """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline" (greedy), "report"}: test accuracies,
+  None where missing ("report": the report's at the matching paper setting)."""
   runs, paper = runs_of(data, preset), epoch_settings("paper", "dp_accuracy")
 
   def acc(name):
@@ -139,8 +137,8 @@ def dp_accuracy_rows(data: records.EntryData, preset: str) -> List[Dict[str, Opt
 
 
 def large_batch_choice(data: records.EntryData) -> Tuple[List[dict], Optional[str]]:
-  """The large-batch study: per run {"run", "record", "program", "batch", "validation", "test", "losses"} and the
-  chosen data-parallel candidate, the one with the highest validation accuracy (test plays no part)."""
+  """Per run {"run", "record", "program", "batch", "validation", "test", "losses"}, and the data-parallel candidate
+  with the highest validation accuracy (test plays no part)."""
   rows = [{"run": name, "record": r, "program": strategy(r), "batch": r["config"]["batch_size"],
            "validation": (r.get("finetune") or {}).get("validation_accuracy"), "test": records.test_accuracy(r),
            "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]} for name, r in data.runs.items()]
@@ -154,9 +152,8 @@ def strategy_records(data: records.EntryData) -> Runs:
 
 
 def convergence(rs: Runs) -> Tuple[str, Optional[List[float]]]:
-  """The loss the convergence entry compares, "heldout_loss" (held-out reconstruction: the same test images and
-  masks for every program) when every record has it after every epoch, else the training "loss"; and each
-  layer's fixed loss, greedy's final one x (1 + LOSS_TOLERANCE) (None without greedy)."""
+  """(the loss compared: "heldout_loss" when every record has it after every epoch, else "loss"; each layer's fixed
+  loss, greedy's final x (1 + LOSS_TOLERANCE), None without greedy)."""
   key = "heldout_loss" if rs and all(records.has_heldout_curves(r) for r in rs.values()) else "loss"
   return key, [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs[GREEDY.run_name]["layers"]
                ] if GREEDY.run_name in rs else None
@@ -172,9 +169,8 @@ def times_to_target(data: records.EntryData) -> Dict[str, Tuple[Optional[float],
 
 
 def pipeline_rows(data: records.EntryData) -> List[dict]:
-  """pp_scaling per run: "stack" ("4 x 1000"), "devices", "seconds", "predicted" (`perf_model.Pipeline` fitted on
-  the stack's one-device run, if its runs come from one machine and code), "speedup" over one device, "stages",
-  "cores_busy", "in_sample" (the fit's run) and "oversubscribed"; stacks in the order of their runs."""
+  """pp_scaling per run: "stack", "devices", "seconds", "predicted" (`perf_model.Pipeline` fitted per stack on its
+  one-device run), "speedup", "stages", "cores_busy", "in_sample", "oversubscribed"."""
   by_stack: Dict[str, Dict[int, dict]] = {}
   for r in data.runs.values():
     h = r["config"]["hidden_units"]
