@@ -16,7 +16,6 @@ from absl import app
 from absl import flags
 
 from experiments import ROOT
-from experiments import budget
 from experiments import driver
 from experiments import presets
 from experiments.report import figures
@@ -51,15 +50,15 @@ def main(argv):
       entries = presets.select(presets.build(preset), _ONLY.value)
     except ValueError as e:
       _fail(str(e))
-    rates = budget.fit(output_dir)
+    rates = driver.fit_rates(output_dir)
     jobs = driver.plan(entries, preset, output_dir, _WORK_DIR.value, rates)
     if _DRY_RUN.value:
-      estimates = budget.entry_seconds(entries, rates)
+      estimates = driver.entry_seconds(entries, rates)
       for name, entry in entries.items():
-        print(f"{name}: {len(entry.runs)} runs, estimated {budget.minutes(estimates[name])}")
+        print(f"{name}: {len(entry.runs)} runs, estimated {driver.minutes(estimates[name])}")
         print("".join(f"  {j.run.stored_name}: {j.run.summary()} ~{j.estimate:.0f} s -> {j.record}\n"
                       for j in jobs if j.group == name), end="")
-      print(f"total estimated {budget.minutes(sum(estimates.values()))} ({budget.describe(rates)})")
+      print(f"total estimated {driver.minutes(sum(estimates.values()))} ({driver.describe_rates(rates)})")
       return
     try:
       driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value)

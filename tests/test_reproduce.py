@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from common import programs
-from experiments import budget
 from experiments import driver
 from experiments import presets
 from experiments import records
@@ -22,7 +21,7 @@ from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.report import figures
 from experiments.report import readme
-from experiments.report import series
+from experiments.report import tables
 from conftest import ROOT
 
 RESULTS = os.path.join(ROOT, "results")
@@ -104,22 +103,22 @@ def _log(folder, lines):
 
 def test_budget_fits_fixed_seconds_and_rate_per_program_to_the_driver_log(tmp_path):
   flags = {"pretrain_epochs": 2, "finetune_epochs": 0, "train_examples": 1000}
-  small, large = (budget.flops(GREEDY.name, dict(flags, hidden_units=h)) for h in ([100], [100, 100]))
+  small, large = (driver.flops(GREEDY.name, dict(flags, hidden_units=h)) for h in ([100], [100, 100]))
   # greedy: 5 s + FLOPs at 1 GFLOP/s, exactly; model parallel: 3 s + FLOPs at 2 GFLOP/s.
   _log(str(tmp_path), [(GREEDY, "100", 5 + small / 1e9), (GREEDY, "100,100", 5 + large / 1e9),
                        (MP, "100", 3 + small / 2e9), (MP, "100,100", 3 + large / 2e9)])
-  rates = budget.fit(str(tmp_path))
+  rates = driver.fit_rates(str(tmp_path))
   assert rates[GREEDY.name].fixed_seconds == pytest.approx(5.0) and rates[GREEDY.name].runs == 2
   assert rates[GREEDY.name].flops_per_second == pytest.approx(1e9)
   assert rates[MP.name].flops_per_second == pytest.approx(2e9)
-  assert rates[SYNC.name] is rates[budget.POOLED]  # no logged run of its own: the fit over all programs
+  assert rates[SYNC.name] is rates[driver.POOLED]  # no logged run of its own: the fit over all programs
   run = presets.run("x", GREEDY, [100, 100], 2, 10, 1, 1000)
-  assert budget.run_seconds(run, rates) == pytest.approx(5 + large / 1e9)
+  assert driver.run_seconds(run, rates) == pytest.approx(5 + large / 1e9)
   # A fit that would need a negative start-up is not used.
   _log(str(tmp_path), [(GREEDY, "100", 1.0), (GREEDY, "100,100", 1.0 + 2 * (large - small) / 1e9)])
-  assert budget.fit(str(tmp_path))[GREEDY.name] is budget.fit(str(tmp_path))[budget.POOLED]
+  assert driver.fit_rates(str(tmp_path))[GREEDY.name] is driver.fit_rates(str(tmp_path))[driver.POOLED]
   # No log here: the committed results' log, or the stated fallback.
-  assert budget.fit(str(tmp_path / "none"))[budget.POOLED].runs > 0 or budget.FALLBACK.runs == 0
+  assert driver.fit_rates(str(tmp_path / "none"))[driver.POOLED].runs > 0 or driver.FALLBACK.runs == 0
 
 
 def test_select_entries_and_single_runs():
@@ -352,7 +351,7 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
   assert pipeline_row.endswith("| — |")  # one repeat never reached greedy's loss
   assert os.path.exists(figures.equal_cores(str(tmp_path)))
   with pytest.raises(ValueError, match="not an equal-cores configuration"):
-    series.flags_of(GREEDY.name)
+    tables.flags_of(GREEDY.name)
 
 
 def test_command_line_errors():

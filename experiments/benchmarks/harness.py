@@ -17,7 +17,6 @@ from absl import app
 from absl import flags
 
 from common import programs
-from experiments import budget
 from experiments import driver
 from experiments import presets
 from experiments import records
@@ -83,9 +82,9 @@ def cores_busy(rs: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, object]]:
 
 
 def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
-         rates: Optional[budget.Rates] = None) -> List[driver.Job]:
+         rates: Optional[driver.Rates] = None) -> List[driver.Job]:
   """The runs in alternation order (repeat r rotates the configurations by r); logs and checkpoints per setting."""
-  rates = rates or budget.fit(output_dir)
+  rates = rates or driver.fit_rates(output_dir)
   configurations = benchmark.configurations(setting)
   folder, n = benchmark.folder(setting), len(configurations)
   return [driver.job(benchmark.name, r * n + k + 1, setting.repeats * n, c,

@@ -1,6 +1,6 @@
 """Every figure: <output_dir>/figures/<entry>.png of each entry with records (its `Entry.figure`, one of the
 functions below, given the entry's records and the other machines'), and the equal-cores benchmark's figure.
-Drawing only (values from `report.series`); a footer names preset and hardware; oversubscribed points are hollow,
+Drawing only (values from `report.tables`); a footer names preset and hardware; oversubscribed points are hollow,
 their bars hatched."""
 
 import os
@@ -16,7 +16,6 @@ from experiments import perf_model
 from experiments import presets
 from experiments import records
 from experiments import reported
-from experiments.report import series
 from experiments.report import tables
 
 EQUAL_CORES = "equal_cores.png"
@@ -99,14 +98,14 @@ def devices_axes(left, right, cores: int, max_g: int) -> None:
 def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
   """Seconds vs devices with the model's lines (left), speedup over 1 device (right): every machine, the report."""
   fig, (left, right) = new(2)
-  max_g = perf_model.MAX_PREDICTED_DEVICES if len(series.stacks(data)) == 1 else 4
+  max_g = perf_model.MAX_PREDICTED_DEVICES if len(tables.stacks(data)) == 1 else 4
   for machine, d in [("", data)] + list(others.items()):
     marker, line = MACHINE_STYLES[machine]
     model, _ = perf_model.calibrated(d.runs)
-    single = len(series.stacks(d)) == 1
-    for i, (h, by_g) in enumerate(series.stacks(d).items()):
+    single = len(tables.stacks(d)) == 1
+    for i, (h, by_g) in enumerate(tables.stacks(d).items()):
       c, gs = DP.color if single else COLORS[i], list(by_g)
-      over, label = [records.oversubscribed(by_g[g]) for g in gs], f"{'' if single else f'{h} layers, '}{series.cores(d)} cores"
+      over, label = [records.oversubscribed(by_g[g]) for g in gs], f"{'' if single else f'{h} layers, '}{tables.cores(d)} cores"
       points(left, gs, [by_g[g]["pretrain_seconds"] for g in gs], over, c, label, line, marker)
       if model is not None and h <= len(model.epoch_seconds):
         xs = range(1, (max_g if single else h) + 1)
@@ -120,7 +119,7 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
   if not report:
     right.plot([], [], " ", label=f"{tables.REPORT_LABEL}: {reported.DP_SCALING_TEXT}")
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (fit on G <= 2)")
-  devices_axes(left, right, series.cores(data), max_g)
+  devices_axes(left, right, tables.cores(data), max_g)
   model, why = perf_model.calibrated(data.runs)
   finish(fig, data, f"performance model ({tables.machine_label(data)}): {model.describe()}; calibrated on "
                     f"{', '.join(model.calibration)}" if model else why, more=list(others.values()))
@@ -130,7 +129,7 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
 def pp_scaling(data: records.EntryData, others=None):
   """Seconds vs devices (left, model dashed) and speedup over one device (right), one line per stack."""
   fig, (left, right) = new(2)
-  rows = series.pipeline_rows(data)
+  rows = tables.pipeline_rows(data)
   for i, stack in enumerate(dict.fromkeys(row["stack"] for row in rows)):
     mine = [row for row in rows if row["stack"] == stack]
     gs, over = [row["devices"] for row in mine], [row["oversubscribed"] for row in mine]
@@ -140,7 +139,7 @@ def pp_scaling(data: records.EntryData, others=None):
     if all(row["speedup"] is not None for row in mine):
       points(right, gs, [row["speedup"] for row in mine], over, COLORS[i], f"{stack} units")
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (FLOP rate fit on G = 1)")
-  devices_axes(left, right, series.cores(data), max(row["devices"] for row in rows))
+  devices_axes(left, right, tables.cores(data), max(row["devices"] for row in rows))
   finish(fig, data, "pipeline_parallel is not in the report; model: critical path of the ticks and the cores, at "
                     "the one-device FLOP rate")
   return fig
@@ -149,7 +148,7 @@ def pp_scaling(data: records.EntryData, others=None):
 def dp_batch_sweep(data: records.EntryData, others=None):
   """Seconds per epoch (left) and examples per second (right) vs global batch, ours and the report's."""
   fig, (left, right) = new(2)
-  pts, rep = series.sweep_points(data), reported.DP_BATCH_SWEEP
+  pts, rep = tables.sweep_points(data), reported.DP_BATCH_SWEEP
   g = sorted({records.devices(r) for r in data.runs.values()})
   examples = sorted({r["config"]["train_examples"] for r in data.runs.values()})
   label = f"ours, {'/'.join(map(str, g))} devices, {'/'.join(f'{n:,}' for n in examples)} examples"
@@ -182,14 +181,14 @@ def _phases(ax, rows: Dict[int, Dict[str, float]], over: Dict[int, bool]) -> Non
 def dp_op_profile(data: records.EntryData, others=None):
   """Stacked seconds per epoch by phase vs devices: ours (left) and the report's (right)."""
   fig, (left, right) = new(2)
-  rows = series.profile_rows(data)
+  rows = tables.profile_rows(data)
   methods = sorted({re.sub(r"all \d+ replica\(s\)", "all G replicas", str((r.get("profile") or {}).get("method", "?")))
                     for r in data.runs.values()})  # One note for all device counts.
   if rows:
     _phases(left, {g: p for g, (p, _) in rows.items()}, {g: o for g, (_, o) in rows.items()})
   else:
     left.text(0.5, 0.5, "no op profile in these records", ha="center", transform=left.transAxes)
-  left.set_title(f"ours (layer 1), {series.batch_label(list(data.runs.values()))}", fontsize=7)
+  left.set_title(f"ours (layer 1), {tables.batch_label(list(data.runs.values()))}", fontsize=7)
   left.legend(fontsize=7)
   _phases(right, reported.DP_OP_PROFILE, {})
   right.set_title(f"{tables.REPORT_LABEL} (read off dpres3.png)", fontsize=9)
@@ -200,14 +199,14 @@ def dp_op_profile(data: records.EntryData, others=None):
 def mp_vs_dp(data: records.EntryData, others=None):
   """Grouped bars: data parallel vs model parallel seconds; ours (left), the report's (right)."""
   fig, (left, right) = new(2)
-  groups, keys = series.mp_vs_dp_groups(data), sorted(reported.MP_VS_DP)
+  groups, keys = tables.mp_vs_dp_groups(data), sorted(reported.MP_VS_DP)
   for j, program in enumerate((DP.name, MP.name)):
     rs = [g.get(program) for _, g in groups]
     bars(left, [i + (j - 0.5) * 0.35 for i in range(len(groups))], [r["pretrain_seconds"] if r else 0.0 for r in rs],
          0.35, color(program), tables.program_name(program), [bool(r) and records.oversubscribed(r) for r in rs])
     bars(right, [i + (j - 0.5) * 0.35 for i in range(len(keys))], [reported.MP_VS_DP[k][program] for k in keys], 0.35,
          color(program), tables.program_name(program))
-  for ax, labels, title in ((left, [label for label, _ in groups], f"ours: {series.batch_label(list(data.runs.values()))}"),
+  for ax, labels, title in ((left, [label for label, _ in groups], f"ours: {tables.batch_label(list(data.runs.values()))}"),
                             (right, [f"{e} epochs - Config {c[1]}" for e, c in keys],
                              f"{tables.REPORT_LABEL}: batch 7000 (data parallel: per tower)")):
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
@@ -223,9 +222,9 @@ def mp_vs_dp(data: records.EntryData, others=None):
 def strategy_comparison(data: records.EntryData, others=None):
   """Bars of pretraining seconds per program with speedups over greedy; ours and the report's."""
   fig, (left, right) = new(2, width=5.5)
-  rs, rep = series.strategy_records(data), reported.STRATEGY_COMPARISON
+  rs, rep = tables.strategy_records(data), reported.STRATEGY_COMPARISON
   base = rs.get(GREEDY.run_name)
-  ours = [(series.strategy(r), r["pretrain_seconds"], records.oversubscribed(r),
+  ours = [(tables.strategy(r), r["pretrain_seconds"], records.oversubscribed(r),
            tables.fmt_ratio(records.ratio(base, r))[:-1] if base else "") for r in rs.values()]
   theirs = [(p, s, False, f"{rep[GREEDY.name] / s:.2f}") for p, s in rep.items()]
   for ax, shown, title in ((left, ours, "ours, single runs (speedup over greedy inside the bars)"),
@@ -238,21 +237,21 @@ def strategy_comparison(data: records.EntryData, others=None):
     ax.set_xticks(range(len(shown)), [tables.program_name(p) for p, *_ in shown], fontsize=8)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel("pretraining seconds")
-  finish(fig, data, f"ours: {series.batch_label(list(rs.values()))}; report: batch 5000 (data parallel: per tower)")
+  finish(fig, data, f"ours: {tables.batch_label(list(rs.values()))}; report: batch 5000 (data parallel: per tower)")
   return fig
 
 
 def convergence(data: records.EntryData, others=None):
   """Per layer: the compared loss after each epoch vs seconds, the fixed loss dotted, times to it in the legend."""
-  rs = series.strategy_records(data)
+  rs = tables.strategy_records(data)
   fig, axes = new(max(len(r["layers"]) for r in rs.values()), width=3.6, height=4.2)
-  (key, targets), reach = series.convergence(rs), series.times_to_target(data)
+  (key, targets), reach = tables.convergence_loss(rs), tables.times_to_target(data)
   for name, r in rs.items():
-    label = tables.program_name(series.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
+    label = tables.program_name(tables.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
                                                        is None else f": {tables.fmt_seconds(reach[name][0])} s")
     for k, curve in enumerate(records.loss_curves(r, key)):
       points(axes[k], [t for t, _ in curve], [loss for _, loss in curve], [records.oversubscribed(r)] * len(curve),
-             color(series.strategy(r)), label if k == 0 else None, marker=".")
+             color(tables.strategy(r)), label if k == 0 else None, marker=".")
   for k, ax in enumerate(axes):
     if targets:
       ax.axhline(targets[k], linestyle=":", color="0.3", linewidth=1)
@@ -261,7 +260,7 @@ def convergence(data: records.EntryData, others=None):
   axes[0].set_ylabel("held-out reconstruction loss (test images)" if key == "heldout_loss"
                      else "reconstruction loss (epoch mean)")
   axes[0].legend(fontsize=7, title="time to fixed loss", title_fontsize=7)
-  finish(fig, data, f"fixed loss (dotted): greedy's final loss of each layer x {1 + series.LOSS_TOLERANCE}; time to "
+  finish(fig, data, f"fixed loss (dotted): greedy's final loss of each layer x {1 + tables.LOSS_TOLERANCE}; time to "
                     "reach it = when the last layer gets there. The report has no such figure.")
   return fig
 
@@ -269,10 +268,10 @@ def convergence(data: records.EntryData, others=None):
 def accuracy_vs_epochs(data: records.EntryData, others=None):
   """Test accuracy vs (pretraining, finetuning) epochs, every preset with records; x = the i-th setting of each."""
   fig, (ax,) = new(1, width=8)
-  shown = series.presets_shown(data)
+  shown = tables.presets_shown(data)
   for preset in shown:
-    positions = {e: i + 1 for i, e in enumerate(series.epoch_settings(preset))}
-    for program, pts in sorted(series.accuracy_series(data, preset).items()):
+    positions = {e: i + 1 for i, e in enumerate(tables.epoch_settings(preset))}
+    for program, pts in sorted(tables.accuracy_series(data, preset).items()):
       points(ax, [positions[e] for e, _ in pts], [a for _, a in pts], [False] * len(pts), color(program),
              f"ours ({preset}), {tables.program_name(program)}", "-" if preset == data.preset else "-.",
              PRESET_MARKERS[preset])
@@ -282,9 +281,9 @@ def accuracy_vs_epochs(data: records.EntryData, others=None):
   ax.axhline(reported.MP_ACCURACY_TEXT, color="0.7", linewidth=0.8)
   ax.annotate(f"report text: model parallel ~{reported.MP_ACCURACY_TEXT:.4f}", (0.6, reported.MP_ACCURACY_TEXT),
               fontsize=7, va="bottom", color="0.4")
-  settings = {p: series.epoch_settings(p) for p in shown if p != "paper"}
+  settings = {p: tables.epoch_settings(p) for p in shown if p != "paper"}
   labels = [f"{e}+{e}" + "".join(f"\n({p}: {s[i]}+{s[i]})" for p, s in settings.items() if i < len(s))
-            for i, e in enumerate(series.epoch_settings("paper"))]
+            for i, e in enumerate(tables.epoch_settings("paper"))]
   ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
   ax.set(xlabel="pretraining + finetuning epochs (report's; shrunk presets in brackets)", ylabel="test accuracy")
   ax.legend(fontsize=7)
@@ -294,38 +293,38 @@ def accuracy_vs_epochs(data: records.EntryData, others=None):
 
 def dp_accuracy(data: records.EntryData, others=None):
   """Bars of test accuracy per epoch setting (both recipes, greedy, the report), one panel per preset."""
-  shown = series.presets_shown(data)
+  shown = tables.presets_shown(data)
   fig, axes = new(len(shown), width=8 if len(shown) == 1 else 6.5)
   kinds = (("report_recipe", "ours: DP, report's recipe", DP.color), ("large_batch", "ours: DP, large-batch recipe",
            "darkgreen"), ("baseline", "ours: greedy, batch 100", GREEDY.color),
            ("report", f"{tables.REPORT_LABEL}: DP", REPORT_COLOR))
   for ax, preset in zip(axes, shown):
-    rows = series.dp_accuracy_rows(data, preset)
+    rows = tables.dp_accuracy_rows(data, preset)
     for j, (key, label, c) in enumerate(kinds):
       present = [(i + (j - 1.5) * 0.2, row[key]) for i, row in enumerate(rows) if row[key] is not None]
       bars(ax, [x for x, _ in present], [h for _, h in present], 0.2, c, label, annotate="{:.3f}")
     for i, row in ((i, row) for i, row in enumerate(rows) if row["baseline"] is not None):
-      ax.hlines(row["baseline"] - series.DP_TOLERANCE, i - 0.45, i + 0.45, colors="0.2", linestyles=":")
-    dp = [r for n, r in series.runs_of(data, preset).items() if n.startswith("dp_")]
+      ax.hlines(row["baseline"] - tables.DP_TOLERANCE, i - 0.45, i + 0.45, colors="0.2", linestyles=":")
+    dp = [r for n, r in tables.runs_of(data, preset).items() if n.startswith("dp_")]
     ax.set_xticks(range(len(rows)), [f"{row['epochs']}+{row['epochs']} epochs" for row in rows])
-    ax.set_title(f"ours: preset {preset}, DP {series.batch_label(dp) or '—'}; report: batch 5000 per tower, "
+    ax.set_title(f"ours: preset {preset}, DP {tables.batch_label(dp) or '—'}; report: batch 5000 per tower, "
                  "30+30 / 60+60", fontsize=8)
     ax.set(xlim=(-0.6, len(rows) - 0.4), ylim=(0, 1.35), yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0], ylabel="test accuracy")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
-  finish(fig, data, f"dotted: greedy - {series.DP_TOLERANCE} (the data-parallel goal)", presets_shown=shown)
+  finish(fig, data, f"dotted: greedy - {tables.DP_TOLERANCE} (the data-parallel goal)", presets_shown=shown)
   return fig
 
 
 def equal_cores(output_dir: str) -> Optional[str]:
   """<output_dir>/figures/equal_cores.png, every configuration's speedup over greedy on all cores; None: no data."""
-  found, _ = series.equal_cores(output_dir)
+  found, _ = tables.equal_cores(output_dir)
   if not found:
     return None
   fig, axes = new(len(found), width=5.6, height=4.8)
   for ax, ((cores, batch), s) in zip(axes, found.items()):
     names = sorted(s["pretrain_seconds"], key=lambda n: s["pretrain_seconds"][n]["median"])
-    spreads = [series.ratios_to_baseline(s, n) for n in names]
-    ax.barh(range(len(names)), [r["median"] for r in spreads], color=[color(series.program_of(n)) for n in names],
+    spreads = [tables.ratios_to_baseline(s, n) for n in names]
+    ax.barh(range(len(names)), [r["median"] for r in spreads], color=[color(tables.program_of(n)) for n in names],
             xerr=[[r["median"] - r["min"] for r in spreads], [r["max"] - r["median"] for r in spreads]], capsize=3)
     ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
     ax.invert_yaxis()

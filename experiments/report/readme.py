@@ -11,7 +11,6 @@ from typing import Dict, List, Optional
 
 from common import programs
 from experiments import ROOT
-from experiments import budget
 from experiments import driver
 from experiments import load
 from experiments import perf_model
@@ -21,7 +20,6 @@ from experiments import reported
 from experiments.benchmarks import catalog
 from experiments.benchmarks import harness
 from experiments.report import figures
-from experiments.report import series
 from experiments.report import tables
 
 GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
@@ -51,7 +49,7 @@ def _cell(*parts: Optional[str]) -> str:
 
 def _speedups(data: Optional[records.EntryData], used: List[dict]) -> Optional[str]:
   """"a / b": the deepest stack's speedup over 1 device on 2 and 4 devices (with † where oversubscribed)."""
-  by_g = list(series.stacks(data).values())[-1] if data and data.runs else {}
+  by_g = list(tables.stacks(data).values())[-1] if data and data.runs else {}
   shown = [by_g[g] for g in (2, 4) if g in by_g and 1 in by_g]
   used += shown + ([by_g[1]] if shown else [])
   return " / ".join(tables.fmt_ratio(records.ratio(by_g[1], r)) + tables.dagger(r) for r in shown) or None
@@ -64,7 +62,7 @@ def _scaling(output_dir: str, data: Data, used: List[dict]) -> str:
     found = [records.EntryData.load(os.path.join(output_dir, machine), n) if machine else data[n] for n in SCALING]
     cells = [_speedups(d, used) for d in found]
     if any(cells):
-      parts.append(f"{min(series.cores(d) for d in found if d)} cores{f' (`{machine}/`)' if machine else ''}: "
+      parts.append(f"{min(tables.cores(d) for d in found if d)} cores{f' (`{machine}/`)' if machine else ''}: "
                    + ", ".join(c or "—" for c in cells))
   return _cell(*parts)
 
@@ -88,13 +86,13 @@ def _accuracy(data: Data, program: programs.Program, entry: presets.Entry, used:
   shown, acc, full = [], data[entry.name], data[presets.FULL_SIZE.name]
   if acc is not None:
     if recipe:
-      rows = series.dp_accuracy_rows(acc, acc.preset)
+      rows = tables.dp_accuracy_rows(acc, acc.preset)
       shown.append(rows[-1]["report_recipe" if recipe == "report" else recipe] if rows else None)
     else:
-      values = series.accuracy_series(acc, acc.preset).get(program.name)
+      values = tables.accuracy_series(acc, acc.preset).get(program.name)
       shown.append(values[-1][1] if values else None)
-    used += [r for r in acc.runs.values() if series.strategy(r) in (program.name, GREEDY.name)]
-  mine = [r for n, r in (full.runs.items() if full else ()) if series.strategy(r) == program.name and recipe in n]
+    used += [r for r in acc.runs.values() if tables.strategy(r) in (program.name, GREEDY.name)]
+  mine = [r for n, r in (full.runs.items() if full else ()) if tables.strategy(r) == program.name and recipe in n]
   used += mine
   shown += [records.test_accuracy(r) for r in mine]
   return " / ".join(map(tables.fmt_accuracy, shown)) if any(a is not None for a in shown) else None
@@ -102,23 +100,23 @@ def _accuracy(data: Data, program: programs.Program, entry: presets.Entry, used:
 
 def _comparison(data: Data, used: List[dict]) -> Optional[str]:
   sc = data[presets.STRATEGY_COMPARISON.name]
-  rs = series.strategy_records(sc) if sc else {}
+  rs = tables.strategy_records(sc) if sc else {}
   if GREEDY.run_name not in rs:
     return None
   used += rs.values()
-  return ", ".join(f"{tables.program_name(series.strategy(r))} {tables.fmt_ratio(records.ratio(rs[GREEDY.run_name], r))}"
+  return ", ".join(f"{tables.program_name(tables.strategy(r))} {tables.fmt_ratio(records.ratio(rs[GREEDY.run_name], r))}"
                    for n, r in rs.items() if n != GREEDY.run_name) + " (single runs)"
 
 
 def _equal_cores(output_dir: str, used: List[dict]) -> Optional[str]:
   """The fastest program per batch, e.g. "pipeline parallel 1.65× at batch 100, 1.37× at 1000 (2 cores)"."""
-  found, rs = series.equal_cores(output_dir)
+  found, rs = tables.equal_cores(output_dir)
   used += rs
   parts, last = [], None
   for (cores, batch), s in found.items():
-    program = series.program_of(s["fastest_program"])
+    program = tables.program_of(s["fastest_program"])
     parts.append(f"{'' if program == last else tables.program_name(program) + ' '}"
-                 f"{series.ratios_to_baseline(s, s['fastest_program'])['median']:.2f}× at {'' if last else 'batch '}{batch}")
+                 f"{tables.ratios_to_baseline(s, s['fastest_program'])['median']:.2f}× at {'' if last else 'batch '}{batch}")
     last = program
   return ", ".join(parts) + f" ({'/'.join(sorted({str(c) for c, _ in found}))} cores)" if parts else None
 
@@ -169,20 +167,20 @@ def headline(output_dir: str, data: Data) -> str:
 
 def budget_table(output_dir: str) -> str:
   """Estimated vs measured minutes per entry of the cpu preset."""
-  entries, rates = presets.build("cpu"), budget.fit(output_dir)
-  estimated, measured = budget.entry_seconds(entries, rates), {}
+  entries, rates = presets.build("cpu"), driver.fit_rates(output_dir)
+  estimated, measured = driver.entry_seconds(entries, rates), {}
   for line in (x for x in records.driver_log(output_dir) if x["preset"] == "cpu"):
     measured[line["entry"]] = measured.get(line["entry"], 0.0) + line["wall_seconds"]
   rows = [[f"`{name}`", own if own == len(e.runs) else f"{own} (+{len(e.runs) - own} shared)",
-           budget.minutes(estimated[name]), budget.minutes(measured[name]) if name in measured else "—",
+           driver.minutes(estimated[name]), driver.minutes(measured[name]) if name in measured else "—",
            "; ".join(presets.shrink_notes(name, "cpu"))]
           for name, e in entries.items() for own in [sum(r.home == name for r in e.runs)]]
   rows.append(["**total**", sum(r.home == e.name for e in entries.values() for r in e.runs),
-               budget.minutes(sum(estimated.values())), budget.minutes(sum(measured.values())) if measured else "—", ""])
+               driver.minutes(sum(estimated.values())), driver.minutes(sum(measured.values())) if measured else "—", ""])
   return (tables.md_table(["entry", "runs", "estimated", "measured", "shrunk from the report (paper preset)"], rows)
-          + "\n\nEstimate: `experiments/budget.py`, per program fixed seconds + FLOPs (`common/cost.py`) at a rate, "
+          + "\n\nEstimate: `experiments/driver.py`, per program fixed seconds + FLOPs (`common/cost.py`) at a rate, "
           "both fitted by least squares to the wall seconds of the runs in `runs/driver_log.jsonl` (so in-sample "
-          f"here): {budget.describe(rates)}. Measured: the wall-clock seconds in `runs/driver_log.jsonl` (reruns "
+          f"here): {driver.describe_rates(rates)}. Measured: the wall-clock seconds in `runs/driver_log.jsonl` (reruns "
           "included). A run shared by two entries counts for the first.")
 
 
@@ -202,8 +200,8 @@ def model_line(name: str, d: Optional[records.EntryData]) -> str:
          else "."))
   return (f"**`{name}`** ({tables.machine_label(d)}, preset {d.preset}): {model.describe()}; calibrated on "
           f"{', '.join(model.calibration)}; in-sample error at the fit points (G <= 2): largest "
-          f"{tables.judged_error(series.max_error(predictions, True))}; out-of-sample error at the predicted points "
-          f"(G > 2, not used for the fit): largest {tables.judged_error(series.max_error(predictions, False))}.{noise}")
+          f"{tables.judged_error(tables.max_error(predictions, True))}; out-of-sample error at the predicted points "
+          f"(G > 2, not used for the fit): largest {tables.judged_error(tables.max_error(predictions, False))}.{noise}")
 
 
 def benchmark_section(output_dir: str) -> str:
@@ -238,7 +236,7 @@ def devices_beyond_cores(output_dir: str) -> str:
     code, found = summary["setting"]["code"][0], harness.records_of(folder, summary)
     commits.append(f"{code} ran commit {summary['code_commit'][:7]}" if summary.get("code_commit") else
                    f"{code}: commit not recorded")
-    rows += [[code, tables.program_name(series.strategy(found[name][0])), f"{m['devices']}{tables.dagger(found[name][0])}",
+    rows += [[code, tables.program_name(tables.strategy(found[name][0])), f"{m['devices']}{tables.dagger(found[name][0])}",
               f"{m['epoch_seconds']:.3f}", "—" if m["epoch_growth_vs_cores"] is None else
               f"{m['epoch_growth_vs_cores']:.2f}" + (f" (≤ {m['allowed_growth']:g})" if m["oversubscription"] > 1 else ""),
               f"{m['warmup_seconds']:.1f}", f"{m['outside_phases_seconds']:.1f}", f"{m['run_seconds']:.1f}",
@@ -256,20 +254,20 @@ def devices_beyond_cores(output_dir: str) -> str:
 
 def equal_cores_section(output_dir: str) -> List[str]:
   """The equal-cores section's lines (the table last), or a line saying how to make it."""
-  found, rs = series.equal_cores(output_dir)
+  found, rs = tables.equal_cores(output_dir)
   if not found:
     return ["No equal-cores records yet: `python -m experiments.benchmarks.equal_cores --batch_size=100` "
             "(and 1000, 5000)."]
   best, rows = [], []
   for (cores, batch), s in found.items():
-    r, fastest = series.ratios_to_baseline(s, s["fastest_program"]), set(s["fastest_configuration"].values())
-    best.append(f"at batch {batch}, `{series.program_of(s['fastest_program'])}` with "
-                f"`{series.flags_of(s['fastest_program'])}` ({r['median']:.2f}× greedy on all {cores} cores, "
+    r, fastest = tables.ratios_to_baseline(s, s["fastest_program"]), set(s["fastest_configuration"].values())
+    best.append(f"at batch {batch}, `{tables.program_of(s['fastest_program'])}` with "
+                f"`{tables.flags_of(s['fastest_program'])}` ({r['median']:.2f}× greedy on all {cores} cores, "
                 f"{r['min']:.2f}–{r['max']:.2f})")
     for name, secs in sorted(s["pretrain_seconds"].items(), key=lambda kv: kv[1]["median"]):
       t, bold = (s.get("seconds_to_greedy_heldout_loss") or {}).get(name), "**" if name in fastest else ""
-      rows.append([cores, batch, bold + tables.program_name(series.program_of(name)) + bold, f"`{series.flags_of(name)}`",
-                   tables.fmt_spread(secs), tables.fmt_spread(series.ratios_to_baseline(s, name)),
+      rows.append([cores, batch, bold + tables.program_name(tables.program_of(name)) + bold, f"`{tables.flags_of(name)}`",
+                   tables.fmt_spread(secs), tables.fmt_spread(tables.ratios_to_baseline(s, name)),
                    "—" if not t or None in t else f"{statistics.median(t):.1f}"])
   return [
       "Not in the report. The report asks \"G devices against one\"; a CPU user asks \"I have N cores: which "
@@ -298,16 +296,16 @@ def machine_section(output_dir: str, machine: str) -> str:
     d, model, predicted = records.EntryData(folder, "", rs), None, {}
     if base and any(records.devices(r) == 2 for r in rs.values()):
       model, _ = perf_model.calibrated(rs)
-      predicted = {p.name: p for p in series.model_predictions(d)}
-    rows = [[f"`{name}`", tables.program_name(series.strategy(r)), "x".join(map(str, r["config"]["hidden_units"])),
-             series.batch_label([r]), r["config"]["pretrain_epochs"], records.devices(r),
+      predicted = {p.name: p for p in tables.model_predictions(d)}
+    rows = [[f"`{name}`", tables.program_name(tables.strategy(r)), "x".join(map(str, r["config"]["hidden_units"])),
+             tables.batch_label([r]), r["config"]["pretrain_epochs"], records.devices(r),
              tables.fmt_seconds(r["pretrain_seconds"]), tables.fmt_ratio(records.ratio(one, r) if one else None),
              f"{tables.fmt_seconds(p.predicted)} ({p.relative_error:+.1%}, {'fit' if p.in_calibration else 'predicted'})"
              if p else "—", tables.fmt_accuracy(records.test_accuracy(r))]
             for name, r in rs.items() for one, p in [(base.get(len(r["config"]["hidden_units"])), predicted.get(name))]]
     text = "" if not predicted else (
         f" Performance model fitted on the G <= 2 runs ({model.describe()}); out-of-sample error at the predicted "
-        f"points: largest {tables.judged_error(series.max_error(list(predicted.values()), False))}.")
+        f"points: largest {tables.judged_error(tables.max_error(list(predicted.values()), False))}.")
     if isinstance(model, perf_model.DataParallel) and model.parallel_fraction == 1.0 and not (
         model.allreduce_seconds_per_param):
       text += (" These runs have no op profile, so the model takes all of an epoch to split over the replicas "
@@ -332,7 +330,7 @@ def entry_section(output_dir: str, name: str, data: Optional[records.EntryData])
   lines += [f"*{tables.preset_note(name, data.preset)}; {records.hardware(list(data.runs.values()))}.*", "", table, "",
             " ".join(x for x in sentences if x), ""]
   entries = presets.build(data.preset)
-  jobs = driver.plan(entries, data.preset, _rel(output_dir), "scratch/reproduce", {budget.POOLED: budget.FALLBACK})
+  jobs = driver.plan(entries, data.preset, _rel(output_dir), "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
   mine = {(r.home, r.stored_name) for r in entries[name].runs}
   lines += [f"Command: `python -m experiments.reproduce --preset={data.preset} --only={name} "
             f"--output_dir={_rel(output_dir)}` (skips records that exist). Each run:", "", "<details><summary>"

@@ -1,25 +1,236 @@
-"""Markdown tables: the names and number formats every table and figure shares, and per entry a table of our
-numbers next to the report's with sentences on what agrees and differs. Every entry's table function takes
-(data, others), the entry's records and {machine: records} of the other machines, and returns (table,
-[sentences]); computations in `report.series`, the report's numbers in `experiments.reported`. Ratios of two
-records go through `records.ratio`; † marks oversubscribed runs (more logical devices than cores)."""
+"""What the tables and figures show, from run records and benchmark summaries alone: the values (stacks, points,
+speedups, model predictions, accuracies, the large-batch choice, convergence, the pipeline's model per stack, the
+equal-cores summaries), the names and number formats every table and figure shares, and per entry a markdown table
+of our numbers beside the report's (`experiments.reported`) with sentences on what agrees and differs: a function
+of (data, others), the entry's records and {machine: records} of the other machines, returning (table,
+[sentences]). Ratios of two records go through `records.ratio`; † marks more logical devices than cores."""
 
-from typing import List, Mapping, Optional, Sequence, Tuple
+import os
+import re
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from common import programs
+from data_parallel import config as dp_config
 from experiments import perf_model
 from experiments import presets
 from experiments import records
 from experiments import reported
-from experiments.report import series
+from experiments.benchmarks import equal_cores as equal_cores_bench
+from experiments.benchmarks import harness
 
 MODEL_ERROR_GOAL = 0.15
 Others = Mapping[str, records.EntryData]
 Table = Tuple[str, List[str]]
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
+# dp_accuracy's acceptance rule: data parallel at the large batch reaches at least greedy - this.
+DP_TOLERANCE = 0.005
+# convergence: the fixed loss of layer k is greedy's final loss of layer k times (1 + this).
+LOSS_TOLERANCE = 0.01
+PHASES = dp_config.PROFILE_PHASES
+Runs = Dict[str, dict]
 SINGLE = "Single runs."
 REPORT_LABEL = reported.HARDWARE
 DAGGER = "† more logical devices than cores the process could use (oversubscribed)."
+
+
+def strategy(record: dict) -> str:
+  """The program that wrote a record, e.g. "model_parallel"."""
+  return record.get("strategy") or record["config"]["strategy"]
+
+
+def cores(data: records.EntryData) -> int:
+  """The fewest cores any run of the entry could use."""
+  return min(records.cores(r) for r in data.runs.values())
+
+
+def stacks(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
+  """{hidden layers: {devices: record}} of a scaling entry (data parallel: one stack), sorted."""
+  out: Dict[int, Dict[int, dict]] = {}
+  for r in data.runs.values():
+    out.setdefault(len(r["config"]["hidden_units"]), {})[records.devices(r)] = r
+  return {h: dict(sorted(out[h].items())) for h in sorted(out)}
+
+
+def model_predictions(data: records.EntryData) -> List[perf_model.Prediction]:
+  """The performance model's prediction at every measured run of the entry ([] without a model)."""
+  model, _ = perf_model.calibrated(data.runs)
+  return perf_model.predictions(model, data.runs) if model else []
+
+
+def max_error(predictions: List[perf_model.Prediction], in_calibration: bool) -> Optional[float]:
+  """The largest |relative error| over the fit points (in_calibration) or the predicted ones; None if none."""
+  return max((abs(p.relative_error) for p in predictions if p.in_calibration == in_calibration), default=None)
+
+
+def oversubscribed_faster(data: records.EntryData) -> List[Tuple[int, int, float, int, float]]:
+  """[(layers, devices, seconds, best devices <= cores, its seconds)] where more devices than cores won."""
+  out = []
+  for h, by_g in stacks(data).items():
+    fair = {g: r for g, r in by_g.items() if not records.oversubscribed(r)}
+    best = min(fair, key=lambda g: fair[g]["pretrain_seconds"], default=None)
+    out += [(h, g, r["pretrain_seconds"], best, fair[best]["pretrain_seconds"]) for g, r in by_g.items()
+            if best and records.oversubscribed(r) and (records.ratio(fair[best], r) or 0) > 1]
+  return out
+
+
+def batch_label(rs: List[dict]) -> str:
+  """The batch as run: data parallel "global batch 5000 (2500 per device on 2)", else "batch 100"; "; "-joined."""
+  labels = []
+  for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
+    b, g = r["config"]["batch_size"], records.devices(r)
+    labels.append(f"batch {b}" if strategy(r) != DP.name else f"global batch {b} (1 device)" if g == 1 else
+                  f"global batch {b} ({b // g} per device on {g})")
+  return "; ".join(dict.fromkeys(labels))
+
+
+def sweep_points(data: records.EntryData) -> List[Tuple[int, float, float, bool]]:
+  """[(global batch, median seconds per epoch, examples per second, oversubscribed)] sorted by batch."""
+  out = []
+  for r in data.runs.values():
+    b, s = r["config"]["batch_size"], records.median_epoch_seconds(r)
+    out.append((b, s, (r["config"]["train_examples"] // b) * b / s, records.oversubscribed(r)))
+  return sorted(out)
+
+
+def profile_rows(data: records.EntryData) -> Dict[int, Tuple[Dict[str, float], bool]]:
+  """{devices: ({phase: seconds per epoch}, oversubscribed)} from the records' op profiles."""
+  out = {records.devices(r): ({p: float(phases.get(p, 0.0)) for p in PHASES}, records.oversubscribed(r))
+         for r in data.runs.values() for phases in [(r.get("profile") or {}).get("seconds_per_epoch")] if phases}
+  return dict(sorted(out.items()))
+
+
+def mp_vs_dp_groups(data: records.EntryData) -> List[Tuple[str, Runs]]:
+  """[(group label "E epochs - Config n", {program: record})] in the report's order."""
+  groups: Dict[Tuple[int, str], Runs] = {}
+  for name, r in data.runs.items():
+    config, epochs, _ = name.split("_")
+    groups.setdefault((int(epochs[1:]), config), {})[strategy(r)] = r
+  return [(f"{e} epochs - Config {c[1]}", groups[(e, c)]) for e, c in sorted(groups)]
+
+
+def presets_shown(data: records.EntryData) -> List[str]:
+  """The entry's preset first, then every other preset with records."""
+  return [data.preset] + [p for p in presets.PRESETS if p in data.other]
+
+
+def runs_of(data: records.EntryData, preset: str) -> Runs:
+  """{run name: record} of one preset present in `data`."""
+  return data.runs if preset == data.preset else data.other[preset]
+
+
+def epoch_settings(preset: str, entry: str = "accuracy_vs_epochs") -> List[int]:
+  """The pretraining epoch counts an accuracy entry runs at `preset`."""
+  return sorted({r.flag("pretrain_epochs") for r in presets.build(preset)[entry].runs})
+
+
+def accuracy_series(data: records.EntryData, preset: str) -> Dict[str, List[Tuple[int, float]]]:
+  """{program: [(epochs, test accuracy)]} of one preset's records."""
+  out: Dict[str, List[Tuple[int, float]]] = {}
+  for r in runs_of(data, preset).values():
+    if records.test_accuracy(r) is not None:
+      out.setdefault(strategy(r), []).append((r["config"]["pretrain_epochs"], records.test_accuracy(r)))
+  return {k: sorted(v) for k, v in out.items()}
+
+
+def dp_accuracy_rows(data: records.EntryData, preset: str) -> List[Dict[str, Optional[float]]]:
+  """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline" (greedy), "report"}: test accuracies,
+  None where missing ("report": the report's at the matching paper setting)."""
+  runs, paper = runs_of(data, preset), epoch_settings("paper", "dp_accuracy")
+
+  def acc(name):
+    return records.test_accuracy(runs[name]) if name in runs else None
+  return [{"epochs": e, "report_recipe": acc(f"dp_e{e}_report"), "large_batch": acc(f"dp_e{e}_large_batch"),
+           "baseline": acc(f"{GREEDY.run_name}_e{e}"),
+           "report": reported.DP_ACCURACY.get(paper[i]) if i < len(paper) else None}
+          for i, e in enumerate(epoch_settings(preset, "dp_accuracy"))]
+
+
+def large_batch_choice(data: records.EntryData) -> Tuple[List[dict], Optional[str]]:
+  """Per run {"run", "record", "program", "batch", "validation", "test", "losses"}, and the data-parallel candidate
+  with the highest validation accuracy (test plays no part)."""
+  rows = [{"run": name, "record": r, "program": strategy(r), "batch": r["config"]["batch_size"],
+           "validation": (r.get("finetune") or {}).get("validation_accuracy"), "test": records.test_accuracy(r),
+           "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]} for name, r in data.runs.items()]
+  candidates = [row for row in rows if row["program"] == DP.name and row["validation"] is not None]
+  return rows, max(candidates, key=lambda row: row["validation"])["run"] if candidates else None
+
+
+def strategy_records(data: records.EntryData) -> Runs:
+  """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
+  return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
+
+
+def convergence_loss(rs: Runs) -> Tuple[str, Optional[List[float]]]:
+  """(the loss compared: "heldout_loss" when every record has it after every epoch, else "loss"; each layer's fixed
+  loss, greedy's final x (1 + LOSS_TOLERANCE), None without greedy)."""
+  key = "heldout_loss" if rs and all(records.has_heldout_curves(r) for r in rs.values()) else "loss"
+  return key, [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs[GREEDY.run_name]["layers"]
+               ] if GREEDY.run_name in rs else None
+
+
+def times_to_target(data: records.EntryData) -> Dict[str, Tuple[Optional[float], List[Optional[float]]]]:
+  """{run name: (seconds until every layer reached its fixed loss, the seconds of each layer)} (None: never)."""
+  rs = strategy_records(data)
+  key, targets = convergence_loss(rs)
+  per_layer = {s: records.time_to_loss_per_layer(records.loss_curves(r, key), targets) for s, r in rs.items()
+               } if targets else {}
+  return {s: (None if None in t else max(t, default=0.0), t) for s, t in per_layer.items()}
+
+
+def pipeline_rows(data: records.EntryData) -> List[dict]:
+  """pp_scaling per run: "stack", "devices", "seconds", "predicted" (`perf_model.Pipeline` fitted per stack on its
+  one-device run), "speedup", "stages", "cores_busy", "in_sample", "oversubscribed"."""
+  by_stack: Dict[str, Dict[int, dict]] = {}
+  for r in data.runs.values():
+    h = r["config"]["hidden_units"]
+    by_stack.setdefault(f"{len(h)} x {h[0]}", {})[records.devices(r)] = r
+  out = []
+  for stack, by_g in by_stack.items():
+    by_g = dict(sorted(by_g.items()))
+    try:
+      model = perf_model.Pipeline.calibrate({str(g): r for g, r in by_g.items()}) if records.same_source(
+          list(by_g.values())) else None
+    except ValueError:
+      model = None
+    out += [{"stack": stack, "devices": g, "seconds": r["pretrain_seconds"],
+             "predicted": model.predict(r["config"], g) if model else None,
+             "speedup": records.ratio(by_g[1], r) if 1 in by_g else None,
+             "stages": len((r.get("pipeline") or {}).get("stages", [])) or min(g, len(r["config"]["hidden_units"])),
+             "cores_busy": r["pretrain_cpu_seconds"] / r["pretrain_seconds"] if "pretrain_cpu_seconds" in r else None,
+             "in_sample": g == 1, "oversubscribed": records.oversubscribed(r)} for g, r in by_g.items()]
+  return out
+
+
+_CONFIGURATION = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
+
+
+def equal_cores(output_dir: str) -> Tuple[Dict[Tuple[int, int], dict], List[dict]]:
+  """({(cores, batch size): summary} of this machine's equal-cores summaries, sorted; their records)."""
+  found = harness.load_summaries(output_dir, equal_cores_bench.BENCHMARK)
+  by_key = {(s["cores"], s["setting"]["batch_size"]): s for s in found.values()}
+  folder = os.path.join(output_dir, "benchmarks", equal_cores_bench.BENCHMARK.name)
+  return dict(sorted(by_key.items())), harness.flat_records(folder, *found.values())
+
+
+def flags_of(name: str) -> str:
+  """"model_parallel_g2_t1_shared" -> "--num_devices=2 --threads_per_device=1 --thread_pool=shared"."""
+  m = _CONFIGURATION.match(name)
+  if not m:
+    raise ValueError(f"not an equal-cores configuration name: {name!r}")
+  pool = "shared" if m["shared"] else "per_device" if (
+      m["program"] in equal_cores_bench.TWO_LEVEL and int(m["devices"]) > 1) else ""
+  return f"--num_devices={m['devices']} --threads_per_device={m['threads']}" + (f" --thread_pool={pool}" if pool else "")
+
+
+def program_of(name: str) -> str:
+  """The program of an equal-cores configuration name."""
+  return _CONFIGURATION.match(name)["program"]
+
+
+def ratios_to_baseline(summary: dict, name: str) -> dict:
+  """Spread over repeats of greedy-on-all-cores seconds / this configuration's seconds (same repeat)."""
+  seconds = summary["pretrain_seconds"]
+  return harness.spread([b / m for b, m in zip(seconds[summary["baseline"]]["values"], seconds[name]["values"])])
 
 
 def program_name(program: str) -> str:
@@ -81,24 +292,24 @@ def _seconds(r: Optional[dict]) -> str:
 
 
 def _batches(data: records.EntryData) -> str:
-  return series.batch_label(list(data.runs.values()))
+  return batch_label(list(data.runs.values()))
 
 
 def cores_note(data: records.EntryData, others: Others) -> str:
   """What the records show beyond the core count, on this machine and the others."""
   if not any(records.oversubscribed(r) for r in data.runs.values()):
     return ""
-  cores, faster = series.cores(data), series.oversubscribed_faster(data)
+  n, faster = cores(data), oversubscribed_faster(data)
   cases = "; ".join(f"{h} layers on {g} devices {fmt_seconds(s)} s vs {fmt_seconds(b)} s on {gb}"
                     for h, g, s, gb, b in faster)
-  text = (f"This machine has {cores} cores: more devices than that run as logical devices sharing the cores "
+  text = (f"This machine has {n} cores: more devices than that run as logical devices sharing the cores "
           "(oversubscribed, †), so they add no compute; " + (
-              f"still, some oversubscribed runs were faster than the fastest run on at most {cores} devices ({cases})."
-              if faster else f"none was faster than the fastest run on at most {cores} devices."))
+              f"still, some oversubscribed runs were faster than the fastest run on at most {n} devices ({cases})."
+              if faster else f"none was faster than the fastest run on at most {n} devices."))
   for machine, other in others.items():
     ends = [f"{h} layers {fmt_ratio(records.ratio(g[1], g[max(g)]))} on {max(g)} devices"
-            for h, g in series.stacks(other).items() if 1 in g and max(g) > 1]
-    text += (f" On the {series.cores(other)}-core machine (`{machine}/`), where every device has its own core, the "
+            for h, g in stacks(other).items() if 1 in g and max(g) > 1]
+    text += (f" On the {cores(other)}-core machine (`{machine}/`), where every device has its own core, the "
              f"speedup over 1 device reached: {', '.join(ends)} (single runs).")
   return text
 
@@ -107,8 +318,8 @@ def scaling(data: records.EntryData, others: Others) -> Table:
   """Seconds and speedup per (machine, layers, devices), ours beside the report's and the model's."""
   report, rows = reported.MP_SCALING.get(data.entry, {}), []
   for machine, d in [("", data)] + list(others.items()):
-    predicted = {(len(p.hidden_units), p.devices): p for p in series.model_predictions(d)}
-    for h, by_g in series.stacks(d).items():
+    predicted = {(len(p.hidden_units), p.devices): p for p in model_predictions(d)}
+    for h, by_g in stacks(d).items():
       rep = {} if machine else report.get(h, {})  # The report's numbers once, beside this machine's.
       for g in sorted(set(by_g) | set(rep)):
         r, p = by_g.get(g), predicted.get((h, g))
@@ -130,7 +341,7 @@ def scaling(data: records.EntryData, others: Others) -> Table:
 
 def dp_batch_sweep(data: records.EntryData, others: Others) -> Table:
   """Seconds per epoch and examples per second per global batch, ours and the report's."""
-  pts, g = series.sweep_points(data), sorted({records.devices(r) for r in data.runs.values()})
+  pts, g = sweep_points(data), sorted({records.devices(r) for r in data.runs.values()})
   rows = [[batch, "/".join(f"{batch // d}" for d in g), f"{secs:.2f}" + (" †" if over else ""), f"{rate:,.0f}",
            f"{rep}" if rep else "—", f"{55_000 / rep:,.0f}" if rep else "—"]
           for batch, secs, rate, over in pts for rep in [reported.DP_BATCH_SWEEP.get(batch // 4)]]
@@ -148,14 +359,14 @@ def dp_batch_sweep(data: records.EntryData, others: Others) -> Table:
 
 def dp_op_profile(data: records.EntryData, others: Others) -> Table:
   """Seconds per epoch of each phase per device count, ours and the report's."""
-  ours, rows = series.profile_rows(data), []
+  ours, rows = profile_rows(data), []
   for g in sorted(set(ours) | set(reported.DP_OP_PROFILE)):
     (phases, over), rep = ours.get(g, ({}, False)), reported.DP_OP_PROFILE.get(g)
-    rows.append([g] + [f"{phases[p]:.3f}" if p in phases else "—" for p in series.PHASES]
+    rows.append([g] + [f"{phases[p]:.3f}" if p in phases else "—" for p in PHASES]
                 + [(f"{sum(phases.values()):.3f}" if phases else "—") + (" †" if over else ""),
                    f"{rep['forward_loss'] + rep['gradients']:.1f}" if rep else "—", f"{rep['allreduce']:.1f}" if rep
                    else "—", f"{reported.DP_OP_PROFILE_TOTAL.get(g, '—')}"])
-  return md_table(["devices"] + [f"ours {p}" for p in series.PHASES] + [
+  return md_table(["devices"] + [f"ours {p}" for p in PHASES] + [
       "ours total", "report loss+gradient", "report accumulate+average", "report total"], rows), [
           f"Ours: {_batches(data)}; {reported.DP_BATCH_NOTE}.", cores_note(data, others)]
 
@@ -163,7 +374,7 @@ def dp_op_profile(data: records.EntryData, others: Others) -> Table:
 def mp_vs_dp(data: records.EntryData, others: Others) -> Table:
   """Data vs model parallel seconds per setting, ours and the report's."""
   rep, rows = [reported.MP_VS_DP[k] for k in sorted(reported.MP_VS_DP)], []
-  for i, (label, g) in enumerate(series.mp_vs_dp_groups(data)):
+  for i, (label, g) in enumerate(mp_vs_dp_groups(data)):
     dp, mp, r = g.get(DP.name), g.get(MP.name), rep[i] if i < len(rep) else {}
     rows.append([label, _seconds(dp), _seconds(mp), fmt_ratio(records.ratio(mp, dp) if dp and mp else None),
                  r.get(DP.name, "—"), r.get(MP.name, "—"), fmt_ratio(r[MP.name] / r[DP.name] if r else None)])
@@ -175,15 +386,15 @@ def mp_vs_dp(data: records.EntryData, others: Others) -> Table:
 def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
   """Test accuracy per program and epochs, every preset present and the report's."""
   rows, sentences = [], []
-  for preset in series.presets_shown(data):
+  for preset in presets_shown(data):
     rows += [[preset, program_name(program), f"{e}+{e}", fmt_accuracy(a)]
-             for program, values in series.accuracy_series(data, preset).items() for e, a in values]
+             for program, values in accuracy_series(data, preset).items() for e, a in values]
     # Each layer's held-out reconstruction loss at the end of pretraining against greedy's at the same epochs.
-    runs, worst = series.runs_of(data, preset).values(), {}
+    runs, worst = runs_of(data, preset).values(), {}
     greedy = {r["config"]["pretrain_epochs"]: r.get("heldout_reconstruction") for r in runs
-              if series.strategy(r) == GREEDY.name}
+              if strategy(r) == GREEDY.name}
     for r in runs:
-      e, program, ours = r["config"]["pretrain_epochs"], series.strategy(r), r.get("heldout_reconstruction")
+      e, program, ours = r["config"]["pretrain_epochs"], strategy(r), r.get("heldout_reconstruction")
       if program != GREEDY.name and ours and greedy.get(e):
         worst[program] = max([worst.get(program, (0.0, 0))] + [
             (abs(a["loss"] / b["loss"] - 1), e) for a, b in zip(ours, greedy[e])])
@@ -201,12 +412,12 @@ def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
 def dp_accuracy(data: records.EntryData, others: Others) -> Table:
   """Data-parallel test accuracy per recipe and epochs vs greedy and the report."""
   rows = []
-  for preset in series.presets_shown(data):
-    dp = series.batch_label([r for n, r in series.runs_of(data, preset).items() if n.startswith("dp_")])
+  for preset in presets_shown(data):
+    dp = batch_label([r for n, r in runs_of(data, preset).items() if n.startswith("dp_")])
     rows += [[preset, f"{row['epochs']}+{row['epochs']}", dp] + [fmt_accuracy(x) for x in (
         row["report_recipe"], row["large_batch"], row["baseline"],
-        None if row["baseline"] is None else row["baseline"] - series.DP_TOLERANCE, row["report"])]
-             for row in series.dp_accuracy_rows(data, preset)]
+        None if row["baseline"] is None else row["baseline"] - DP_TOLERANCE, row["report"])]
+             for row in dp_accuracy_rows(data, preset)]
   rates = next((r["learning_rates"] for r in data.runs.values()
                 if r.get("learning_rates") and r["run_name"].endswith("large_batch")), None)
   recipe = (f" (here: pretraining {rates['pretrain']:.3g}, finetuning {rates['finetune']:.3g}, after "
@@ -221,12 +432,12 @@ def dp_accuracy(data: records.EntryData, others: Others) -> Table:
 
 def strategy_comparison(data: records.EntryData, others: Others) -> Table:
   """Seconds and speedup over greedy per program, ours and the report's."""
-  rs, rep = series.strategy_records(data), reported.STRATEGY_COMPARISON
+  rs, rep = strategy_records(data), reported.STRATEGY_COMPARISON
   base = rs.get(GREEDY.run_name)
-  rows = [[program_name(p), series.batch_label([r]), _seconds(r),
+  rows = [[program_name(p), batch_label([r]), _seconds(r),
            fmt_ratio(records.ratio(base, r) if base else None), rep.get(p, "—"),
            fmt_ratio(rep[GREEDY.name] / rep[p]) if p in rep else "—"]
-          for r in rs.values() for p in [series.strategy(r)]]
+          for r in rs.values() for p in [strategy(r)]]
   return md_table(["program", "ours batch", "ours s", "ours speedup", "report s", "report speedup"], rows), [
       "Single runs; the benchmarks in the Benchmarks section repeat the comparison with spread.",
       f"The report ran batch 5000 ({reported.DP_BATCH_NOTE}).", cores_note(data, others)]
@@ -234,9 +445,9 @@ def strategy_comparison(data: records.EntryData, others: Others) -> Table:
 
 def convergence(data: records.EntryData, others: Others) -> Table:
   """Pretraining seconds, seconds to the fixed loss (all layers and per layer) and final losses per program."""
-  reach, rs = series.times_to_target(data), series.strategy_records(data)
-  key, _ = series.convergence(rs)
-  rows = [[program_name(series.strategy(r)), fmt_seconds(r["pretrain_seconds"]),
+  reach, rs = times_to_target(data), strategy_records(data)
+  key, _ = convergence_loss(rs)
+  rows = [[program_name(strategy(r)), fmt_seconds(r["pretrain_seconds"]),
            fmt_seconds(reach[s][0]) if reach.get(s, (None,))[0] is not None else "not reached",
            ", ".join(fmt_seconds(t) for t in reach.get(s, (None, []))[1]),
            ", ".join(f"{layer['epochs'][-1][key]:.2f}" for layer in r["layers"])] for s, r in rs.items()]
@@ -245,7 +456,7 @@ def convergence(data: records.EntryData, others: Others) -> Table:
           "training reconstruction loss (epoch mean; these records have no per-epoch held-out loss)")
   return md_table(["program", "pretraining s", "seconds to fixed loss", "per layer", "final loss per layer"],
                         rows), [
-      f"Loss: {what}. Fixed loss: greedy's final loss of each layer × {1 + series.LOSS_TOLERANCE}; a program reaches "
+      f"Loss: {what}. Fixed loss: greedy's final loss of each layer × {1 + LOSS_TOLERANCE}; a program reaches "
       "it when its last layer does (the metric of Santara et al. 2016, \"Faster learning of deep stacked autoencoders "
       "on multi-core systems using synchronized layer-wise pre-training\"). The report has no such figure. Model "
       "parallel trains lower layers for more epochs (pipeline fill) and upper layers on inputs that still change."]
@@ -253,13 +464,13 @@ def convergence(data: records.EntryData, others: Others) -> Table:
 
 def large_batch(data: records.EntryData, others: Others) -> Table:
   """The large-batch study: candidates compared on validation accuracy, test accuracy of the chosen one only."""
-  rows, chosen = series.large_batch_choice(data)
+  rows, chosen = large_batch_choice(data)
   table = []
   for row in rows:
     r = row["record"]
     rates, c = r.get("learning_rates") or {}, r["config"]
     table.append([f"`{row['run']}`" + (" (chosen)" if row["run"] == chosen else ""), program_name(row["program"]),
-                  series.batch_label([r]), f"{rates.get('pretrain', c['pretrain_learning_rate']):.3g}",
+                  batch_label([r]), f"{rates.get('pretrain', c['pretrain_learning_rate']):.3g}",
                   f"{c.get('finetune_optimizer', 'sgd')} {rates.get('finetune', c['finetune_learning_rate']):.3g}",
                   ", ".join(f"{x:.1f}" for x in row["losses"]), fmt_accuracy(row["validation"]),
                   fmt_accuracy(row["test"]) if row["run"] == chosen or row["program"] != DP.name
@@ -275,8 +486,8 @@ def full_size(data: records.EntryData, others: Others) -> Table:
   report = {GREEDY.name: f"{reported.ACCURACY[GREEDY.name][30]} (greedy 30+30, conres2.png)",
             MP.name: f"{reported.MP_ACCURACY_TEXT} (model parallel, \"around 96.62%\" in the text)",
             DP.name: f"{reported.DP_ACCURACY[30]} (data parallel, batch 5000 per tower, 30+30)"}
-  rows = [[f"`{name}`", series.batch_label([r]), fmt_accuracy(records.test_accuracy(r)),
-           report.get(series.strategy(r), "—"),
+  rows = [[f"`{name}`", batch_label([r]), fmt_accuracy(records.test_accuracy(r)),
+           report.get(strategy(r), "—"),
            f"{r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f} min"] for name, r in data.runs.items()]
   short = [f"`{name}`" for name, r in data.runs.items()
            if r.get("run_seconds", r.get("total_seconds", float("inf"))) < r["pretrain_seconds"]]
@@ -292,7 +503,7 @@ def full_size(data: records.EntryData, others: Others) -> Table:
 def pp_scaling(data: records.EntryData, others: Others) -> Table:
   """Seconds, speedup, the pipeline model's prediction and its error, stages and cores busy per stack and devices."""
   rows, errors = [], []
-  for row in series.pipeline_rows(data):
+  for row in pipeline_rows(data):
     error = None if row["predicted"] is None else (row["predicted"] - row["seconds"]) / row["seconds"]
     if error is not None and not row["oversubscribed"] and not row["in_sample"]:
       errors.append(abs(error))
