@@ -1,9 +1,7 @@
 """Checks that no ratio the report computes takes its two sides from different machines or versions of the code:
 regenerates the report text with every pair of records given to `records.ratio` or `records.same_source` audited,
 and checks the records of every benchmark summary. One line per offending pair; exit status 1 if there is any.
-
-  python -m experiments.check_ratios [--output_dir=results]
-"""
+  python -m experiments.check_ratios [--output_dir=results]"""
 
 import os
 import sys

@@ -88,16 +88,6 @@ def run_seconds(run: presets.RunSpec, rates: Rates) -> float:
   return rates.get(run.program, rates[POOLED]).seconds(flops(run.program, dict(run.flags)))
 
 
-def entry_seconds(entries: Mapping[str, presets.EntryRuns], rates: Rates) -> Dict[str, float]:
-  """{entry: estimated seconds of its runs}; a shared run counts for the first entry that lists it."""
-  seen, out = set(), {}
-  for name, entry in entries.items():
-    mine = [r for r in entry.runs if (r.home, r.stored_name) not in seen]
-    seen.update((r.home, r.stored_name) for r in mine)
-    out[name] = sum(run_seconds(r, rates) for r in mine)
-  return out
-
-
 def minutes(seconds: float) -> str:
   """Seconds as rounded minutes, e.g. "12 min" (at least "<1 min")."""
   return "<1 min" if seconds < 30 else f"{math.ceil(seconds / 60 - 0.5)} min"
@@ -145,14 +135,14 @@ def job(group: str, index: int, count: int, run: presets.RunSpec, record: str, w
 
 def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str, work_dir: str,
          rates: Optional[Rates] = None) -> List[Job]:
-  """The runs of a preset's entries in order, each once (a shared run goes with the first), with estimates."""
+  """The runs of a preset's entries in order, each once: a run shared by entries goes with the first listing it."""
   rates, jobs, seen = rates or fit_rates(output_dir), [], set()
   for entry in entries.values():
     for i, r in enumerate(entry.runs):
       if (r.home, r.stored_name) not in seen:
         seen.add((r.home, r.stored_name))
-        jobs.append(job(r.home, i + 1, len(entry.runs), r, records.record_path(output_dir, preset, r), work_dir,
-                        rates, preset))
+        jobs.append(job(entry.name, i + 1, len(entry.runs), r, records.record_path(output_dir, preset, r),
+                        work_dir, rates, preset))
   return jobs
 
 

@@ -1,7 +1,6 @@
 """Performance models of layer-wise pretraining, one per program (named by its registry entry, `resolve`):
 `Model.calibrate({run name: record})`, `predict(config, devices)` (pretraining seconds on G devices) and
-`describe()`. What each predicts from which inputs: docs/performance_model.md.
-"""
+`describe()`. What each predicts from which inputs: docs/performance_model.md."""
 
 import dataclasses
 import statistics

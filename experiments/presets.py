@@ -2,8 +2,7 @@
 that builds its runs, its table and figure by dotted path). Presets: `paper` (the report's settings), `cpu` (about
 an hour on 2 cores, `shrink_notes` say what differs), `smoke` (seconds), the studies `mid` and `full`. Two runs with
 the same program and flags are one, recorded under the first entry listing it (`build`). `COMPARED` (greedy and
-every multi-device program of `common.programs`) makes the comparison and accuracy entries' runs.
-"""
+every multi-device program of `common.programs`) makes the comparison and accuracy entries' runs."""
 
 import dataclasses
 import os
@@ -24,11 +23,12 @@ _HELDOUT = ("--heldout_every_epoch",)
 _NO_PROFILE = ("--profile_steps=0",)
 _DP_FLAGS = {"paper": (), "cpu": (), "smoke": ("--profile_steps=1", "--profile_repeats=1"), "mid": _NO_PROFILE,
              "full": _NO_PROFILE}
+_LARGE = dp_config.LARGE_BATCH_RECIPE
 # The large-batch study's candidates: data_parallel at the large global batch with these flags.
 LARGE_BATCH_CANDIDATES = (("dp_report", ()), ("dp_linear_warmup2", ("--pretrain_lr_scaling=linear",
                           "--finetune_lr_scaling=linear", "--warmup_epochs=2")),
-                          ("dp_large_batch_recipe", dp_config.LARGE_BATCH_RECIPE))
-_RECIPES = (("report", ()), ("large_batch", dp_config.LARGE_BATCH_RECIPE))
+                          ("dp_large_batch_recipe", _LARGE))
+_RECIPES = (("report", ()), ("large_batch", _LARGE))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +112,7 @@ def _dp_batch_sweep(s) -> List[RunSpec]:
 
 
 def _mp_vs_dp(s) -> List[RunSpec]:
-  configs = {"c1": s.get("config_1", CONFIG_1), "c2": s.get("config_2", CONFIG_2)}
+  configs = {"c1": s["config_1"], "c2": s["config_2"]}
   return [run(f"{c}_e{e}_{p.run_name}", p, configs[c], e, s["batch"], s["devices"], s["examples"],
               extra=s["dp_flags"] if p is DP else ()) for e in s["epochs"] for c in ("c1", "c2") for p in (DP, MP)]
 
@@ -128,7 +128,7 @@ def _accuracy(s) -> List[RunSpec]:
 
 
 def _dp_accuracy(s) -> List[RunSpec]:
-  recipes = (_RECIPES[0], ("large_batch", s.get("large_batch", dp_config.LARGE_BATCH_RECIPE)))
+  recipes = (_RECIPES[0], ("large_batch", s["large_batch"]))
   # The greedy reference at the accuracy entry's batch, when it has these epochs.
   return [run(f"dp_e{e}_{recipe}", DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
               extra=extra + _NO_PROFILE, resumable=True) for e in s["epochs"] for recipe, extra in recipes] + [
@@ -157,83 +157,67 @@ def _full_size(s) -> List[RunSpec]:
           extra=_NO_PROFILE + flags, resumable=True) for recipe, flags in _RECIPES]
 
 
-def _mp(examples, epochs, batch, units, layers) -> Dict[str, Any]:
-  return dict(examples=examples, epochs=epochs, batch=batch, units=units, layers=layers)
+def _sizes(keys: str, **by_preset: Tuple) -> Dict[str, Dict[str, Any]]:
+  """{preset: {size: value}} from one tuple of values per preset, in the order of the space-separated `keys`."""
+  return {preset: dict(zip(keys.split(), values)) for preset, values in by_preset.items()}
 
 
 # Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
 # 2000, fewer examples (>= 2 steps per epoch), 12 of 19 sweep batches, comparisons on 2 devices; accuracy entries:
 # epochs / 5, 11,000 examples, 4 x 500 units, data-parallel global batch 1000. smoke: entries share runs.
-_COMPARISON = {"paper": dict(examples=55_000, epochs=60, batch=5000, hidden=CONFIG_1, devices=4),
-               "cpu": dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=2),
-               "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=2)}
+_MP = "examples epochs batch units layers"
+_COMPARISON = _sizes("examples epochs batch hidden devices", paper=(55_000, 60, 5000, CONFIG_1, 4),
+                     cpu=(10_000, 10, 5000, (1000,) * 4, 2), smoke=(400, 2, 200, (32, 32), 2))
 _T, _F = "experiments.report.tables.", "experiments.report.figures."
 
-MP_SCALING_B100 = Entry(
-    "mp_scaling_b100", "Model parallel: pretraining time vs devices (batch 100)",
-    {"paper": _mp(55_000, 30, 100, 2000, (2, 3, 4)), "cpu": _mp(5500, 5, 100, 1000, (2, 3, 4)),
-     "smoke": _mp(400, 2, 40, 32, (2,))}, _mp_scaling, _T + "scaling", _F + "scaling")
-MP_SCALING_B5000 = Entry(
-    "mp_scaling_b5000", "Model parallel: pretraining time vs devices (batch 5000)",
-    {"paper": _mp(55_000, 60, 5000, 2000, (2, 3, 4)), "cpu": _mp(10_000, 10, 5000, 1000, (2, 3, 4)),
-     "smoke": _mp(400, 2, 200, 32, (2,))}, _mp_scaling, _T + "scaling", _F + "scaling")
-DP_SCALING = Entry(
-    "dp_scaling", "Data parallel: pretraining time vs devices",
-    {"paper": dict(examples=55_000, epochs=40, batch=5000, hidden=CONFIG_1, devices=(1, 2, 3, 4)),
-     "cpu": dict(examples=10_000, epochs=7, batch=5000, hidden=(1000,) * 4, devices=(1, 2, 3, 4)),
-     "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))},
+MP_SCALING_B100 = Entry("mp_scaling_b100", "Model parallel: pretraining time vs devices (batch 100)", _sizes(
+    _MP, paper=(55_000, 30, 100, 2000, (2, 3, 4)), cpu=(5500, 5, 100, 1000, (2, 3, 4)), smoke=(400, 2, 40, 32, (2,))),
+    _mp_scaling, _T + "scaling", _F + "scaling")
+MP_SCALING_B5000 = Entry("mp_scaling_b5000", "Model parallel: pretraining time vs devices (batch 5000)", _sizes(
+    _MP, paper=(55_000, 60, 5000, 2000, (2, 3, 4)), cpu=(10_000, 10, 5000, 1000, (2, 3, 4)),
+    smoke=(400, 2, 200, 32, (2,))), _mp_scaling, _T + "scaling", _F + "scaling")
+DP_SCALING = Entry("dp_scaling", "Data parallel: pretraining time vs devices", _sizes(
+    "examples epochs batch hidden devices", paper=(55_000, 40, 5000, CONFIG_1, (1, 2, 3, 4)),
+    cpu=(10_000, 7, 5000, (1000,) * 4, (1, 2, 3, 4)), smoke=(400, 2, 200, (32, 32), (1, 2))),
     _dp_scaling, _T + "scaling", _F + "scaling")
-DP_BATCH_SWEEP = Entry(
-    "dp_batch_sweep", "Data parallel: seconds per epoch of one layer vs global batch",
-    {"paper": dict(examples=55_000, epochs=2, units=2000, devices=4, batches=(
+DP_BATCH_SWEEP = Entry("dp_batch_sweep", "Data parallel: seconds per epoch of one layer vs global batch", _sizes(
+    "examples epochs units devices batches", paper=(55_000, 2, 2000, 4, (
         52, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000)),
-     "cpu": dict(examples=18_000, epochs=2, units=1000, devices=2,
-                 batches=(52, 100, 200, 300, 500, 700, 1000, 2000, 4000, 6000, 7000, 9000)),
-     "smoke": dict(examples=400, epochs=1, units=32, devices=2, batches=(52, 200))},
-    _dp_batch_sweep, _T + "dp_batch_sweep", _F + "dp_batch_sweep")
-DP_OP_PROFILE = Entry(
-    "dp_op_profile", "Data parallel: time per epoch by phase vs devices",
-    {"paper": dict(examples=55_000, epochs=1, batch=1000, units=2000, devices=(1, 2, 3, 4)),
-     "cpu": dict(examples=11_000, epochs=1, batch=1000, units=1000, devices=(1, 2, 3, 4)),
-     "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))},
+    cpu=(18_000, 2, 1000, 2, (52, 100, 200, 300, 500, 700, 1000, 2000, 4000, 6000, 7000, 9000)),
+    smoke=(400, 1, 32, 2, (52, 200))), _dp_batch_sweep, _T + "dp_batch_sweep", _F + "dp_batch_sweep")
+DP_OP_PROFILE = Entry("dp_op_profile", "Data parallel: time per epoch by phase vs devices", {
+    **_sizes("examples epochs batch units devices", paper=(55_000, 1, 1000, 2000, (1, 2, 3, 4)),
+             cpu=(11_000, 1, 1000, 1000, (1, 2, 3, 4))),
+    **_sizes("examples epochs batch hidden devices", smoke=(400, 2, 200, (32, 32), (1, 2)))},
     _dp_scaling, _T + "dp_op_profile", _F + "dp_op_profile")
-MP_VS_DP = Entry(
-    "mp_vs_dp", "Model parallel vs data parallel at a large batch",
-    {"paper": dict(examples=55_000, epochs=(30, 60), batch=7000, devices=4),
-     "cpu": dict(examples=14_000, epochs=(5, 10), batch=7000, devices=2, config_1=(1000,) * 4,
-                 config_2=(1000, 500, 250, 50)),
-     "smoke": dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16))},
+MP_VS_DP = Entry("mp_vs_dp", "Model parallel vs data parallel at a large batch", _sizes(
+    "examples epochs batch devices config_1 config_2", paper=(55_000, (30, 60), 7000, 4, CONFIG_1, CONFIG_2),
+    cpu=(14_000, (5, 10), 7000, 2, (1000,) * 4, (1000, 500, 250, 50)), smoke=(400, (2,), 200, 2, (32, 32), (32, 16))),
     _mp_vs_dp, _T + "mp_vs_dp", _F + "mp_vs_dp")
 ACCURACY_VS_EPOCHS = Entry(
-    "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel",
-    {"paper": dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
-     "cpu": dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=4),
-     "smoke": dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2)},
+    "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel", _sizes(
+        "examples epochs batch hidden devices", paper=(55_000, (10, 20, 30, 40, 50, 60), 100, CONFIG_1, 4),
+        cpu=(11_000, (2, 4, 6, 8, 10, 12), 100, (500,) * 4, 4), smoke=(400, (2,), 40, (32, 32), 2)),
     _accuracy, _T + "accuracy_vs_epochs", _F + "accuracy_vs_epochs")
 DP_ACCURACY = Entry(
-    "dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe",
-    {"paper": dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4),
-     "cpu": dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=2),
-     "smoke": dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
-                   large_batch=dp_config.LARGE_BATCH_RECIPE + ("--warmup_epochs=1",))},
-    _dp_accuracy, _T + "dp_accuracy", _F + "dp_accuracy")
+    "dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe", _sizes(
+        "examples epochs batch hidden devices large_batch", paper=(55_000, (30, 60), 5000, CONFIG_1, 4, _LARGE),
+        cpu=(11_000, (6, 12), 1000, (500,) * 4, 2, _LARGE), smoke=(400, (2,), 200, (32, 32), 2, _LARGE + (
+            "--warmup_epochs=1",))), _dp_accuracy, _T + "dp_accuracy", _F + "dp_accuracy")
 STRATEGY_COMPARISON = Entry("strategy_comparison", "Does parallelism help? Pretraining time per strategy",
                             _COMPARISON, _comparison, _T + "strategy_comparison", _F + "strategy_comparison")
 CONVERGENCE = Entry("convergence", "Reconstruction loss vs wall-clock seconds", _COMPARISON, _comparison,
                     _T + "convergence", _F + "convergence")
-PP_SCALING = Entry(
-    "pp_scaling", "Pipeline parallel (beyond the report): pretraining time vs devices",
-    {"paper": dict(examples=55_000, epochs=30, batch=100, stacks=((2000,) * 4, (1000,) * 8)),
-     "cpu": dict(examples=11_000, epochs=2, batch=100, stacks=((1000,) * 4, (500,) * 8)),
-     "smoke": dict(examples=400, epochs=2, batch=40, stacks=((32, 32),))},
+PP_SCALING = Entry("pp_scaling", "Pipeline parallel (beyond the report): pretraining time vs devices", _sizes(
+    "examples epochs batch stacks", paper=(55_000, 30, 100, ((2000,) * 4, (1000,) * 8)),
+    cpu=(11_000, 2, 100, ((1000,) * 4, (500,) * 8)), smoke=(400, 2, 40, ((32, 32),))),
     _pp_scaling, _T + "pp_scaling", _F + "pp_scaling", kind="beyond")
 LARGE_BATCH = Entry(
-    "large_batch", "Large-batch study: which recipe lets data parallel at a large batch match greedy",
-    {"mid": dict(examples=55_000, epochs=10, hidden=(1000,) * 4, batch=5000, devices=2, reference_batch=100)},
+    "large_batch", "Large-batch study: which recipe lets data parallel at a large batch match greedy", _sizes(
+        "examples epochs hidden batch devices reference_batch", mid=(55_000, 10, (1000,) * 4, 5000, 2, 100)),
     _large_batch, _T + "large_batch", kind="study", layout="large_batch/{preset}/{run}.json")
-FULL_SIZE = Entry(
-    "full_size", "Full size: the report's network on all 55,000 images",
-    {"full": dict(examples=55_000, epochs=30, hidden=CONFIG_1, batch=100, dp_batch=5000, devices=2)},
+FULL_SIZE = Entry("full_size", "Full size: the report's network on all 55,000 images", _sizes(
+    "examples epochs hidden batch dp_batch devices", full=(55_000, 30, CONFIG_1, 100, 5000, 2)),
     _full_size, _T + "full_size", kind="study", layout="full_size/{run}.json")
 
 ENTRIES: Tuple[Entry, ...] = (MP_SCALING_B100, MP_SCALING_B5000, DP_SCALING, DP_BATCH_SWEEP, DP_OP_PROFILE, MP_VS_DP,

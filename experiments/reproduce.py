@@ -1,13 +1,11 @@
 """Regenerates every figure and table: runs the training programs of a preset (those without a record), then
 draws <output_dir>/figures/<entry>.png and writes <output_dir>/README.md from the run records alone (with the
 default --output_dir, results/, the headline of the top README.md too).
-
   python -m experiments.reproduce --preset=cpu                      # the report's entries, ~1 hour on 2 cores
   python -m experiments.reproduce --preset=paper --only=dp_accuracy # one entry at the report's size
   python -m experiments.reproduce --preset=cpu --only=mp_scaling_b100/h4_g2,dp_scaling --dry_run  # plan, minutes
   python -m experiments.reproduce --preset=mid                      # a study (mid: large batch, full: full size)
-  python -m experiments.reproduce --figures_only                    # redraw everything from the records
-"""
+  python -m experiments.reproduce --figures_only                    # redraw everything from the records"""
 
 import os
 import sys
@@ -53,7 +51,7 @@ def main(argv):
     rates = driver.fit_rates(output_dir)
     jobs = driver.plan(entries, preset, output_dir, _WORK_DIR.value, rates)
     if _DRY_RUN.value:
-      estimates = driver.entry_seconds(entries, rates)
+      estimates = {name: sum(j.estimate for j in jobs if j.group == name) for name in entries}
       for name, entry in entries.items():
         print(f"{name}: {len(entry.runs)} runs, estimated {driver.minutes(estimates[name])}")
         print("".join(f"  {j.run.stored_name}: {j.run.summary()} ~{j.estimate:.0f} s -> {j.record}\n"

@@ -134,12 +134,12 @@ def test_convergence_time_to_fixed_loss(output_dir):
 def test_accuracy_figures_show_every_preset_present(output_dir):
   data = _data(output_dir, "accuracy_vs_epochs")
   assert data.preset == "cpu" and set(data.other) == {"paper"}
-  paper = tables.accuracy_series(data, "paper")
+  paper = tables.accuracy_series(data.other["paper"])
   assert [e for e, _ in paper[programs.GREEDY.name]] == [60] and [e for e, _ in paper[programs.MODEL_PARALLEL.name]] == [60]
   fig = figures.make(output_dir, "accuracy_vs_epochs", data)
   labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
   assert "ours (paper), model parallel" in labels and "ours (cpu), greedy layer-wise" in labels
-  rows = tables.dp_accuracy_rows(_data(output_dir, "dp_accuracy"), "cpu")
+  rows = tables.dp_accuracy_rows(_data(output_dir, "dp_accuracy").runs, "cpu")
   assert [r["epochs"] for r in rows] == [6, 12]
   assert [r["report"] for r in rows] == [reported.DP_ACCURACY[30], reported.DP_ACCURACY[60]]
   assert all(r["baseline"] is not None and r["large_batch"] is not None for r in rows)

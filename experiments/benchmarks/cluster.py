@@ -1,8 +1,7 @@
 """Benchmark: model_parallel on a cluster of H local workers (`common.launch`, gRPC on loopback, one layer each)
 against in-process on H devices (docs/multi_host.md): the cluster's overhead per repeat (goal <= 10%), each run's
 phases, and the bytes that cross the network (`common.cost.network_bytes`) beside data parallel's.
-  python -m experiments.benchmarks.cluster
-"""
+  python -m experiments.benchmarks.cluster"""
 
 from typing import List
 

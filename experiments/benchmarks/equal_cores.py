@@ -1,8 +1,7 @@
 """Benchmark: every program given the same N = --cores cores (default: the machine's) in every devices x threads
 per device that uses them all (two-level programs with both thread pools): each program's fastest configuration,
 greedy on all N cores / it, and the seconds until every layer reached greedy's final held-out loss x 1.01.
-  python -m experiments.benchmarks.equal_cores --batch_size=100
-"""
+  python -m experiments.benchmarks.equal_cores --batch_size=100"""
 
 import os
 from typing import Dict, List

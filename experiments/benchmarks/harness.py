@@ -2,8 +2,7 @@
 summarizes their records. Runs go through `experiments.driver.run`, alternated repeat after repeat (the order
 rotates, so drifts of a shared machine hit all alike), records to <output_dir>/<folder>/<configuration>_r<repeat>.json;
 the summary (setting, command, provenance of one machine and code or a refusal, load averages, spreads over repeats,
-the measures) to <output_dir>/<summary file>. `main(benchmark)` is every benchmark module's command line.
-"""
+the measures) to <output_dir>/<summary file>. `main(benchmark)` is every benchmark module's command line."""
 
 import dataclasses
 import json

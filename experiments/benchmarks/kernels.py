@@ -1,7 +1,6 @@
 """Benchmark: every program with --kernels=xla and --kernels=tf (docs/kernels_and_threads.md): per program xla
 seconds / tf seconds per repeat, cores busy, the faster path and whether every repeat agreed (`choice`).
-  python -m experiments.benchmarks.kernels --batch_size=100
-"""
+  python -m experiments.benchmarks.kernels --batch_size=100"""
 
 import statistics
 from typing import List, Mapping, Optional, Sequence

@@ -268,10 +268,10 @@ def convergence(data: records.EntryData, others=None):
 def accuracy_vs_epochs(data: records.EntryData, others=None):
   """Test accuracy vs (pretraining, finetuning) epochs, every preset with records; x = the i-th setting of each."""
   fig, (ax,) = new(1, width=8)
-  shown = tables.presets_shown(data)
-  for preset in shown:
+  shown = tables.by_preset(data)
+  for preset, runs in shown.items():
     positions = {e: i + 1 for i, e in enumerate(tables.epoch_settings(preset))}
-    for program, pts in sorted(tables.accuracy_series(data, preset).items()):
+    for program, pts in sorted(tables.accuracy_series(runs).items()):
       points(ax, [positions[e] for e, _ in pts], [a for _, a in pts], [False] * len(pts), color(program),
              f"ours ({preset}), {tables.program_name(program)}", "-" if preset == data.preset else "-.",
              PRESET_MARKERS[preset])
@@ -287,31 +287,31 @@ def accuracy_vs_epochs(data: records.EntryData, others=None):
   ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
   ax.set(xlabel="pretraining + finetuning epochs (report's; shrunk presets in brackets)", ylabel="test accuracy")
   ax.legend(fontsize=7)
-  finish(fig, data, presets_shown=shown)
+  finish(fig, data, presets_shown=list(shown))
   return fig
 
 
 def dp_accuracy(data: records.EntryData, others=None):
   """Bars of test accuracy per epoch setting (both recipes, greedy, the report), one panel per preset."""
-  shown = tables.presets_shown(data)
+  shown = tables.by_preset(data)
   fig, axes = new(len(shown), width=8 if len(shown) == 1 else 6.5)
   kinds = (("report_recipe", "ours: DP, report's recipe", DP.color), ("large_batch", "ours: DP, large-batch recipe",
            "darkgreen"), ("baseline", "ours: greedy, batch 100", GREEDY.color),
            ("report", f"{tables.REPORT_LABEL}: DP", REPORT_COLOR))
-  for ax, preset in zip(axes, shown):
-    rows = tables.dp_accuracy_rows(data, preset)
+  for ax, (preset, runs) in zip(axes, shown.items()):
+    rows = tables.dp_accuracy_rows(runs, preset)
     for j, (key, label, c) in enumerate(kinds):
       present = [(i + (j - 1.5) * 0.2, row[key]) for i, row in enumerate(rows) if row[key] is not None]
       bars(ax, [x for x, _ in present], [h for _, h in present], 0.2, c, label, annotate="{:.3f}")
     for i, row in ((i, row) for i, row in enumerate(rows) if row["baseline"] is not None):
       ax.hlines(row["baseline"] - tables.DP_TOLERANCE, i - 0.45, i + 0.45, colors="0.2", linestyles=":")
-    dp = [r for n, r in tables.runs_of(data, preset).items() if n.startswith("dp_")]
+    dp = [r for n, r in runs.items() if n.startswith("dp_")]
     ax.set_xticks(range(len(rows)), [f"{row['epochs']}+{row['epochs']} epochs" for row in rows])
     ax.set_title(f"ours: preset {preset}, DP {tables.batch_label(dp) or '—'}; report: batch 5000 per tower, "
                  "30+30 / 60+60", fontsize=8)
     ax.set(xlim=(-0.6, len(rows) - 0.4), ylim=(0, 1.35), yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0], ylabel="test accuracy")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
-  finish(fig, data, f"dotted: greedy - {tables.DP_TOLERANCE} (the data-parallel goal)", presets_shown=shown)
+  finish(fig, data, f"dotted: greedy - {tables.DP_TOLERANCE} (the data-parallel goal)", presets_shown=list(shown))
   return fig
 
 

@@ -86,10 +86,10 @@ def _accuracy(data: Data, program: programs.Program, entry: presets.Entry, used:
   shown, acc, full = [], data[entry.name], data[presets.FULL_SIZE.name]
   if acc is not None:
     if recipe:
-      rows = tables.dp_accuracy_rows(acc, acc.preset)
+      rows = tables.dp_accuracy_rows(acc.runs, acc.preset)
       shown.append(rows[-1]["report_recipe" if recipe == "report" else recipe] if rows else None)
     else:
-      values = tables.accuracy_series(acc, acc.preset).get(program.name)
+      values = tables.accuracy_series(acc.runs).get(program.name)
       shown.append(values[-1][1] if values else None)
     used += [r for r in acc.runs.values() if tables.strategy(r) in (program.name, GREEDY.name)]
   mine = [r for n, r in (full.runs.items() if full else ()) if tables.strategy(r) == program.name and recipe in n]
@@ -168,7 +168,8 @@ def headline(output_dir: str, data: Data) -> str:
 def budget_table(output_dir: str) -> str:
   """Estimated vs measured minutes per entry of the cpu preset."""
   entries, rates = presets.build("cpu"), driver.fit_rates(output_dir)
-  estimated, measured = driver.entry_seconds(entries, rates), {}
+  jobs, measured = driver.plan(entries, "cpu", output_dir, "", rates), {}
+  estimated = {name: sum(j.estimate for j in jobs if j.group == name) for name in entries}
   for line in (x for x in records.driver_log(output_dir) if x["preset"] == "cpu"):
     measured[line["entry"]] = measured.get(line["entry"], 0.0) + line["wall_seconds"]
   rows = [[f"`{name}`", own if own == len(e.runs) else f"{own} (+{len(e.runs) - own} shared)",

@@ -108,14 +108,9 @@ def mp_vs_dp_groups(data: records.EntryData) -> List[Tuple[str, Runs]]:
   return [(f"{e} epochs - Config {c[1]}", groups[(e, c)]) for e, c in sorted(groups)]
 
 
-def presets_shown(data: records.EntryData) -> List[str]:
-  """The entry's preset first, then every other preset with records."""
-  return [data.preset] + [p for p in presets.PRESETS if p in data.other]
-
-
-def runs_of(data: records.EntryData, preset: str) -> Runs:
-  """{run name: record} of one preset present in `data`."""
-  return data.runs if preset == data.preset else data.other[preset]
+def by_preset(data: records.EntryData) -> Dict[str, Runs]:
+  """{preset: {run name: record}} of every preset with records, the entry's shown preset first."""
+  return {data.preset: data.runs, **{p: data.other[p] for p in presets.PRESETS if p in data.other}}
 
 
 def epoch_settings(preset: str, entry: str = "accuracy_vs_epochs") -> List[int]:
@@ -123,19 +118,19 @@ def epoch_settings(preset: str, entry: str = "accuracy_vs_epochs") -> List[int]:
   return sorted({r.flag("pretrain_epochs") for r in presets.build(preset)[entry].runs})
 
 
-def accuracy_series(data: records.EntryData, preset: str) -> Dict[str, List[Tuple[int, float]]]:
+def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:
   """{program: [(epochs, test accuracy)]} of one preset's records."""
   out: Dict[str, List[Tuple[int, float]]] = {}
-  for r in runs_of(data, preset).values():
+  for r in runs.values():
     if records.test_accuracy(r) is not None:
       out.setdefault(strategy(r), []).append((r["config"]["pretrain_epochs"], records.test_accuracy(r)))
   return {k: sorted(v) for k, v in out.items()}
 
 
-def dp_accuracy_rows(data: records.EntryData, preset: str) -> List[Dict[str, Optional[float]]]:
+def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]]:
   """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline" (greedy), "report"}: test accuracies,
   None where missing ("report": the report's at the matching paper setting)."""
-  runs, paper = runs_of(data, preset), epoch_settings("paper", "dp_accuracy")
+  paper = epoch_settings("paper", "dp_accuracy")
 
   def acc(name):
     return records.test_accuracy(runs[name]) if name in runs else None
@@ -386,11 +381,11 @@ def mp_vs_dp(data: records.EntryData, others: Others) -> Table:
 def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
   """Test accuracy per program and epochs, every preset present and the report's."""
   rows, sentences = [], []
-  for preset in presets_shown(data):
+  for preset, runs in by_preset(data).items():
     rows += [[preset, program_name(program), f"{e}+{e}", fmt_accuracy(a)]
-             for program, values in accuracy_series(data, preset).items() for e, a in values]
+             for program, values in accuracy_series(runs).items() for e, a in values]
     # Each layer's held-out reconstruction loss at the end of pretraining against greedy's at the same epochs.
-    runs, worst = runs_of(data, preset).values(), {}
+    runs, worst = runs.values(), {}
     greedy = {r["config"]["pretrain_epochs"]: r.get("heldout_reconstruction") for r in runs
               if strategy(r) == GREEDY.name}
     for r in runs:
@@ -412,12 +407,12 @@ def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
 def dp_accuracy(data: records.EntryData, others: Others) -> Table:
   """Data-parallel test accuracy per recipe and epochs vs greedy and the report."""
   rows = []
-  for preset in presets_shown(data):
-    dp = batch_label([r for n, r in runs_of(data, preset).items() if n.startswith("dp_")])
+  for preset, runs in by_preset(data).items():
+    dp = batch_label([r for n, r in runs.items() if n.startswith("dp_")])
     rows += [[preset, f"{row['epochs']}+{row['epochs']}", dp] + [fmt_accuracy(x) for x in (
         row["report_recipe"], row["large_batch"], row["baseline"],
         None if row["baseline"] is None else row["baseline"] - DP_TOLERANCE, row["report"])]
-             for row in dp_accuracy_rows(data, preset)]
+             for row in dp_accuracy_rows(runs, preset)]
   rates = next((r["learning_rates"] for r in data.runs.values()
                 if r.get("learning_rates") and r["run_name"].endswith("large_batch")), None)
   recipe = (f" (here: pretraining {rates['pretrain']:.3g}, finetuning {rates['finetune']:.3g}, after "
