@@ -154,18 +154,6 @@ def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
           *([f"--model_dir={j.model_dir}"] if j.model_dir else [])]
 
 
-def _environment() -> Dict[str, str]:
-  """The programs' environment: the repository on PYTHONPATH, the offline MNIST copy, no TF_CONFIG."""
-  env = dict(os.environ)
-  env.pop("TF_CONFIG", None)
-  env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-  shared = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
-  if "TFDS_DATA_DIR" not in env and os.path.isdir(shared):
-    env["TFDS_DATA_DIR"] = os.path.abspath(shared)
-  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-  return env
-
-
 def _clock(seconds: float) -> str:
   return str(datetime.timedelta(seconds=int(round(max(seconds, 0.0)))))
 
@@ -182,6 +170,13 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
     todo += [j] if record is None else []
   lock, started = threading.Lock(), time.perf_counter()
+  # The programs' environment: the repository on PYTHONPATH, the offline MNIST copy, no TF_CONFIG (a local run).
+  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+  env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+  shared = os.path.abspath(os.path.join(ROOT, "..", "shared", "tensorflow_datasets"))
+  if os.path.isdir(shared):
+    env.setdefault("TFDS_DATA_DIR", shared)
+  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   done = {"runs": 0, "measured": 0.0, "estimated": 0.0, "left": sum(j.estimate for j in todo)}
 
   def eta() -> float:  # the estimate of the runs left, scaled by measured / estimated so far
@@ -202,7 +197,7 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
     with open(j.log, "w") as log:
       log.write(" ".join(cmd) + "\n")
       log.flush()
-      code = subprocess.call(cmd, cwd=ROOT, env=_environment(), stdout=log, stderr=subprocess.STDOUT)
+      code = subprocess.call(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     seconds, record = time.perf_counter() - t0, records.load(j.record)
     if code != 0 or record is None:
       with open(j.log) as log:

@@ -58,12 +58,10 @@ def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[f
   fc, fd = loss(c), loss(d)
   for _ in range(iterations):  # keep the point inside the new interval: one new loss per step
     if fc <= fd:
-      b, d, fd = d, c, fc
-      c = b - r * (b - a)
+      b, d, fd, c = d, c, fc, d - r * (d - a)
       fc = loss(c)
     else:
-      a, c, fc = c, d, fd
-      d = a + r * (b - a)
+      a, c, fc, d = c, d, fd, c + r * (b - c)
       fd = loss(d)
   return (a + b) / 2
 

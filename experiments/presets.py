@@ -249,11 +249,6 @@ def build(preset: str) -> Dict[str, EntryRuns]:
   return out
 
 
-def defined_in(name: str) -> List[str]:
-  """The presets that define entry `name`."""
-  return [p for p in PRESETS if p in get(name).sizes]
-
-
 def record_file(preset: str, run: RunSpec) -> str:
   """Where the record of `run` at `preset` goes, relative to the output directory."""
   return os.path.join(*get(run.home).layout.format(entry=run.home, preset=preset, run=run.stored_name).split("/"))

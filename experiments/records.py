@@ -35,18 +35,19 @@ def load(path: str) -> Optional[Record]:
     return json.load(f)
 
 
+def _comparable_value(v: Any) -> Any:
+  try:
+    return [float(x) for x in v] if isinstance(v, (list, tuple)) else float(v)
+  except (TypeError, ValueError):
+    return str(v)
+
+
 def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
   """Flags whose value in `record["config"]` differs from `run` (e.g. after a preset was edited)."""
   config = record.get("config", {})
   wanted = dict(run.flags, **dict(f.lstrip("-").partition("=")[::2] for f in run.extra_flags))
-  out = []
-  for name, value in ((n, v) for n, v in wanted.items() if n in config and n in _COMPARED):
-    have = config[name]
-    same = (list(have) == list(value) if name == "hidden_units" else float(have) == float(value)
-            if isinstance(have, (int, float)) and not isinstance(have, bool) else str(have) == str(value))
-    if not same:
-      out.append(f"{name}={have} (preset: {value})")
-  return out
+  return [f"{n}={config[n]} (preset: {v})" for n, v in wanted.items()
+          if n in config and n in _COMPARED and _comparable_value(config[n]) != _comparable_value(v)]
 
 
 @dataclasses.dataclass
@@ -70,10 +71,6 @@ class EntryData:
     preset = "paper" if complete else next((p for p in _PREFERENCE if found[p]), None)
     return EntryData(entry, preset, found[preset], {p: r for p, r in found.items() if r and p != preset}
                      ) if preset else None
-
-  def all_records(self) -> List[Record]:
-    """Records of every preset present."""
-    return list(self.runs.values()) + [r for runs in self.other.values() for r in runs.values()]
 
 
 def other_machines(output_dir: str, entry: str) -> Dict[str, EntryData]:

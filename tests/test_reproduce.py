@@ -351,7 +351,7 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
   assert pipeline_row.endswith("| — |")  # one repeat never reached greedy's loss
   assert os.path.exists(figures.equal_cores(str(tmp_path)))
   with pytest.raises(ValueError, match="not an equal-cores configuration"):
-    tables.flags_of(GREEDY.name)
+    bench_equal_cores.flags_of(GREEDY.name)
 
 
 def test_command_line_errors():

@@ -4,6 +4,7 @@ greedy on all N cores / it, and the seconds until every layer reached greedy's f
   python -m experiments.benchmarks.equal_cores --batch_size=100"""
 
 import os
+import re
 from typing import Dict, List
 
 from common import programs
@@ -15,6 +16,7 @@ PROGRAMS = programs.PROGRAMS
 TWO_LEVEL = (programs.MODEL_PARALLEL.name, programs.PIPELINE_PARALLEL.name)
 HELDOUT = "--heldout_every_epoch"
 LOSS_TOLERANCE = 0.01
+_NAME = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
 
 
 def _cores(s: harness.Setting) -> int:
@@ -24,6 +26,20 @@ def _cores(s: harness.Setting) -> int:
 def baseline(s: harness.Setting) -> str:
   """The reference configuration: greedy, one device with every core as its threads."""
   return f"{programs.GREEDY.name}_g1_t{_cores(s)}"
+
+
+def program_of(name: str) -> str:
+  """The program of a configuration name, e.g. "model_parallel" of "model_parallel_g2_t1_shared"."""
+  return _NAME.match(name)["program"]
+
+
+def flags_of(name: str) -> str:
+  """"model_parallel_g2_t1_shared" -> "--num_devices=2 --threads_per_device=1 --thread_pool=shared"."""
+  m = _NAME.match(name)
+  if not m:
+    raise ValueError(f"not an equal-cores configuration name: {name!r}")
+  pool = "shared" if m["shared"] else "per_device" if m["program"] in TWO_LEVEL and int(m["devices"]) > 1 else ""
+  return f"--num_devices={m['devices']} --threads_per_device={m['threads']}" + (f" --thread_pool={pool}" if pool else "")
 
 
 def configurations(s: harness.Setting) -> List:
@@ -43,7 +59,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   seconds = {name: harness.spread([r["pretrain_seconds"] for r in rs])["median"] for name, rs in runs.items()}
   best: Dict[str, str] = {}
   for name in runs:
-    p = name.split("_g", 1)[0]
+    p = program_of(name)
     best[p] = name if p not in best or seconds[name] < seconds[best[p]] else best[p]
   base, greedy = baseline(s), runs[baseline(s)]
   out = {"cores": _cores(s), "baseline": base, "fastest_configuration": best,

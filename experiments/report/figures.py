@@ -16,6 +16,7 @@ from experiments import perf_model
 from experiments import presets
 from experiments import records
 from experiments import reported
+from experiments.benchmarks import equal_cores as equal_cores_bench
 from experiments.report import tables
 
 EQUAL_CORES = "equal_cores.png"
@@ -45,7 +46,7 @@ def finish(fig, data: records.EntryData, extra: str = "", presets_shown: Sequenc
            more: Sequence[records.EntryData] = ()) -> None:
   """Titles the figure; footer: preset and what it shrinks, hardware, hollow markers, other machines `more`."""
   fig.suptitle(presets.get(data.entry).title, fontsize=12)
-  rs = data.all_records() if presets_shown else list(data.runs.values())
+  rs = [r for p in (presets_shown or [data.preset]) for r in tables.by_preset(data)[p].values()]
   lines = [tables.preset_note(data.entry, p) for p in (presets_shown or [data.preset])]
   lines.append(f"ours: {records.hardware(rs)}; 1 thread per device" + (
       "; hollow markers/hatched bars: more devices than cores (oversubscribed)"
@@ -324,7 +325,7 @@ def equal_cores(output_dir: str) -> Optional[str]:
   for ax, ((cores, batch), s) in zip(axes, found.items()):
     names = sorted(s["pretrain_seconds"], key=lambda n: s["pretrain_seconds"][n]["median"])
     spreads = [tables.ratios_to_baseline(s, n) for n in names]
-    ax.barh(range(len(names)), [r["median"] for r in spreads], color=[color(tables.program_of(n)) for n in names],
+    ax.barh(range(len(names)), [r["median"] for r in spreads], color=[color(equal_cores_bench.program_of(n)) for n in names],
             xerr=[[r["median"] - r["min"] for r in spreads], [r["max"] - r["median"] for r in spreads]], capsize=3)
     ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
     ax.invert_yaxis()

@@ -18,6 +18,7 @@ from experiments import presets
 from experiments import records
 from experiments import reported
 from experiments.benchmarks import catalog
+from experiments.benchmarks import equal_cores as equal_cores_bench
 from experiments.benchmarks import harness
 from experiments.report import figures
 from experiments.report import tables
@@ -47,20 +48,17 @@ def _cell(*parts: Optional[str]) -> str:
   return "; ".join(p for p in parts if p) or "not run yet"
 
 
-def _speedups(data: Optional[records.EntryData], used: List[dict]) -> Optional[str]:
-  """"a / b": the deepest stack's speedup over 1 device on 2 and 4 devices (with † where oversubscribed)."""
-  by_g = list(tables.stacks(data).values())[-1] if data and data.runs else {}
-  shown = [by_g[g] for g in (2, 4) if g in by_g and 1 in by_g]
-  used += shown + ([by_g[1]] if shown else [])
-  return " / ".join(tables.fmt_ratio(records.ratio(by_g[1], r)) + tables.dagger(r) for r in shown) or None
-
-
 def _scaling(output_dir: str, data: Data, used: List[dict]) -> str:
-  """Per machine, the speedups of each scaling entry, e.g. "2 cores: 1.28× / 1.47× †, ...; 16 cores (...)"."""
+  """Per machine, each scaling entry's deepest stack's speedup over 1 device on 2 / 4 devices (with † where
+  oversubscribed), e.g. "2 cores: 1.28× / 1.47× †, ...; 16 cores (...)"."""
   parts = []
   for machine in ("",) + records.OTHER_MACHINES:
-    found = [records.EntryData.load(os.path.join(output_dir, machine), n) if machine else data[n] for n in SCALING]
-    cells = [_speedups(d, used) for d in found]
+    found, cells = [records.EntryData.load(os.path.join(output_dir, machine), n) if machine else data[n]
+                    for n in SCALING], []
+    for by_g in (list(tables.stacks(d).values())[-1] if d and d.runs else {} for d in found):
+      shown = [by_g[g] for g in (2, 4) if g in by_g and 1 in by_g]
+      used += shown + ([by_g[1]] if shown else [])
+      cells.append(" / ".join(tables.fmt_ratio(records.ratio(by_g[1], r)) + tables.dagger(r) for r in shown))
     if any(cells):
       parts.append(f"{min(tables.cores(d) for d in found if d)} cores{f' (`{machine}/`)' if machine else ''}: "
                    + ", ".join(c or "—" for c in cells))
@@ -114,7 +112,7 @@ def _equal_cores(output_dir: str, used: List[dict]) -> Optional[str]:
   used += rs
   parts, last = [], None
   for (cores, batch), s in found.items():
-    program = tables.program_of(s["fastest_program"])
+    program = equal_cores_bench.program_of(s["fastest_program"])
     parts.append(f"{'' if program == last else tables.program_name(program) + ' '}"
                  f"{tables.ratios_to_baseline(s, s['fastest_program'])['median']:.2f}× at {'' if last else 'batch '}{batch}")
     last = program
@@ -262,12 +260,12 @@ def equal_cores_section(output_dir: str) -> List[str]:
   best, rows = [], []
   for (cores, batch), s in found.items():
     r, fastest = tables.ratios_to_baseline(s, s["fastest_program"]), set(s["fastest_configuration"].values())
-    best.append(f"at batch {batch}, `{tables.program_of(s['fastest_program'])}` with "
-                f"`{tables.flags_of(s['fastest_program'])}` ({r['median']:.2f}× greedy on all {cores} cores, "
+    best.append(f"at batch {batch}, `{equal_cores_bench.program_of(s['fastest_program'])}` with "
+                f"`{equal_cores_bench.flags_of(s['fastest_program'])}` ({r['median']:.2f}× greedy on all {cores} cores, "
                 f"{r['min']:.2f}–{r['max']:.2f})")
     for name, secs in sorted(s["pretrain_seconds"].items(), key=lambda kv: kv[1]["median"]):
       t, bold = (s.get("seconds_to_greedy_heldout_loss") or {}).get(name), "**" if name in fastest else ""
-      rows.append([cores, batch, bold + tables.program_name(tables.program_of(name)) + bold, f"`{tables.flags_of(name)}`",
+      rows.append([cores, batch, bold + tables.program_name(equal_cores_bench.program_of(name)) + bold, f"`{equal_cores_bench.flags_of(name)}`",
                    tables.fmt_spread(secs), tables.fmt_spread(tables.ratios_to_baseline(s, name)),
                    "—" if not t or None in t else f"{statistics.median(t):.1f}"])
   return [
@@ -323,7 +321,7 @@ def entry_section(output_dir: str, name: str, data: Optional[records.EntryData])
   entry = presets.get(name)
   lines = [f"### `{name}`: {entry.title}", ""]
   if data is None:
-    preset = presets.defined_in(name)[0 if entry.kind == "study" else 1]
+    preset = [p for p in presets.PRESETS if p in entry.sizes][0 if entry.kind == "study" else 1]
     return "\n".join(lines + [f"No records yet: run `python -m experiments.reproduce --preset={preset} --only={name}`.", ""])
   if entry.figure:
     lines += [f"![{name}]({os.path.relpath(figures.figure_path(output_dir, name), output_dir)})", ""]

@@ -6,7 +6,6 @@ of (data, others), the entry's records and {machine: records} of the other machi
 [sentences]). Ratios of two records go through `records.ratio`; † marks more logical devices than cores."""
 
 import os
-import re
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from common import programs
@@ -85,11 +84,8 @@ def batch_label(rs: List[dict]) -> str:
 
 def sweep_points(data: records.EntryData) -> List[Tuple[int, float, float, bool]]:
   """[(global batch, median seconds per epoch, examples per second, oversubscribed)] sorted by batch."""
-  out = []
-  for r in data.runs.values():
-    b, s = r["config"]["batch_size"], records.median_epoch_seconds(r)
-    out.append((b, s, (r["config"]["train_examples"] // b) * b / s, records.oversubscribed(r)))
-  return sorted(out)
+  return sorted((b, s, (r["config"]["train_examples"] // b) * b / s, records.oversubscribed(r))
+                for r in data.runs.values() for b, s in [(r["config"]["batch_size"], records.median_epoch_seconds(r))])
 
 
 def profile_rows(data: records.EntryData) -> Dict[int, Tuple[Dict[str, float], bool]]:
@@ -196,30 +192,12 @@ def pipeline_rows(data: records.EntryData) -> List[dict]:
   return out
 
 
-_CONFIGURATION = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
-
-
 def equal_cores(output_dir: str) -> Tuple[Dict[Tuple[int, int], dict], List[dict]]:
   """({(cores, batch size): summary} of this machine's equal-cores summaries, sorted; their records)."""
   found = harness.load_summaries(output_dir, equal_cores_bench.BENCHMARK)
   by_key = {(s["cores"], s["setting"]["batch_size"]): s for s in found.values()}
   folder = os.path.join(output_dir, "benchmarks", equal_cores_bench.BENCHMARK.name)
   return dict(sorted(by_key.items())), harness.flat_records(folder, *found.values())
-
-
-def flags_of(name: str) -> str:
-  """"model_parallel_g2_t1_shared" -> "--num_devices=2 --threads_per_device=1 --thread_pool=shared"."""
-  m = _CONFIGURATION.match(name)
-  if not m:
-    raise ValueError(f"not an equal-cores configuration name: {name!r}")
-  pool = "shared" if m["shared"] else "per_device" if (
-      m["program"] in equal_cores_bench.TWO_LEVEL and int(m["devices"]) > 1) else ""
-  return f"--num_devices={m['devices']} --threads_per_device={m['threads']}" + (f" --thread_pool={pool}" if pool else "")
-
-
-def program_of(name: str) -> str:
-  """The program of an equal-cores configuration name."""
-  return _CONFIGURATION.match(name)["program"]
 
 
 def ratios_to_baseline(summary: dict, name: str) -> dict:
