@@ -1,7 +1,5 @@
-"""The experiments of the report as one pipeline (docs/experiments.md): the registry of entries and their runs
-(presets.py), the one runner with its estimates (driver.py), the command (reproduce.py), run records and their
-provenance (records.py, check_ratios.py), performance models (perf_model.py), the report drawn from the records
-alone (report/) and the benchmarks with their one harness (benchmarks/)."""
+"""The experiments of the report (docs/experiments.md): entries and runs (presets.py), the runner (driver.py), the
+command (reproduce.py), records (records.py, check_ratios.py), performance models, the report and the benchmarks."""
 
 import importlib
 import os

@@ -1,6 +1,5 @@
-"""Checks that no ratio the report computes takes its two sides from different machines or versions of the code:
-regenerates the report text with every pair of records given to `records.ratio` or `records.same_source` audited,
-and checks the records of every benchmark summary. One line per offending pair; exit status 1 if there is any.
+"""Checks that no ratio of the report (regenerated with every pair given to `records.ratio` or `same_source`
+audited) nor any benchmark summary takes its records from different machines or codes; exit status 1 if one does.
   python -m experiments.check_ratios [--output_dir=results]"""
 
 import os

@@ -1,9 +1,6 @@
-"""The one runner and its estimates. Every run of an experiment or a benchmark goes through `run`: `python -m
-<module> <flags> --results_dir=... --run_name=... --progress=log` in its own process from the repository root; a run
-whose record exists is skipped (if its flags still match), a failing one stops the driver with its command and log
-tail (finished records are kept); progress lines with an ETA; a driver-log line per run. A run's estimate is
-fixed_p + FLOPs / rate_p (FLOPs by `common.cost`), fitted by least squares to the driver log per program p (else
-over all programs; no log: `FALLBACK`)."""
+"""The one runner: `run` starts each program (`python -m <module> <flags> --results_dir --run_name`) in its own
+process, skips recorded runs whose flags match, stops on a failure keeping finished records, prints progress with an
+ETA and logs each run; estimates: fixed_p + FLOPs / rate_p per program p, least squares on the driver log."""
 
 import concurrent.futures
 import dataclasses

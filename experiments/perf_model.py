@@ -1,6 +1,5 @@
-"""Performance models of layer-wise pretraining, one per program (named by its registry entry, `resolve`):
-`Model.calibrate({run name: record})`, `predict(config, devices)` (pretraining seconds on G devices) and
-`describe()`. What each predicts from which inputs: docs/performance_model.md."""
+"""Performance models of layer-wise pretraining, one per program (`resolve`): `calibrate(runs)`, `predict(config,
+devices)` (pretraining seconds) and `describe()`; what each predicts from which inputs: docs/performance_model.md."""
 
 import dataclasses
 import statistics

@@ -1,8 +1,5 @@
-"""The registry of entries: each figure or table of results/README.md is one `Entry` (sizes per preset, the function
-that builds its runs, its table and figure by dotted path). Presets: `paper` (the report's settings), `cpu` (about
-an hour on 2 cores, `shrink_notes` say what differs), `smoke` (seconds), the studies `mid` and `full`. Two runs with
-the same program and flags are one, recorded under the first entry listing it (`build`). `COMPARED` (greedy and
-every multi-device program of `common.programs`) makes the comparison and accuracy entries' runs."""
+"""The registry of entries: one `Entry` per figure or table of results/README.md, with its sizes per preset (paper,
+cpu, smoke; the studies mid and full), the function building its runs and its table and figure by dotted path."""
 
 import dataclasses
 import os
@@ -168,7 +165,7 @@ def _sizes(keys: str, **by_preset: Tuple) -> Dict[str, Dict[str, Any]]:
 _MP = "examples epochs batch units layers"
 _COMPARISON = _sizes("examples epochs batch hidden devices", paper=(55_000, 60, 5000, CONFIG_1, 4),
                      cpu=(10_000, 10, 5000, (1000,) * 4, 2), smoke=(400, 2, 200, (32, 32), 2))
-_T, _F = "experiments.report.tables.", "experiments.report.figures."
+_T, _F = "experiments.report.readme.", "experiments.report.figures."
 
 MP_SCALING_B100 = Entry("mp_scaling_b100", "Model parallel: pretraining time vs devices (batch 100)", _sizes(
     _MP, paper=(55_000, 30, 100, 2000, (2, 3, 4)), cpu=(5500, 5, 100, 1000, (2, 3, 4)), smoke=(400, 2, 40, 32, (2,))),

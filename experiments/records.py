@@ -1,7 +1,6 @@
-"""Reading run records (`common/runlog.py`; where `presets.record_file` puts them) and naming where they come from:
-`EntryData` (what an entry's figure and table are computed from), other machines' records (`OTHER_MACHINES`,
-subfolders laid out the same way), `machine_label` (every table's, figure's and headline row's label of machine and
-code), and `ratio`/`same_source`, which refuse records of different machines or codes."""
+"""Run records (`common/runlog.py`) and where they come from: `EntryData` of an entry, other machines' records,
+`machine_label` (the label of machine and code every table and figure uses), and `ratio`/`same_source`, which refuse
+records of different machines or codes."""
 
 import dataclasses
 import json

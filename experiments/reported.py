@@ -1,5 +1,4 @@
-"""The report's numbers ("Parallelizing Pretraining of Deep Neural Networks using Stacked Autoencoders", "Results"),
-from its text and read off its figures (named by the report's image files; approximate, about 1-2% of the axis).
+"""The report's numbers, from its text and read off its figures (named by its image files; about 1-2% of an axis).
 Hardware: AWS g2.8xlarge, 4 x GRID K520; its data-parallel batch was per GPU (global batch = 4 x batch)."""
 
 from common import programs

@@ -1,11 +1,7 @@
-"""Regenerates every figure and table: runs the training programs of a preset (those without a record), then
-draws <output_dir>/figures/<entry>.png and writes <output_dir>/README.md from the run records alone (with the
-default --output_dir, results/, the headline of the top README.md too).
-  python -m experiments.reproduce --preset=cpu                      # the report's entries, ~1 hour on 2 cores
-  python -m experiments.reproduce --preset=paper --only=dp_accuracy # one entry at the report's size
-  python -m experiments.reproduce --preset=cpu --only=mp_scaling_b100/h4_g2,dp_scaling --dry_run  # plan, minutes
-  python -m experiments.reproduce --preset=mid                      # a study (mid: large batch, full: full size)
-  python -m experiments.reproduce --figures_only                    # redraw everything from the records"""
+"""Regenerates every figure and table: runs a preset's missing records, then draws <output_dir>/figures/ and writes
+<output_dir>/README.md from the records alone (for results/, also the headline of the top README.md).
+  python -m experiments.reproduce --preset=cpu [--only=ENTRY[/RUN],...] [--dry_run]  # ~1 hour on 2 cores
+  python -m experiments.reproduce --figures_only                                    # redraw from the records"""
 
 import os
 import sys

@@ -21,7 +21,6 @@ from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.report import figures
 from experiments.report import readme
-from experiments.report import tables
 from conftest import ROOT
 
 RESULTS = os.path.join(ROOT, "results")

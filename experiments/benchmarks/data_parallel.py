@@ -1,6 +1,5 @@
-"""Benchmark: data_parallel on G replicas against 1 replica and greedy, one layer (docs/data_parallel.md).
-Each run has its own one-thread logical devices. Measures: the speedups of G replicas over 1 and over greedy, each
-run's op profile (`data_parallel.profile`); several --kernels: 1 and G replicas on each (`kernel_variants`).
+"""Benchmark: data_parallel on G and 1 replicas against greedy, one layer (docs/data_parallel.md): speedups, op
+profiles (`data_parallel.profile`); several --kernels: both replica counts on each (`kernel_variants`).
   python -m experiments.benchmarks.data_parallel --batch_size=5000 [--kernels=xla,tf]"""
 
 from typing import Dict, List

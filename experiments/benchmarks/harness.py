@@ -1,8 +1,6 @@
-"""One harness for every benchmark: a `Benchmark` maps its command line (`Setting`) to named configurations and
-summarizes their records. Runs go through `experiments.driver.run`, alternated repeat after repeat (the order
-rotates, so drifts of a shared machine hit all alike), records to <output_dir>/<folder>/<configuration>_r<repeat>.json;
-the summary (setting, command, provenance of one machine and code or a refusal, load averages, spreads over repeats,
-the measures) to <output_dir>/<summary file>. `main(benchmark)` is every benchmark module's command line."""
+"""One harness for every benchmark: a `Benchmark` maps its command line (`Setting`) to named configurations run
+through `experiments.driver` alternately, repeat after repeat (rotated), then writes a summary of their records
+(setting, command, provenance of one machine and code, load averages, spreads, measures); `main` is its CLI."""
 
 import dataclasses
 import json

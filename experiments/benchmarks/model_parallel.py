@@ -1,9 +1,7 @@
-"""Benchmark: model_parallel on G devices against greedy and sync_layerwise on one (docs/model_parallel.md).
-Measures per repeat: the speedups; the bound of greedy's per-layer epoch times through the schedule
-(`Schedule.critical_path`), its speedups and the fraction reached, the same from FLOPs (`flop_bound`, with the
-epochs that reach --target_speedup); the bound with the devices sharing the cores; model_parallel's phases and
-each layer's co-run slowdown. Several --kernels or --thread_pool values: one configuration per pair (`variants`).
-  python -m experiments.benchmarks.model_parallel --batch_size=1000 --kernels=xla,tf --thread_pool=per_device,shared"""
+"""Benchmark: model_parallel on G devices against greedy and sync_layerwise on one (docs/model_parallel.md):
+speedups, the schedule's bound from greedy's epoch times and from FLOPs (`flop_bound`) and the fraction reached, the
+bound with shared cores, phases, co-run slowdowns; several --kernels or --thread_pool: `variants`.
+  python -m experiments.benchmarks.model_parallel --batch_size=1000 [--kernels=xla,tf --thread_pool=per_device,shared]"""
 
 from typing import Dict, List, Tuple
 

@@ -1,8 +1,6 @@
-"""Benchmark: pipeline_parallel against greedy and model_parallel (docs/pipeline_parallel.md).
-Configurations: greedy on one device, model_parallel and the pipeline on --num_devices, the pipeline on one
-device and with checkpoints; several --chunk_steps or --kernels values: one pipeline configuration per value.
-Measures: speedups, the FLOP bound (`placement.Plan.critical_path_flops`) and the fraction reached, cores busy,
-checkpoint seconds.
+"""Benchmark: pipeline_parallel against greedy and model_parallel, and on one device and with checkpoints; several
+--chunk_steps or --kernels: one configuration each (docs/pipeline_parallel.md). Speedups, the FLOP bound
+(`placement.Plan.critical_path_flops`) and the fraction reached, cores busy, checkpoint seconds.
   python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 [--chunk_steps=1,2,4,8 --baselines=0]"""
 
 import dataclasses

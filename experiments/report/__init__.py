@@ -1,2 +1,2 @@
-"""Figures, tables and the generated results README from run records alone (no TensorFlow): tables.py computes
-what is shown and makes the tables, figures.py draws, readme.py writes results/README.md and the README headline."""
+"""Figures and the generated results README from run records alone (no TensorFlow): readme.py computes what is
+shown and writes the tables and results/README.md (and the top README's headline), figures.py draws."""
