@@ -170,15 +170,10 @@ def loss_curves(record: Mapping, key: str = "loss") -> List[List[Tuple[float, fl
   return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
 
 
-def time_to_loss_per_layer(curves: Curves, targets: Sequence[float]) -> List[Optional[float]]:
-  """Per layer, the seconds at which its loss first reached its target (loss <= target), None if never."""
-  return [next((t for t, loss in curve if loss <= target), None) for curve, target in zip(curves, targets)]
-
-
-def time_to_loss(curves: Curves, targets: Sequence[float]) -> Optional[float]:
-  """Seconds until every layer's loss has reached its target; None when some layer never does."""
-  per_layer = time_to_loss_per_layer(curves, targets)
-  return None if None in per_layer else max(per_layer, default=0.0)
+def time_to_loss(curves: Curves, targets: Sequence[float]) -> Tuple[Optional[float], List[Optional[float]]]:
+  """(seconds until every layer's loss reached its target, [per layer, the seconds its loss first did]); None: never."""
+  per_layer = [next((t for t, loss in curve if loss <= target), None) for curve, target in zip(curves, targets)]
+  return None if None in per_layer else max(per_layer, default=0.0), per_layer
 
 
 def driver_log(output_dir: str) -> List[Record]:

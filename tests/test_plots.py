@@ -127,7 +127,7 @@ def test_convergence_time_to_fixed_loss(output_dir):
   reach, _ = readme.times_to_target(data)[programs.GREEDY.run_name]
   # Greedy reaches 1.01 x its own final loss no later than its end, and not before its last layer started.
   assert curves[-1][0][0] <= reach <= greedy["pretrain_seconds"] * (1 + 1e-4)
-  assert records.time_to_loss(curves, [0.0] * len(curves)) is None
+  assert records.time_to_loss(curves, [0.0] * len(curves))[0] is None
 
 
 def test_accuracy_figures_show_every_preset_present(output_dir):

@@ -28,7 +28,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
       "network_bytes": {
           "model_parallel_per_epoch_step": mp["bytes_per_epoch_step"], "model_parallel_copies": mp["copies"],
           "model_parallel_per_run": mp["bytes_per_epoch_step"] * steps, "epoch_steps": steps,
-          "data_parallel_gradient_bytes_per_epoch_same_batch": moved[programs.DATA_PARALLEL.name]["gradient_bytes_per_epoch"],
+          "data_parallel_gradient_bytes_per_epoch_same_batch":
+              moved[programs.DATA_PARALLEL.name]["gradient_bytes_per_epoch"],
           "method": "from the parameter shapes, float32 (common.cost.network_bytes); data parallel: per "
                     "worker with a ring all-reduce over 2 workers"},
       "phases": {name: [model_parallel.phases(r) for r in rs] for name, rs in runs.items()},

@@ -49,7 +49,8 @@ def configurations(s: harness.Setting) -> List:
     for g in (d for d in range(1, n + 1) if n % d == 0 and (d == 1 or not p.one_device)
               and not (p is programs.DATA_PARALLEL and s.batch_size % d)):
       name, two_level = f"{p.name}_g{g}_t{n // g}", p.name in TWO_LEVEL and g > 1
-      runs.append(s.run(name, p, g, threads=n // g, extra=(HELDOUT, "--thread_pool=per_device") if two_level else (HELDOUT,)))
+      runs.append(s.run(name, p, g, extra=(HELDOUT, "--thread_pool=per_device") if two_level else (HELDOUT,),
+                        threads=n // g))
       runs += [s.run(f"{name}_shared", p, g, extra=(HELDOUT, "--thread_pool=shared"), threads=n // g)] if two_level else []
   return runs
 
@@ -68,7 +69,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   if all(records.has_heldout_curves(r) for r in greedy):
     targets = [[layer["epochs"][-1]["heldout_loss"] * (1 + LOSS_TOLERANCE) for layer in r["layers"]] for r in greedy]
     out["seconds_to_greedy_heldout_loss"] = {name: [
-        records.time_to_loss(records.loss_curves(r, "heldout_loss"), t) if records.has_heldout_curves(r) else None
+        records.time_to_loss(records.loss_curves(r, "heldout_loss"), t)[0] if records.has_heldout_curves(r) else None
         for r, t in zip(rs, targets)] for name, rs in runs.items()}
   return out
 

@@ -100,10 +100,10 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
   for machine, d in [("", data)] + list(others.items()):
     marker, line = MACHINE_STYLES[machine]
     model, _ = perf_model.calibrated(d.runs)
-    single = len(readme.stacks(d)) == 1
+    single, cores = len(readme.stacks(d)) == 1, f"{readme.cores(d)} cores"
     for i, (h, by_g) in enumerate(readme.stacks(d).items()):
-      c, gs = DP.color if single else COLORS[i], list(by_g)
-      over, label = [records.oversubscribed(by_g[g]) for g in gs], f"{'' if single else f'{h} layers, '}{readme.cores(d)} cores"
+      c, gs, label = DP.color if single else COLORS[i], list(by_g), f"{'' if single else f'{h} layers, '}{cores}"
+      over = [records.oversubscribed(by_g[g]) for g in gs]
       points(left, gs, [by_g[g]["pretrain_seconds"] for g in gs], over, c, label, line, marker)
       if model is not None and h <= len(model.epoch_seconds):
         xs = range(1, (max_g if single else h) + 1)
@@ -119,8 +119,8 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (fit on G <= 2)")
   devices_axes(left, right, readme.cores(data), max_g)
   model, why = perf_model.calibrated(data.runs)
-  finish(fig, data, f"performance model ({readme.machine_label(data)}): {model.describe()}; calibrated on "
-                    f"{', '.join(model.calibration)}" if model else why, more=list(others.values()))
+  finish(fig, data, f"performance model ({records.machine_label(list(data.runs.values()))}): {model.describe()}; "
+                    f"calibrated on {', '.join(model.calibration)}" if model else why, more=list(others.values()))
   return fig
 
 
@@ -223,7 +223,7 @@ def strategy_comparison(data: records.EntryData, others=None):
   rs, rep = readme.strategy_records(data), reported.STRATEGY_COMPARISON
   base = rs.get(GREEDY.run_name)
   ours = [(readme.strategy(r), r["pretrain_seconds"], records.oversubscribed(r),
-           readme.fmt_ratio(records.ratio(base, r))[:-1] if base else "") for r in rs.values()]
+           readme.fmt(records.ratio(base, r), "×")[:-1] if base else "") for r in rs.values()]
   theirs = [(p, s, False, f"{rep[GREEDY.name] / s:.2f}") for p, s in rep.items()]
   for ax, shown, title in ((left, ours, "ours, single runs (speedup over greedy inside the bars)"),
                            (right, theirs, readme.REPORT_LABEL)):
@@ -246,7 +246,7 @@ def convergence(data: records.EntryData, others=None):
   (key, targets), reach = readme.convergence_loss(rs), readme.times_to_target(data)
   for name, r in rs.items():
     label = readme.program_name(readme.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
-                                                       is None else f": {readme.fmt_seconds(reach[name][0])} s")
+                                                       is None else f": {readme.fmt(reach[name][0])} s")
     for k, curve in enumerate(records.loss_curves(r, key)):
       points(axes[k], [t for t, _ in curve], [loss for _, loss in curve], [records.oversubscribed(r)] * len(curve),
              color(readme.strategy(r)), label if k == 0 else None, marker=".")
@@ -327,7 +327,8 @@ def equal_cores(output_dir: str) -> Optional[str]:
     ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
     ax.invert_yaxis()
     ax.axvline(1.0, color="0.3", lw=0.8, ls="--")
-    ax.set(xlabel="speedup over greedy on all cores\n(median, min–max over repeats)", title=f"batch {batch}, {cores} cores")
+    ax.set(xlabel="speedup over greedy on all cores\n(median, min–max over repeats)",
+           title=f"batch {batch}, {cores} cores")
   fig.suptitle(f"Equal cores: 4 × 1000 units, {s['setting']['train_examples']:,} images,\n"
                f"{s['setting']['pretrain_epochs']} pretraining epochs, {s['setting']['repeats']} alternated repeats",
                fontsize=10)

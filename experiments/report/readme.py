@@ -178,9 +178,7 @@ def times_to_target(data: records.EntryData) -> Dict[str, Tuple[Optional[float],
   """{run name: (seconds until every layer reached its fixed loss, the seconds of each layer)} (None: never)."""
   rs = strategy_records(data)
   key, targets = convergence_loss(rs)
-  per_layer = {s: records.time_to_loss_per_layer(records.loss_curves(r, key), targets) for s, r in rs.items()
-               } if targets else {}
-  return {s: (None if None in t else max(t, default=0.0), t) for s, t in per_layer.items()}
+  return {s: records.time_to_loss(records.loss_curves(r, key), targets) for s, r in rs.items()} if targets else {}
 
 
 def pipeline_rows(data: records.EntryData) -> List[dict]:
@@ -231,11 +229,6 @@ def dagger(record: Optional[dict]) -> str:
   return " †" if record and records.oversubscribed(record) else ""
 
 
-def machine_label(data: records.EntryData) -> str:
-  """The machine and code of the entry's records (`records.machine_label`)."""
-  return records.machine_label(list(data.runs.values()))
-
-
 def preset_note(entry: str, preset: str) -> str:
   """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
   notes = presets.shrink_notes(entry, preset)
@@ -243,24 +236,14 @@ def preset_note(entry: str, preset: str) -> str:
           f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
 
 
-def fmt_seconds(seconds: Optional[float]) -> str:
-  """Seconds with 3 significant digits below 100, whole seconds above ("—" for None)."""
-  return "—" if seconds is None else f"{seconds:.3g}" if seconds < 100 else f"{seconds:.0f}"
-
-
-def fmt_ratio(ratio: Optional[float]) -> str:
-  """A speedup or ratio, e.g. "1.31×" ("—" for None)."""
-  return "—" if ratio is None else f"{ratio:.2f}×"
-
-
-def fmt_accuracy(a: Optional[float]) -> str:
-  """An accuracy in [0, 1] with 4 decimals ("—" for None)."""
-  return "—" if a is None else f"{a:.4f}"
-
-
-def fmt_spread(s: Optional[dict], fmt: str = "{:.2f}") -> str:
-  """A spread {"min", "median", "max"} as "median (min–max)" ("—" for None)."""
-  return f"{fmt.format(s['median'])} ({fmt.format(s['min'])}–{fmt.format(s['max'])})" if s else "—"
+def fmt(x, kind: str = "s") -> str:
+  """A value as every table shows it, "—" for None: seconds ("s": 3 significant digits below 100, whole above), a
+  ratio ("×": "1.31×"), an accuracy ("acc": 4 decimals) or a spread ("spread": "median (min–max)", 2 decimals)."""
+  if x is None:
+    return "—"
+  if kind == "spread":
+    return f"{x['median']:.2f} ({x['min']:.2f}–{x['max']:.2f})"
+  return f"{x:.2f}×" if kind == "×" else f"{x:.4f}" if kind == "acc" else f"{x:.3g}" if x < 100 else f"{x:.0f}"
 
 
 def md_table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
@@ -276,7 +259,7 @@ def judged_error(x: Optional[float]) -> str:
 
 
 def _seconds(r: Optional[dict]) -> str:
-  return fmt_seconds(r["pretrain_seconds"]) + dagger(r) if r else "—"
+  return fmt(r["pretrain_seconds"]) + dagger(r) if r else "—"
 
 
 def _batches(data: records.EntryData) -> str:
@@ -288,14 +271,14 @@ def cores_note(data: records.EntryData, others: Others) -> str:
   if not any(records.oversubscribed(r) for r in data.runs.values()):
     return ""
   n, faster = cores(data), oversubscribed_faster(data)
-  cases = "; ".join(f"{h} layers on {g} devices {fmt_seconds(s)} s vs {fmt_seconds(b)} s on {gb}"
+  cases = "; ".join(f"{h} layers on {g} devices {fmt(s)} s vs {fmt(b)} s on {gb}"
                     for h, g, s, gb, b in faster)
   text = (f"This machine has {n} cores: more devices than that run as logical devices sharing the cores "
           "(oversubscribed, †), so they add no compute; " + (
               f"still, some oversubscribed runs were faster than the fastest run on at most {n} devices ({cases})."
               if faster else f"none was faster than the fastest run on at most {n} devices."))
   for machine, other in others.items():
-    ends = [f"{h} layers {fmt_ratio(records.ratio(g[1], g[max(g)]))} on {max(g)} devices"
+    ends = [f"{h} layers {fmt(records.ratio(g[1], g[max(g)]), '×')} on {max(g)} devices"
             for h, g in stacks(other).items() if 1 in g and max(g) > 1]
     text += (f" On the {cores(other)}-core machine (`{machine}/`), where every device has its own core, the "
              f"speedup over 1 device reached: {', '.join(ends)} (single runs).")
@@ -312,9 +295,9 @@ def scaling(data: records.EntryData, others: Others) -> Table:
       for g in sorted(set(by_g) | set(rep)):
         r, p = by_g.get(g), predicted.get((h, g))
         rows.append([records.machine_label([r]) if r else "—", h, g, _seconds(r),
-                     fmt_ratio(records.ratio(by_g[1], r) if r and 1 in by_g else None),
-                     f"{fmt_seconds(p.predicted)} ({p.relative_error:+.0%}{', fit' if p.in_calibration else ''})"
-                     if p else "—", fmt_seconds(rep.get(g)), fmt_ratio(rep[1] / rep[g] if g in rep else None)])
+                     fmt(records.ratio(by_g[1], r) if r and 1 in by_g else None, "×"),
+                     f"{fmt(p.predicted)} ({p.relative_error:+.0%}{', fit' if p.in_calibration else ''})"
+                     if p else "—", fmt(rep.get(g)), fmt(rep[1] / rep[g] if g in rep else None, "×")])
   model, _ = perf_model.calibrated(data.runs)
   sentences = [f"The report calls its speedup {reported.DP_SCALING_TEXT}.", f"Ours: {_batches(data)}; "
                f"{reported.DP_BATCH_NOTE}."] if data.entry == presets.DP_SCALING.name else []
@@ -324,7 +307,7 @@ def scaling(data: records.EntryData, others: Others) -> Table:
                      f"to the 2-device runs' times (not measured); with it 2 devices can give at most "
                      f"{2 / model.slowdown:.2f}× here.")
   return md_table(["machine", "layers", "devices", "ours s", "ours speedup", "model s (error)", "report s",
-                         "report speedup"], rows), sentences + [cores_note(data, others)]
+                   "report speedup"], rows), sentences + [cores_note(data, others)]
 
 
 def dp_batch_sweep(data: records.EntryData, others: Others) -> Table:
@@ -336,7 +319,7 @@ def dp_batch_sweep(data: records.EntryData, others: Others) -> Table:
   best, rep_best = min(pts, key=lambda p: p[1]), min(reported.DP_BATCH_SWEEP, key=reported.DP_BATCH_SWEEP.get)
   examples = min(r["config"]["train_examples"] for r in data.runs.values())
   return md_table(["global batch", "ours per device", "ours s/epoch", "ours examples/s",
-                         "report s/epoch (global/4 per GPU)", "report examples/s"], rows), [
+                   "report s/epoch (global/4 per GPU)", "report examples/s"], rows), [
       f"Ours on {'/'.join(map(str, g))} devices; the report's per-GPU batch on 4 GPUs is matched at global = 4 × it. "
       f"Fastest epoch: ours at global batch {best[0]}, the report's at {rep_best} per GPU (global {4 * rep_best}); both "
       "fall steeply from the smallest batch, where per-step costs (all-reduce, dispatch) dominate.",
@@ -362,10 +345,10 @@ def mp_vs_dp(data: records.EntryData, others: Others) -> Table:
   rep, rows = [reported.MP_VS_DP[k] for k in sorted(reported.MP_VS_DP)], []
   for i, (label, g) in enumerate(mp_vs_dp_groups(data)):
     dp, mp, r = g.get(DP.name), g.get(MP.name), rep[i] if i < len(rep) else {}
-    rows.append([label, _seconds(dp), _seconds(mp), fmt_ratio(records.ratio(mp, dp) if dp and mp else None),
-                 r.get(DP.name, "—"), r.get(MP.name, "—"), fmt_ratio(r[MP.name] / r[DP.name] if r else None)])
+    rows.append([label, _seconds(dp), _seconds(mp), fmt(records.ratio(mp, dp) if dp and mp else None, "×"),
+                 r.get(DP.name, "—"), r.get(MP.name, "—"), fmt(r[MP.name] / r[DP.name] if r else None, "×")])
   return md_table(["setting (ours)", "ours DP s", "ours MP s", "ours MP/DP", "report DP s", "report MP s",
-                         "report MP/DP"], rows), [
+                   "report MP/DP"], rows), [
       f"Ours: {_batches(data)}; the report: batch 7000 ({reported.DP_BATCH_NOTE}). {SINGLE}"]
 
 
@@ -373,7 +356,7 @@ def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
   """Test accuracy per program and epochs, every preset present and the report's."""
   rows, sentences = [], []
   for preset, runs in by_preset(data).items():
-    rows += [[preset, program_name(program), f"{e}+{e}", fmt_accuracy(a)]
+    rows += [[preset, program_name(program), f"{e}+{e}", fmt(a, "acc")]
              for program, values in accuracy_series(runs).items() for e, a in values]
     # Each layer's held-out reconstruction loss at the end of pretraining against greedy's at the same epochs.
     runs, worst = runs.values(), {}
@@ -400,7 +383,7 @@ def dp_accuracy(data: records.EntryData, others: Others) -> Table:
   rows = []
   for preset, runs in by_preset(data).items():
     dp = batch_label([r for n, r in runs.items() if n.startswith("dp_")])
-    rows += [[preset, f"{row['epochs']}+{row['epochs']}", dp] + [fmt_accuracy(x) for x in (
+    rows += [[preset, f"{row['epochs']}+{row['epochs']}", dp] + [fmt(x, "acc") for x in (
         row["report_recipe"], row["large_batch"], row["baseline"],
         None if row["baseline"] is None else row["baseline"] - DP_TOLERANCE, row["report"])]
              for row in dp_accuracy_rows(runs, preset)]
@@ -409,8 +392,7 @@ def dp_accuracy(data: records.EntryData, others: Others) -> Table:
   recipe = (f" (here: pretraining {rates['pretrain']:.3g}, finetuning {rates['finetune']:.3g}, after "
             f"{rates['warmup_epochs']:g} warm-up epochs)") if rates else ""
   return md_table(["preset", "epochs", "ours DP batch", "ours DP report recipe", "ours DP large-batch",
-                         "ours greedy (batch 100)", "goal (greedy - 0.005)", "report DP (batch 5000 per tower)"],
-                        rows), [
+                   "ours greedy (batch 100)", "goal (greedy - 0.005)", "report DP (batch 5000 per tower)"], rows), [
       f"The report's recipe keeps the batch-100 learning rates at its batch 5000 (its 0.7472 / 0.8162; "
       f"{reported.DP_BATCH_NOTE}); the large-batch recipe, chosen on validation accuracy in the `large_batch` study, "
       f"scales them with the batch{recipe}. {SINGLE}"]
@@ -421,8 +403,8 @@ def strategy_comparison(data: records.EntryData, others: Others) -> Table:
   rs, rep = strategy_records(data), reported.STRATEGY_COMPARISON
   base = rs.get(GREEDY.run_name)
   rows = [[program_name(p), batch_label([r]), _seconds(r),
-           fmt_ratio(records.ratio(base, r) if base else None), rep.get(p, "—"),
-           fmt_ratio(rep[GREEDY.name] / rep[p]) if p in rep else "—"]
+           fmt(records.ratio(base, r) if base else None, "×"), rep.get(p, "—"),
+           fmt(rep[GREEDY.name] / rep[p], "×") if p in rep else "—"]
           for r in rs.values() for p in [strategy(r)]]
   return md_table(["program", "ours batch", "ours s", "ours speedup", "report s", "report speedup"], rows), [
       "Single runs; the benchmarks in the Benchmarks section repeat the comparison with spread.",
@@ -433,15 +415,14 @@ def convergence(data: records.EntryData, others: Others) -> Table:
   """Pretraining seconds, seconds to the fixed loss (all layers and per layer) and final losses per program."""
   reach, rs = times_to_target(data), strategy_records(data)
   key, _ = convergence_loss(rs)
-  rows = [[program_name(strategy(r)), fmt_seconds(r["pretrain_seconds"]),
-           fmt_seconds(reach[s][0]) if reach.get(s, (None,))[0] is not None else "not reached",
-           ", ".join(fmt_seconds(t) for t in reach.get(s, (None, []))[1]),
+  rows = [[program_name(strategy(r)), fmt(r["pretrain_seconds"]),
+           fmt(reach[s][0]) if reach.get(s, (None,))[0] is not None else "not reached",
+           ", ".join(fmt(t) for t in reach.get(s, (None, []))[1]),
            ", ".join(f"{layer['epochs'][-1][key]:.2f}" for layer in r["layers"])] for s, r in rs.items()]
   what = ("held-out reconstruction loss (the 10,000 test images through the stack below, fixed masks: the "
           "same quantity for every program)" if key == "heldout_loss" else
           "training reconstruction loss (epoch mean; these records have no per-epoch held-out loss)")
-  return md_table(["program", "pretraining s", "seconds to fixed loss", "per layer", "final loss per layer"],
-                        rows), [
+  return md_table(["program", "pretraining s", "seconds to fixed loss", "per layer", "final loss per layer"], rows), [
       f"Loss: {what}. Fixed loss: greedy's final loss of each layer × {1 + LOSS_TOLERANCE}; a program reaches "
       "it when its last layer does (the metric of Santara et al. 2016, \"Faster learning of deep stacked autoencoders "
       "on multi-core systems using synchronized layer-wise pre-training\"). The report has no such figure. Model "
@@ -458,11 +439,11 @@ def large_batch(data: records.EntryData, others: Others) -> Table:
     table.append([f"`{row['run']}`" + (" (chosen)" if row["run"] == chosen else ""), program_name(row["program"]),
                   batch_label([r]), f"{rates.get('pretrain', c['pretrain_learning_rate']):.3g}",
                   f"{c.get('finetune_optimizer', 'sgd')} {rates.get('finetune', c['finetune_learning_rate']):.3g}",
-                  ", ".join(f"{x:.1f}" for x in row["losses"]), fmt_accuracy(row["validation"]),
-                  fmt_accuracy(row["test"]) if row["run"] == chosen or row["program"] != DP.name
+                  ", ".join(f"{x:.1f}" for x in row["losses"]), fmt(row["validation"], "acc"),
+                  fmt(row["test"], "acc") if row["run"] == chosen or row["program"] != DP.name
                   else "not used"])
   return md_table(["run", "program", "batch", "pretraining rate", "finetuning", "last loss per layer",
-                         "validation accuracy", "test accuracy"], table), [
+                   "validation accuracy", "test accuracy"], table), [
       "Candidates are compared on the validation split (the first 5,000 images of MNIST's training set, never "
       "trained on); test accuracy is reported once, for the chosen candidate (and the greedy reference). " + SINGLE]
 
@@ -472,7 +453,7 @@ def full_size(data: records.EntryData, others: Others) -> Table:
   report = {GREEDY.name: f"{reported.ACCURACY[GREEDY.name][30]} (greedy 30+30, conres2.png)",
             MP.name: f"{reported.MP_ACCURACY_TEXT} (model parallel, \"around 96.62%\" in the text)",
             DP.name: f"{reported.DP_ACCURACY[30]} (data parallel, batch 5000 per tower, 30+30)"}
-  rows = [[f"`{name}`", batch_label([r]), fmt_accuracy(records.test_accuracy(r)),
+  rows = [[f"`{name}`", batch_label([r]), fmt(records.test_accuracy(r), "acc"),
            report.get(strategy(r), "—"),
            f"{r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f} min"] for name, r in data.runs.items()]
   short = [f"`{name}`" for name, r in data.runs.items()
@@ -494,11 +475,11 @@ def pp_scaling(data: records.EntryData, others: Others) -> Table:
     if error is not None and not row["oversubscribed"] and not row["in_sample"]:
       errors.append(abs(error))
     rows.append([row["stack"], f"{row['devices']}{' †' if row['oversubscribed'] else ''}", row["stages"],
-                 fmt_seconds(row["seconds"]), fmt_ratio(row["speedup"]), fmt_seconds(row["predicted"]),
+                 fmt(row["seconds"]), fmt(row["speedup"], "×"), fmt(row["predicted"]),
                  "—" if error is None else f"{100 * error:+.0f}%" + (" (fit)" if row["in_sample"] else ""),
                  "—" if row["cores_busy"] is None else f"{row['cores_busy']:.2f}"])
   return md_table(["stack", "devices", "stages", "seconds", "speedup vs 1 device", "model s", "model error",
-                         "cores busy"], rows), [
+                   "cores busy"], rows), [
       "Single runs. Cores busy = process CPU seconds / wall seconds while pretraining.",
       f"Model error on the points not used for the fit, up to the core count: largest {100 * max(errors):.0f}% (the "
       "model has no co-run slowdown)." if errors else "", DAGGER]
@@ -534,7 +515,7 @@ def _scaling(output_dir: str, data: Data, used: List[dict]) -> str:
     for by_g in (list(stacks(d).values())[-1] if d and d.runs else {} for d in found):
       shown = [by_g[g] for g in (2, 4) if g in by_g and 1 in by_g]
       used += shown + ([by_g[1]] if shown else [])
-      cells.append(" / ".join(fmt_ratio(records.ratio(by_g[1], r)) + dagger(r) for r in shown))
+      cells.append(" / ".join(fmt(records.ratio(by_g[1], r), "×") + dagger(r) for r in shown))
     if any(cells):
       parts.append(f"{min(cores(d) for d in found if d)} cores{f' (`{machine}/`)' if machine else ''}: "
                    + ", ".join(c or "—" for c in cells))
@@ -550,7 +531,7 @@ def _benchmark(output_dir: str, name: str, file: str, measures: List[str], used:
     return None
   used += harness.flat_records(folder, summary)
   summary = summary["variants"][variant] if variant else summary
-  return " / ".join(f"{fmt_spread(summary[m])}×" for m in measures)
+  return " / ".join(f"{fmt(summary[m], 'spread')}×" for m in measures)
 
 
 def _accuracy(data: Data, program: programs.Program, entry: presets.Entry, used: List[dict],
@@ -569,7 +550,7 @@ def _accuracy(data: Data, program: programs.Program, entry: presets.Entry, used:
   mine = [r for n, r in (full.runs.items() if full else ()) if strategy(r) == program.name and recipe in n]
   used += mine
   shown += [records.test_accuracy(r) for r in mine]
-  return " / ".join(map(fmt_accuracy, shown)) if any(a is not None for a in shown) else None
+  return " / ".join(fmt(a, "acc") for a in shown) if any(a is not None for a in shown) else None
 
 
 def _comparison(data: Data, used: List[dict]) -> Optional[str]:
@@ -578,7 +559,7 @@ def _comparison(data: Data, used: List[dict]) -> Optional[str]:
   if GREEDY.run_name not in rs:
     return None
   used += rs.values()
-  return ", ".join(f"{program_name(strategy(r))} {fmt_ratio(records.ratio(rs[GREEDY.run_name], r))}"
+  return ", ".join(f"{program_name(strategy(r))} {fmt(records.ratio(rs[GREEDY.run_name], r), '×')}"
                    for n, r in rs.items() if n != GREEDY.run_name) + " (single runs)"
 
 
@@ -665,7 +646,7 @@ def model_line(name: str, d: Optional[records.EntryData]) -> str:
     return f"`{name}`: no records yet."
   model, why = perf_model.calibrated(d.runs)
   if model is None:
-    return f"`{name}` ({machine_label(d)}): {why}."
+    return f"`{name}` ({records.machine_label(list(d.runs.values()))}): {why}."
   predictions, singles = perf_model.predictions(model, d.runs), [t for _, t in model.epoch_seconds_by_depth]
   spreads = [max(times) / min(times) - 1 for k in range(max(map(len, singles), default=0))
              for times in [[t[k] for t in singles if len(t) > k]] if len(times) > 1]
@@ -673,8 +654,8 @@ def model_line(name: str, d: Optional[records.EntryData]) -> str:
       f" Between the one-device runs the same layer's epoch time differed by up to {max(spreads):.0%}"
       + (", so a single run per point is noisy on the scale of the goal." if max(spreads) > MODEL_ERROR_GOAL
          else "."))
-  return (f"**`{name}`** ({machine_label(d)}, preset {d.preset}): {model.describe()}; calibrated on "
-          f"{', '.join(model.calibration)}; in-sample error at the fit points (G <= 2): largest "
+  return (f"**`{name}`** ({records.machine_label(list(d.runs.values()))}, preset {d.preset}): {model.describe()}; "
+          f"calibrated on {', '.join(model.calibration)}; in-sample error at the fit points (G <= 2): largest "
           f"{judged_error(max_error(predictions, True))}; out-of-sample error at the predicted points "
           f"(G > 2, not used for the fit): largest {judged_error(max_error(predictions, False))}.{noise}")
 
@@ -689,8 +670,8 @@ def benchmark_section(output_dir: str) -> str:
       for file, summary in harness.load_summaries(where, benchmark).items():
         link = os.path.relpath(os.path.join(folder, file), output_dir)
         rows.append([records.machine_label(harness.flat_records(folder, summary)), harness.setting_of(summary),
-                     "; ".join(f"{n} {fmt_spread(s)}" for n, s in summary["pretrain_seconds"].items()),
-                     *[fmt_spread(summary.get(key)) for key, _ in benchmark.columns], f"[`{link}`]({link})"])
+                     "; ".join(f"{n} {fmt(s, 'spread')}" for n, s in summary["pretrain_seconds"].items()),
+                     *[fmt(summary.get(key), "spread") for key, _ in benchmark.columns], f"[`{link}`]({link})"])
     if rows:
       parts.append(f"**`{benchmark.name}`** (`python -m experiments.benchmarks.{benchmark.name}`; each summary's "
                    "`command` field has its flags; summaries made before the benchmarks moved to "
@@ -741,8 +722,9 @@ def equal_cores_section(output_dir: str) -> List[str]:
                 f"{r['min']:.2f}–{r['max']:.2f})")
     for name, secs in sorted(s["pretrain_seconds"].items(), key=lambda kv: kv[1]["median"]):
       t, bold = (s.get("seconds_to_greedy_heldout_loss") or {}).get(name), "**" if name in fastest else ""
-      rows.append([cores, batch, bold + program_name(equal_cores_bench.program_of(name)) + bold, f"`{equal_cores_bench.flags_of(name)}`",
-                   fmt_spread(secs), fmt_spread(ratios_to_baseline(s, name)),
+      rows.append([cores, batch, bold + program_name(equal_cores_bench.program_of(name)) + bold,
+                   f"`{equal_cores_bench.flags_of(name)}`",
+                   fmt(secs, "spread"), fmt(ratios_to_baseline(s, name), "spread"),
                    "—" if not t or None in t else f"{statistics.median(t):.1f}"])
   return [
       "Not in the report. The report asks \"G devices against one\"; a CPU user asks \"I have N cores: which "
@@ -756,7 +738,7 @@ def equal_cores_section(output_dir: str) -> List[str]:
       f"{next(iter(found.values()))['setting']['train_examples']:,} images, the program that finishes pretraining "
       "first is: " + "; ".join(best) + ".", "", f"![equal cores](figures/{EQUAL_CORES})", "",
       md_table(["cores", "batch", "program (bold: its fastest configuration)", "flags", "pretraining s",
-                      "× greedy on all cores", "s to greedy's held-out loss"], rows)]
+                "× greedy on all cores", "s to greedy's held-out loss"], rows)]
 
 
 def machine_section(output_dir: str, machine: str) -> str:
@@ -774,9 +756,9 @@ def machine_section(output_dir: str, machine: str) -> str:
       predicted = {p.name: p for p in model_predictions(d)}
     rows = [[f"`{name}`", program_name(strategy(r)), "x".join(map(str, r["config"]["hidden_units"])),
              batch_label([r]), r["config"]["pretrain_epochs"], records.devices(r),
-             fmt_seconds(r["pretrain_seconds"]), fmt_ratio(records.ratio(one, r) if one else None),
-             f"{fmt_seconds(p.predicted)} ({p.relative_error:+.1%}, {'fit' if p.in_calibration else 'predicted'})"
-             if p else "—", fmt_accuracy(records.test_accuracy(r))]
+             fmt(r["pretrain_seconds"]), fmt(records.ratio(one, r) if one else None, "×"),
+             f"{fmt(p.predicted)} ({p.relative_error:+.1%}, {'fit' if p.in_calibration else 'predicted'})"
+             if p else "—", fmt(records.test_accuracy(r), "acc")]
             for name, r in rs.items() for one, p in [(base.get(len(r["config"]["hidden_units"])), predicted.get(name))]]
     text = "" if not predicted else (
         f" Performance model fitted on the G <= 2 runs ({model.describe()}); out-of-sample error at the predicted "
