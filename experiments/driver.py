@@ -103,8 +103,7 @@ class RunFailedError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-  """One run to do: its group (entry or benchmark), 1-based place among the group's `count` runs, run, record, log,
-  checkpoints (resumable runs, else None), estimated wall seconds (`run_seconds`), preset (None: benchmark)."""
+  """One run to do: group (entry, benchmark), place among `count`, run, record, log, checkpoints, estimate, preset."""
   group: str
   index: int
   count: int
@@ -159,13 +158,11 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
         modules: Optional[Mapping[str, str]] = None, out: Callable[[str], None] = print) -> int:
   """Runs every job without a record, `parallel` at a time (1 for anything timed); returns how many ran. `modules`
   replaces programs' modules (tests); RunFailedError when a program fails or a record no longer matches its run."""
-  todo = []
-  for j in jobs:
-    record = records.load(j.record)
-    stale = records.mismatches(record, j.run) if record is not None else []
+  todo = [j for j in jobs if records.load(j.record) is None]
+  for j in (j for j in jobs if j not in todo):
+    stale = records.mismatches(records.load(j.record), j.run)
     if stale:
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
-    todo += [j] if record is None else []
   lock, started = threading.Lock(), time.perf_counter()
   # The programs' environment: the repository on PYTHONPATH, the offline MNIST copy, no TF_CONFIG (a local run).
   env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}

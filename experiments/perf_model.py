@@ -85,23 +85,21 @@ def _devices(runs: Records, g: int) -> Records:
 
 @dataclasses.dataclass(frozen=True)
 class LayerModel:
-  """Greedy's model, E * sum t_k, and the base of the layer-wise ones: t_k (seconds per epoch of layer k alone on one
-  device) of the deepest one-device run and of each depth's own, C cores, the side-by-side slowdown rho, calibration."""
+  """Greedy's model (E * sum t_k) and the layer-wise ones' base: t_k, seconds per epoch of layer k alone on one device
+  (of the deepest one-device run, and per depth), C cores, the side-by-side slowdown rho, the calibration runs."""
   epoch_seconds: Tuple[float, ...]
   cores: int
   epoch_seconds_by_depth: Tuple[Tuple[int, Tuple[float, ...]], ...] = ()
   slowdown: float = 1.0
   calibration: Tuple[str, ...] = ()
 
-  def layer_seconds(self, depth: int) -> List[float]:
-    """t_k of the first `depth` layers; ValueError when deeper than the calibration run's."""
+  def predict(self, config: Mapping, devices: int) -> float:
+    """Predicted pretraining seconds of a run with `config` on `devices` devices (from t_k of its depth); ValueError
+    when deeper than the calibration run."""
+    depth = len(config["hidden_units"])
     if depth > len(self.epoch_seconds):
       raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {depth}")
-    return list(dict(self.epoch_seconds_by_depth).get(depth, self.epoch_seconds[:depth]))
-
-  def predict(self, config: Mapping, devices: int) -> float:
-    """Predicted pretraining seconds of a run with `config` on `devices` devices."""
-    return self._seconds(self.layer_seconds(len(config["hidden_units"])), config, devices)
+    return self._seconds(list(dict(self.epoch_seconds_by_depth).get(depth, self.epoch_seconds[:depth])), config, devices)
 
   def _seconds(self, t: List[float], config: Mapping, devices: int) -> float:
     return config["pretrain_epochs"] * sum(t)
@@ -182,10 +180,10 @@ class DataParallel(LayerModel):
   steps_per_epoch: int = 0
 
   def _seconds(self, t, config, devices):
-    f, rho = self.parallel_fraction, self.slowdown if devices > 1 else 1.0
+    f, rho, gamma = self.parallel_fraction, self.slowdown if devices > 1 else 1.0, self.allreduce_seconds_per_param
     steps = config["train_examples"] // config["batch_size"]
     return config["pretrain_epochs"] * sum(
-        x * f * rho / min(devices, self.cores) + x * (1.0 - f) + steps * (devices - 1) * p * self.allreduce_seconds_per_param
+        x * f * rho / min(devices, self.cores) + x * (1.0 - f) + steps * (devices - 1) * p * gamma
         for x, p in zip(t, cost.layer_params(config["hidden_units"])))
 
   def describe(self):
@@ -243,25 +241,22 @@ class Pipeline:
 
 
 class Prediction(NamedTuple):
-  """The model's prediction at one measured run, and whether the calibration used it (in-sample)."""
+  """The model's prediction at one measured run, whether the calibration used it (in-sample), and its relative
+  error (predicted - measured) / measured."""
   name: str
   hidden_units: Tuple[int, ...]
   devices: int
   measured: float
   predicted: float
   in_calibration: bool
-
-  @property
-  def relative_error(self) -> float:
-    """(predicted - measured) / measured."""
-    return (self.predicted - self.measured) / self.measured
+  relative_error: float
 
 
 def predictions(model, runs: Records) -> List[Prediction]:
   """The model's prediction at every run of `runs` ({name: record}), sorted by layers then devices."""
-  out = [Prediction(name, tuple(r["config"]["hidden_units"]), records_lib.devices(r), r["pretrain_seconds"],
-                    model.predict(r["config"], records_lib.devices(r)), name in model.calibration)
-         for name, r in runs.items()]
+  out = [Prediction(name, tuple(r["config"]["hidden_units"]), records_lib.devices(r), r["pretrain_seconds"], p,
+                    name in model.calibration, (p - r["pretrain_seconds"]) / r["pretrain_seconds"])
+         for name, r in runs.items() for p in [model.predict(r["config"], records_lib.devices(r))]]
   return sorted(out, key=lambda p: (len(p.hidden_units), p.devices, p.name))
 
 

@@ -30,9 +30,8 @@ _RECIPES = (("report", ()), ("large_batch", _LARGE))
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-  """One training run: its name in its entry, a registered program's name, the shared flags ((name, value) pairs),
-  program flags ("--name=value"), whether it resumes from checkpoints, the entry and name its record is stored
-  under (another entry's when shared), and a launcher module with its flags, e.g. ("common.launch", "--workers=2")."""
+  """One run: name in its entry, registered program, shared flags ((name, value) pairs), program flags ("--name=value"),
+  whether it resumes from checkpoints, the entry and name its record is stored under, launcher module and flags."""
   name: str
   program: str
   flags: Tuple[Tuple[str, Any], ...]
@@ -74,9 +73,8 @@ def run(name: str, program: programs.Program, hidden: Sequence[int], epochs: int
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-  """One figure or table: `name` (records' folder, figure file, `--only=`), `title`, `sizes` ({preset: {size: value}}),
-  `runs` (sizes plus "preset" and "dp_flags" -> RunSpecs), `table` and `figure` (dotted paths of functions of
-  (EntryData, {machine: EntryData}); figure None: a table only), `kind` (report, beyond or study), records' `layout`."""
+  """A figure or table: `name`, `title`, `sizes` ({preset: {size: value}}), `runs` (sizes, "preset", "dp_flags" ->
+  RunSpecs), `table`/`figure` (dotted paths; figure None: none), `kind` (report, beyond, study), records' `layout`."""
   name: str
   title: str
   sizes: Mapping[str, Mapping[str, Any]]
@@ -279,5 +277,6 @@ def shrink_notes(name: str, preset: str) -> List[str]:
   def values(runs: Sequence[RunSpec], flag: str) -> str:
     found = sorted(set(r.flag(flag) for r in runs), key=lambda v: (str(type(v)), v))
     return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
-  notes = [(label, values(build(preset)[name].runs, flag), values(paper[name].runs, flag)) for flag, label in _SHRINK_FLAGS]
+  notes = [(label, values(build(preset)[name].runs, flag), values(paper[name].runs, flag))
+           for flag, label in _SHRINK_FLAGS]
   return [f"{label} {a} (paper {b})" for label, a, b in notes if a != b]

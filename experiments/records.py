@@ -100,10 +100,9 @@ def machine(record: Mapping) -> str:
 
 def code(record: Mapping) -> str:
   """The code a run ran: "commit <short hash>" ("+dirty" with uncommitted changes), or "commit unknown"."""
-  commit = record["environment"].get("commit")
-  if not commit or commit == "unknown":
-    return "commit unknown"
-  return f"commit {commit[:7]}" + ("+dirty" if record["environment"].get("commit_dirty") else "")
+  commit = record["environment"].get("commit") or "unknown"
+  return "commit unknown" if commit == "unknown" else (
+      f"commit {commit[:7]}" + ("+dirty" if record["environment"].get("commit_dirty") else ""))
 
 
 def machine_label(rs: Sequence[Mapping]) -> str:

@@ -51,7 +51,8 @@ def configurations(s: harness.Setting) -> List:
       name, two_level = f"{p.name}_g{g}_t{n // g}", p.name in TWO_LEVEL and g > 1
       runs.append(s.run(name, p, g, extra=(HELDOUT, "--thread_pool=per_device") if two_level else (HELDOUT,),
                         threads=n // g))
-      runs += [s.run(f"{name}_shared", p, g, extra=(HELDOUT, "--thread_pool=shared"), threads=n // g)] if two_level else []
+      if two_level:
+        runs.append(s.run(f"{name}_shared", p, g, extra=(HELDOUT, "--thread_pool=shared"), threads=n // g))
   return runs
 
 

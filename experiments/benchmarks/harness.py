@@ -43,10 +43,9 @@ class Setting:
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-  """A benchmark: `name` (its module; records default to results/benchmarks/<name>/), `configurations` (Setting ->
-  RunSpecs named by configuration), `summarize` ((Setting, Records) -> {measure: value}, spreads via `spread`),
-  `defaults` of the shared flags, `options` ({flag: (default: float, int or list of str, help)}), `folder` and
-  `summary_file` (Setting -> paths under the output directory), `columns` ((measure, label) shown in results/README.md)."""
+  """`name` (module; records default to results/benchmarks/<name>/), `configurations` (Setting -> named RunSpecs),
+  `summarize` ((Setting, Records) -> {measure: value}), `defaults` of the shared flags, `options` ({flag: (default:
+  float, int or list of str, help)}), `folder`/`summary_file` (Setting -> path), `columns` ((measure, README label))."""
   name: str
   configurations: Callable[[Setting], List[presets.RunSpec]]
   summarize: Callable[[Setting, Records], Dict[str, Any]]

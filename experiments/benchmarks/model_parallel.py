@@ -85,7 +85,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
       "speedup_vs_greedy", "speedup_vs_sync_layerwise", "bound_seconds", "bound_speedup_vs_greedy",
       "bound_speedup_vs_sync_layerwise", "fraction_of_bound", "cores_bound_speedup_vs_greedy")}
   out["cores_bound_speedup_vs_sync_layerwise"] = g
-  out["flop_bound"] = {"layer_epoch_flops": flops, "speedup_vs_sync_layerwise": _bound_vs_sync(flops, g, s.pretrain_epochs),
+  out["flop_bound"] = {"layer_epoch_flops": flops,
+                       "speedup_vs_sync_layerwise": _bound_vs_sync(flops, g, s.pretrain_epochs),
                        "target_speedup": target, "epochs_for_target": _epochs_to_reach(flops, g, target)}
   out["per_repeat"] = per_repeat
   out["variants"] = {name: {

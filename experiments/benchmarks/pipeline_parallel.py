@@ -41,7 +41,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   (first, (k, _)), *others = _variants(s).items()
   plan, alone = [placement.plan_for(s.hidden_units, g, s.train_examples, s.batch_size, s.pretrain_epochs, k)
                  for g in (s.num_devices, 1)]
-  greedy_flops = cost.pretraining_flops(s.hidden_units, s.pretrain_epochs, (s.train_examples // s.batch_size) * s.batch_size)
+  greedy_flops = cost.pretraining_flops(s.hidden_units, s.pretrain_epochs,
+                                        (s.train_examples // s.batch_size) * s.batch_size)
   path = plan.critical_path_flops(s.batch_size)
   out = {"plan": plan.describe(), "flop_bound_vs_greedy": greedy_flops / path,
          "flop_bound_vs_one_device": alone.critical_path_flops(s.batch_size) / path,

@@ -204,7 +204,8 @@ def mp_vs_dp(data: records.EntryData, others=None):
          0.35, color(program), readme.program_name(program), [bool(r) and records.oversubscribed(r) for r in rs])
     bars(right, [i + (j - 0.5) * 0.35 for i in range(len(keys))], [reported.MP_VS_DP[k][program] for k in keys], 0.35,
          color(program), readme.program_name(program))
-  for ax, labels, title in ((left, [label for label, _ in groups], f"ours: {readme.batch_label(list(data.runs.values()))}"),
+  ours = f"ours: {readme.batch_label(list(data.runs.values()))}"
+  for ax, labels, title in ((left, [label for label, _ in groups], ours),
                             (right, [f"{e} epochs - Config {c[1]}" for e, c in keys],
                              f"{readme.REPORT_LABEL}: batch 7000 (data parallel: per tower)")):
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
@@ -322,7 +323,8 @@ def equal_cores(output_dir: str) -> Optional[str]:
   for ax, ((cores, batch), s) in zip(axes, found.items()):
     names = sorted(s["pretrain_seconds"], key=lambda n: s["pretrain_seconds"][n]["median"])
     spreads = [readme.ratios_to_baseline(s, n) for n in names]
-    ax.barh(range(len(names)), [r["median"] for r in spreads], color=[color(equal_cores_bench.program_of(n)) for n in names],
+    colors = [color(equal_cores_bench.program_of(n)) for n in names]
+    ax.barh(range(len(names)), [r["median"] for r in spreads], color=colors,
             xerr=[[r["median"] - r["min"] for r in spreads], [r["max"] - r["median"] for r in spreads]], capsize=3)
     ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
     ax.invert_yaxis()

@@ -224,11 +224,6 @@ def program_name(program: str) -> str:
   return programs.get(program).label
 
 
-def dagger(record: Optional[dict]) -> str:
-  """" †" for an oversubscribed run, else ""."""
-  return " †" if record and records.oversubscribed(record) else ""
-
-
 def preset_note(entry: str, preset: str) -> str:
   """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
   notes = presets.shrink_notes(entry, preset)
@@ -259,11 +254,7 @@ def judged_error(x: Optional[float]) -> str:
 
 
 def _seconds(r: Optional[dict]) -> str:
-  return fmt(r["pretrain_seconds"]) + dagger(r) if r else "—"
-
-
-def _batches(data: records.EntryData) -> str:
-  return batch_label(list(data.runs.values()))
+  return fmt(r["pretrain_seconds"]) + (" †" if records.oversubscribed(r) else "") if r else "—"
 
 
 def cores_note(data: records.EntryData, others: Others) -> str:
@@ -299,9 +290,9 @@ def scaling(data: records.EntryData, others: Others) -> Table:
                      f"{fmt(p.predicted)} ({p.relative_error:+.0%}{', fit' if p.in_calibration else ''})"
                      if p else "—", fmt(rep.get(g)), fmt(rep[1] / rep[g] if g in rep else None, "×")])
   model, _ = perf_model.calibrated(data.runs)
-  sentences = [f"The report calls its speedup {reported.DP_SCALING_TEXT}.", f"Ours: {_batches(data)}; "
-               f"{reported.DP_BATCH_NOTE}."] if data.entry == presets.DP_SCALING.name else []
-  sentences.append("Each point is a single run.")
+  dp = [f"The report calls its speedup {reported.DP_SCALING_TEXT}.",
+        f"Ours: {batch_label(list(data.runs.values()))}; {reported.DP_BATCH_NOTE}."]
+  sentences = (dp if data.entry == presets.DP_SCALING.name else []) + ["Each point is a single run."]
   if model is not None and model.slowdown > 1.0:
     sentences.append(f"The performance model's slowdown of devices side by side, rho = {model.slowdown:.2f}, is fitted "
                      f"to the 2-device runs' times (not measured); with it 2 devices can give at most "
@@ -337,7 +328,7 @@ def dp_op_profile(data: records.EntryData, others: Others) -> Table:
                    else "—", f"{reported.DP_OP_PROFILE_TOTAL.get(g, '—')}"])
   return md_table(["devices"] + [f"ours {p}" for p in PHASES] + [
       "ours total", "report loss+gradient", "report accumulate+average", "report total"], rows), [
-          f"Ours: {_batches(data)}; {reported.DP_BATCH_NOTE}.", cores_note(data, others)]
+          f"Ours: {batch_label(list(data.runs.values()))}; {reported.DP_BATCH_NOTE}.", cores_note(data, others)]
 
 
 def mp_vs_dp(data: records.EntryData, others: Others) -> Table:
@@ -349,7 +340,7 @@ def mp_vs_dp(data: records.EntryData, others: Others) -> Table:
                  r.get(DP.name, "—"), r.get(MP.name, "—"), fmt(r[MP.name] / r[DP.name] if r else None, "×")])
   return md_table(["setting (ours)", "ours DP s", "ours MP s", "ours MP/DP", "report DP s", "report MP s",
                    "report MP/DP"], rows), [
-      f"Ours: {_batches(data)}; the report: batch 7000 ({reported.DP_BATCH_NOTE}). {SINGLE}"]
+      f"Ours: {batch_label(list(data.runs.values()))}; the report: batch 7000 ({reported.DP_BATCH_NOTE}). {SINGLE}"]
 
 
 def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
@@ -432,16 +423,12 @@ def convergence(data: records.EntryData, others: Others) -> Table:
 def large_batch(data: records.EntryData, others: Others) -> Table:
   """The large-batch study: candidates compared on validation accuracy, test accuracy of the chosen one only."""
   rows, chosen = large_batch_choice(data)
-  table = []
-  for row in rows:
-    r = row["record"]
-    rates, c = r.get("learning_rates") or {}, r["config"]
-    table.append([f"`{row['run']}`" + (" (chosen)" if row["run"] == chosen else ""), program_name(row["program"]),
-                  batch_label([r]), f"{rates.get('pretrain', c['pretrain_learning_rate']):.3g}",
-                  f"{c.get('finetune_optimizer', 'sgd')} {rates.get('finetune', c['finetune_learning_rate']):.3g}",
-                  ", ".join(f"{x:.1f}" for x in row["losses"]), fmt(row["validation"], "acc"),
-                  fmt(row["test"], "acc") if row["run"] == chosen or row["program"] != DP.name
-                  else "not used"])
+  table = [[f"`{row['run']}`" + (" (chosen)" if row["run"] == chosen else ""), program_name(row["program"]),
+            batch_label([row["record"]]), f"{rates.get('pretrain', c['pretrain_learning_rate']):.3g}",
+            f"{c.get('finetune_optimizer', 'sgd')} {rates.get('finetune', c['finetune_learning_rate']):.3g}",
+            ", ".join(f"{x:.1f}" for x in row["losses"]), fmt(row["validation"], "acc"),
+            fmt(row["test"], "acc") if row["run"] == chosen or row["program"] != DP.name else "not used"]
+           for row in rows for rates, c in [(row["record"].get("learning_rates") or {}, row["record"]["config"])]]
   return md_table(["run", "program", "batch", "pretraining rate", "finetuning", "last loss per layer",
                    "validation accuracy", "test accuracy"], table), [
       "Candidates are compared on the validation split (the first 5,000 images of MNIST's training set, never "
@@ -455,7 +442,8 @@ def full_size(data: records.EntryData, others: Others) -> Table:
             DP.name: f"{reported.DP_ACCURACY[30]} (data parallel, batch 5000 per tower, 30+30)"}
   rows = [[f"`{name}`", batch_label([r]), fmt(records.test_accuracy(r), "acc"),
            report.get(strategy(r), "—"),
-           f"{r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f} min"] for name, r in data.runs.items()]
+           f"{r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f} min"]
+          for name, r in data.runs.items()]
   short = [f"`{name}`" for name, r in data.runs.items()
            if r.get("run_seconds", r.get("total_seconds", float("inf"))) < r["pretrain_seconds"]]
   return md_table(["run", "batch", "test accuracy", "report", "pretraining + finetuning"], rows), [
@@ -485,11 +473,6 @@ def pp_scaling(data: records.EntryData, others: Others) -> Table:
       "model has no co-run slowdown)." if errors else "", DAGGER]
 
 
-def _rel(path: str) -> str:
-  rel = os.path.relpath(os.path.abspath(path), ROOT)
-  return path if rel.startswith("..") else rel
-
-
 def figure_path(output_dir: str, entry: str) -> str:
   """<output_dir>/figures/<entry>.png"""
   return os.path.join(output_dir, "figures", f"{entry}.png")
@@ -515,7 +498,8 @@ def _scaling(output_dir: str, data: Data, used: List[dict]) -> str:
     for by_g in (list(stacks(d).values())[-1] if d and d.runs else {} for d in found):
       shown = [by_g[g] for g in (2, 4) if g in by_g and 1 in by_g]
       used += shown + ([by_g[1]] if shown else [])
-      cells.append(" / ".join(fmt(records.ratio(by_g[1], r), "×") + dagger(r) for r in shown))
+      cells.append(" / ".join(fmt(records.ratio(by_g[1], r), "×") + (" †" if records.oversubscribed(r) else "")
+                              for r in shown))
     if any(cells):
       parts.append(f"{min(cores(d) for d in found if d)} cores{f' (`{machine}/`)' if machine else ''}: "
                    + ", ".join(c or "—" for c in cells))
@@ -692,9 +676,11 @@ def devices_beyond_cores(output_dir: str) -> str:
     code, found = summary["setting"]["code"][0], harness.records_of(folder, summary)
     commits.append(f"{code} ran commit {summary['code_commit'][:7]}" if summary.get("code_commit") else
                    f"{code}: commit not recorded")
-    rows += [[code, program_name(strategy(found[name][0])), f"{m['devices']}{dagger(found[name][0])}",
+    rows += [[code, program_name(strategy(found[name][0])),
+              f"{m['devices']}{' †' if records.oversubscribed(found[name][0]) else ''}",
               f"{m['epoch_seconds']:.3f}", "—" if m["epoch_growth_vs_cores"] is None else
-              f"{m['epoch_growth_vs_cores']:.2f}" + (f" (≤ {m['allowed_growth']:g})" if m["oversubscription"] > 1 else ""),
+              f"{m['epoch_growth_vs_cores']:.2f}" + (f" (≤ {m['allowed_growth']:g})" if m["oversubscription"] > 1
+                                                      else ""),
               f"{m['warmup_seconds']:.1f}", f"{m['outside_phases_seconds']:.1f}", f"{m['run_seconds']:.1f}",
               f"{m['cores_busy_training']:.2f}"] for name, m in summary["per_configuration"].items()]
   return "" if not rows else (
@@ -744,16 +730,13 @@ def equal_cores_section(output_dir: str) -> List[str]:
 def machine_section(output_dir: str, machine: str) -> str:
   """Another machine's folders of single runs: a table each, with the model fitted on its G <= 2 runs."""
   root, parts = os.path.join(output_dir, machine), []
-  for folder in (f for f in sorted(os.listdir(root)) if f not in ("runs", "benchmarks")):
-    if not os.path.isdir(os.path.join(root, folder)):
-      continue
+  for folder in (f for f in sorted(os.listdir(root)) if f not in ("runs", "benchmarks")
+                 and os.path.isdir(os.path.join(root, f))):
     rs = {f[:-len(".json")]: records.load(os.path.join(root, folder, f))
           for f in sorted(os.listdir(os.path.join(root, folder))) if f.endswith(".json")}
     base = {len(r["config"]["hidden_units"]): r for r in rs.values() if records.devices(r) == 1}
-    d, model, predicted = records.EntryData(folder, "", rs), None, {}
-    if base and any(records.devices(r) == 2 for r in rs.values()):
-      model, _ = perf_model.calibrated(rs)
-      predicted = {p.name: p for p in model_predictions(d)}
+    model = perf_model.calibrated(rs)[0] if base and any(records.devices(r) == 2 for r in rs.values()) else None
+    predicted = {p.name: p for p in perf_model.predictions(model, rs)} if model else {}
     rows = [[f"`{name}`", program_name(strategy(r)), "x".join(map(str, r["config"]["hidden_units"])),
              batch_label([r]), r["config"]["pretrain_epochs"], records.devices(r),
              fmt(r["pretrain_seconds"]), fmt(records.ratio(one, r) if one else None, "×"),
@@ -786,11 +769,12 @@ def entry_section(output_dir: str, name: str, data: Optional[records.EntryData])
   table, sentences = load(entry.table)(data, records.other_machines(output_dir, name))
   lines += [f"*{preset_note(name, data.preset)}; {records.hardware(list(data.runs.values()))}.*", "", table, "",
             " ".join(x for x in sentences if x), ""]
-  entries = presets.build(data.preset)
-  jobs = driver.plan(entries, data.preset, _rel(output_dir), "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
+  entries, rel = presets.build(data.preset), os.path.relpath(os.path.abspath(output_dir), ROOT)
+  rel = output_dir if rel.startswith("..") else rel  # the output directory as the commands name it
+  jobs = driver.plan(entries, data.preset, rel, "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
   mine = {(r.home, r.stored_name) for r in entries[name].runs}
   lines += [f"Command: `python -m experiments.reproduce --preset={data.preset} --only={name} "
-            f"--output_dir={_rel(output_dir)}` (skips records that exist). Each run:", "", "<details><summary>"
+            f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
             f"{len(mine)} program commands</summary>", "", "```"]
   lines += ["python " + " ".join(driver.command(j)[1:]) for j in jobs if (j.run.home, j.run.stored_name) in mine]
   return "\n".join(lines + ["```", "</details>", ""])
@@ -805,9 +789,9 @@ def text(output_dir: str) -> str:
   text = [
       "# Results: the report's figures and tables, regenerated", "",
       "Generated by `python -m experiments.reproduce` (`experiments/report/readme.py`) from the run records in this "
-      "folder; do not edit by hand. Figures and tables are computed from the records alone. The report's numbers "
-      "(\"Parallelizing Pretraining of Deep Neural Networks using Stacked Autoencoders\") come from its text and are "
-      "read off its figures (approximate), `experiments/reported.py`.", "",
+      "folder alone; do not edit by hand. The report's numbers (\"Parallelizing Pretraining of Deep Neural Networks "
+      "using Stacked Autoencoders\"), from its text and read off its figures (approximate): `experiments/reported.py`.",
+      "",
       "Presets: `paper` = the report's settings; `cpu` = the same experiments shrunk to about an hour on 2 cores "
       "(each figure and section says what was shrunk); `smoke` = seconds, for CI; `mid` and `full` = the large-batch "
       "study and the full-size runs. Device counts above the core count run as logical devices sharing the cores and "
@@ -831,12 +815,11 @@ def text(output_dir: str) -> str:
       budget_table(output_dir), "",
       "## Performance model", "",
       "`experiments/perf_model.py` ([docs/performance_model.md](../docs/performance_model.md)) predicts pretraining "
-      "seconds for 1-8 devices from per-layer epoch seconds measured on one device, the schedule of each strategy, "
-      "copy/all-reduce costs measured on 2 devices, and a side-by-side slowdown rho fitted to the 2-device runs "
-      "(a fit, not a measurement); devices share the cores fairly, so at most min(G, cores) run at once. Each scaling "
-      "entry's model is calibrated on its own G <= 2 runs (in-sample error) and predicts the others (out-of-sample "
-      "error, reported apart); the \"model s (error)\" column of the entry's table gives every point, \"fit\" marking "
-      f"those of the calibration. Goal: error within {MODEL_ERROR_GOAL:.0%}.", "",
+      "seconds on 1-8 devices from one-device epoch seconds per layer, each strategy's schedule, copy/all-reduce costs "
+      "measured on 2 devices and a side-by-side slowdown rho fitted to the 2-device runs (not measured); devices share "
+      "the cores fairly (at most min(G, cores) at once). Each scaling entry's model is fitted on its G <= 2 runs "
+      "(in-sample error) and predicts the others (out-of-sample error, apart); its table's \"model s (error)\" column "
+      f"gives every point (\"fit\": used for the fit). Goal: error within {MODEL_ERROR_GOAL:.0%}.", "",
       "\n\n".join(models), "",
       "## Benchmarks", "",
       "Configurations alternated repeat after repeat in one run (`experiments/benchmarks/harness.py`); median "
