@@ -1,12 +1,6 @@
-"""Checks that no ratio the report computes takes its two sides from different machines or versions of the code.
-
-  python -m experiments.check_ratios [--output_dir=results]
-
-Every ratio of two records in results/README.md (speedups, the performance model's calibration against its
-predictions) goes through `records.ratio` or `records.same_source`; this regenerates the report text with every
-such pair audited, and checks every benchmark summary's records (the harness took their ratios when it
-summarized them). Prints one line per offending pair; exit status 1 if there is any.
-"""
+"""Checks that no ratio of the report (regenerated with every pair given to `records.ratio` or `same_source`
+audited) nor any benchmark summary takes its records from different machines or codes; exit status 1 if one does.
+  python -m experiments.check_ratios [--output_dir=results]"""
 
 import os
 import sys
@@ -34,8 +28,7 @@ def problems(output_dir: str) -> List[str]:
          f"({records.machine_label([b])})" for a, b in pairs if not records.comparable(a, b)]
   for folder, _, files in sorted(os.walk(output_dir)):
     for file in (f for f in sorted(files) if f.startswith("summary") and f.endswith(".json")):
-      summary = records.load(os.path.join(folder, file))
-      found = [r for r in harness.flat_records(folder, summary) if r]
+      found = [r for r in harness.flat_records(folder, records.load(os.path.join(folder, file))) if r]
       if found and not records.same_source(found):
         out.append(f"{os.path.join(folder, file)}: its records come from {records.machine_label(found)}")
   return list(dict.fromkeys(out))
@@ -45,8 +38,7 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
   found = problems(_OUTPUT_DIR.value)
-  for line in found:
-    print(f"ratio across machines or codes: {line}")
+  print("".join(f"ratio across machines or codes: {line}\n" for line in found), end="")
   print(f"[check_ratios] {len(found)} ratio(s) across machines or codes in {_OUTPUT_DIR.value}")
   sys.exit(1 if found else 0)
 

@@ -1,32 +1,100 @@
-"""The one runner of training programs: every run of an experiment or a benchmark goes through `run`.
-
-Each run is `python -m <program module> <flags> --results_dir=<record's folder> --run_name=<record's name>
---progress=log` in its own process (each sets up its own devices when TensorFlow starts), from the repository
-root. A run whose record exists is skipped (after checking its flags still match); a failing run stops the
-driver with its command and the end of its log, keeping every finished record. Progress: a line when a run
-starts and when it ends, with the elapsed time and an ETA (the `experiments.budget` estimate of the runs left,
-scaled by measured / estimated so far). Each finished run appends a line (wall seconds, estimate, command) to
-the driver log, <output_dir>/runs/driver_log.jsonl for `experiments.reproduce`.
-"""
+"""The one runner: `run` starts each program (`python -m <module> <flags> --results_dir --run_name`) in its own
+process, skips recorded runs whose flags match, stops on a failure keeping finished records, prints progress with an
+ETA and logs each run; estimates: fixed_p + FLOPs / rate_p per program p, least squares on the driver log."""
 
 import concurrent.futures
 import dataclasses
 import datetime
 import json
+import math
 import os
 import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+from common import cost
 from common import programs
 from experiments import ROOT
-from experiments import budget
 from experiments import presets
 from experiments import records
 
 LOG_TAIL_LINES = 25
+# Validation (5,000 images) every finetuning epoch and test (10,000) at the end: counted as 15,000 per epoch.
+EVALUATED_EXAMPLES = 15_000
+POOLED = "all programs"
+
+
+class Rate(NamedTuple):
+  """seconds = fixed_seconds + FLOPs / flops_per_second, fitted on `runs` logged runs (0: not fitted)."""
+  fixed_seconds: float
+  flops_per_second: float
+  runs: int
+
+  def seconds(self, flops: float) -> float:
+    return self.fixed_seconds + flops / self.flops_per_second
+
+
+# Used only when no driver log exists: 10 s start-up, 100 GFLOP/s.
+FALLBACK = Rate(10.0, 1e11, 0)
+Rates = Mapping[str, Rate]
+
+
+def flops(program: str, flags: Mapping) -> float:
+  """FLOPs of a run of `program` with shared `flags` (hidden_units, epochs, train_examples), by `common.cost`."""
+  hidden, examples = list(flags["hidden_units"]), int(flags["train_examples"])
+  pretrain = cost.pretraining_flops(hidden, int(flags["pretrain_epochs"]), examples,
+                                    pipelined=program == programs.PIPELINE_PARALLEL.name)
+  return pretrain + int(flags["finetune_epochs"]) * cost.finetune_epoch_flops(hidden, examples, EVALUATED_EXAMPLES)
+
+
+def _logged(folder: str) -> List[Tuple[str, float, float]]:
+  """(program, FLOPs, wall seconds) of every run in the driver log under `folder` (the last line of a run)."""
+  modules, last = {p.module: p.name for p in programs.PROGRAMS}, {}
+  for line in records.driver_log(folder):
+    module = next((m for m in line["command"] if m in modules), None)
+    if module is not None:
+      args = dict(a[2:].split("=", 1) for a in line["command"] if a.startswith("--") and "=" in a)
+      args["hidden_units"] = [int(u) for u in args["hidden_units"].split(",")]
+      last[(line["entry"], line["run"])] = (modules[module], flops(modules[module], args), line["wall_seconds"])
+  return list(last.values())
+
+
+def _least_squares(points: Sequence[Tuple[float, float]]) -> Optional[Rate]:
+  """The line seconds = a + FLOPs / rate through (FLOPs, seconds) points; None unless a >= 0 and rate > 0."""
+  n = len(points)
+  mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+  sxx = sum((x - mx) ** 2 for x, _ in points)
+  slope = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+  return Rate(my - slope * mx, 1.0 / slope, n) if slope > 0 and my - slope * mx >= 0 else None
+
+
+def fit_rates(output_dir: str) -> Dict[str, Rate]:
+  """{program name or POOLED: Rate} fitted to the driver log under `output_dir` (else results/'s)."""
+  logged = _logged(output_dir) or _logged(os.path.join(ROOT, "results"))
+  rates = {POOLED: (len(logged) > 1 and _least_squares([(x, y) for _, x, y in logged])) or FALLBACK}
+  for p in programs.PROGRAMS:
+    mine = [(x, y) for name, x, y in logged if name == p.name]
+    rates[p.name] = (len(mine) > 1 and _least_squares(mine)) or rates[POOLED]
+  return rates
+
+
+def run_seconds(run: presets.RunSpec, rates: Rates) -> float:
+  """Estimated wall-clock seconds of one run."""
+  return rates.get(run.program, rates[POOLED]).seconds(flops(run.program, dict(run.flags)))
+
+
+def minutes(seconds: float) -> str:
+  """Seconds as rounded minutes, e.g. "12 min" (at least "<1 min")."""
+  return "<1 min" if seconds < 30 else f"{math.ceil(seconds / 60 - 0.5)} min"
+
+
+def describe_rates(rates: Rates) -> str:
+  """The fitted rates in one line, e.g. "greedy 9.1 s + FLOPs at 95 GFLOP/s (20 runs); ..."."""
+  return "; ".join(f"{name} as {POOLED}" if name != POOLED and r is rates[POOLED] else
+                   f"{name} {r.fixed_seconds:.1f} s + FLOPs at {r.flops_per_second / 1e9:.3g} GFLOP/s "
+                   f"({f'{r.runs} runs' if r.runs else 'not fitted: no driver log'})" for name, r in rates.items())
 
 
 class RunFailedError(Exception):
@@ -35,9 +103,7 @@ class RunFailedError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-  """One run to do: what listed it (an entry or a benchmark), its 1-based place among that group's `count` runs,
-  the run, the record it writes, its log, its checkpoints (resumable runs, else None), its estimated wall
-  seconds (`budget.run_seconds`) and its preset (None for a benchmark)."""
+  """One run to do: group (entry, benchmark), place among `count`, run, record, log, checkpoints, estimate, preset."""
   group: str
   index: int
   count: int
@@ -55,134 +121,97 @@ class Job:
 
 
 def job(group: str, index: int, count: int, run: presets.RunSpec, record: str, work_dir: str,
-        rates: budget.Rates, preset: Optional[str] = None) -> Job:
+        rates: Rates, preset: Optional[str] = None) -> Job:
   """A Job whose log (and checkpoints, if resumable) go under `work_dir`/<logs|checkpoints>/<group>/."""
   stem = os.path.splitext(os.path.basename(record))[0]
   return Job(group, index, count, run, record, os.path.join(work_dir, "logs", group, stem + ".log"),
              os.path.join(work_dir, "checkpoints", group, stem) if run.resumable else None,
-             budget.run_seconds(run, rates), preset)
+             run_seconds(run, rates), preset)
 
 
 def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str, work_dir: str,
-         rates: Optional[budget.Rates] = None) -> List[Job]:
-  """The runs of a preset's `entries` in order, each once (a run shared by two entries goes with the first);
-  estimates from `rates` (default: `budget.fit(output_dir)`)."""
-  rates = rates or budget.fit(output_dir)
-  jobs, seen = [], set()
+         rates: Optional[Rates] = None) -> List[Job]:
+  """The runs of a preset's entries in order, each once: a run shared by entries goes with the first listing it."""
+  rates, jobs, seen = rates or fit_rates(output_dir), [], set()
   for entry in entries.values():
     for i, r in enumerate(entry.runs):
       if (r.home, r.stored_name) not in seen:
         seen.add((r.home, r.stored_name))
-        jobs.append(job(r.home, i + 1, len(entry.runs), r, records.record_path(output_dir, preset, r), work_dir,
-                        rates, preset))
+        jobs.append(job(entry.name, i + 1, len(entry.runs), r, records.record_path(output_dir, preset, r),
+                        work_dir, rates, preset))
   return jobs
 
 
 def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
-  """`python -m <module> <flags>` of a job (its program's module unless `modules` replaces it; after the run's
-  launcher if it has one)."""
+  """`python -m [launcher] <module> <flags>` of a job; `modules` ({program: module}) replaces programs' modules."""
   module = (modules or {}).get(j.run.program) or programs.get(j.run.program).module
   return [sys.executable, "-m", *j.run.launcher, module, *j.run.arguments(),
           f"--results_dir={os.path.dirname(j.record)}", f"--run_name={j.run_name}", "--progress=log",
           *([f"--model_dir={j.model_dir}"] if j.model_dir else [])]
 
 
-def _environment() -> Dict[str, str]:
-  """The programs' environment: the repository on PYTHONPATH, the offline MNIST copy when present, and no
-  TF_CONFIG (a run started here is local; `common.launch` makes its own cluster)."""
-  env = dict(os.environ)
-  env.pop("TF_CONFIG", None)
-  env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-  shared = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
-  if "TFDS_DATA_DIR" not in env and os.path.isdir(shared):
-    env["TFDS_DATA_DIR"] = os.path.abspath(shared)
-  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-  return env
-
-
 def _clock(seconds: float) -> str:
   return str(datetime.timedelta(seconds=int(round(max(seconds, 0.0)))))
 
 
-def _tail(path: str) -> str:
-  try:
-    with open(path) as f:
-      return "".join(f.readlines()[-LOG_TAIL_LINES:])
-  except OSError:
-    return "(no log)"
-
-
-class _Progress:
-  """Progress lines and the ETA of one call of `run`."""
-
-  def __init__(self, title: str, todo: Sequence[Job], parallel: int, out: Callable[[str], None]):
-    self.title, self.parallel, self.out, self.lock = title, parallel, out, threading.Lock()
-    self.start, self.measured, self.estimated_done = time.perf_counter(), 0.0, 0.0
-    self.estimated_left, self.done, self.total = sum(j.estimate for j in todo), 0, len(todo)
-
-  def eta(self) -> float:
-    scale = self.measured / self.estimated_done if self.estimated_done else 1.0
-    return self.estimated_left * min(max(scale, 0.25), 4.0) / self.parallel
-
-  def line(self, j: Job, what: str) -> None:
-    with self.lock:
-      self.out(f"[{self.title}] {self.done}/{self.total} {j.group} run {j.index}/{j.count} {j.run_name}: {what} "
-               f"| elapsed {_clock(time.perf_counter() - self.start)} | ETA {_clock(self.eta())}")
-
-  def finished(self, j: Job, seconds: float) -> None:
-    with self.lock:
-      self.done, self.measured = self.done + 1, self.measured + seconds
-      self.estimated_done, self.estimated_left = self.estimated_done + j.estimate, self.estimated_left - j.estimate
-
-
 def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, parallel: int = 1,
         modules: Optional[Mapping[str, str]] = None, out: Callable[[str], None] = print) -> int:
-  """Runs every job whose record is missing, in order, `parallel` at a time (1 for anything timed); returns how
-  many ran. `title` labels the progress lines (printed by `out`), `driver_log` gets a line per finished run,
-  `modules` replaces programs' modules ({program: module}; tests use stand-ins).
-
-  Raises:
-    RunFailedError: a program failed, or a stored record no longer matches its run's flags.
-  """
-  todo = []
-  for j in jobs:
-    record = records.load(j.record)
-    stale = records.mismatches(record, j.run) if record is not None else []
+  """Runs every job without a record, `parallel` at a time (1 for anything timed); returns how many ran. `modules`
+  replaces programs' modules (tests); RunFailedError when a program fails or a record no longer matches its run."""
+  todo = [j for j in jobs if records.load(j.record) is None]
+  for j in (j for j in jobs if j not in todo):
+    stale = records.mismatches(records.load(j.record), j.run)
     if stale:
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
-    if record is None:
-      todo.append(j)
-  progress = _Progress(title, todo, parallel, out)
-  out(f"[{title}] {len(jobs) - len(todo)} of {len(jobs)} records exist; running {len(todo)} "
-      f"(estimate {_clock(progress.eta())})")
+  lock, started = threading.Lock(), time.perf_counter()
+  # The programs' environment: the repository on PYTHONPATH, the offline MNIST copy, no TF_CONFIG (a local run).
+  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+  env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+  shared = os.path.abspath(os.path.join(ROOT, "..", "shared", "tensorflow_datasets"))
+  if os.path.isdir(shared):
+    env.setdefault("TFDS_DATA_DIR", shared)
+  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  done = {"runs": 0, "measured": 0.0, "estimated": 0.0, "left": sum(j.estimate for j in todo)}
+
+  def eta() -> float:  # the estimate of the runs left, scaled by measured / estimated so far
+    scale = done["measured"] / done["estimated"] if done["estimated"] else 1.0
+    return done["left"] * min(max(scale, 0.25), 4.0) / parallel
+
+  def progress(j: Job, what: str) -> None:
+    with lock:
+      out(f"[{title}] {done['runs']}/{len(todo)} {j.group} run {j.index}/{j.count} {j.run_name}: {what} "
+          f"| elapsed {_clock(time.perf_counter() - started)} | ETA {_clock(eta())}")
 
   def start(j: Job) -> None:
     os.makedirs(os.path.dirname(j.log), exist_ok=True)
     os.makedirs(os.path.dirname(j.record), exist_ok=True)
     cmd = command(j, modules)
-    progress.line(j, f"start {j.run.summary()} (estimate {_clock(j.estimate)})")
-    started = time.perf_counter()
+    progress(j, f"start {j.run.summary()} (estimate {_clock(j.estimate)})")
+    t0 = time.perf_counter()
     with open(j.log, "w") as log:
       log.write(" ".join(cmd) + "\n")
       log.flush()
-      code = subprocess.call(cmd, cwd=ROOT, env=_environment(), stdout=log, stderr=subprocess.STDOUT)
-    seconds = time.perf_counter() - started
-    record = records.load(j.record)
+      code = subprocess.call(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    seconds, record = time.perf_counter() - t0, records.load(j.record)
     if code != 0 or record is None:
+      with open(j.log) as log:
+        tail = "".join(log.readlines()[-LOG_TAIL_LINES:])
       raise RunFailedError(
           f"{j.group}/{j.run.stored_name if j.preset else j.run_name} failed (exit status {code}) after {seconds:.0f} "
-          f"s. Finished records are kept; rerun to continue.\ncommand: {' '.join(cmd)}\nlast lines of {j.log}:\n"
-          f"{_tail(j.log)}")
-    progress.finished(j, seconds)
-    if driver_log:
-      with progress.lock, open(driver_log, "a") as f:
-        f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.run.stored_name,
-                            "wall_seconds": round(seconds, 3), "estimated_seconds": round(j.estimate, 3),
-                            "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
-                                datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")
-    progress.line(j, f"done in {_clock(seconds)} (estimate {_clock(j.estimate)}), pretraining "
-                     f"{record['pretrain_seconds']:.2f} s")
+          f"s. Finished records are kept; rerun to continue.\ncommand: {' '.join(cmd)}\nlast lines of {j.log}:\n{tail}")
+    with lock:
+      done.update(runs=done["runs"] + 1, measured=done["measured"] + seconds, estimated=done["estimated"] + j.estimate,
+                  left=done["left"] - j.estimate)
+      if driver_log:
+        with open(driver_log, "a") as f:
+          f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.run.stored_name,
+                              "wall_seconds": round(seconds, 3), "estimated_seconds": round(j.estimate, 3),
+                              "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
+                                  datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")
+    progress(j, f"done in {_clock(seconds)} (estimate {_clock(j.estimate)}), pretraining "
+                f"{record['pretrain_seconds']:.2f} s")
 
+  out(f"[{title}] {len(jobs) - len(todo)} of {len(jobs)} records exist; running {len(todo)} (estimate {_clock(eta())})")
   if driver_log:
     os.makedirs(os.path.dirname(driver_log), exist_ok=True)
   with concurrent.futures.ThreadPoolExecutor(parallel) as pool:

@@ -1,13 +1,9 @@
-"""Performance models of layer-wise pretraining, one per program: pretraining seconds of a run on G devices.
-
-A program's registry entry names its model by dotted path; `resolve` imports it. Every model has
-`Model.calibrate({run name: record})`, `predict(config, devices)` (config: a record's "config") and `describe()`.
-What each predicts, from which inputs, and how it is calibrated: docs/performance_model.md.
-"""
+"""Performance models of layer-wise pretraining, one per program (`resolve`): `calibrate(runs)`, `predict(config,
+devices)` (pretraining seconds) and `describe()`; what each predicts from which inputs: docs/performance_model.md."""
 
 import dataclasses
 import statistics
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from common import cost
 from common import layerwise_schedule as schedule_lib
@@ -31,66 +27,51 @@ def resolve(program: programs.Program) -> Optional[type]:
 
 
 def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: float = 1.0) -> float:
-  """Seconds until jobs needing `work` seconds alone on one core each (a job uses at most one core) all finish
-  when they share C = `cores` cores fairly, each slowed by rho = `slowdown` while two or more run: max(work)
-  with n <= C jobs and rho = 1, at least sum(work) / C; 0 for no jobs.
-
-  Raises:
-    ValueError: cores < 1, slowdown < 1 or a negative job.
-  """
-  if cores < 1 or slowdown < 1.0:
-    raise ValueError(f"cores must be >= 1 and slowdown >= 1, got {cores} and {slowdown}")
-  if any(w < 0 for w in work):
-    raise ValueError(f"job durations must be >= 0, got {list(work)}")
-  jobs = sorted(work)
-  elapsed, done = 0.0, 0.0  # All unfinished jobs have received the same service `done` so far.
+  """Seconds until jobs of `work` seconds alone on one core all finish, sharing `cores` cores fairly, each slowed
+  by `slowdown` while two or more run (0 for none); ValueError for cores < 1, slowdown < 1 or a negative job."""
+  if cores < 1 or slowdown < 1.0 or any(w < 0 for w in work):
+    raise ValueError(f"need cores >= 1, slowdown >= 1 and jobs >= 0, got {cores}, {slowdown} and {list(work)}")
+  elapsed, done, jobs = 0.0, 0.0, sorted(work)  # Every unfinished job has received the same service `done`.
   for i, w in enumerate(jobs):
     active = len(jobs) - i
-    elapsed += (w - done) / (min(1.0, cores / active) / (slowdown if active > 1 else 1.0))
-    done = w
+    elapsed, done = elapsed + (w - done) / (min(1.0, cores / active) / (slowdown if active > 1 else 1.0)), w
   return elapsed
 
 
 def copied_params(members: Sequence[int], params: Sequence[int]) -> int:
-  """Parameters copied at the end of every step of a group: the layer at position p of a group of m layers
-  is copied into the frozen copies of the m - 1 - p layers above it (`common/layerwise_training.py`)."""
+  """Parameters copied per step of a group: position p of m layers goes to the m - 1 - p frozen copies above."""
   return sum((len(members) - 1 - p) * params[k] for p, k in enumerate(members))
 
 
 def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[float],
                low: float = 1.0, high: float = 4.0, iterations: int = 80) -> float:
-  """The x in [low, high] minimising the sum of squared relative errors of predict(x) vs measured, by
-  golden-section search (exact when that loss is unimodal, as for rho); `low` with nothing to fit."""
+  """The x in [low, high] minimising the squared relative errors of predict(x) (golden section; `low`: no data)."""
   if not measured:
     return low
 
   def loss(x):
     return sum(((p - m) / m) ** 2 for p, m in zip(predict(x), measured))
 
-  ratio = (5 ** 0.5 - 1) / 2
-  a, b = low, high
-  c, d = b - ratio * (b - a), a + ratio * (b - a)
+  r, a, b = (5 ** 0.5 - 1) / 2, low, high
+  c, d = b - r * (b - a), a + r * (b - a)
   fc, fd = loss(c), loss(d)
-  for _ in range(iterations):
+  for _ in range(iterations):  # keep the point inside the new interval: one new loss per step
     if fc <= fd:
-      b, d, fd = d, c, fc
-      c = b - ratio * (b - a)
+      b, d, fd, c = d, c, fc, d - r * (d - a)
       fc = loss(c)
     else:
-      a, c, fc = c, d, fd
-      d = a + ratio * (b - a)
+      a, c, fc, d = c, d, fd, c + r * (b - c)
       fd = loss(d)
   return (a + b) / 2
 
 
 def epoch_seconds_of(record: Mapping) -> List[float]:
-  """t_k of a one-device run record: the median wall seconds of layer k's epochs (for model parallel, of the
-  schedule's steps where layer k trains alone, what its pretrain_seconds adds up)."""
+  """t_k of a one-device run: median seconds of layer k's epochs (model parallel: its steps alone)."""
   steps = (record.get("schedule") or {}).get("steps")
   if steps:
     return [statistics.median(s["wall_seconds"] for s in steps if s["active_layers"] == [k + 1])
             for k in range(len(record["layers"]))]
-  return [statistics.median(e["seconds"] for e in layer["epochs"]) for layer in record["layers"]]
+  return records_lib.layer_epoch_seconds(record)
 
 
 def _depth(record: Mapping) -> int:
@@ -98,37 +79,30 @@ def _depth(record: Mapping) -> int:
 
 
 def _devices(runs: Records, g: int) -> Records:
+  """The runs of `runs` on `g` devices."""
   return {n: r for n, r in runs.items() if records_lib.devices(r) == g}
 
 
 @dataclasses.dataclass(frozen=True)
 class LayerModel:
-  """The models built on t_k, seconds per epoch of layer k alone on one device: those of the deepest one-device
-  run, and ((H, t_k), ...) of each depth's own; C cores, the side-by-side slowdown rho, and the names of the
-  runs the parameters came from. This base class is greedy's model: E * sum t_k whatever G."""
+  """Greedy's model (E * sum t_k) and the layer-wise ones' base: t_k, seconds per epoch of layer k alone on one device
+  (of the deepest one-device run, and per depth), C cores, the side-by-side slowdown rho, the calibration runs."""
   epoch_seconds: Tuple[float, ...]
   cores: int
   epoch_seconds_by_depth: Tuple[Tuple[int, Tuple[float, ...]], ...] = ()
   slowdown: float = 1.0
   calibration: Tuple[str, ...] = ()
 
-  def layer_seconds(self, depth: int) -> List[float]:
-    """t_k of the first `depth` layers; ValueError when deeper than the calibration run's."""
+  def predict(self, config: Mapping, devices: int) -> float:
+    """Predicted pretraining seconds of a run with `config` on `devices` devices (from t_k of its depth); ValueError
+    when deeper than the calibration run."""
+    depth = len(config["hidden_units"])
     if depth > len(self.epoch_seconds):
       raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {depth}")
-    return list(dict(self.epoch_seconds_by_depth).get(depth, self.epoch_seconds[:depth]))
-
-  def predict(self, config: Mapping, devices: int) -> float:
-    """Predicted pretraining seconds of a run with `config` on `devices` devices."""
-    return self._seconds(self.layer_seconds(len(config["hidden_units"])), config, devices)
+    return self._seconds(list(dict(self.epoch_seconds_by_depth).get(depth, self.epoch_seconds[:depth])), config, devices)
 
   def _seconds(self, t: List[float], config: Mapping, devices: int) -> float:
     return config["pretrain_epochs"] * sum(t)
-
-  def work_seconds(self, config: Mapping, devices: int) -> float:
-    """Seconds of the run's layer epochs one after another on one core (over a run's seconds: the cores' worth
-    of work it kept going)."""
-    return config["pretrain_epochs"] * sum(self.layer_seconds(len(config["hidden_units"])))
 
   def describe(self) -> str:
     """The calibrated parameters in one line."""
@@ -137,8 +111,7 @@ class LayerModel:
 
   @classmethod
   def calibrate(cls, runs: Records) -> "LayerModel":
-    """t_k from the one-device runs (each depth its own), then the program's parameters (`_fit`) from the
-    2-device runs; ValueError without a one-device run."""
+    """t_k from the one-device runs, then `_fit` from the 2-device runs; ValueError without a one-device run."""
     singles = _devices(runs, 1)
     if not singles:
       raise ValueError("the model needs a run with one device")
@@ -170,13 +143,10 @@ class SyncLayerwise(LayerModel):
   def _seconds(self, t, config, devices):
     return schedule_lib.Schedule(len(t), len(t), config["pretrain_epochs"]).critical_path(t, concurrent=False)
 
-  work_seconds = LayerModel.predict
-
 
 @dataclasses.dataclass(frozen=True)
 class ModelParallel(LayerModel):
-  """model_parallel: the steps of `Schedule(H, G, E)`, each the processor-sharing makespan of its active
-  layers' epochs plus kappa seconds per parameter copied (the 2-device runs' copy seconds / parameters)."""
+  """model_parallel: `Schedule(H, G, E)`'s steps, each the makespan of its layers plus kappa seconds per copied param."""
   copy_seconds_per_param: float = 0.0
 
   def _seconds(self, t, config, devices):
@@ -185,10 +155,6 @@ class ModelParallel(LayerModel):
     return sum(processor_sharing_makespan([t[k] for k in step.active], self.cores, self.slowdown)
                + self.copy_seconds_per_param * copied_params(schedule.groups[step.group], params)
                for step in schedule.all_steps())
-
-  def work_seconds(self, config, devices):
-    t = self.layer_seconds(len(config["hidden_units"]))
-    return schedule_lib.Schedule(len(t), devices, config["pretrain_epochs"]).critical_path(t, concurrent=False)
 
   def describe(self):
     return super().describe() + f"; kappa = {self.copy_seconds_per_param * 1e9:.3g} ns/param"
@@ -207,20 +173,18 @@ class ModelParallel(LayerModel):
 
 @dataclasses.dataclass(frozen=True)
 class DataParallel(LayerModel):
-  """data_parallel: the part f of t_k split over min(G, C) cores (times rho for G >= 2), the rest serial, plus
-  S (G - 1) P_k gamma seconds of all-reduce per epoch; f and gamma from the 1- and 2-replica op profiles (1
-  and 0 without), S the one-device run's steps per epoch (shown; a prediction uses its config's)."""
+  """data_parallel: the part f of t_k split over min(G, C) cores (x rho for G >= 2) plus S (G - 1) P_k gamma seconds
+  of all-reduce per epoch; f and gamma from the 1- and 2-replica op profiles (1 and 0 without), S shown."""
   parallel_fraction: float = 1.0
   allreduce_seconds_per_param: float = 0.0
   steps_per_epoch: int = 0
 
   def _seconds(self, t, config, devices):
-    f, rho = self.parallel_fraction, self.slowdown if devices > 1 else 1.0
+    f, rho, gamma = self.parallel_fraction, self.slowdown if devices > 1 else 1.0, self.allreduce_seconds_per_param
     steps = config["train_examples"] // config["batch_size"]
-    params = cost.layer_params(config["hidden_units"])
     return config["pretrain_epochs"] * sum(
-        x * f * rho / min(devices, self.cores) + x * (1.0 - f)
-        + steps * (devices - 1) * p * self.allreduce_seconds_per_param for x, p in zip(t, params))
+        x * f * rho / min(devices, self.cores) + x * (1.0 - f) + steps * (devices - 1) * p * gamma
+        for x, p in zip(t, cost.layer_params(config["hidden_units"])))
 
   def describe(self):
     return super().describe() + (f"; f = {self.parallel_fraction:.3f}; gamma = "
@@ -229,13 +193,11 @@ class DataParallel(LayerModel):
   def _fit(self, runs, pairs):
     fraction, gamma, used = 1.0, 0.0, []
     for name, r in sorted(runs.items()):
-      phases = (r.get("profile") or {}).get("seconds_per_epoch")
-      g = records_lib.devices(r)
+      phases, g, c = (r.get("profile") or {}).get("seconds_per_epoch"), records_lib.devices(r), r["config"]
       if phases and g == 1 and fraction == 1.0:
         fraction = (phases["forward_loss"] + phases["gradients"]) / sum(phases.values())
         used.append(name)
       if phases and g == 2 and gamma == 0.0:
-        c = r["config"]
         gamma = phases["allreduce"] / (c["train_examples"] // c["batch_size"] * cost.layer_params(c["hidden_units"])[0])
         used.append(name)
     name, base = next((n, r["config"]) for n, r in runs.items()
@@ -254,9 +216,8 @@ def pipeline_plan(config: Mapping, devices: int) -> placement.Plan:
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-  """pipeline_parallel: a device computes `rate` FLOPs per second (the one-device run's FLOPs / its seconds);
-  on G devices a run lasts the longer of its critical path (`placement.Plan.critical_path_flops`) and all its
-  FLOPs shared by min(G, C) cores, over the rate. No co-run slowdown."""
+  """pipeline_parallel: the longer of the critical path (`placement.Plan.critical_path_flops`) and all FLOPs over
+  min(G, C) cores, at the one-device run's FLOP rate; no co-run slowdown."""
   rate: float
   cores: int
   calibration: Tuple[str, ...]
@@ -272,36 +233,31 @@ class Pipeline:
   @classmethod
   def calibrate(cls, runs: Records) -> "Pipeline":
     """Fitted on the first one-device run of `runs` (one stack); ValueError without one."""
-    if not _devices(runs, 1):
+    name, r = next(iter(_devices(runs, 1).items()), (None, None))
+    if r is None:
       raise ValueError("no one-device run to fit the FLOP rate on")
-    name, r = next(iter(_devices(runs, 1).items()))
     flops = pipeline_plan(r["config"], 1).critical_path_flops(r["config"]["batch_size"])
     return cls(flops / r["pretrain_seconds"], records_lib.cores(r), (name,))
 
 
-@dataclasses.dataclass(frozen=True)
-class Prediction:
-  """The model's prediction at one measured run, and whether the calibration used it (in-sample)."""
+class Prediction(NamedTuple):
+  """The model's prediction at one measured run, whether the calibration used it (in-sample), and its relative
+  error (predicted - measured) / measured."""
   name: str
   hidden_units: Tuple[int, ...]
   devices: int
   measured: float
   predicted: float
   in_calibration: bool
-  oversubscribed: bool
-
-  @property
-  def relative_error(self) -> float:
-    """(predicted - measured) / measured."""
-    return (self.predicted - self.measured) / self.measured
+  relative_error: float
 
 
 def predictions(model, runs: Records) -> List[Prediction]:
   """The model's prediction at every run of `runs` ({name: record}), sorted by layers then devices."""
-  out = [Prediction(name, tuple(r["config"]["hidden_units"]), records_lib.devices(r), r["pretrain_seconds"],
-                    model.predict(r["config"], records_lib.devices(r)), name in model.calibration,
-                    records_lib.oversubscribed(r)) for name, r in runs.items()]
-  return sorted(out, key=lambda e: (len(e.hidden_units), e.devices, e.name))
+  out = [Prediction(name, tuple(r["config"]["hidden_units"]), records_lib.devices(r), r["pretrain_seconds"], p,
+                    name in model.calibration, (p - r["pretrain_seconds"]) / r["pretrain_seconds"])
+         for name, r in runs.items() for p in [model.predict(r["config"], records_lib.devices(r))]]
+  return sorted(out, key=lambda p: (len(p.hidden_units), p.devices, p.name))
 
 
 def calibrated(runs: Records) -> Tuple[Optional[object], str]:
@@ -319,7 +275,3 @@ def calibrated(runs: Records) -> Tuple[Optional[object], str]:
   except (ValueError, KeyError) as e:
     return None, f"no performance model: {e}"
 
-
-def curve(model, config: Mapping, max_devices: int = MAX_PREDICTED_DEVICES) -> Dict[int, float]:
-  """{G: predicted seconds} for G = 1..max_devices."""
-  return {g: model.predict(config, g) for g in range(1, max_devices + 1)}

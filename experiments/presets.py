@@ -1,27 +1,16 @@
-"""The registry of entries: each figure or table of results/README.md is one `Entry` (name, title, sizes per
-preset, the function that builds its runs, its table and figure functions by dotted path).
-
-Presets: `paper` (the report's settings), `cpu` (the same shrunk to about an hour on 2 cores; every figure says
-what differs, `shrink_notes`), `smoke` (seconds, for tests); the studies `mid` (`large_batch`) and `full`
-(`full_size`). Two runs with the same program and flags are one run, recorded under the first entry that lists
-it (`build`). Programs come from `common.programs`: `COMPARED` is greedy and every program on several devices,
-so a newly registered program joins `strategy_comparison`, `convergence` and (unless it is data_parallel, which
-has `dp_accuracy`) `accuracy_vs_epochs` without an edit here.
-"""
+"""The registry of entries: one `Entry` per figure or table of results/README.md, with its sizes per preset (paper,
+cpu, smoke; the studies mid and full), the function building its runs and its table and figure by dotted path."""
 
 import dataclasses
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from common import programs
 from data_parallel import config as dp_config
 
 PRESETS = ("smoke", "cpu", "paper", "mid", "full")
-DEFAULT_LAYOUT = "runs/{entry}/{preset}_{run}.json"
-CONFIG_1 = (2000, 2000, 2000, 2000)
-CONFIG_2 = (2000, 1000, 500, 100)
-
-GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
+CONFIG_1, CONFIG_2 = (2000, 2000, 2000, 2000), (2000, 1000, 500, 100)
+GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
 COMPARED: Tuple[programs.Program, ...] = (GREEDY,) + tuple(p for p in programs.PROGRAMS if not p.one_device)
 ACCURACY_COMPARED = tuple(p for p in COMPARED if p is not DP)
 ONE_DEVICE_PROGRAMS = tuple(p.name for p in programs.PROGRAMS if p.one_device)
@@ -31,18 +20,18 @@ _HELDOUT = ("--heldout_every_epoch",)
 _NO_PROFILE = ("--profile_steps=0",)
 _DP_FLAGS = {"paper": (), "cpu": (), "smoke": ("--profile_steps=1", "--profile_repeats=1"), "mid": _NO_PROFILE,
              "full": _NO_PROFILE}
+_LARGE = dp_config.LARGE_BATCH_RECIPE
 # The large-batch study's candidates: data_parallel at the large global batch with these flags.
 LARGE_BATCH_CANDIDATES = (("dp_report", ()), ("dp_linear_warmup2", ("--pretrain_lr_scaling=linear",
                           "--finetune_lr_scaling=linear", "--warmup_epochs=2")),
-                          ("dp_large_batch_recipe", dp_config.LARGE_BATCH_RECIPE))
+                          ("dp_large_batch_recipe", _LARGE))
+_RECIPES = (("report", ()), ("large_batch", _LARGE))
 
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-  """One training run: its name in its entry (e.g. "h4_g2"), a registered program's name, the shared flags as
-  (name, value) pairs (`common/flags.py`), program-specific flags verbatim ("--name=value"), whether it
-  checkpoints every epoch to resume when killed, the entry and name its record is stored under (another
-  entry's when shared), and a launcher module with its flags, e.g. ("common.launch", "--workers=2")."""
+  """One run: name in its entry, registered program, shared flags ((name, value) pairs), program flags ("--name=value"),
+  whether it resumes from checkpoints, the entry and name its record is stored under, launcher module and flags."""
   name: str
   program: str
   flags: Tuple[Tuple[str, Any], ...]
@@ -75,8 +64,7 @@ class RunSpec:
 def run(name: str, program: programs.Program, hidden: Sequence[int], epochs: int, batch: int, devices: int,
         examples: int, finetune_epochs: int = 0, extra: Sequence[str] = (), resumable: bool = False,
         launcher: Sequence[str] = (), threads: int = 1) -> RunSpec:
-  """A RunSpec with every shared flag set (seed 0; `threads` intra-op threads per device); a one-device
-  program gets one device whatever `devices` says."""
+  """A RunSpec with every shared flag set (seed 0); a one-device program gets one device whatever `devices` says."""
   flags = (("hidden_units", tuple(hidden)), ("pretrain_epochs", epochs), ("finetune_epochs", finetune_epochs),
            ("batch_size", batch), ("num_devices", 1 if program.one_device else devices),
            ("threads_per_device", threads), ("train_examples", examples), ("seed", 0))
@@ -85,18 +73,8 @@ def run(name: str, program: programs.Program, hidden: Sequence[int], epochs: int
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-  """One figure or table: everything results/README.md needs to run and show it.
-
-  Attributes:
-    name: e.g. "mp_scaling_b100": the records' folder, the figure's file name, `--only=<name>`.
-    title: what it shows.
-    sizes: {preset: {size name: value}} read by `runs`; the presets that define the entry.
-    runs: sizes (plus "preset" and "dp_flags") -> the entry's runs.
-    table, figure: dotted paths of (EntryData, {machine: EntryData}) -> (markdown table, [sentences]), and ->
-      a matplotlib figure (None: a table only).
-    kind: "report" (the report's figures), "beyond" (beyond the report, same presets) or "study".
-    layout: where its records go under the output directory.
-  """
+  """A figure or table: `name`, `title`, `sizes` ({preset: {size: value}}), `runs` (sizes, "preset", "dp_flags" ->
+  RunSpecs), `table`/`figure` (dotted paths; figure None: none), `kind` (report, beyond, study), records' `layout`."""
   name: str
   title: str
   sizes: Mapping[str, Mapping[str, Any]]
@@ -104,19 +82,13 @@ class Entry:
   table: str
   figure: Optional[str] = None
   kind: str = "report"
-  layout: str = DEFAULT_LAYOUT
+  layout: str = "runs/{entry}/{preset}_{run}.json"
 
 
-@dataclasses.dataclass(frozen=True)
-class EntryRuns:
+class EntryRuns(NamedTuple):
   """An entry's runs at one preset (shared runs resolved to their home entry)."""
   name: str
   runs: Tuple[RunSpec, ...]
-
-
-def divisible(batch: int, devices: int) -> int:
-  """The global batch rounded down to a multiple of the replicas (data parallel splits it evenly)."""
-  return batch - batch % devices
 
 
 def _mp_scaling(s) -> List[RunSpec]:
@@ -124,10 +96,9 @@ def _mp_scaling(s) -> List[RunSpec]:
           for h in s["layers"] for g in range(1, h + 1)]
 
 
-def _dp_scaling(s) -> List[RunSpec]:
-  hidden = s.get("hidden", (s.get("units"),))  # the op profile: one layer (the profile is of layer 1)
-  return [run(f"g{g}", DP, hidden, s["epochs"], divisible(s["batch"], g), g, s["examples"],
-              extra=s["dp_flags"]) for g in s["devices"]]
+def _dp_scaling(s) -> List[RunSpec]:  # the op profile: one layer (the profile is of layer 1)
+  return [run(f"g{g}", DP, s.get("hidden", (s.get("units"),)), s["epochs"], s["batch"] - s["batch"] % g, g,
+              s["examples"], extra=s["dp_flags"]) for g in s["devices"]]  # a batch the replicas split evenly
 
 
 def _dp_batch_sweep(s) -> List[RunSpec]:
@@ -136,13 +107,13 @@ def _dp_batch_sweep(s) -> List[RunSpec]:
 
 
 def _mp_vs_dp(s) -> List[RunSpec]:
-  configs = {"c1": s.get("config_1", CONFIG_1), "c2": s.get("config_2", CONFIG_2)}
+  configs = {"c1": s["config_1"], "c2": s["config_2"]}
   return [run(f"{c}_e{e}_{p.run_name}", p, configs[c], e, s["batch"], s["devices"], s["examples"],
               extra=s["dp_flags"] if p is DP else ()) for e in s["epochs"] for c in ("c1", "c2") for p in (DP, MP)]
 
 
 def _pp_scaling(s) -> List[RunSpec]:
-  return [run(f"h{len(h)}x{h[0]}_g{g}", programs.PIPELINE_PARALLEL, h, s["epochs"], s["batch"], g, s["examples"])
+  return [run(f"h{len(h)}x{h[0]}_g{g}", PP, h, s["epochs"], s["batch"], g, s["examples"])
           for h in s["stacks"] for g in range(1, len(h) + 1)]
 
 
@@ -152,13 +123,12 @@ def _accuracy(s) -> List[RunSpec]:
 
 
 def _dp_accuracy(s) -> List[RunSpec]:
-  runs = [run(f"dp_e{e}_{recipe}", DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
-              extra=extra + _NO_PROFILE, resumable=True)
-          for e in s["epochs"]
-          for recipe, extra in (("report", ()), ("large_batch", s.get("large_batch", dp_config.LARGE_BATCH_RECIPE)))]
+  recipes = (_RECIPES[0], ("large_batch", s["large_batch"]))
   # The greedy reference at the accuracy entry's batch, when it has these epochs.
-  accuracy = ACCURACY_VS_EPOCHS.sizes[s["preset"]]
-  return runs + [r for r in _accuracy(accuracy) if r.program == GREEDY.name and r.flag("pretrain_epochs") in s["epochs"]]
+  return [run(f"dp_e{e}_{recipe}", DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
+              extra=extra + _NO_PROFILE, resumable=True) for e in s["epochs"] for recipe, extra in recipes] + [
+      r for r in _accuracy(ACCURACY_VS_EPOCHS.sizes[s["preset"]])
+      if r.program == GREEDY.name and r.flag("pretrain_epochs") in s["epochs"]]
 
 
 def _comparison(s) -> List[RunSpec]:
@@ -175,95 +145,75 @@ def _large_batch(s) -> List[RunSpec]:
 
 def _full_size(s) -> List[RunSpec]:
   e, b, g = s["epochs"], s["batch"], s["devices"]
-  runs = [run(f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}", p, s["hidden"], e, b, g, s["examples"], e,
-              extra=_HELDOUT if p is programs.PIPELINE_PARALLEL else (), resumable=True)
-          for p in (GREEDY, MP, programs.PIPELINE_PARALLEL)]  # the programs its committed records ran
-  return runs + [run(f"dp_b{s['dp_batch']}_e{e}_{recipe}", DP, s["hidden"], e, s["dp_batch"], g, s["examples"], e,
-                     extra=_NO_PROFILE + flags, resumable=True)
-                 for recipe, flags in (("report", ()), ("large_batch", dp_config.LARGE_BATCH_RECIPE))]
+  return [run(f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}", p, s["hidden"], e, b, g, s["examples"], e,
+              extra=_HELDOUT if p is PP else (), resumable=True)
+          for p in (GREEDY, MP, PP)] + [  # the programs its committed records ran
+      run(f"dp_b{s['dp_batch']}_e{e}_{recipe}", DP, s["hidden"], e, s["dp_batch"], g, s["examples"], e,
+          extra=_NO_PROFILE + flags, resumable=True) for recipe, flags in _RECIPES]
 
 
-def _mp_sizes(examples, epochs, batch, units, layers) -> Dict[str, Any]:
-  return dict(examples=examples, epochs=epochs, batch=batch, units=units, layers=layers)
+def _sizes(keys: str, **by_preset: Tuple) -> Dict[str, Dict[str, Any]]:
+  """{preset: {size: value}} from one tuple of values per preset, in the order of the space-separated `keys`."""
+  return {preset: dict(zip(keys.split(), values)) for preset, values in by_preset.items()}
 
 
 # Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
 # 2000, fewer examples (>= 2 steps per epoch), 12 of 19 sweep batches, comparisons on 2 devices; accuracy entries:
 # epochs / 5, 11,000 examples, 4 x 500 units, data-parallel global batch 1000. smoke: entries share runs.
-_COMPARISON = {"paper": dict(examples=55_000, epochs=60, batch=5000, hidden=CONFIG_1, devices=4),
-               "cpu": dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=2),
-               "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=2)}
-_TABLES, _FIGURES = "experiments.report.tables.", "experiments.report."
+_MP = "examples epochs batch units layers"
+_COMPARISON = _sizes("examples epochs batch hidden devices", paper=(55_000, 60, 5000, CONFIG_1, 4),
+                     cpu=(10_000, 10, 5000, (1000,) * 4, 2), smoke=(400, 2, 200, (32, 32), 2))
+_T, _F = "experiments.report.readme.", "experiments.report.figures."
 
-MP_SCALING_B100 = Entry(
-    "mp_scaling_b100", "Model parallel: pretraining time vs devices (batch 100)",
-    {"paper": _mp_sizes(55_000, 30, 100, 2000, (2, 3, 4)), "cpu": _mp_sizes(5500, 5, 100, 1000, (2, 3, 4)),
-     "smoke": _mp_sizes(400, 2, 40, 32, (2,))}, _mp_scaling, _TABLES + "scaling", _FIGURES + "scaling.draw")
-MP_SCALING_B5000 = Entry(
-    "mp_scaling_b5000", "Model parallel: pretraining time vs devices (batch 5000)",
-    {"paper": _mp_sizes(55_000, 60, 5000, 2000, (2, 3, 4)), "cpu": _mp_sizes(10_000, 10, 5000, 1000, (2, 3, 4)),
-     "smoke": _mp_sizes(400, 2, 200, 32, (2,))}, _mp_scaling, _TABLES + "scaling", _FIGURES + "scaling.draw")
-DP_SCALING = Entry(
-    "dp_scaling", "Data parallel: pretraining time vs devices",
-    {"paper": dict(examples=55_000, epochs=40, batch=5000, hidden=CONFIG_1, devices=(1, 2, 3, 4)),
-     "cpu": dict(examples=10_000, epochs=7, batch=5000, hidden=(1000,) * 4, devices=(1, 2, 3, 4)),
-     "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))},
-    _dp_scaling, _TABLES + "scaling", _FIGURES + "scaling.draw")
-DP_BATCH_SWEEP = Entry(
-    "dp_batch_sweep", "Data parallel: seconds per epoch of one layer vs global batch",
-    {"paper": dict(examples=55_000, epochs=2, units=2000, devices=4,
-                   batches=(52, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2000, 3000, 4000, 5000, 6000, 7000,
-                            8000, 9000)),
-     "cpu": dict(examples=18_000, epochs=2, units=1000, devices=2,
-                 batches=(52, 100, 200, 300, 500, 700, 1000, 2000, 4000, 6000, 7000, 9000)),
-     "smoke": dict(examples=400, epochs=1, units=32, devices=2, batches=(52, 200))},
-    _dp_batch_sweep, _TABLES + "dp_batch_sweep", _FIGURES + "data_parallel.draw_sweep")
-DP_OP_PROFILE = Entry(
-    "dp_op_profile", "Data parallel: time per epoch by phase vs devices",
-    {"paper": dict(examples=55_000, epochs=1, batch=1000, units=2000, devices=(1, 2, 3, 4)),
-     "cpu": dict(examples=11_000, epochs=1, batch=1000, units=1000, devices=(1, 2, 3, 4)),
-     "smoke": dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))},
-    _dp_scaling, _TABLES + "dp_op_profile", _FIGURES + "data_parallel.draw_profile")
-MP_VS_DP = Entry(
-    "mp_vs_dp", "Model parallel vs data parallel at a large batch",
-    {"paper": dict(examples=55_000, epochs=(30, 60), batch=7000, devices=4),
-     "cpu": dict(examples=14_000, epochs=(5, 10), batch=7000, devices=2, config_1=(1000,) * 4,
-                 config_2=(1000, 500, 250, 50)),
-     "smoke": dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16))},
-    _mp_vs_dp, _TABLES + "mp_vs_dp", _FIGURES + "comparison.draw_mp_vs_dp")
+MP_SCALING_B100 = Entry("mp_scaling_b100", "Model parallel: pretraining time vs devices (batch 100)", _sizes(
+    _MP, paper=(55_000, 30, 100, 2000, (2, 3, 4)), cpu=(5500, 5, 100, 1000, (2, 3, 4)), smoke=(400, 2, 40, 32, (2,))),
+    _mp_scaling, _T + "scaling", _F + "scaling")
+MP_SCALING_B5000 = Entry("mp_scaling_b5000", "Model parallel: pretraining time vs devices (batch 5000)", _sizes(
+    _MP, paper=(55_000, 60, 5000, 2000, (2, 3, 4)), cpu=(10_000, 10, 5000, 1000, (2, 3, 4)),
+    smoke=(400, 2, 200, 32, (2,))), _mp_scaling, _T + "scaling", _F + "scaling")
+DP_SCALING = Entry("dp_scaling", "Data parallel: pretraining time vs devices", _sizes(
+    "examples epochs batch hidden devices", paper=(55_000, 40, 5000, CONFIG_1, (1, 2, 3, 4)),
+    cpu=(10_000, 7, 5000, (1000,) * 4, (1, 2, 3, 4)), smoke=(400, 2, 200, (32, 32), (1, 2))),
+    _dp_scaling, _T + "scaling", _F + "scaling")
+DP_BATCH_SWEEP = Entry("dp_batch_sweep", "Data parallel: seconds per epoch of one layer vs global batch", _sizes(
+    "examples epochs units devices batches", paper=(55_000, 2, 2000, 4, (
+        52, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000)),
+    cpu=(18_000, 2, 1000, 2, (52, 100, 200, 300, 500, 700, 1000, 2000, 4000, 6000, 7000, 9000)),
+    smoke=(400, 1, 32, 2, (52, 200))), _dp_batch_sweep, _T + "dp_batch_sweep", _F + "dp_batch_sweep")
+DP_OP_PROFILE = Entry("dp_op_profile", "Data parallel: time per epoch by phase vs devices", {
+    **_sizes("examples epochs batch units devices", paper=(55_000, 1, 1000, 2000, (1, 2, 3, 4)),
+             cpu=(11_000, 1, 1000, 1000, (1, 2, 3, 4))),
+    **_sizes("examples epochs batch hidden devices", smoke=(400, 2, 200, (32, 32), (1, 2)))},
+    _dp_scaling, _T + "dp_op_profile", _F + "dp_op_profile")
+MP_VS_DP = Entry("mp_vs_dp", "Model parallel vs data parallel at a large batch", _sizes(
+    "examples epochs batch devices config_1 config_2", paper=(55_000, (30, 60), 7000, 4, CONFIG_1, CONFIG_2),
+    cpu=(14_000, (5, 10), 7000, 2, (1000,) * 4, (1000, 500, 250, 50)), smoke=(400, (2,), 200, 2, (32, 32), (32, 16))),
+    _mp_vs_dp, _T + "mp_vs_dp", _F + "mp_vs_dp")
 ACCURACY_VS_EPOCHS = Entry(
-    "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel",
-    {"paper": dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
-     "cpu": dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=4),
-     "smoke": dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2)},
-    _accuracy, _TABLES + "accuracy_vs_epochs", _FIGURES + "accuracy.draw_accuracy")
+    "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel", _sizes(
+        "examples epochs batch hidden devices", paper=(55_000, (10, 20, 30, 40, 50, 60), 100, CONFIG_1, 4),
+        cpu=(11_000, (2, 4, 6, 8, 10, 12), 100, (500,) * 4, 4), smoke=(400, (2,), 40, (32, 32), 2)),
+    _accuracy, _T + "accuracy_vs_epochs", _F + "accuracy_vs_epochs")
 DP_ACCURACY = Entry(
-    "dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe",
-    {"paper": dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4),
-     "cpu": dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=2),
-     "smoke": dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
-                   large_batch=dp_config.LARGE_BATCH_RECIPE + ("--warmup_epochs=1",))},
-    _dp_accuracy, _TABLES + "dp_accuracy", _FIGURES + "accuracy.draw_dp_accuracy")
-STRATEGY_COMPARISON = Entry(
-    "strategy_comparison", "Does parallelism help? Pretraining time per strategy", _COMPARISON, _comparison,
-    _TABLES + "strategy_comparison", _FIGURES + "comparison.draw_strategy_comparison")
-CONVERGENCE = Entry(
-    "convergence", "Reconstruction loss vs wall-clock seconds", _COMPARISON, _comparison, _TABLES + "convergence",
-    _FIGURES + "comparison.draw_convergence")
-PP_SCALING = Entry(
-    "pp_scaling", "Pipeline parallel (beyond the report): pretraining time vs devices",
-    {"paper": dict(examples=55_000, epochs=30, batch=100, stacks=((2000,) * 4, (1000,) * 8)),
-     "cpu": dict(examples=11_000, epochs=2, batch=100, stacks=((1000,) * 4, (500,) * 8)),
-     "smoke": dict(examples=400, epochs=2, batch=40, stacks=((32, 32),))},
-    _pp_scaling, "experiments.report.pipeline.table", _FIGURES + "pipeline.draw", kind="beyond")
+    "dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe", _sizes(
+        "examples epochs batch hidden devices large_batch", paper=(55_000, (30, 60), 5000, CONFIG_1, 4, _LARGE),
+        cpu=(11_000, (6, 12), 1000, (500,) * 4, 2, _LARGE), smoke=(400, (2,), 200, (32, 32), 2, _LARGE + (
+            "--warmup_epochs=1",))), _dp_accuracy, _T + "dp_accuracy", _F + "dp_accuracy")
+STRATEGY_COMPARISON = Entry("strategy_comparison", "Does parallelism help? Pretraining time per strategy",
+                            _COMPARISON, _comparison, _T + "strategy_comparison", _F + "strategy_comparison")
+CONVERGENCE = Entry("convergence", "Reconstruction loss vs wall-clock seconds", _COMPARISON, _comparison,
+                    _T + "convergence", _F + "convergence")
+PP_SCALING = Entry("pp_scaling", "Pipeline parallel (beyond the report): pretraining time vs devices", _sizes(
+    "examples epochs batch stacks", paper=(55_000, 30, 100, ((2000,) * 4, (1000,) * 8)),
+    cpu=(11_000, 2, 100, ((1000,) * 4, (500,) * 8)), smoke=(400, 2, 40, ((32, 32),))),
+    _pp_scaling, _T + "pp_scaling", _F + "pp_scaling", kind="beyond")
 LARGE_BATCH = Entry(
-    "large_batch", "Large-batch study: which recipe lets data parallel at a large batch match greedy",
-    {"mid": dict(examples=55_000, epochs=10, hidden=(1000,) * 4, batch=5000, devices=2, reference_batch=100)},
-    _large_batch, _TABLES + "large_batch", kind="study", layout="large_batch/{preset}/{run}.json")
-FULL_SIZE = Entry(
-    "full_size", "Full size: the report's network on all 55,000 images",
-    {"full": dict(examples=55_000, epochs=30, hidden=CONFIG_1, batch=100, dp_batch=5000, devices=2)},
-    _full_size, _TABLES + "full_size", kind="study", layout="full_size/{run}.json")
+    "large_batch", "Large-batch study: which recipe lets data parallel at a large batch match greedy", _sizes(
+        "examples epochs hidden batch devices reference_batch", mid=(55_000, 10, (1000,) * 4, 5000, 2, 100)),
+    _large_batch, _T + "large_batch", kind="study", layout="large_batch/{preset}/{run}.json")
+FULL_SIZE = Entry("full_size", "Full size: the report's network on all 55,000 images", _sizes(
+    "examples epochs hidden batch dp_batch devices", full=(55_000, 30, CONFIG_1, 100, 5000, 2)),
+    _full_size, _T + "full_size", kind="study", layout="full_size/{run}.json")
 
 ENTRIES: Tuple[Entry, ...] = (MP_SCALING_B100, MP_SCALING_B5000, DP_SCALING, DP_BATCH_SWEEP, DP_OP_PROFILE, MP_VS_DP,
                               ACCURACY_VS_EPOCHS, DP_ACCURACY, STRATEGY_COMPARISON, CONVERGENCE, PP_SCALING,
@@ -271,7 +221,6 @@ ENTRIES: Tuple[Entry, ...] = (MP_SCALING_B100, MP_SCALING_B5000, DP_SCALING, DP_
 NAMES = tuple(e.name for e in ENTRIES)
 REPORT_ENTRIES = tuple(e.name for e in ENTRIES if e.kind == "report")
 BEYOND = tuple(e.name for e in ENTRIES if e.kind == "beyond")
-STUDIES = tuple(e.name for e in ENTRIES if e.kind == "study")
 
 
 def get(name: str) -> Entry:
@@ -281,46 +230,29 @@ def get(name: str) -> Entry:
   raise ValueError(f"unknown entry {name!r}; entries: {', '.join(NAMES)}")
 
 
-def title(name: str) -> str:
-  """What the entry shows."""
-  return get(name).title
-
-
 def build(preset: str) -> Dict[str, EntryRuns]:
-  """The entries `preset` defines, in registry order, shared runs resolved to the first entry listing them;
-  ValueError for an unknown preset."""
+  """The entries `preset` defines in order, shared runs resolved to the first listing them; ValueError: unknown."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
   owner: Dict[Tuple, RunSpec] = {}
   out = {}
   for entry in (e for e in ENTRIES if preset in e.sizes):
-    resolved = []
-    for r in entry.runs(dict(entry.sizes[preset], dp_flags=_DP_FLAGS[preset], preset=preset)):
-      first = owner.setdefault(r.key(), dataclasses.replace(r, home=entry.name, stored_name=r.name))
-      resolved.append(dataclasses.replace(r, home=first.home, stored_name=first.stored_name))
-    out[entry.name] = EntryRuns(entry.name, tuple(resolved))
+    runs = entry.runs(dict(entry.sizes[preset], dp_flags=_DP_FLAGS[preset], preset=preset))
+    first = [owner.setdefault(r.key(), dataclasses.replace(r, home=entry.name, stored_name=r.name)) for r in runs]
+    out[entry.name] = EntryRuns(entry.name, tuple(dataclasses.replace(r, home=f.home, stored_name=f.stored_name)
+                                                  for r, f in zip(runs, first)))
   return out
-
-
-def defined_in(name: str) -> List[str]:
-  """The presets that define entry `name`."""
-  return [p for p in PRESETS if p in get(name).sizes]
 
 
 def record_file(preset: str, run: RunSpec) -> str:
   """Where the record of `run` at `preset` goes, relative to the output directory."""
-  layout = get(run.home).layout
-  return os.path.join(*layout.format(entry=run.home, preset=preset, run=run.stored_name).split("/"))
+  return os.path.join(*get(run.home).layout.format(entry=run.home, preset=preset, run=run.stored_name).split("/"))
 
 
 def select(entries: Mapping[str, EntryRuns], only: Optional[Sequence[str]]) -> Dict[str, EntryRuns]:
-  """The entries (and runs) named by `only`, "ENTRY" or "ENTRY/RUN" items (all when empty); ValueError for an
-  unknown entry or run."""
-  if not only:
-    return dict(entries)
+  """The entries and runs named by `only` ("ENTRY" or "ENTRY/RUN"; all when empty); ValueError for unknown ones."""
   chosen: Dict[str, List[RunSpec]] = {}
-  for item in only:
-    entry, _, name = item.partition("/")
+  for entry, _, name in (item.partition("/") for item in only or ()):
     if entry not in entries:
       raise ValueError(f"unknown entry {entry!r}; entries of this preset: {', '.join(entries)}")
     runs = [r for r in entries[entry].runs if r.name == name or not name]
@@ -328,7 +260,7 @@ def select(entries: Mapping[str, EntryRuns], only: Optional[Sequence[str]]) -> D
       raise ValueError(f"entry {entry} has no run {name!r}; runs: {', '.join(r.name for r in entries[entry].runs)}")
     chosen.setdefault(entry, [])
     chosen[entry] += [r for r in runs if r not in chosen[entry]]
-  return {name: EntryRuns(name, tuple(chosen[name])) for name in entries if name in chosen}
+  return {name: EntryRuns(name, tuple(chosen[name])) for name in entries if name in chosen} if only else dict(entries)
 
 
 _SHRINK_FLAGS = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"),
@@ -336,17 +268,15 @@ _SHRINK_FLAGS = (("train_examples", "examples"), ("pretrain_epochs", "pretrain e
                  ("num_devices", "devices"))
 
 
-def _values(runs: Sequence[RunSpec], flag: str) -> str:
-  values = sorted(set(r.flag(flag) for r in runs), key=lambda v: (str(type(v)), v))
-  return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in values)
-
-
 def shrink_notes(name: str, preset: str) -> List[str]:
-  """What `preset` changes in entry `name` relative to the paper preset, one note per flag whose values
-  differ, e.g. "examples 5500 (paper 55000)"; none when the paper preset does not define the entry."""
+  """What `preset` changes in entry `name` from the paper preset, e.g. "examples 5500 (paper 55000)"."""
   paper = build("paper")
   if preset == "paper" or name not in paper:
     return []
-  ours = build(preset)[name].runs
-  notes = [(label, _values(ours, flag), _values(paper[name].runs, flag)) for flag, label in _SHRINK_FLAGS]
+
+  def values(runs: Sequence[RunSpec], flag: str) -> str:
+    found = sorted(set(r.flag(flag) for r in runs), key=lambda v: (str(type(v)), v))
+    return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
+  notes = [(label, values(build(preset)[name].runs, flag), values(paper[name].runs, flag))
+           for flag, label in _SHRINK_FLAGS]
   return [f"{label} {a} (paper {b})" for label, a, b in notes if a != b]

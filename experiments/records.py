@@ -1,10 +1,6 @@
-"""Reading run records (the record each program writes, `common/runlog.py`) and naming where they come from.
-
-Records live where `presets.record_file` puts them, normally <output_dir>/runs/<entry>/<preset>_<run>.json.
-`EntryData` is what a figure or table of an entry is computed from. Another machine's records live in a
-subdirectory of the output directory laid out the same way (`OTHER_MACHINES`). `machine_label` is the one
-label of the machine and code of records that every table, figure and headline row uses.
-"""
+"""Run records (`common/runlog.py`) and where they come from: `EntryData` of an entry, other machines' records,
+`machine_label` (the label of machine and code every table and figure uses), and `ratio`/`same_source`, which refuse
+records of different machines or codes."""
 
 import dataclasses
 import json
@@ -22,6 +18,7 @@ _COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size",
 # Which preset an entry shows when several have records: paper when complete, else the first of these.
 _PREFERENCE = ("cpu", "paper", "full", "mid", "smoke")
 Record = Dict[str, Any]
+Curves = Sequence[Sequence[Tuple[float, float]]]
 
 
 def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
@@ -37,44 +34,24 @@ def load(path: str) -> Optional[Record]:
     return json.load(f)
 
 
+def _comparable_value(v: Any) -> Any:
+  try:
+    return [float(x) for x in v] if isinstance(v, (list, tuple)) else float(v)
+  except (TypeError, ValueError):
+    return str(v)
+
+
 def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
   """Flags whose value in `record["config"]` differs from `run` (e.g. after a preset was edited)."""
   config = record.get("config", {})
   wanted = dict(run.flags, **dict(f.lstrip("-").partition("=")[::2] for f in run.extra_flags))
-  out = []
-  for name, value in ((n, v) for n, v in wanted.items() if n in config and n in _COMPARED):
-    have = config[name]
-    if name == "hidden_units":
-      same = list(have) == list(value)
-    elif isinstance(have, (int, float)) and not isinstance(have, bool):
-      same = float(have) == float(value)
-    else:
-      same = str(have) == str(value)
-    if not same:
-      out.append(f"{name}={have} (preset: {value})")
-  return out
-
-
-def entry_records(output_dir: str, entry: str, preset: str) -> Dict[str, Record]:
-  """{run name: record} of the runs of `entry` at `preset` that exist (none if the preset lacks the entry)."""
-  entries = presets.build(preset)
-  found = {r.name: load(record_path(output_dir, preset, r)) for r in (entries[entry].runs if entry in entries else ())}
-  return {name: r for name, r in found.items() if r is not None}
-
-
-def primary_preset(output_dir: str, entry: str) -> Optional[str]:
-  """The preset an entry's figure and table show: paper when all its paper runs exist, else the first of
-  cpu, paper, full, mid, smoke with any record; None when there is none."""
-  runs = {p: entry_records(output_dir, entry, p) for p in presets.PRESETS}
-  if runs["paper"] and len(runs["paper"]) == len(presets.build("paper")[entry].runs):
-    return "paper"
-  return next((p for p in _PREFERENCE if runs[p]), None)
+  return [f"{n}={config[n]} (preset: {v})" for n, v in wanted.items()
+          if n in config and n in _COMPARED and _comparable_value(config[n]) != _comparable_value(v)]
 
 
 @dataclasses.dataclass
 class EntryData:
-  """The records a figure or table is drawn from: the entry, the preset shown (`primary_preset`), its
-  {run name: record}, and {preset: {run name: record}} of the other presets with records."""
+  """An entry's records: the preset shown, its {run: record}, and {preset: {run: record}} of the others."""
   entry: str
   preset: str
   runs: Dict[str, Record]
@@ -82,16 +59,17 @@ class EntryData:
 
   @staticmethod
   def load(output_dir: str, entry: str) -> Optional["EntryData"]:
-    """The entry's records in `output_dir`, or None when it has none."""
-    preset = primary_preset(output_dir, entry)
-    if preset is None:
-      return None
-    other = {p: r for p in presets.PRESETS if p != preset for r in [entry_records(output_dir, entry, p)] if r}
-    return EntryData(entry, preset, entry_records(output_dir, entry, preset), other)
-
-  def all_records(self) -> List[Record]:
-    """Records of every preset present."""
-    return list(self.runs.values()) + [r for runs in self.other.values() for r in runs.values()]
+    """The entry's records in `output_dir`, or None; it shows the paper preset when all its runs exist, else the
+    first of cpu, paper, full, mid, smoke with records."""
+    found, complete = {}, False
+    for p in presets.PRESETS:
+      built = presets.build(p)
+      runs = {r.name: load(record_path(output_dir, p, r)) for r in (built[entry].runs if entry in built else ())}
+      found[p] = {name: r for name, r in runs.items() if r is not None}
+      complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
+    preset = "paper" if complete else next((p for p in _PREFERENCE if found[p]), None)
+    return EntryData(entry, preset, found[preset], {p: r for p, r in found.items() if r and p != preset}
+                     ) if preset else None
 
 
 def other_machines(output_dir: str, entry: str) -> Dict[str, EntryData]:
@@ -107,8 +85,7 @@ def devices(record: Mapping) -> int:
 
 def cores(record: Mapping) -> int:
   """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count`."""
-  env = record["environment"]
-  return int(env.get("usable_cores") or env["cpu_count"])
+  return int(record["environment"].get("usable_cores") or record["environment"]["cpu_count"])
 
 
 def oversubscribed(record: Mapping) -> bool:
@@ -123,23 +100,14 @@ def machine(record: Mapping) -> str:
 
 def code(record: Mapping) -> str:
   """The code a run ran: "commit <short hash>" ("+dirty" with uncommitted changes), or "commit unknown"."""
-  env = record["environment"]
-  commit = env.get("commit")
-  if not commit or commit == "unknown":
-    return "commit unknown"
-  return f"commit {commit[:7]}" + ("+dirty" if env.get("commit_dirty") else "")
-
-
-def same_code(a: Mapping, b: Mapping) -> bool:
-  """True when two records ran the same code: equal code digests, else equal `code` labels."""
-  da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
-  return da == db if da and db else code(a) == code(b)
+  commit = record["environment"].get("commit") or "unknown"
+  return "commit unknown" if commit == "unknown" else (
+      f"commit {commit[:7]}" + ("+dirty" if record["environment"].get("commit_dirty") else ""))
 
 
 def machine_label(rs: Sequence[Mapping]) -> str:
-  """The machine and commit of records, e.g. "AMD EPYC, 2 cores, commit 452f604" ("unknown processor",
-  "commit unknown" for records made before those fields; several joined by "; "): the one label every table,
-  figure and headline row names its records by."""
+  """The machine and commit of records, e.g. "AMD EPYC, 2 cores, commit 452f604" (several joined by "; "): the one
+  label every table, figure and headline row names its records by."""
   labels: Dict[str, set] = {}
   for r in rs:
     labels.setdefault(machine(r), set()).add(code(r))
@@ -147,16 +115,16 @@ def machine_label(rs: Sequence[Mapping]) -> str:
 
 
 def hardware(rs: Sequence[Mapping]) -> str:
-  """`machine_label` with the device kind and TensorFlow version, e.g. "unknown processor, 2 cores, commit
-  unknown; CPU-logical devices, TF 2.21.0"."""
+  """`machine_label` with device kind and TensorFlow version ("...; CPU-logical devices, TF 2.21.0")."""
   env = [r["environment"] for r in rs]
   return (f"{machine_label(rs)}; {'/'.join(sorted({e.get('device_kind', '?') for e in env}))} devices, TF "
           f"{'/'.join(sorted({e.get('tensorflow', '?') for e in env}))}")
 
 
 def comparable(a: Mapping, b: Mapping) -> bool:
-  """True when two records ran on one machine (processor, usable cores) and the same code (`same_code`)."""
-  return machine(a) == machine(b) and same_code(a, b)
+  """True when two records ran on one machine and one code (equal code digests, else equal `code`)."""
+  da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
+  return machine(a) == machine(b) and (da == db if da and db else code(a) == code(b))
 
 
 # Every pair of records a ratio was asked for while `audit` is a list (`experiments.check_ratios`).
@@ -171,11 +139,8 @@ def same_source(rs: Sequence[Mapping]) -> bool:
 
 
 def ratio(a: Mapping, b: Mapping) -> Optional[float]:
-  """a's pretraining seconds / b's (a speedup of b over a), or None when the two do not come from one machine
-  and one code (a ratio across machines or versions of the code is never shown)."""
-  if audit is not None:
-    audit.append((a, b))
-  return a["pretrain_seconds"] / b["pretrain_seconds"] if comparable(a, b) else None
+  """a's pretraining seconds / b's (b's speedup over a), or None unless both come from one machine and code."""
+  return a["pretrain_seconds"] / b["pretrain_seconds"] if same_source([a, b]) else None
 
 
 def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
@@ -199,22 +164,15 @@ def has_heldout_curves(record: Mapping) -> bool:
 
 
 def loss_curves(record: Mapping, key: str = "loss") -> List[List[Tuple[float, float]]]:
-  """Per layer, [(seconds since pretraining began, loss)] at the end of each epoch: the epochs' steady-state
-  `elapsed_seconds` (as in `pretrain_seconds`) and `key`, "loss" (the epoch's mean training reconstruction loss)
-  or "heldout_loss" (the held-out reconstruction loss after the epoch, `has_heldout_curves`)."""
+  """Per layer, [(seconds since pretraining began, `key`)] after each epoch: "loss" (the epoch's mean training
+  reconstruction loss) or "heldout_loss" (`has_heldout_curves`)."""
   return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
 
 
-def time_to_loss_per_layer(curves: Sequence[Sequence[Tuple[float, float]]],
-                           targets: Sequence[float]) -> List[Optional[float]]:
-  """Per layer, the seconds at which its loss first reached its target (loss <= target), None if never."""
-  return [next((t for t, loss in curve if loss <= target), None) for curve, target in zip(curves, targets)]
-
-
-def time_to_loss(curves: Sequence[Sequence[Tuple[float, float]]], targets: Sequence[float]) -> Optional[float]:
-  """Seconds until every layer's loss has reached its target; None when some layer never does."""
-  per_layer = time_to_loss_per_layer(curves, targets)
-  return None if None in per_layer else max(per_layer, default=0.0)
+def time_to_loss(curves: Curves, targets: Sequence[float]) -> Tuple[Optional[float], List[Optional[float]]]:
+  """(seconds until every layer's loss reached its target, [per layer, the seconds its loss first did]); None: never."""
+  per_layer = [next((t for t, loss in curve if loss <= target), None) for curve, target in zip(curves, targets)]
+  return None if None in per_layer else max(per_layer, default=0.0), per_layer
 
 
 def driver_log(output_dir: str) -> List[Record]:

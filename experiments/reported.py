@@ -1,9 +1,5 @@
-"""The report's numbers ("Parallelizing Pretraining of Deep Neural Networks using Stacked Autoencoders",
-section "Results"), from its text and read off its figures (named after the report's image files, e.g.
-mpres1.png). Values read off a plot are approximate (about 1-2% of the axis range); the source of each is
-named. Hardware: AWS g2.8xlarge, 4 x NVIDIA GRID K520. The report's data-parallel batch was per GPU (the
-original's `batch_size` was per tower: global batch = 4 x batch on 4 GPUs).
-"""
+"""The report's numbers, from its text and read off its figures (named by its image files; about 1-2% of an axis).
+Hardware: AWS g2.8xlarge, 4 x GRID K520; its data-parallel batch was per GPU (global batch = 4 x batch)."""
 
 from common import programs
 
@@ -14,7 +10,7 @@ HARDWARE = "report (4× GRID K520)"
 # between read off mpres1.png / mpres2.png.
 MP_SCALING_B100 = {2: {1: 236, 2: 238}, 3: {1: 408, 2: 431, 3: 329}, 4: {1: 611, 2: 430, 3: 548, 4: 472}}
 MP_SCALING_B5000 = {2: {1: 530, 2: 385}, 3: {1: 960, 2: 1097, 3: 522}, 4: {1: 1475, 2: 1100, 3: 1085, 4: 702}}
-MP_SCALING_SOURCE = {"mp_scaling_b100": "mpres1.png and text", "mp_scaling_b5000": "mpres2.png and text"}
+MP_SCALING = {"mp_scaling_b100": MP_SCALING_B100, "mp_scaling_b5000": MP_SCALING_B5000}  # by entry
 
 # Data parallel, 40 epochs, batch 5000, 4 x 2000: the report gives no numbers, only "near linear".
 DP_SCALING_TEXT = "near linear in the number of GPUs (no numbers given)"
@@ -29,12 +25,8 @@ DP_BATCH_SWEEP = {50: 131.3, 100: 45.3, 200: 20.5, 300: 14.0, 400: 11.4, 500: 9.
 # phases map to ours: computing loss -> forward_loss, computing gradient -> gradients, accumulating and
 # averaging gradient -> allreduce, applying gradient -> apply (too small to read), initialising weights
 # (~0.2 s) has no counterpart per epoch.
-DP_OP_PROFILE = {
-    1: {"forward_loss": 63.7, "gradients": 4.4, "allreduce": 13.7, "apply": 0.0},
-    2: {"forward_loss": 24.1, "gradients": 2.8, "allreduce": 10.1, "apply": 0.0},
-    3: {"forward_loss": 14.9, "gradients": 1.8, "allreduce": 10.5, "apply": 0.0},
-    4: {"forward_loss": 11.4, "gradients": 1.3, "allreduce": 10.6, "apply": 0.0},
-}
+DP_OP_PROFILE = {g: dict(forward_loss=f, gradients=d, allreduce=a, apply=0.0) for g, f, d, a in (
+    (1, 63.7, 4.4, 13.7), (2, 24.1, 2.8, 10.1), (3, 14.9, 1.8, 10.5), (4, 11.4, 1.3, 10.6))}
 DP_OP_PROFILE_TOTAL = {1: 82.0, 2: 37.2, 3: 27.4, 4: 23.5}
 
 # Model parallel vs data parallel at batch 7000, 4 GPUs: {(epochs, config): {program: seconds}} (conres1.png).
@@ -47,9 +39,9 @@ ACCURACY = {GREEDY: {10: 0.940, 20: 0.952, 30: 0.957, 40: 0.961, 50: 0.966, 60: 
             MP: {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
 MP_ACCURACY_TEXT = 0.9662
 
-# Data parallel at batch 5000 per GPU (text): E pretraining + E finetuning epochs -> test accuracy.
+# Data parallel at batch 5000 per GPU (text): E pretraining + E finetuning epochs -> test accuracy, and how the
+# report's data-parallel batches compare with ours (ours are global batches).
 DP_ACCURACY = {30: 0.7472, 60: 0.8162}
-# How the report's data-parallel batches compare with ours (ours are global batches).
 DP_BATCH_NOTE = ("the report's data-parallel batch was per tower in the original code (global batch = GPUs x "
                  "batch, e.g. 20,000 for its batch 5000 on 4 GPUs); ours is the global batch, split over the devices")
 

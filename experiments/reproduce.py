@@ -1,21 +1,7 @@
-"""Regenerates every figure and table: runs the training programs of a preset (those without a record),
-then draws <output_dir>/figures/<entry>.png and writes <output_dir>/README.md from the run records alone.
-
-Usage:
-  python -m experiments.reproduce --preset=cpu                      # the report's entries, ~1 hour on 2 cores
-  python -m experiments.reproduce --preset=paper --only=dp_accuracy # one entry at the report's size
-  python -m experiments.reproduce --preset=cpu --only=mp_scaling_b100/h4_g2,dp_scaling
-  python -m experiments.reproduce --preset=mid                      # the large-batch study (~45 min)
-  python -m experiments.reproduce --preset=full                     # the full-size runs (hours each)
-  python -m experiments.reproduce --preset=cpu --dry_run            # the plan with estimated minutes
-  python -m experiments.reproduce --figures_only                    # redraw everything from the records
-
-Records go where `presets.record_file` says (normally <output_dir>/runs/<entry>/<preset>_<run>.json); a
-record that exists is not run again; estimates: `experiments.budget`. Program logs (and checkpoints of the long
-runs) go to --work_dir.
-With the default --output_dir (the committed results/), the headline table of the top README.md is
-rewritten too.
-"""
+"""Regenerates every figure and table: runs a preset's missing records, then draws <output_dir>/figures/ and writes
+<output_dir>/README.md from the records alone (for results/, also the headline of the top README.md).
+  python -m experiments.reproduce --preset=cpu [--only=ENTRY[/RUN],...] [--dry_run]  # ~1 hour on 2 cores
+  python -m experiments.reproduce --figures_only                                    # redraw from the records"""
 
 import os
 import sys
@@ -24,7 +10,6 @@ from absl import app
 from absl import flags
 
 from experiments import ROOT
-from experiments import budget
 from experiments import driver
 from experiments import presets
 from experiments.report import figures
@@ -43,35 +28,36 @@ _DRY_RUN = flags.DEFINE_bool("dry_run", False, "Print the runs with estimated mi
 _FIGURES_ONLY = flags.DEFINE_bool("figures_only", False, "Run nothing; draw every figure and table from the records.")
 
 
+def _fail(message: str) -> None:
+  print(f"error: {message}", file=sys.stderr)
+  sys.exit(1)
+
+
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
   preset, output_dir = _PRESET.value, _OUTPUT_DIR.value
   if _JOBS.value > 1 and preset != "smoke":
-    print("error: --jobs > 1 runs programs side by side and distorts their timings; use it only with --preset=smoke.",
-          file=sys.stderr)
-    sys.exit(1)
+    _fail("--jobs > 1 runs programs side by side and distorts their timings; use it only with --preset=smoke.")
   if not _FIGURES_ONLY.value:
     try:
       entries = presets.select(presets.build(preset), _ONLY.value)
     except ValueError as e:
-      print(f"error: {e}", file=sys.stderr)
-      sys.exit(1)
-    rates = budget.fit(output_dir)
+      _fail(str(e))
+    rates = driver.fit_rates(output_dir)
     jobs = driver.plan(entries, preset, output_dir, _WORK_DIR.value, rates)
     if _DRY_RUN.value:
-      estimates = budget.entry_seconds(entries, rates)
+      estimates = {name: sum(j.estimate for j in jobs if j.group == name) for name in entries}
       for name, entry in entries.items():
-        print(f"{name}: {len(entry.runs)} runs, estimated {budget.minutes(estimates[name])}")
-        for j in (j for j in jobs if j.group == name):
-          print(f"  {j.run.stored_name}: {j.run.summary()} ~{j.estimate:.0f} s -> {j.record}")
-      print(f"total estimated {budget.minutes(sum(estimates.values()))} ({budget.describe(rates)})")
+        print(f"{name}: {len(entry.runs)} runs, estimated {driver.minutes(estimates[name])}")
+        print("".join(f"  {j.run.stored_name}: {j.run.summary()} ~{j.estimate:.0f} s -> {j.record}\n"
+                      for j in jobs if j.group == name), end="")
+      print(f"total estimated {driver.minutes(sum(estimates.values()))} ({driver.describe_rates(rates)})")
       return
     try:
       driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value)
     except driver.RunFailedError as e:
-      print(f"error: {e}", file=sys.stderr)
-      sys.exit(1)
+      _fail(str(e))
   figures.draw(output_dir)
   print(f"[reproduce] wrote {readme.write(output_dir)}")
   if os.path.abspath(output_dir) == os.path.join(ROOT, "results"):

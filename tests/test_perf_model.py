@@ -74,9 +74,8 @@ def test_layer_models_by_hand():
   assert perf_model.copied_params([0, 1, 2], [10, 20, 30]) == 2 * 10 + 1 * 20
   # Synchronized layer-wise, 2 layers, 3 epochs: layer 1 trains 4 epochs, layer 2 3, one after another.
   assert perf_model.SyncLayerwise((1.0, 2.0), cores=2).predict(_config([10, 10], 3), 1) == pytest.approx(4 + 6)
-  # Work: the same layer-epochs at one-device speed; model parallel on 2 devices of 2 cores: 10 s in 7 s.
+  # Two layers, 3 epochs on 2 devices of 2 cores: layer 1 alone (1 s), then three steps of layer 2 (2 s).
   mp = perf_model.ModelParallel((1.0, 2.0), cores=2)
-  assert mp.work_seconds(_config([10, 10], 3), 2) == pytest.approx(10.0)
   assert mp.predict(_config([10, 10], 3), 2) == pytest.approx(1 + 2 + 2 + 2)
   with pytest.raises(ValueError, match="calibrated for 2 layers"):
     mp.predict(_config([10] * 3, 3), 2)
@@ -116,8 +115,7 @@ def test_model_parallel_calibration_by_hand():
   assert "fitted rho = 1.500" in model.describe() and "kappa = 0 ns/param" in model.describe()
   three = _record(mp, [10, 10], 3, 3, 8.0)
   predictions = perf_model.predictions(model, {"g1": one, "g2": two, "g3": three})
-  assert [(p.name, p.in_calibration, p.oversubscribed) for p in predictions] == [
-      ("g1", True, False), ("g2", True, False), ("g3", False, True)]
+  assert [(p.name, p.in_calibration) for p in predictions] == [("g1", True), ("g2", True), ("g3", False)]
   assert predictions[2].predicted == pytest.approx(8.5)  # G > H behaves as G = H
   with pytest.raises(ValueError, match="one device"):
     perf_model.ModelParallel.calibrate({"g2": two})

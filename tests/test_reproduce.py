@@ -10,7 +10,6 @@ import sys
 import pytest
 
 from common import programs
-from experiments import budget
 from experiments import driver
 from experiments import presets
 from experiments import records
@@ -103,22 +102,22 @@ def _log(folder, lines):
 
 def test_budget_fits_fixed_seconds_and_rate_per_program_to_the_driver_log(tmp_path):
   flags = {"pretrain_epochs": 2, "finetune_epochs": 0, "train_examples": 1000}
-  small, large = (budget.flops(GREEDY.name, dict(flags, hidden_units=h)) for h in ([100], [100, 100]))
+  small, large = (driver.flops(GREEDY.name, dict(flags, hidden_units=h)) for h in ([100], [100, 100]))
   # greedy: 5 s + FLOPs at 1 GFLOP/s, exactly; model parallel: 3 s + FLOPs at 2 GFLOP/s.
   _log(str(tmp_path), [(GREEDY, "100", 5 + small / 1e9), (GREEDY, "100,100", 5 + large / 1e9),
                        (MP, "100", 3 + small / 2e9), (MP, "100,100", 3 + large / 2e9)])
-  rates = budget.fit(str(tmp_path))
+  rates = driver.fit_rates(str(tmp_path))
   assert rates[GREEDY.name].fixed_seconds == pytest.approx(5.0) and rates[GREEDY.name].runs == 2
   assert rates[GREEDY.name].flops_per_second == pytest.approx(1e9)
   assert rates[MP.name].flops_per_second == pytest.approx(2e9)
-  assert rates[SYNC.name] is rates[budget.POOLED]  # no logged run of its own: the fit over all programs
+  assert rates[SYNC.name] is rates[driver.POOLED]  # no logged run of its own: the fit over all programs
   run = presets.run("x", GREEDY, [100, 100], 2, 10, 1, 1000)
-  assert budget.run_seconds(run, rates) == pytest.approx(5 + large / 1e9)
+  assert driver.run_seconds(run, rates) == pytest.approx(5 + large / 1e9)
   # A fit that would need a negative start-up is not used.
   _log(str(tmp_path), [(GREEDY, "100", 1.0), (GREEDY, "100,100", 1.0 + 2 * (large - small) / 1e9)])
-  assert budget.fit(str(tmp_path))[GREEDY.name] is budget.fit(str(tmp_path))[budget.POOLED]
+  assert driver.fit_rates(str(tmp_path))[GREEDY.name] is driver.fit_rates(str(tmp_path))[driver.POOLED]
   # No log here: the committed results' log, or the stated fallback.
-  assert budget.fit(str(tmp_path / "none"))[budget.POOLED].runs > 0 or budget.FALLBACK.runs == 0
+  assert driver.fit_rates(str(tmp_path / "none"))[driver.POOLED].runs > 0 or driver.FALLBACK.runs == 0
 
 
 def test_select_entries_and_single_runs():
@@ -340,19 +339,18 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
              "seconds_to_greedy_heldout_loss": {n: [v[0] * 0.9, None, v[2]] if n.startswith("pipe") else v
                                                 for n, v in seconds.items()}}
   (folder / "summary_n2_b100.json").write_text(json.dumps(summary))
-  from experiments.report import equal_cores as report_equal_cores
-  sentence = report_equal_cores.conclusion(str(tmp_path))
+  section = readme.equal_cores_section(str(tmp_path))
+  sentence, table = section[2], section[-1]
   # Medians of the per-repeat ratios 2.0, 1.5, 2.0 (not the ratio of medians, 11 / 5.5 = 2.0 by chance only).
   assert ("at batch 100, `model_parallel` with `--num_devices=2 --threads_per_device=1 --thread_pool=shared` "
           "(2.00× greedy on all 2 cores, 1.50–2.00)") in sentence
-  table = report_equal_cores.table(str(tmp_path))
   assert table.count("\n") == 5  # header, rule, 4 configurations
   assert "`--num_devices=2 --threads_per_device=1 --thread_pool=per_device`" in table
   pipeline_row = next(line for line in table.splitlines() if "pipeline" in line)
   assert pipeline_row.endswith("| — |")  # one repeat never reached greedy's loss
-  assert os.path.exists(report_equal_cores.draw(str(tmp_path)))
+  assert os.path.exists(figures.equal_cores(str(tmp_path)))
   with pytest.raises(ValueError, match="not an equal-cores configuration"):
-    report_equal_cores.flags_of(GREEDY.name)
+    bench_equal_cores.flags_of(GREEDY.name)
 
 
 def test_command_line_errors():

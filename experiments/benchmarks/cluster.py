@@ -1,13 +1,7 @@
-"""Benchmark: model_parallel on a cluster of local worker processes (gRPC on loopback) against in-process.
-
-The cluster run is `python -m common.launch --workers=H <model_parallel module> --num_devices=1 ...` (one layer
-per worker), the in-process one `--num_devices=H`; one thread per device. Measures: the cluster's overhead per
-repeat (cluster / in-process - 1, goal <= 10%), the phases of each run, and the bytes that cross the network
-(`common.cost.network_bytes`) beside what data parallel would move at the same batch.
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.cluster
-"""
+"""Benchmark: model_parallel on a cluster of H local workers (`common.launch`, gRPC on loopback, one layer each)
+against in-process on H devices (docs/multi_host.md): the cluster's overhead per repeat (goal <= 10%), each run's
+phases, and the bytes that cross the network (`common.cost.network_bytes`) beside data parallel's.
+  python -m experiments.benchmarks.cluster"""
 
 from typing import List
 
@@ -27,18 +21,15 @@ def configurations(s: harness.Setting) -> List:
 
 def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   """The cluster's overhead and the bytes it moves (see the module docstring)."""
-  overhead = harness.ratio_spread(runs, "cluster", "in_process")
   moved = cost.network_bytes(s.hidden_units, s.batch_size, s.train_examples)
-  steps = len(runs["cluster"][0]["schedule"]["steps"])
+  steps, mp = len(runs["cluster"][0]["schedule"]["steps"]), moved[MP.name]
   return {
-      "cluster_overhead": harness.spread([x - 1 for x in overhead["values"]]),
-      "goal_overhead": 0.10,
+      "cluster_overhead": harness.spread([x - 1 for x in harness.ratio_spread(runs, "cluster", "in_process")["values"]]),
       "network_bytes": {
-          "model_parallel_per_epoch_step": moved[MP.name]["bytes_per_epoch_step"],
-          "model_parallel_copies": moved[MP.name]["copies"],
-          "model_parallel_per_run": moved[MP.name]["bytes_per_epoch_step"] * steps,
-          "epoch_steps": steps,
-          "data_parallel_gradient_bytes_per_epoch_same_batch": moved[programs.DATA_PARALLEL.name]["gradient_bytes_per_epoch"],
+          "model_parallel_per_epoch_step": mp["bytes_per_epoch_step"], "model_parallel_copies": mp["copies"],
+          "model_parallel_per_run": mp["bytes_per_epoch_step"] * steps, "epoch_steps": steps,
+          "data_parallel_gradient_bytes_per_epoch_same_batch":
+              moved[programs.DATA_PARALLEL.name]["gradient_bytes_per_epoch"],
           "method": "from the parameter shapes, float32 (common.cost.network_bytes); data parallel: per "
                     "worker with a ring all-reduce over 2 workers"},
       "phases": {name: [model_parallel.phases(r) for r in rs] for name, rs in runs.items()},

@@ -1,14 +1,6 @@
-"""Benchmark: data_parallel on G replicas against 1 replica and greedy (one 2000-unit layer), side by side.
-
-Each run has its own G one-thread logical devices, so "1 vs 2 replicas" is "1 vs 2 cores". Measures per repeat:
-the speedups of G replicas over 1 and over greedy, and each run's op profile (`data_parallel.profile`: seconds
-per epoch by phase) with each phase's speedup. With --kernels listing several paths, 1 and G replicas on each
-(the others named dp_g<G>_<kernels>) and `kernel_variants`: the comparison behind the program's default.
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.data_parallel --batch_size=5000
-  python -m experiments.benchmarks.data_parallel --batch_size=5000 --train_examples=22000 --kernels=xla,tf
-"""
+"""Benchmark: data_parallel on G and 1 replicas against greedy, one layer (docs/data_parallel.md): speedups, op
+profiles (`data_parallel.profile`); several --kernels: both replica counts on each (`kernel_variants`).
+  python -m experiments.benchmarks.data_parallel --batch_size=5000 [--kernels=xla,tf]"""
 
 from typing import Dict, List
 
@@ -19,21 +11,17 @@ from experiments.benchmarks import harness
 GREEDY, DP = programs.GREEDY, programs.DATA_PARALLEL
 
 
-def _kernels(s: harness.Setting) -> List[str]:
-  return list(s.options.get("kernels", ["auto"]))
-
-
-def _suffix(s: harness.Setting, kernels: str) -> str:
-  return "" if kernels == _kernels(s)[0] else f"_{kernels}"
+def _suffixes(s: harness.Setting) -> Dict[str, str]:
+  """{kernel path: the suffix of its configurations' names}: "" for the first path, "_<kernels>" for the others."""
+  kernels = list(s.options.get("kernels", ["auto"]))
+  return {k: "" if k == kernels[0] else f"_{k}" for k in kernels}
 
 
 def configurations(s: harness.Setting) -> List:
   """greedy; data_parallel on 1 and on s.num_devices replicas (per kernel path), each profiling layer 1."""
-  runs = [s.run(GREEDY.name, GREEDY, 1)]
-  for k in _kernels(s):
-    flags = (f"--profile_steps={s.options['profile_steps']}",) + ((f"--kernels={k}",) if k != "auto" else ())
-    runs += [s.run(f"dp_g{g}{_suffix(s, k)}", DP, g, flags) for g in (1, s.num_devices)]
-  return runs
+  return [s.run(GREEDY.name, GREEDY, 1)] + [
+      s.run(f"dp_g{g}{suffix}", DP, g, (f"--profile_steps={s.options['profile_steps']}",) + (
+          (f"--kernels={k}",) if k != "auto" else ())) for k, suffix in _suffixes(s).items() for g in (1, s.num_devices)]
 
 
 def _profile(runs: List[dict]) -> Dict[str, object]:
@@ -46,23 +34,21 @@ def _profile(runs: List[dict]) -> Dict[str, object]:
 
 def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   """Speedups and the op profiles (see the module docstring)."""
-  many = f"dp_g{s.num_devices}"
-  g1, gn = _profile(runs["dp_g1"]), _profile(runs[many])
+  g, many = s.num_devices, f"dp_g{s.num_devices}"
   return {
-      "epoch_seconds": {n: harness.spread([harness.seconds_per_layer_epoch(r) for r in rs]) for n, rs in runs.items()},
-      f"speedup_{s.num_devices}_vs_1_replica": harness.ratio_spread(runs, "dp_g1", many),
-      f"speedup_{s.num_devices}_replicas_vs_greedy": harness.ratio_spread(runs, GREEDY.name, many),
+      f"speedup_{g}_vs_1_replica": harness.ratio_spread(runs, "dp_g1", many),
+      f"speedup_{g}_replicas_vs_greedy": harness.ratio_spread(runs, GREEDY.name, many),
       "one_replica_vs_greedy_slowdown": harness.ratio_spread(runs, "dp_g1", GREEDY.name),
-      "profile": {"1_replica": g1, f"{s.num_devices}_replicas": gn,
-                  "phase_speedup": {p: g1["seconds_per_epoch"][p]["median"] /
-                                    max(gn["seconds_per_epoch"][p]["median"], 1e-12) for p in dp_config.PROFILE_PHASES}},
+      "profile": {"1_replica": _profile(runs["dp_g1"]), f"{g}_replicas": _profile(runs[many])},
       "kernel_variants": {k: {
-          f"speedup_{s.num_devices}_vs_1_replica": harness.ratio_spread(runs, f"dp_g1{_suffix(s, k)}",
-                                                                      f"{many}{_suffix(s, k)}"),
-          f"speedup_{s.num_devices}_replicas_vs_greedy": harness.ratio_spread(runs, GREEDY.name, f"{many}{_suffix(s, k)}"),
-          "cores_busy": harness.cores_busy(runs[f"{many}{_suffix(s, k)}"])}
-          for k in _kernels(s)},
+          f"speedup_{g}_vs_1_replica": harness.ratio_spread(runs, f"dp_g1{suffix}", f"{many}{suffix}"),
+          f"speedup_{g}_replicas_vs_greedy": harness.ratio_spread(runs, GREEDY.name, f"{many}{suffix}"),
+          "cores_busy": harness.cores_busy(runs[f"{many}{suffix}"])} for k, suffix in _suffixes(s).items()},
   }
+
+
+def _name(s: harness.Setting) -> str:
+  return f"b{s.batch_size}" + ("_kernels" if len(_suffixes(s)) > 1 else "")
 
 
 BENCHMARK = harness.Benchmark(
@@ -70,8 +56,7 @@ BENCHMARK = harness.Benchmark(
     defaults={"hidden_units": "2000", "batch_size": 5000, "pretrain_epochs": 2, "train_examples": 55_000},
     options={"profile_steps": (5, "Steps per timed loop of data_parallel's op profile."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the data_parallel configurations (several: a comparison).")},
-    folder=lambda s: f"b{s.batch_size}" + ("_kernels" if len(_kernels(s)) > 1 else ""),
-    summary_file=lambda s: f"summary_b{s.batch_size}" + ("_kernels" if len(_kernels(s)) > 1 else "") + ".json",
+    folder=_name, summary_file=lambda s: f"summary_{_name(s)}.json",
     columns=(("speedup_2_vs_1_replica", "speedup 2 vs 1 replica"),
              ("speedup_2_replicas_vs_greedy", "2 replicas vs greedy"),
              ("one_replica_vs_greedy_slowdown", "1 replica / greedy time")))

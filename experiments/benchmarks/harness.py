@@ -1,19 +1,10 @@
-"""One harness for every benchmark: named configurations (program + flags) timed side by side.
-
-A `Benchmark` maps the `Setting` (its command line) to named configurations (`presets.RunSpec`s) and
-summarizes their records. The harness runs the configurations alternately, repeat after repeat (the order
-rotates every repeat, so drifts of a shared machine hit them alike), each as its own training program through
-`experiments.driver.run` (a record that exists is not run again), then writes a summary: setting, command,
-provenance (one machine and one code, or it refuses), how busy the rest of the machine was, the spread
-(min/median/max over repeats) of every configuration's pretraining seconds, and the benchmark's measures.
-Records go to <output_dir>/<folder>/<configuration>_r<repeat>.json, the summary to <output_dir>/<summary file>.
-`main(benchmark)` is the command line of every benchmark module.
-"""
+"""One harness for every benchmark: a `Benchmark` maps its command line (`Setting`) to named configurations run
+through `experiments.driver` alternately, repeat after repeat (rotated), then writes a summary of their records
+(setting, command, provenance of one machine and code, load averages, spreads, measures); `main` is its CLI."""
 
 import dataclasses
 import json
 import os
-import resource
 import statistics
 import sys
 import time
@@ -23,7 +14,6 @@ from absl import app
 from absl import flags
 
 from common import programs
-from experiments import budget
 from experiments import driver
 from experiments import presets
 from experiments import records
@@ -35,8 +25,7 @@ PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
 
 @dataclasses.dataclass(frozen=True)
 class Setting:
-  """A benchmark's command line: the shared training flags of every run, the devices of the parallel
-  configurations, the repeats, and the benchmark's own options ({name: value}, `Benchmark.options`)."""
+  """A benchmark's command line: the runs' shared flags, the parallel configurations' devices, the repeats, options."""
   hidden_units: Tuple[int, ...]
   batch_size: int
   pretrain_epochs: int
@@ -54,17 +43,9 @@ class Setting:
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-  """A benchmark.
-
-  Attributes:
-    name: the module name; records default to results/benchmarks/<name>/.
-    configurations: Setting -> the configurations (RunSpec.name is the configuration's name).
-    summarize: (Setting, Records) -> {measure: value}; spreads via `spread`.
-    defaults: defaults of the shared flags, e.g. {"batch_size": 1000}.
-    options: its own flags, {name: (default, help)} (a float, an int or a list of strings).
-    folder, summary_file: Setting -> the records' folder, the summary's file (under the output directory).
-    columns: (measure, label) of the spreads results/README.md shows, besides every configuration's seconds.
-  """
+  """`name` (module; records default to results/benchmarks/<name>/), `configurations` (Setting -> named RunSpecs),
+  `summarize` ((Setting, Records) -> {measure: value}), `defaults` of the shared flags, `options` ({flag: (default:
+  float, int or list of str, help)}), `folder`/`summary_file` (Setting -> path), `columns` ((measure, README label))."""
   name: str
   configurations: Callable[[Setting], List[presets.RunSpec]]
   summarize: Callable[[Setting, Records], Dict[str, Any]]
@@ -96,38 +77,10 @@ def cores_busy(rs: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, object]]:
       "pretrain_cpu_seconds" in r for r in rs) else None
 
 
-def _cpu_seconds() -> Tuple[float, float]:
-  """(CPU seconds the machine spent busy since boot, /proc/stat; those of this process and its children)."""
-  with open("/proc/stat") as f:
-    ticks = [float(x) for x in f.readline().split()[1:]]
-  own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-  return ((sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK"),
-          own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime)
-
-
-class MachineLoad:
-  """How busy the rest of the machine was while a benchmark ran: `report()` gives the wall seconds, the load
-  averages, and other_processes_cores, every other process's CPU seconds over the wall seconds (0: ours alone)."""
-
-  def __init__(self):
-    self._start = (time.perf_counter(), *_cpu_seconds(), os.getloadavg())
-
-  def report(self) -> Dict[str, object]:
-    wall0, busy0, own0, load0 = self._start
-    wall, (busy, own) = time.perf_counter() - wall0, _cpu_seconds()
-    return {"wall_seconds": wall, "other_processes_cores": max((busy - busy0) - (own - own0), 0.0) / wall,
-            "load_average_start": list(load0), "load_average_end": list(os.getloadavg())}
-
-
-def _repeat(job: driver.Job) -> int:
-  return int(job.run_name.rsplit("_r", 1)[1])
-
-
 def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
-         rates: Optional[budget.Rates] = None) -> List[driver.Job]:
-  """The runs in alternation order: repeat r runs the configurations rotated by r (estimates from `rates`,
-  default `budget.fit(output_dir)`); logs and checkpoints per setting (another batch must not resume them)."""
-  rates = rates or budget.fit(output_dir)
+         rates: Optional[driver.Rates] = None) -> List[driver.Job]:
+  """The runs in alternation order (repeat r rotates the configurations by r); logs and checkpoints per setting."""
+  rates = rates or driver.fit_rates(output_dir)
   configurations = benchmark.configurations(setting)
   folder, n = benchmark.folder(setting), len(configurations)
   return [driver.job(benchmark.name, r * n + k + 1, setting.repeats * n, c,
@@ -136,14 +89,9 @@ def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
 
 
 def provenance(found: Records) -> Dict[str, Any]:
-  """The records' common provenance (`common.provenance.fields`; None where records predate a field; dirty if
-  any was), and per configuration its kernels, thread pool and precision.
-
-  Raises:
-    ValueError: the records disagree on the machine (processor, usable cores) or the code (commit, digest).
-  """
-  envs = [r["environment"] for rs in found.values() for r in rs]
-  out = {}
+  """The records' common provenance (None where they predate a field; dirty if any was) and each configuration's
+  kernels, thread pool and precision; ValueError when they disagree on machine or code."""
+  envs, out = [r["environment"] for rs in found.values() for r in rs], {}
   for field in PROVENANCE:
     values = {e.get(field) for e in envs}
     if len(values) > 1 and field != "commit_dirty":
@@ -157,19 +105,17 @@ def provenance(found: Records) -> Dict[str, Any]:
 
 def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-  """The summary of a benchmark's records (`jobs` in alternation order, module docstring); ValueError when
-  they come from several machines or codes (`provenance`)."""
-  ordered = sorted(jobs, key=_repeat)
-  found: Records = {c.name: [records.load(j.record) for j in ordered if j.run.name == c.name]
-                    for c in benchmark.configurations(setting)}
+  """The summary of `jobs`' records in alternation order; ValueError for several machines or codes."""
+  configurations = benchmark.configurations(setting)
+  ordered = sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
+  found: Records = {c.name: [records.load(j.record) for j in ordered if j.run.name == c.name] for c in configurations}
   first = next(iter(found.values()))[0]["environment"]
   return {
       "benchmark": benchmark.name, "command": command,
       "setting": {**{k: v for k, v in dataclasses.asdict(setting).items() if k != "options"}, **setting.options,
                   "device_kind": first.get("device_kind"), "cpu_count": first.get("cpu_count")},
       "provenance": provenance(found),
-      "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()]
-                         for c in benchmark.configurations(setting)},
+      "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()] for c in configurations},
       "order": [j.run_name for j in jobs], "machine_load": machine_load,
       "pretrain_seconds": {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()},
       **benchmark.summarize(setting, found),
@@ -179,18 +125,15 @@ def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job]
 
 def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, command: str,
         out: Callable[[str], None] = print, modules: Optional[Mapping[str, str]] = None) -> Tuple[str, Dict[str, Any]]:
-  """Runs the benchmark's missing records, then writes its summary unless nothing ran and one exists; returns
-  (summary path, summary). `modules`: {program: module} replacing `<program>.train` (tests use stand-ins).
-
-  Raises:
-    driver.RunFailedError: a run failed or a stored record does not match its configuration.
-    ValueError: the records come from several machines or versions of the code.
-  """
-  jobs = plan(benchmark, setting, output_dir, work_dir)
-  load = MachineLoad()
+  """Runs the missing records, writes the summary unless nothing ran and one exists; returns (path, summary).
+  `modules` replaces programs' modules (tests); driver.RunFailedError, or ValueError (several machines or codes)."""
+  jobs, start, load = plan(benchmark, setting, output_dir, work_dir), time.perf_counter(), os.getloadavg()
   ran = driver.run(jobs, f"benchmark {benchmark.name}", os.path.join(output_dir, benchmark.folder(setting),
                                                                       "driver_log.jsonl"), modules=modules, out=out)
-  summary = summarize(benchmark, setting, jobs, command, load.report() if ran else None)
+  # How busy the machine was while the runs ran: the wall seconds and the load averages before and after.
+  machine_load = {"wall_seconds": time.perf_counter() - start, "load_average_start": list(load),
+                  "load_average_end": list(os.getloadavg())}
+  summary = summarize(benchmark, setting, jobs, command, machine_load if ran else None)
   path = os.path.join(output_dir, benchmark.summary_file(setting))
   if ran or not os.path.exists(path):
     with open(path, "w") as f:
@@ -210,8 +153,8 @@ def main(benchmark: Benchmark) -> None:
   helps = {"batch_size": "Global batch of every run.", "pretrain_epochs": "Pretraining epochs E of every run.",
            "train_examples": "Training images.", "num_devices": "Devices of the parallel configurations.",
            "repeats": "Runs of each configuration (alternated)."}
-  shared = {"hidden_units": flags.DEFINE_list("hidden_units", str(d["hidden_units"]).split(","), "Hidden units.")}
-  shared.update({name: flags.DEFINE_integer(name, d[name], text) for name, text in helps.items()})
+  shared = {"hidden_units": flags.DEFINE_list("hidden_units", str(d["hidden_units"]).split(","), "Hidden units."),
+            **{name: flags.DEFINE_integer(name, d[name], text) for name, text in helps.items()}}
   output = flags.DEFINE_string("output_dir", f"results/benchmarks/{benchmark.name}", "Where records and summary go.")
   work = flags.DEFINE_string("work_dir", f"scratch/benchmarks/{benchmark.name}", "Program logs.")
   options = {name: (flags.DEFINE_list(name, [str(v) for v in default], text) if isinstance(default, (list, tuple))
@@ -224,9 +167,8 @@ def main(benchmark: Benchmark) -> None:
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
     v = {name: holder.value for name, holder in shared.items()}
-    setting = Setting(tuple(int(u) for u in v.pop("hidden_units")), v["batch_size"], v["pretrain_epochs"],
-                      v["train_examples"], v["num_devices"], v["repeats"],
-                      {name: holder.value for name, holder in options.items()})
+    setting = Setting(tuple(int(u) for u in v.pop("hidden_units")), **v,
+                      options={name: holder.value for name, holder in options.items()})
     try:
       path, _ = run(benchmark, setting, output.value, work.value,
                     f"python -m experiments.benchmarks.{benchmark.name} {' '.join(sys.argv[1:])}".strip())
@@ -246,8 +188,7 @@ def load_summaries(output_dir: str, benchmark: Benchmark) -> Dict[str, Dict[str,
 
 
 def records_of(folder: str, summary: Mapping[str, Any]) -> Records:
-  """{configuration: [record of each repeat]} of a summary in `folder` (its records' paths, written relative to
-  where the benchmark ran, taken as <folder>/<records folder>/<file>)."""
+  """{configuration: [record per repeat]} of a summary in `folder` (<folder>/<records folder>/<file>)."""
   return {name: [records.load(os.path.join(folder, *path.replace(os.sep, "/").split("/")[-2:])) for path in paths]
           for name, paths in summary.get("records", {}).items()}
 
@@ -260,7 +201,6 @@ def flat_records(folder: str, *summaries: Mapping[str, Any]) -> List[dict]:
 def setting_of(summary: Mapping[str, Any]) -> Optional[str]:
   """A short label of a summary's setting, e.g. "2 x 1000 units, batch 1000, 4 epochs, 11,000 images"."""
   s = summary.get("setting") or {}
-  if "hidden_units" not in s:
-    return None
   return (f"{len(s['hidden_units'])} x {max(s['hidden_units'])} units, batch {s['batch_size']}, "
-          f"{s['pretrain_epochs']} epochs, {s['train_examples']:,} images, {s.get('repeats', '?')} repeats")
+          f"{s['pretrain_epochs']} epochs, {s['train_examples']:,} images, {s.get('repeats', '?')} repeats"
+          ) if "hidden_units" in s else None

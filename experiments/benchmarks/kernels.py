@@ -1,13 +1,6 @@
-"""Benchmark: every program with XLA and with TensorFlow's default kernels, side by side.
-
-The measurement behind each program's registered kernel path (docs/kernels_and_threads.md): each program (one-
-device ones on one device, the others on --num_devices with their default thread pool) with --kernels=xla and
---kernels=tf, one thread per device. Measures per program: xla seconds / tf seconds per repeat (> 1: TF's
-kernels faster), cores busy with each path, the faster path and whether every repeat agreed.
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.kernels --batch_size=100
-"""
+"""Benchmark: every program with --kernels=xla and --kernels=tf (docs/kernels_and_threads.md): per program xla
+seconds / tf seconds per repeat, cores busy, the faster path and whether every repeat agreed (`choice`).
+  python -m experiments.benchmarks.kernels --batch_size=100"""
 
 import statistics
 from typing import List, Mapping, Optional, Sequence
@@ -31,35 +24,20 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   """Per program: seconds and cores busy per path, xla / tf per repeat, the faster path (module docstring)."""
   out = {}
   for p in PROGRAMS:
-    program, xla, tf = p.name, f"{p.name}_xla", f"{p.name}_tf"
-    ratio = harness.ratio_spread(runs, xla, tf)
-    medians = {p: statistics.median(r["pretrain_seconds"] for r in runs[f"{program}_{p}"]) for p in PATHS}
-    faster = min(PATHS, key=medians.get)
-    out[program] = {
-        "devices": 1 if p.one_device else s.num_devices,
-        "xla_over_tf": ratio,
-        "cores_busy": {p: harness.cores_busy(runs[f"{program}_{p}"]) for p in PATHS},
-        "faster": faster,
-        "all_repeats_agree": all((v > 1) == (faster == "tf") for v in ratio["values"]),
-    }
+    ratio = harness.ratio_spread(runs, f"{p.name}_xla", f"{p.name}_tf")
+    faster = min(PATHS, key=lambda path: statistics.median(r["pretrain_seconds"] for r in runs[f"{p.name}_{path}"]))
+    out[p.name] = {"devices": 1 if p.one_device else s.num_devices, "xla_over_tf": ratio,
+                   "cores_busy": {path: harness.cores_busy(runs[f"{p.name}_{path}"]) for path in PATHS},
+                   "faster": faster, "all_repeats_agree": all((v > 1) == (faster == "tf") for v in ratio["values"])}
   return {"programs": out, **{f"xla_over_tf_{p.name}": out[p.name]["xla_over_tf"] for p in PROGRAMS}}
 
 
 def choice(summaries: Sequence[Mapping], program: str) -> Optional[str]:
-  """The kernel path `program` should take by default, by the kernels benchmark's summaries.
-
-  A path wins a summary when it was faster in every repeat of it; the choice is the path that won more
-  summaries (over batch sizes, machines), None when neither did (no measured difference: either is right).
-  Every program's registered default is tested against it (tests/test_reproduce.py).
-  """
-  wins = {p: 0 for p in PATHS}
-  for summary in summaries:
-    measured = summary["programs"][program]
-    if measured["all_repeats_agree"]:
-      wins[measured["faster"]] += 1
-  if wins["xla"] == wins["tf"]:
-    return None
-  return max(PATHS, key=wins.get)
+  """The default kernel path of `program` by the summaries: the path faster in every repeat of more summaries than
+  the other, None when neither is (no measured difference); tests/test_reproduce.py checks the registry against it."""
+  wins = {path: sum(s["programs"][program]["all_repeats_agree"] and s["programs"][program]["faster"] == path
+                    for s in summaries) for path in PATHS}
+  return None if wins["xla"] == wins["tf"] else max(PATHS, key=wins.get)
 
 
 BENCHMARK = harness.Benchmark(

@@ -1,23 +1,9 @@
-"""Benchmark: model_parallel on G devices against greedy and sync_layerwise on one, side by side.
+"""Benchmark: model_parallel on G devices against greedy and sync_layerwise on one (docs/model_parallel.md):
+speedups, the schedule's bound from greedy's epoch times and from FLOPs (`flop_bound`) and the fraction reached, the
+bound with shared cores, phases, co-run slowdowns; several --kernels or --thread_pool: `variants`.
+  python -m experiments.benchmarks.model_parallel --batch_size=1000 [--kernels=xla,tf --thread_pool=per_device,shared]"""
 
-Pretraining only, 1 intra-op thread per device, alternated repeat after repeat (`harness`). Measures, per repeat:
-  * speedup of model_parallel over greedy and over sync_layerwise;
-  * the bound of the measured per-layer epoch times: greedy's (median over its epochs) through the schedule (sum
-    over steps of the slowest active layer, `Schedule.critical_path`), its speedups and the fraction reached;
-    the same bound from FLOPs alone (`flop_bound`), and the epochs E at which it reaches --target_speedup;
-  * the bound with the devices sharing the cores: G x greedy / sync_layerwise seconds over greedy;
-  * model_parallel's phases (busy, idle, copy, overhead seconds) and each layer's co-run slowdown.
-With --kernels and --thread_pool listing several values, one model_parallel configuration per pair (named
-model_parallel_<kernels>_<pool> after the first), each with its speedups and cores busy (`variants`): the
-comparison that chose the program's defaults (docs/kernels_and_threads.md).
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.model_parallel --batch_size=1000 --repeats=7
-  python -m experiments.benchmarks.model_parallel --batch_size=1000 --train_examples=22000 --repeats=3 \
-      --kernels=xla,tf --thread_pool=per_device,shared
-"""
-
-from typing import List, Tuple
+from typing import Dict, List, Tuple
 
 from common import cost
 from common import layerwise_schedule as schedule_lib
@@ -29,33 +15,27 @@ GREEDY, SYNC, MP = programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARA
 PROGRAMS = (GREEDY, SYNC, MP)
 
 
-def _variants(s: harness.Setting) -> List[Tuple[str, str]]:
-  """(kernel path, thread pool) of every model_parallel configuration; the first is the main one."""
-  return [(k, t) for k in s.options.get("kernels", ["auto"]) for t in s.options.get("thread_pool", ["auto"])]
-
-
-def _name(s: harness.Setting, kernels: str, pool: str) -> str:
-  """"model_parallel" for the main configuration, model_parallel_<kernels>_<pool> for the others."""
-  return MP.name if (kernels, pool) == _variants(s)[0] else f"{MP.name}_{kernels}_{pool}"
+def _variants(s: harness.Setting) -> Dict[str, Tuple[str, str]]:
+  """{name: (kernels, thread pool)}: "model_parallel" for the first pair, model_parallel_<kernels>_<pool> after."""
+  pairs = [(k, t) for k in s.options.get("kernels", ["auto"]) for t in s.options.get("thread_pool", ["auto"])]
+  return {MP.name if i == 0 else f"{MP.name}_{k}_{t}": (k, t) for i, (k, t) in enumerate(pairs)}
 
 
 def configurations(s: harness.Setting) -> List:
   """greedy and sync_layerwise on one device, model_parallel on s.num_devices (one per kernels x thread pool)."""
   return [s.run(p.name, p, 1) for p in (GREEDY, SYNC)] + [
-      s.run(_name(s, k, t), MP, s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}"))
-      for k, t in _variants(s)]
+      s.run(name, MP, s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}")) for name, (k, t) in
+      _variants(s).items()]
 
 
 def phases(record: dict) -> dict:
-  """Where a model_parallel run's seconds went: steps, copies, idle and busy devices, the overhead beyond the
-  busiest device, how concurrent the full steps were (> 1: the layers really overlapped), layer epoch seconds."""
+  """Where a model_parallel run's seconds went (steps, copies, idle, busy, overhead) and its concurrency."""
   steps = record["schedule"]["steps"]
-  devices = list(steps[0]["busy_seconds"])
   both = [s for s in steps if len(s["active_layers"]) > 1]
   return {
       "pretrain_seconds": record["pretrain_seconds"], "step_wall_seconds": record["timing"]["pretrain_train"],
       "weight_copy_seconds": record["timing"]["weight_copy"], "idle_device_seconds": record["timing"].get("idle"),
-      "busy_seconds_per_device": {d: sum(s["busy_seconds"][d] for s in steps) for d in devices},
+      "busy_seconds_per_device": {d: sum(s["busy_seconds"][d] for s in steps) for d in steps[0]["busy_seconds"]},
       "overhead_seconds": sum(s["wall_seconds"] - max(s["busy_seconds"].values()) for s in steps),
       "concurrency_in_full_steps": (sum(sum(s["busy_seconds"].values()) for s in both) /
                                     sum(s["wall_seconds"] for s in both)) if both else None,
@@ -64,69 +44,60 @@ def phases(record: dict) -> dict:
 
 
 def corun_slowdown(record: dict) -> dict:
-  """Per layer (1-based, as str) of one model_parallel run: median epoch seconds beside another layer / alone
-  (a group's bottom layer trains alone in its fill step); layers never alone or never beside are left out.
-  With a shared pool a layer alone also has the idle device's thread, so the ratio includes the lent core."""
-  active = {(s["group"], s["step"]): len(s["active_layers"]) for s in record["schedule"]["steps"]}
-  out = {}
+  """{layer (1-based str): median epoch seconds beside another layer / alone (its fill step)} of one run; with a
+  shared pool a layer alone also has the idle device's thread."""
+  active, out = {(s["group"], s["step"]): len(s["active_layers"]) for s in record["schedule"]["steps"]}, {}
   for i, layer in enumerate(record["layers"]):
-    group = layer.get("group", 0)
-    alone = [e["seconds"] for e in layer["epochs"] if active.get((group, e["step"])) == 1]
-    beside = [e["seconds"] for e in layer["epochs"] if active.get((group, e["step"]), 1) > 1]
+    epochs = [(active.get((layer.get("group", 0), e["step"]), 0), e["seconds"]) for e in layer["epochs"]]
+    alone, beside = [x for a, x in epochs if a == 1], [x for a, x in epochs if a > 1]
     if alone and beside:
       out[str(i + 1)] = harness.spread(beside)["median"] / harness.spread(alone)["median"]
   return out
 
 
-def _bound_vs_sync(schedule: schedule_lib.Schedule, layer_cost: List[float]) -> float:
+def _bound_vs_sync(layer_cost: List[float], devices: int, epochs: int) -> float:
   """sync_layerwise time / model_parallel time if layer i's epoch costs layer_cost[i] and nothing else does."""
+  schedule = schedule_lib.Schedule(len(layer_cost), devices, epochs)
   return schedule.critical_path(layer_cost, concurrent=False) / schedule.critical_path(layer_cost)
 
 
 def _epochs_to_reach(layer_cost: List[float], devices: int, target: float, max_epochs: int = 1000) -> int:
   """The least E for which the bound over sync_layerwise on `devices` devices reaches `target` (-1: none)."""
-  for epochs in range(1, max_epochs + 1):
-    if _bound_vs_sync(schedule_lib.Schedule(len(layer_cost), devices, epochs), layer_cost) >= target:
-      return epochs
-  return -1
+  return next((e for e in range(1, max_epochs + 1) if _bound_vs_sync(layer_cost, devices, e) >= target), -1)
 
 
 def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   """Speedups, the bounds and the phases of model_parallel (see the module docstring)."""
-  target = s.options["target_speedup"]
-  schedule = schedule_lib.Schedule(len(s.hidden_units), s.num_devices, s.pretrain_epochs)
+  target, g = s.options["target_speedup"], s.num_devices
+  schedule = schedule_lib.Schedule(len(s.hidden_units), g, s.pretrain_epochs)
   flops = [cost.layer_epoch_flops(s.hidden_units, i + 1, s.train_examples) for i in range(len(s.hidden_units))]
   per_repeat = []
   for greedy, sync, mp in zip(runs[GREEDY.name], runs[SYNC.name], runs[MP.name]):
+    tg, ts, tm = greedy["pretrain_seconds"], sync["pretrain_seconds"], mp["pretrain_seconds"]
     alone = records.layer_epoch_seconds(greedy)
     bound = schedule.critical_path(alone)
     per_repeat.append({
-        "greedy_layer_epoch_seconds": alone, "bound_seconds": bound,
-        "speedup_vs_greedy": greedy["pretrain_seconds"] / mp["pretrain_seconds"],
-        "speedup_vs_sync_layerwise": sync["pretrain_seconds"] / mp["pretrain_seconds"],
-        "bound_speedup_vs_greedy": greedy["pretrain_seconds"] / bound,
-        "bound_speedup_vs_sync_layerwise": sync["pretrain_seconds"] / bound,
-        "fraction_of_bound": bound / mp["pretrain_seconds"],
-        "epochs_for_target_bound": _epochs_to_reach(alone, s.num_devices, target),
-        "cores_bound_speedup_vs_greedy": s.num_devices * greedy["pretrain_seconds"] / sync["pretrain_seconds"]})
+        "greedy_layer_epoch_seconds": alone, "bound_seconds": bound, "speedup_vs_greedy": tg / tm,
+        "speedup_vs_sync_layerwise": ts / tm, "bound_speedup_vs_greedy": tg / bound,
+        "bound_speedup_vs_sync_layerwise": ts / bound, "fraction_of_bound": bound / tm,
+        "epochs_for_target_bound": _epochs_to_reach(alone, g, target), "cores_bound_speedup_vs_greedy": g * tg / ts})
   out = {key: harness.spread([x[key] for x in per_repeat]) for key in (
       "speedup_vs_greedy", "speedup_vs_sync_layerwise", "bound_seconds", "bound_speedup_vs_greedy",
       "bound_speedup_vs_sync_layerwise", "fraction_of_bound", "cores_bound_speedup_vs_greedy")}
-  out["cores_bound_speedup_vs_sync_layerwise"] = s.num_devices
-  out["flop_bound"] = {"layer_epoch_flops": flops, "speedup_vs_sync_layerwise": _bound_vs_sync(schedule, flops),
-                       "target_speedup": target, "epochs_for_target": _epochs_to_reach(flops, s.num_devices, target)}
+  out["cores_bound_speedup_vs_sync_layerwise"] = g
+  out["flop_bound"] = {"layer_epoch_flops": flops,
+                       "speedup_vs_sync_layerwise": _bound_vs_sync(flops, g, s.pretrain_epochs),
+                       "target_speedup": target, "epochs_for_target": _epochs_to_reach(flops, g, target)}
   out["per_repeat"] = per_repeat
-  out["variants"] = {_name(s, *v): {
-      "kernels": v[0], "thread_pool": v[1],
-      "speedup_vs_greedy": harness.ratio_spread(runs, GREEDY.name, _name(s, *v)),
-      "speedup_vs_sync_layerwise": harness.ratio_spread(runs, SYNC.name, _name(s, *v)),
-      "fraction_of_bound": harness.spread([g["bound_seconds"] / r["pretrain_seconds"]
-                                           for g, r in zip(per_repeat, runs[_name(s, *v)])]),
-      "fraction_of_cores_bound": harness.spread([y["pretrain_seconds"] / (s.num_devices * r["pretrain_seconds"])
-                                                 for y, r in zip(runs[SYNC.name], runs[_name(s, *v)])]),
-      "corun_slowdown": [corun_slowdown(r) for r in runs[_name(s, *v)]],
-      "cores_busy": harness.cores_busy(runs[_name(s, *v)])}
-      for v in _variants(s)}
+  out["variants"] = {name: {
+      "kernels": k, "thread_pool": t, "speedup_vs_greedy": harness.ratio_spread(runs, GREEDY.name, name),
+      "speedup_vs_sync_layerwise": harness.ratio_spread(runs, SYNC.name, name),
+      "fraction_of_bound": harness.spread([x["bound_seconds"] / r["pretrain_seconds"]
+                                           for x, r in zip(per_repeat, runs[name])]),
+      "fraction_of_cores_bound": harness.spread([y["pretrain_seconds"] / (g * r["pretrain_seconds"])
+                                                 for y, r in zip(runs[SYNC.name], runs[name])]),
+      "corun_slowdown": [corun_slowdown(r) for r in runs[name]], "cores_busy": harness.cores_busy(runs[name])}
+      for name, (k, t) in _variants(s).items()}
   out["model_parallel_phases"] = [phases(r) for r in runs[MP.name]]
   out["sync_layerwise_layer_epoch_seconds"] = [records.layer_epoch_seconds(r) for r in runs[SYNC.name]]
   return out

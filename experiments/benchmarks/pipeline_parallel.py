@@ -1,16 +1,7 @@
-"""Benchmark: pipeline_parallel against greedy and model_parallel, side by side.
-
-One thread per device; greedy on one device, model_parallel and pipeline_parallel on --num_devices, the
-pipeline on one device, and on --num_devices with checkpoints (the cost of saving in-flight activations). With
---chunk_steps or --kernels listing several values, one pipeline configuration per value (the sweeps that chose
-the defaults). Measures per repeat: the speedups over greedy and model_parallel (and on one device over greedy:
-the saved recomputation of the frozen layers); the FLOP bound over greedy (greedy's FLOPs / the critical path,
-`placement.Plan.critical_path_flops`) and the fraction of it reached; cores busy; checkpoint seconds.
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000
-  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 --chunk_steps=1,2,4,8,16 --baselines=0
-"""
+"""Benchmark: pipeline_parallel against greedy and model_parallel, and on one device and with checkpoints; several
+--chunk_steps or --kernels: one configuration each (docs/pipeline_parallel.md). Speedups, the FLOP bound
+(`placement.Plan.critical_path_flops`) and the fraction reached, cores busy, checkpoint seconds.
+  python -m experiments.benchmarks.pipeline_parallel --batch_size=1000 [--chunk_steps=1,2,4,8 --baselines=0]"""
 
 import dataclasses
 from typing import Dict, List, Tuple
@@ -25,25 +16,19 @@ GREEDY, MP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.PIPELINE_PAR
 PIPELINE = PP.name
 
 
-def _chunks(s: harness.Setting) -> List[int]:
-  return [int(k) for k in s.options["chunk_steps"]]
-
-
-def _variants(s: harness.Setting) -> List[Tuple[int, str]]:
-  """(chunk size K, kernel path) of every pipeline_parallel configuration on G devices; the first is the main one."""
-  return [(k, kernels) for k in _chunks(s) for kernels in s.options["kernels"]]
-
-
-def _name(s: harness.Setting, k: int, kernels: str) -> str:
-  return PIPELINE + (f"_k{k}" if len(_chunks(s)) > 1 else "") + (f"_{kernels}" if len(s.options["kernels"]) > 1 else "")
+def _variants(s: harness.Setting) -> Dict[str, Tuple[int, str]]:
+  """{name: (chunk size K, kernels)} of the pipeline configurations on G devices, the main one first."""
+  chunks, kernels = [int(k) for k in s.options["chunk_steps"]], s.options["kernels"]
+  return {PIPELINE + (f"_k{k}" if len(chunks) > 1 else "") + (f"_{kern}" if len(kernels) > 1 else ""): (k, kern)
+          for k in chunks for kern in kernels}
 
 
 def configurations(s: harness.Setting) -> List:
   """The baselines (unless --baselines=0) and pipeline_parallel on G devices for each chunk size and kernel path."""
-  k0, kernels0 = _variants(s)[0]
-  main = [f"--pipeline_chunk_steps={k0}", f"--kernels={kernels0}"]
-  runs = [s.run(_name(s, k, kern), PP, s.num_devices, extra=(f"--pipeline_chunk_steps={k}", f"--kernels={kern}"))
-          for k, kern in _variants(s)]
+  variants = _variants(s)
+  flags = {name: (f"--pipeline_chunk_steps={k}", f"--kernels={kern}") for name, (k, kern) in variants.items()}
+  runs = [s.run(name, PP, s.num_devices, extra=extra) for name, extra in flags.items()]
+  main = next(iter(flags.values()))
   if s.options["baselines"]:
     runs = [s.run(GREEDY.name, GREEDY, 1), s.run(MP.name, MP, s.num_devices), *runs,
             s.run(f"{PIPELINE}_1_device", PP, 1, extra=main),
@@ -51,33 +36,27 @@ def configurations(s: harness.Setting) -> List:
   return runs
 
 
-def _plan(s: harness.Setting, devices: int, k: int) -> placement.Plan:
-  return placement.plan_for(s.hidden_units, devices, s.train_examples, s.batch_size, s.pretrain_epochs, k)
-
-
 def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   """Speedups, the FLOP bound and the fraction of it reached, cores busy, checkpoint cost."""
-  k, kernels = _variants(s)[0]
-  plan, alone = _plan(s, s.num_devices, k), _plan(s, 1, k)
-  examples = (s.train_examples // s.batch_size) * s.batch_size
-  greedy_flops = cost.pretraining_flops(s.hidden_units, s.pretrain_epochs, examples)
+  (first, (k, _)), *others = _variants(s).items()
+  plan, alone = [placement.plan_for(s.hidden_units, g, s.train_examples, s.batch_size, s.pretrain_epochs, k)
+                 for g in (s.num_devices, 1)]
+  greedy_flops = cost.pretraining_flops(s.hidden_units, s.pretrain_epochs,
+                                        (s.train_examples // s.batch_size) * s.batch_size)
   path = plan.critical_path_flops(s.batch_size)
-  out = {"plan": plan.describe(),
-         "flop_bound_vs_greedy": greedy_flops / path,
+  out = {"plan": plan.describe(), "flop_bound_vs_greedy": greedy_flops / path,
          "flop_bound_vs_one_device": alone.critical_path_flops(s.batch_size) / path,
-         "cores_busy": {name: harness.cores_busy(rs) for name, rs in runs.items()}}
-  first = _name(s, k, kernels)
-  # first configuration seconds / this one's: > 1 means this one is faster.
-  out["speedup_vs_first"] = {_name(s, *v): harness.ratio_spread(runs, first, _name(s, *v)) for v in _variants(s)[1:]}
+         "cores_busy": {name: harness.cores_busy(rs) for name, rs in runs.items()},
+         # first configuration seconds / this one's: > 1 means this one is faster.
+         "speedup_vs_first": {name: harness.ratio_spread(runs, first, name) for name, _ in others}}
   if not s.options["baselines"]:
     return out
-  pp = runs[first]
-  one = runs[f"{PIPELINE}_1_device"]
+  one = f"{PIPELINE}_1_device"
   out["speedup_vs_greedy"] = harness.ratio_spread(runs, GREEDY.name, first)
   out["speedup_vs_model_parallel"] = harness.ratio_spread(runs, MP.name, first)
-  out["one_device_speedup_vs_greedy"] = harness.ratio_spread(runs, GREEDY.name, f"{PIPELINE}_1_device")
-  out["fraction_of_flop_bound"] = harness.spread([
-      a["pretrain_seconds"] / out["flop_bound_vs_one_device"] / b["pretrain_seconds"] for a, b in zip(one, pp)])
+  out["one_device_speedup_vs_greedy"] = harness.ratio_spread(runs, GREEDY.name, one)
+  out["fraction_of_flop_bound"] = harness.spread([a["pretrain_seconds"] / out["flop_bound_vs_one_device"] /
+                                                  b["pretrain_seconds"] for a, b in zip(runs[one], runs[first])])
   saved = [(r["timing"].get("checkpoint", 0.0) + r["timing"].get("checkpoint_in_flight", 0.0), r["pretrain_seconds"])
            for r in runs[f"{PIPELINE}_checkpoints"]]
   out["checkpoint_seconds"] = harness.spread([c for c, _ in saved])
@@ -86,7 +65,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
 
 
 def _folder(s: harness.Setting) -> str:
-  return (f"b{s.batch_size}" + ("_chunks" if len(_chunks(s)) > 1 else "")
+  return (f"b{s.batch_size}" + ("_chunks" if len(s.options["chunk_steps"]) > 1 else "")
           + ("_kernels" if len(s.options["kernels"]) > 1 else ""))
 
 
