@@ -41,6 +41,7 @@ class Program:
     thread_pool: {precision: intra-op pool of its logical CPU devices with --thread_pool=auto}, "per_device"
       or "shared" (docs/kernels_and_threads.md).
     perf_model: dotted path of its performance model in `experiments.perf_model` (a class), or "none".
+    kernel_paths: the kernel paths it can run (--kernels), of "xla" and "tf".
   """
   name: str
   run_name: str
@@ -51,6 +52,7 @@ class Program:
   kernels: Mapping[str, str]
   thread_pool: Mapping[str, str]
   perf_model: str
+  kernel_paths: Tuple[str, ...] = ("xla", "tf")
 
   def __post_init__(self):
     if self.cluster not in CLUSTER_SHAPES:
@@ -82,10 +84,11 @@ class Program:
 
 
 def _program(name: str, run_name: str, label: str, color: str, perf_model: str, one_device: bool = False,
-             cluster: str = "none", kernels: str = "tf", thread_pool: str = "per_device") -> Program:
+             cluster: str = "none", kernels: str = "tf", thread_pool: str = "per_device",
+             kernel_paths: Tuple[str, ...] = ("xla", "tf")) -> Program:
   """A `Program` whose kernel path and thread pool are the same at every precision."""
   return Program(name, run_name, label, color, one_device, cluster, {p: kernels for p in PRECISIONS},
-                 {p: thread_pool for p in PRECISIONS}, perf_model)
+                 {p: thread_pool for p in PRECISIONS}, perf_model, kernel_paths)
 
 
 GREEDY = _program("greedy", "greedy", "greedy layer-wise", "tab:blue", "experiments.perf_model.Greedy",
@@ -99,7 +102,7 @@ DATA_PARALLEL = _program("data_parallel", "dp", "data parallel", "tab:green", "e
 PIPELINE_PARALLEL = _program("pipeline_parallel", "pp", "pipeline parallel", "tab:red",
                              "experiments.perf_model.Pipeline", cluster="client_server")
 ASYNC_DATA_PARALLEL = _program("async_data_parallel", "adp", "asynchronous data parallel", "tab:brown", "none",
-                               cluster="parameter_server")
+                               cluster="parameter_server", kernel_paths=("tf",))
 
 PROGRAMS: Tuple[Program, ...] = (GREEDY, SYNC_LAYERWISE, MODEL_PARALLEL, DATA_PARALLEL, PIPELINE_PARALLEL,
                                  ASYNC_DATA_PARALLEL)

@@ -208,23 +208,24 @@ class DataParallel(LayerModel):
 
 
 def pipeline_plan(config: Mapping, devices: int) -> placement.Plan:
-  """The pipeline's plan (stages, chunks, ticks) of a run's config on `devices` devices."""
+  """The pipeline's plan (stages, replicas, chunks, ticks) of a run's config on `devices` devices."""
   k = config.get("pipeline_chunk_steps") or pp_config.DEFAULT_CHUNK_STEPS
   return placement.plan_for(tuple(config["hidden_units"]), devices, config["train_examples"], config["batch_size"],
-                            config["pretrain_epochs"], int(k))
+                            config["pretrain_epochs"], int(k), int(config.get("replicas_per_stage") or 1))
 
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-  """pipeline_parallel: the longer of the critical path (`placement.Plan.critical_path_flops`) and all FLOPs over
-  min(G, C) cores, at the one-device run's FLOP rate; no co-run slowdown."""
+  """pipeline_parallel: the longer of the critical path (`placement.Plan.critical_path_flops`; with R replicas per
+  stage each computes 1/R of its stage, the all-reduce not counted) and all FLOPs over min(G, C) cores, at the
+  one-device run's FLOP rate; no co-run slowdown."""
   rate: float
   cores: int
   calibration: Tuple[str, ...]
 
   def predict(self, config: Mapping, devices: int) -> float:
-    work = pipeline_plan(config, 1).critical_path_flops(config["batch_size"])
-    path = pipeline_plan(config, devices).critical_path_flops(config["batch_size"])
+    work = pipeline_plan(dict(config, replicas_per_stage=1), 1).critical_path_flops(config["batch_size"])
+    path = pipeline_plan(config, devices).critical_path_flops(config["batch_size"])  # R replicas: 1/R each
     return max(path, work / min(devices, self.cores)) / self.rate
 
   def describe(self) -> str:

@@ -26,6 +26,7 @@ LARGE_BATCH_CANDIDATES = (("dp_report", ()), ("dp_linear_warmup2", ("--pretrain_
                           "--finetune_lr_scaling=linear", "--warmup_epochs=2")),
                           ("dp_large_batch_recipe", _LARGE))
 _RECIPES = (("report", ()), ("large_batch", _LARGE))
+BF16 = f"--precision={programs.PRECISIONS[1]}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -131,6 +132,12 @@ def _dp_accuracy(s) -> List[RunSpec]:
       if r.program == GREEDY.name and r.flag("pretrain_epochs") in s["epochs"]]
 
 
+def _precision(s) -> List[RunSpec]:  # float32's runs are accuracy_vs_epochs' at its most epochs
+  e = s["epochs"]
+  return [run(f"{p.run_name}_e{e}{suffix}", p, s["hidden"], e, s["batch"], s["devices"], s["examples"], e, extra=extra,
+              resumable=True) for p in (GREEDY, PP) for suffix, extra in (("", ()), ("_bf16", (BF16,)))]
+
+
 def _comparison(s) -> List[RunSpec]:
   return [run(p.run_name, p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
               extra=(s["dp_flags"] if p is DP else ()) + _HELDOUT) for p in COMPARED]
@@ -148,6 +155,8 @@ def _full_size(s) -> List[RunSpec]:
   return [run(f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}", p, s["hidden"], e, b, g, s["examples"], e,
               extra=_HELDOUT if p is PP else (), resumable=True)
           for p in (GREEDY, MP, PP)] + [  # the programs its committed records ran
+      run(f"{PP.name}_g{g}_b{b}_e{e}_bf16", PP, s["hidden"], e, b, g, s["examples"], e, extra=_HELDOUT + (BF16,),
+          resumable=True)] + [
       run(f"dp_b{s['dp_batch']}_e{e}_{recipe}", DP, s["hidden"], e, s["dp_batch"], g, s["examples"], e,
           extra=_NO_PROFILE + flags, resumable=True) for recipe, flags in _RECIPES]
 
@@ -192,7 +201,7 @@ MP_VS_DP = Entry("mp_vs_dp", "Model parallel vs data parallel at a large batch",
 ACCURACY_VS_EPOCHS = Entry(
     "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel", _sizes(
         "examples epochs batch hidden devices", paper=(55_000, (10, 20, 30, 40, 50, 60), 100, CONFIG_1, 4),
-        cpu=(11_000, (2, 4, 6, 8, 10, 12), 100, (500,) * 4, 4), smoke=(400, (2,), 40, (32, 32), 2)),
+        cpu=(11_000, (2, 4, 6, 8, 10, 12), 100, (500,) * 4, 2), smoke=(400, (2,), 40, (32, 32), 2)),
     _accuracy, _T + "accuracy_vs_epochs", _F + "accuracy_vs_epochs")
 DP_ACCURACY = Entry(
     "dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe", _sizes(
@@ -203,6 +212,11 @@ STRATEGY_COMPARISON = Entry("strategy_comparison", "Does parallelism help? Pretr
                             _COMPARISON, _comparison, _T + "strategy_comparison", _F + "strategy_comparison")
 CONVERGENCE = Entry("convergence", "Reconstruction loss vs wall-clock seconds", _COMPARISON, _comparison,
                     _T + "convergence", _F + "convergence")
+PRECISION_ACCURACY = Entry(
+    "precision_accuracy", "Mixed precision (beyond the report): bfloat16 beside float32, accuracy and reconstruction",
+    _sizes("examples epochs batch hidden devices", paper=(55_000, 30, 100, CONFIG_1, 2),
+           cpu=(11_000, 12, 100, (500,) * 4, 2), smoke=(400, 2, 40, (32, 32), 2)),
+    _precision, _T + "precision_accuracy", kind="beyond")
 PP_SCALING = Entry("pp_scaling", "Pipeline parallel (beyond the report): pretraining time vs devices", _sizes(
     "examples epochs batch stacks", paper=(55_000, 30, 100, ((2000,) * 4, (1000,) * 8)),
     cpu=(11_000, 2, 100, ((1000,) * 4, (500,) * 8)), smoke=(400, 2, 40, ((32, 32),))),
@@ -217,7 +231,7 @@ FULL_SIZE = Entry("full_size", "Full size: the report's network on all 55,000 im
 
 ENTRIES: Tuple[Entry, ...] = (MP_SCALING_B100, MP_SCALING_B5000, DP_SCALING, DP_BATCH_SWEEP, DP_OP_PROFILE, MP_VS_DP,
                               ACCURACY_VS_EPOCHS, DP_ACCURACY, STRATEGY_COMPARISON, CONVERGENCE, PP_SCALING,
-                              LARGE_BATCH, FULL_SIZE)
+                              PRECISION_ACCURACY, LARGE_BATCH, FULL_SIZE)
 NAMES = tuple(e.name for e in ENTRIES)
 REPORT_ENTRIES = tuple(e.name for e in ENTRIES if e.kind == "report")
 BEYOND = tuple(e.name for e in ENTRIES if e.kind == "beyond")

@@ -151,7 +151,8 @@ def test_pipeline_model_is_fitted_on_the_one_device_run():
 def test_every_program_resolves_to_its_model_and_an_unknown_program_is_an_error():
   for program in programs.PROGRAMS:
     model = perf_model.resolve(program)
-    assert all(hasattr(model, f) for f in ("calibrate", "predict", "describe")), program.name
+    assert (model is None) == (program.perf_model == "none"), program.name
+    assert model is None or all(hasattr(model, f) for f in ("calibrate", "predict", "describe")), program.name
   assert perf_model.resolve(programs.MODEL_PARALLEL) is perf_model.ModelParallel
   assert perf_model.resolve(dataclasses.replace(programs.GREEDY, perf_model="none")) is None
   unknown = _record(programs.GREEDY, [10], 1, 1, 1.0, layers=[1.0])
@@ -161,3 +162,17 @@ def test_every_program_resolves_to_its_model_and_an_unknown_program_is_an_error(
   greedy = perf_model.calibrated({"a": _record(programs.GREEDY, [10, 10], 2, 1, 6.0, layers=[1.0, 2.0])})[0]
   assert isinstance(greedy, perf_model.Greedy) and greedy.predict(_config([10, 10], 2), 1) == pytest.approx(6.0)
   assert cost.layer_params([10, 10]) == [P1, P10]
+
+
+def test_pipeline_with_replicated_stages_by_hand():
+  """One layer is one stage on any devices; R replicas split its work: on R devices with R cores the run takes 1/R
+  of the one-device time (the model counts no all-reduce)."""
+  config = {"hidden_units": [100], "train_examples": 1000, "batch_size": 100, "pretrain_epochs": 1,
+            "pipeline_chunk_steps": 1}
+  one = perf_model.pipeline_plan(config, 1).critical_path_flops(100)
+  model = perf_model.Pipeline(rate=one / 10.0, cores=4, calibration=("one",))  # 10 s on one device
+  assert model.predict(config, 1) == pytest.approx(10.0)
+  assert model.predict(dict(config, replicas_per_stage=2), 2) == pytest.approx(5.0)
+  assert model.predict(dict(config, replicas_per_stage=4), 4) == pytest.approx(2.5)
+  # More replicas than cores: the work is shared by the 4 cores at most.
+  assert perf_model.Pipeline(one / 10.0, 2, ("one",)).predict(dict(config, replicas_per_stage=4), 4) == pytest.approx(5.0)

@@ -69,7 +69,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
 def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # The large-batch study and the full-size runs are presets of the run list; their committed records (made
   # before they were) must still be found and match the flags, or reproduce would refuse them.
-  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 5)):
+  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 6)):
     runs = presets.build(preset)[entry].runs
     assert len(runs) == count
     for run in runs:
@@ -269,10 +269,13 @@ def test_benchmarks_list_one_configuration_per_variant():
 
 
 def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster():
-  setting = harness.Setting((32, 16), 100, 2, 400, 2, 2, {})
+  setting = harness.Setting((32, 16), 100, 2, 400, 2, 2, {"precision": programs.PRECISIONS[1]})
   runs = bench_kernels.configurations(setting)
   names = [p.name for p in bench_kernels.PROGRAMS]
+  assert names == [p.name for p in programs.PROGRAMS if p.kernel_paths == ("xla", "tf")]
   assert [r.name for r in runs] == [f"{p}_{k}" for p in names for k in ("xla", "tf")]
+  assert all(f"--precision={programs.PRECISIONS[1]}" in r.extra_flags for r in runs)
+  assert bench_kernels.BENCHMARK.folder(setting) == f"b100_{programs.PRECISIONS[1]}"
   assert [r.flag("num_devices") for r in runs[::2]] == [1, 1, 2, 2, 2]
   assert all(r.extra_flags[0] == f"--kernels={r.name.rsplit('_', 1)[1]}" for r in runs)
   assert "--profile_steps=0" in runs[6].extra_flags  # data_parallel: no op profile inside the timed epochs
@@ -292,11 +295,13 @@ def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster
 
 def test_every_programs_default_kernel_path_is_the_one_the_committed_benchmark_found_faster():
   summaries = list(harness.load_summaries(RESULTS, bench_kernels.BENCHMARK).values())
-  assert {s["setting"]["batch_size"] for s in summaries} >= {100, 1000, 5000}
-  for program in bench_kernels.PROGRAMS:
-    chosen = bench_kernels.choice(summaries, program.name)
-    assert chosen is not None, program.name
-    assert program.default_kernels() == chosen, program.name
+  for precision in programs.PRECISIONS:  # each precision measured, its default per program chosen by the records
+    mine = [s for s in summaries if bench_kernels.precision_of(s) == precision]
+    assert {s["setting"]["batch_size"] for s in mine} >= {100, 1000}, precision
+    for program in bench_kernels.PROGRAMS:
+      chosen = bench_kernels.choice(summaries, program.name, precision)
+      assert chosen is not None, (program.name, precision)
+      assert program.default_kernels(precision) == chosen, (program.name, precision)
   g = GREEDY.name
   tf_faster = {"programs": {g: {"faster": "tf", "all_repeats_agree": True}}}
   xla_faster = {"programs": {g: {"faster": "xla", "all_repeats_agree": True}}}
@@ -312,7 +317,8 @@ def test_equal_cores_benchmark_gives_every_program_the_same_cores():
   assert [r.name for r in runs] == [
       "greedy_g1_t2", "sync_layerwise_g1_t2", "model_parallel_g1_t2", "model_parallel_g2_t1",
       "model_parallel_g2_t1_shared", "data_parallel_g1_t2", "data_parallel_g2_t1", "pipeline_parallel_g1_t2",
-      "pipeline_parallel_g2_t1", "pipeline_parallel_g2_t1_shared"]
+      "pipeline_parallel_g2_t1", "pipeline_parallel_g2_t1_shared", "async_data_parallel_g1_t2",
+      "async_data_parallel_g2_t1"]
   assert all(r.flag("num_devices") * r.flag("threads_per_device") == 2 for r in runs)
   assert all("--heldout_every_epoch" in r.extra_flags for r in runs)
   assert bench_equal_cores.baseline(setting) == "greedy_g1_t2"
@@ -365,7 +371,7 @@ def test_command_line_errors():
   dry = run("--preset=cpu", "--dry_run", "--only=dp_scaling")
   assert dry.returncode == 0 and "dp_scaling: 4 runs, estimated" in dry.stdout
   dry = run("--preset=full", "--dry_run")
-  assert dry.returncode == 0 and "full_size: 5 runs" in dry.stdout and "results/full_size/greedy_b100_e30.json" in dry.stdout
+  assert dry.returncode == 0 and "full_size: 6 runs" in dry.stdout and "results/full_size/greedy_b100_e30.json" in dry.stdout
 
 
 def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
@@ -378,10 +384,96 @@ def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
   after = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   assert after == before  # Nothing written into the committed results.
-  assert sorted(os.listdir(out / "figures")) == sorted(f"{e}.png" for e in presets.REPORT_ENTRIES + presets.BEYOND)
+  assert sorted(os.listdir(out / "figures")) == sorted(f"{e.name}.png" for e in presets.ENTRIES
+                                                        if e.figure and "smoke" in e.sizes)
   for entry in presets.build("smoke").values():
     for run in entry.runs:
       record = records.load(records.record_path(str(out), "smoke", run))
       assert record is not None and records.mismatches(record, run) == [], (entry.name, run.name)
   text = (out / "README.md").read_text()
   assert text.count("preset smoke") >= 10
+
+
+def _records(seconds, **fields):
+  """{configuration: [synthetic record per repeat]} from {configuration: [pretraining seconds per repeat]}."""
+  return {n: [dict({"pretrain_seconds": t, "pretrain_cpu_seconds": t}, **fields) for t in ts] for n, ts in seconds.items()}
+
+
+def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repeat(monkeypatch):
+  from experiments.benchmarks import async_data_parallel as bench_async
+  from experiments.benchmarks import finetune as bench_finetune
+  from experiments.benchmarks import hybrid as bench_hybrid
+  from experiments.benchmarks import precision as bench_precision
+  from experiments.benchmarks import strategies as bench_strategies
+  f32, bf16 = programs.PRECISIONS
+  # precision: every registered program in both precisions; speedups of the same repeat.
+  s = harness.Setting((32, 16), 100, 2, 400, 2, 2, {})
+  runs = bench_precision.configurations(s)
+  assert [r.name for r in runs] == [f"{p.name}_{q}" for p in programs.PROGRAMS for q in (f32, bf16)]
+  assert all(r.flag("num_devices") == (1 if programs.get(r.program).one_device else 2) for r in runs)
+  layers = [{"epochs": [{}, {}]}, {"epochs": [{}, {}]}]
+  found = _records({r.name: [10.0, 12.0] if r.name.endswith(f32) else [5.0, 8.0] for r in runs}, layers=layers,
+                   config={"hidden_units": [32, 16], "train_examples": 400, "batch_size": 100},
+                   strategy=GREEDY.name)
+  monkeypatch.setattr(bench_precision, "matmul_rates", lambda s: {q: {"gflops_per_second": g, "shapes": []}
+                                                                  for q, g in ((f32, 200.0), (bf16, 400.0))})
+  summary = bench_precision.summarize(s, found)
+  assert summary[f"speedup_{GREEDY.name}"]["values"] == pytest.approx([2.0, 1.5])
+  assert summary["pipeline_bf16_vs_greedy_f32"]["values"] == pytest.approx([2.0, 1.5])
+  flops = 2 * 400 * (5 * 2 * 784 * 32 + 5 * 2 * 32 * 16 + 2 * 2 * 784 * 32)  # 2 epochs of 400 examples, 2 layers
+  assert bench_precision.flops(found[f"{GREEDY.name}_{f32}"][0]) == pytest.approx(flops)
+  assert summary["programs"][GREEDY.name]["fraction_of_bf16_rate"][bf16]["values"][0] == pytest.approx(
+      flops / 5.0 / 400e9)
+  # finetune: greedy on 1 and on G devices; the ratio is of finetuning seconds.
+  s = harness.Setting((32,), 100, 1, 400, 2, 2, {"finetune_epochs": 2, "precisions": [f32]})
+  runs = bench_finetune.configurations(s)
+  assert [(r.name, r.flag("num_devices")) for r in runs] == [(f"g1_{f32}", 1), (f"g2_{f32}", 2)]
+  assert "--finetune_epochs=2" in runs[0].extra_flags
+  found = {f"g1_{f32}": [{"finetune": {"seconds": 9.0}}] * 2, f"g2_{f32}": [{"finetune": {"seconds": 5.0, "replicas": 2}}] * 2}
+  assert bench_finetune.summarize(s, found)[f"finetune_speedup_{f32}"]["median"] == pytest.approx(1.8)
+  # hybrid: on 2 cores (P, R) with P R <= 2, and data parallel; the model predicts every (P, R).
+  monkeypatch.setattr(bench_hybrid.provenance, "usable_cores", lambda: 2)
+  s = harness.Setting((32, 32, 32, 32), 100, 1, 400, 2, 2, {"stages": ["1", "2", "4"], "replicas": ["1", "2"]})
+  runs = bench_hybrid.configurations(s)
+  assert [r.name for r in runs] == ["p1_r1", "p1_r2", "p2_r1", DP.run_name]
+  assert runs[1].flag("num_devices") == 2 and "--replicas_per_stage=2" in runs[1].extra_flags
+  assert [(p, r) for p, r in bench_hybrid.points(s)] == [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)]
+  # async: greedy, then data parallel and async on W workers without and with the straggler.
+  s = harness.Setting((32,), 100, 1, 400, 2, 1, {"slow_worker_delay": 0.01})
+  runs = bench_async.configurations(s)
+  assert [r.name for r in runs] == [GREEDY.run_name, DP.run_name, f"{DP.run_name}_straggler",
+                                    programs.ASYNC_DATA_PARALLEL.run_name,
+                                    f"{programs.ASYNC_DATA_PARALLEL.run_name}_straggler"]
+  assert runs[4].launcher == ("common.launch", "--workers=2", "--ps=1")
+  assert "--benchmark_slow_worker_delay_seconds=0.01" in runs[4].extra_flags
+  # strategies: the cpu preset's strategy comparison, every compared program.
+  runs = bench_strategies.configurations(harness.Setting((1000,) * 4, 5000, 10, 10_000, 2, 3, {}))
+  assert [r.name for r in runs] == [p.run_name for p in presets.COMPARED]
+
+
+def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_summaries(tmp_path):
+  from experiments.benchmarks import async_data_parallel as bench_async
+  from experiments.benchmarks import hybrid as bench_hybrid
+  from experiments.report import figures
+  adp, dp = programs.ASYNC_DATA_PARALLEL.run_name, DP.run_name
+  spread = harness.spread([2.0, 3.0, 4.0])
+  summary = {"setting": {"batch_size": 100, "slow_worker_delay": 0.01},
+             "examples_per_second": {n: spread for n in (GREEDY.run_name, dp, f"{dp}_straggler", adp)},
+             "speedup_vs_greedy": {dp: spread, f"{dp}_straggler": spread, adp: spread},
+             "seconds_to_greedy_heldout_loss": {GREEDY.run_name: [10.0, 11.0, 12.0], dp: [8.0, 9.0, 7.0],
+                                                f"{dp}_straggler": [20.0, None, 22.0], adp: [6.0, 6.5, 7.0]},
+             "staleness": {adp: {"mean": 0.5, "p90": 1.0, "max": 3}}, "rescheduled_functions": {adp: [0, 0, 1]}}
+  caption, header, rows = bench_async.details(summary)
+  assert len(rows) == 4 and rows[0][0] == GREEDY.run_name and rows[2][3] == "—" and rows[3][3] == 6.5
+  assert rows[3][4] == "0.50 / 1.00 / 3.00" and rows[3][5] == "0, 0, 1"
+  folder = tmp_path / "benchmarks" / bench_async.BENCHMARK.name
+  folder.mkdir(parents=True)
+  (folder / "summary_b100.json").write_text(json.dumps(summary))
+  path = figures.straggler(str(tmp_path))
+  assert path.endswith(bench_async.BENCHMARK.figure) and os.path.getsize(path) > 10_000
+  hybrid = {"pretrain_seconds": {"p1_r1": spread, "p1_r2": spread},
+            "model": {"describe": "rate", "predictions": [
+                {"stages": 1, "replicas": 1, "devices": 1, "measured": True, "predicted_seconds": 4.0},
+                {"stages": 4, "replicas": 4, "devices": 16, "measured": False, "predicted_seconds": 0.5}]}}
+  _, header, rows = bench_hybrid.details(hybrid)
+  assert rows == [[1, 1, 1, spread, 4.0], [4, 4, 16, "not measured", 0.5]] and "a prediction" in header[-1]

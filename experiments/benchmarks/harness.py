@@ -45,7 +45,9 @@ class Setting:
 class Benchmark:
   """`name` (module; records default to results/benchmarks/<name>/), `configurations` (Setting -> named RunSpecs),
   `summarize` ((Setting, Records) -> {measure: value}), `defaults` of the shared flags, `options` ({flag: (default:
-  float, int or list of str, help)}), `folder`/`summary_file` (Setting -> path), `columns` ((measure, README label))."""
+  float, int, str or list of str, help)}), `folder`/`summary_file` (Setting -> path), `columns` ((measure, README
+  label)), `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table,
+  cells a spread, a number or text), `figure` (its figure's file under figures/, drawn by `report.figures`)."""
   name: str
   configurations: Callable[[Setting], List[presets.RunSpec]]
   summarize: Callable[[Setting, Records], Dict[str, Any]]
@@ -54,6 +56,8 @@ class Benchmark:
   folder: Callable[[Setting], str] = lambda s: f"b{s.batch_size}"
   summary_file: Callable[[Setting], str] = lambda s: f"summary_b{s.batch_size}.json"
   columns: Sequence[Tuple[str, str]] = ()
+  details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
+  figure: str = ""
 
 
 def spread(values: Sequence[float]) -> Dict[str, object]:
@@ -157,8 +161,9 @@ def main(benchmark: Benchmark) -> None:
             **{name: flags.DEFINE_integer(name, d[name], text) for name, text in helps.items()}}
   output = flags.DEFINE_string("output_dir", f"results/benchmarks/{benchmark.name}", "Where records and summary go.")
   work = flags.DEFINE_string("work_dir", f"scratch/benchmarks/{benchmark.name}", "Program logs.")
-  options = {name: (flags.DEFINE_list(name, [str(v) for v in default], text) if isinstance(default, (list, tuple))
-                    else (flags.DEFINE_float if isinstance(default, float) else flags.DEFINE_integer)(name, default, text))
+  define = {list: flags.DEFINE_list, tuple: flags.DEFINE_list, str: flags.DEFINE_string, float: flags.DEFINE_float}
+  options = {name: define.get(type(default), flags.DEFINE_integer)(
+      name, [str(v) for v in default] if isinstance(default, (list, tuple)) else default, text)
              for name, (default, text) in benchmark.options.items()}
   for holder in (*shared.values(), output, work, *options.values()):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[holder.name])  # shown by --help

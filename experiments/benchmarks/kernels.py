@@ -1,6 +1,7 @@
-"""Benchmark: every program with --kernels=xla and --kernels=tf (docs/kernels_and_threads.md): per program xla
-seconds / tf seconds per repeat, cores busy, the faster path and whether every repeat agreed (`choice`).
-  python -m experiments.benchmarks.kernels --batch_size=100"""
+"""Benchmark: every program that can run both with --kernels=xla and --kernels=tf, at one --precision
+(docs/kernels_and_threads.md): per program xla seconds / tf seconds per repeat, cores busy, the faster path and
+whether every repeat agreed (`choice`: the registry's default per program and precision).
+  python -m experiments.benchmarks.kernels --batch_size=100 [--precision=mixed_bfloat16]"""
 
 import statistics
 from typing import List, Mapping, Optional, Sequence
@@ -8,15 +9,16 @@ from typing import List, Mapping, Optional, Sequence
 from common import programs
 from experiments.benchmarks import harness
 
-# Every registered program: on one device, or on --num_devices.
-PROGRAMS = programs.PROGRAMS
+# Every registered program that runs both paths: on one device, or on --num_devices.
+PROGRAMS = tuple(p for p in programs.PROGRAMS if len(p.kernel_paths) > 1)
 PATHS = ("xla", "tf")
 
 
 def configurations(s: harness.Setting) -> List:
   """Every program with each kernel path: <program>_xla and <program>_tf."""
   return [s.run(f"{p.name}_{path}", p, 1 if p.one_device else s.num_devices,
-                extra=(f"--kernels={path}",) + (("--profile_steps=0",) if p is programs.DATA_PARALLEL else ()))
+                extra=(f"--kernels={path}", f"--precision={s.options['precision']}")
+                + (("--profile_steps=0",) if p is programs.DATA_PARALLEL else ()))
           for p in PROGRAMS for path in PATHS]
 
 
@@ -32,11 +34,22 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   return {"programs": out, **{f"xla_over_tf_{p.name}": out[p.name]["xla_over_tf"] for p in PROGRAMS}}
 
 
-def choice(summaries: Sequence[Mapping], program: str) -> Optional[str]:
-  """The default kernel path of `program` by the summaries: the path faster in every repeat of more summaries than
-  the other, None when neither is (no measured difference); tests/test_reproduce.py checks the registry against it."""
+def _suffix(s: harness.Setting) -> str:
+  return "" if s.options["precision"] == programs.PRECISIONS[0] else f"_{s.options['precision']}"
+
+
+def precision_of(summary: Mapping) -> str:
+  """The precision a kernels summary measured (summaries before the option: float32)."""
+  return summary["setting"].get("precision", programs.PRECISIONS[0])
+
+
+def choice(summaries: Sequence[Mapping], program: str, precision: str = programs.PRECISIONS[0]) -> Optional[str]:
+  """The default kernel path of `program` at `precision` by the summaries: the path faster in every repeat of more
+  summaries than the other, None when neither is (no measured difference); tests/test_reproduce.py checks the
+  registry against it."""
+  mine = [s for s in summaries if precision_of(s) == precision]
   wins = {path: sum(s["programs"][program]["all_repeats_agree"] and s["programs"][program]["faster"] == path
-                    for s in summaries) for path in PATHS}
+                    for s in mine) for path in PATHS}
   return None if wins["xla"] == wins["tf"] else max(PATHS, key=wins.get)
 
 
@@ -44,6 +57,8 @@ BENCHMARK = harness.Benchmark(
     name="kernels", configurations=configurations, summarize=summarize,
     defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 100, "pretrain_epochs": 2,
               "train_examples": 22_000, "num_devices": 2, "repeats": 3},
+    options={"precision": (programs.PRECISIONS[0], "Precision (--precision) of every run.")},
+    folder=lambda s: f"b{s.batch_size}" + _suffix(s), summary_file=lambda s: f"summary_b{s.batch_size}{_suffix(s)}.json",
     columns=tuple((f"xla_over_tf_{p.name}", f"{p.name}: xla s / tf s") for p in PROGRAMS))
 
 if __name__ == "__main__":

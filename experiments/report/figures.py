@@ -3,6 +3,7 @@ functions below) and the equal-cores figure; a footer names preset and hardware,
 
 import os
 import re
+import statistics
 import textwrap
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -14,7 +15,9 @@ from experiments import perf_model
 from experiments import presets
 from experiments import records
 from experiments import reported
+from experiments.benchmarks import async_data_parallel as async_bench
 from experiments.benchmarks import equal_cores as equal_cores_bench
+from experiments.benchmarks import harness
 from experiments.report import readme
 
 REPORT_COLOR = "0.45"
@@ -340,6 +343,32 @@ def equal_cores(output_dir: str) -> Optional[str]:
   return path
 
 
+def straggler(output_dir: str) -> Optional[str]:
+  """<output_dir>/figures/async_data_parallel.png: per batch, every configuration's seconds to greedy's final
+  held-out loss (median over repeats), with and without the straggler; None without summaries."""
+  found = harness.load_summaries(output_dir, async_bench.BENCHMARK)
+  if not found:
+    return None
+  fig, axes = new(len(found), width=5.6, height=4.2)
+  for ax, s in zip(axes, found.values()):
+    times = {n: statistics.median(t) for n, t in s["seconds_to_greedy_heldout_loss"].items() if None not in t}
+    names = list(s["seconds_to_greedy_heldout_loss"])
+    program = {p.run_name: p.name for p in programs.PROGRAMS}
+    ax.barh(range(len(names)), [times.get(n, 0.0) for n in names],
+            color=[color(program[n.split("_")[0]]) for n in names])
+    for i, n in enumerate(names):
+      ax.annotate("never" if n not in times else f"{times[n]:.0f} s", (times.get(n, 0.0), i), va="center", fontsize=7)
+    ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlabel="seconds until every layer reached greedy's final held-out loss (+1%)",
+           title=f"batch {s['setting']['batch_size']}, straggler sleeps {s['setting']['slow_worker_delay']:g} s/step")
+  fig.suptitle("Asynchronous vs synchronous data parallelism, with and without a straggler", fontsize=10)
+  fig.tight_layout()
+  path = os.path.join(output_dir, "figures", async_bench.BENCHMARK.figure)
+  save(fig, path)
+  return path
+
+
 def make(output_dir: str, entry: str, data: records.EntryData):
   """The figure of `entry` drawn from `data` and the other machines' records in `output_dir`."""
   return load(presets.get(entry).figure)(data, records.other_machines(output_dir, entry))
@@ -362,5 +391,5 @@ def draw(output_dir: str, entries: Optional[Sequence[str]] = None, out: Callable
     written.append(readme.figure_path(output_dir, entry))
     save(make(output_dir, entry, data), written[-1])
     out(f"[figures] {entry}: {written[-1]} (preset {data.preset}, {len(data.runs)} records)")
-  path = equal_cores(output_dir) if entries is None else None
-  return written + ([path] if path else [])
+  paths = [equal_cores(output_dir), straggler(output_dir)] if entries is None else []
+  return written + [p for p in paths if p]

@@ -23,6 +23,8 @@ from experiments import reported
 from experiments.benchmarks import catalog
 from experiments.benchmarks import equal_cores as equal_cores_bench
 from experiments.benchmarks import harness
+from experiments.benchmarks import precision as precision_bench
+from experiments.benchmarks import strategies as strategies_bench
 
 MODEL_ERROR_GOAL = 0.15
 Others = Mapping[str, records.EntryData]
@@ -369,6 +371,25 @@ def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
       f"The report's text gives model parallel ~{reported.MP_ACCURACY_TEXT}."]
 
 
+def precision_accuracy(data: records.EntryData, others: Others) -> Table:
+  """Per program and precision: test accuracy and each layer's held-out reconstruction, and bfloat16's relative to
+  float32's (goals: within 1% per layer, 0.3 points of accuracy)."""
+  rows, f32 = [], programs.PRECISIONS[0]
+  for preset, runs in by_preset(data).items():
+    by = {(strategy(r), r["config"].get("precision", f32)): r for r in runs.values()}
+    for (program, precision), r in sorted(by.items()):
+      held, base = [h["loss"] for h in r["heldout_reconstruction"]], by.get((program, f32))
+      gaps = [a / b["loss"] - 1 for a, b in zip(held, base["heldout_reconstruction"])] if base and base is not r else []
+      acc, base_acc = records.test_accuracy(r), records.test_accuracy(base) if base else None
+      rows.append([preset, program_name(program), precision, fmt(acc, "acc"), " / ".join(f"{x:.2f}" for x in held),
+                   " / ".join(f"{100 * g:+.2f}%" for g in gaps) or "—",
+                   f"{100 * (acc - base_acc):+.2f}" if gaps and acc is not None and base_acc is not None else "—"])
+  return md_table(["preset", "program", "precision", "test accuracy", "held-out reconstruction per layer",
+                   "vs float32 per layer", "accuracy vs float32 (points)"], rows), [
+      "Goals of mixed precision: each layer's held-out reconstruction within 1% of float32's and test accuracy "
+      "within 0.3 points. Single runs; the float32 runs are accuracy_vs_epochs' at the same epochs."]
+
+
 def dp_accuracy(data: records.EntryData, others: Others) -> Table:
   """Data-parallel test accuracy per recipe and epochs vs greedy and the report."""
   rows = []
@@ -501,7 +522,7 @@ def _scaling(output_dir: str, data: Data, used: List[dict]) -> str:
       cells.append(" / ".join(fmt(records.ratio(by_g[1], r), "×") + (" †" if records.oversubscribed(r) else "")
                               for r in shown))
     if any(cells):
-      parts.append(f"{min(cores(d) for d in found if d)} cores{f' (`{machine}/`)' if machine else ''}: "
+      parts.append(f"{min(cores(d) for d in found if d)} cores: "
                    + ", ".join(c or "—" for c in cells))
   return _cell(*parts)
 
@@ -531,10 +552,46 @@ def _accuracy(data: Data, program: programs.Program, entry: presets.Entry, used:
       values = accuracy_series(acc.runs).get(program.name)
       shown.append(values[-1][1] if values else None)
     used += [r for r in acc.runs.values() if strategy(r) in (program.name, GREEDY.name)]
-  mine = [r for n, r in (full.runs.items() if full else ()) if strategy(r) == program.name and recipe in n]
+  mine = [r for n, r in (full.runs.items() if full else ()) if strategy(r) == program.name and recipe in n
+          and r["config"].get("precision", programs.PRECISIONS[0]) == programs.PRECISIONS[0]]
   used += mine
   shown += [records.test_accuracy(r) for r in mine]
   return " / ".join(fmt(a, "acc") for a in shown) if any(a is not None for a in shown) else None
+
+
+def _strategies(output_dir: str, used: List[dict]) -> Optional[str]:
+  """Every compared program's median speedup over greedy in the strategies benchmark (alternated repeats)."""
+  folder = os.path.join(output_dir, "benchmarks", strategies_bench.BENCHMARK.name)
+  summaries = harness.load_summaries(output_dir, strategies_bench.BENCHMARK)
+  if not summaries:
+    return None
+  summary = next(iter(summaries.values()))
+  used += harness.flat_records(folder, summary)
+  names = {p.run_name: p.label for p in programs.PROGRAMS}
+  return ", ".join(f"{names[n]} {s['median']:.2f}×" for n, s in summary["speedup_vs_greedy"].items()) + (
+      f" (medians of {summary['setting']['repeats']} alternated repeats)")
+
+
+def _precision(output_dir: str, data: Data, used: List[dict]) -> Optional[str]:
+  """bfloat16 over float32 in the precision benchmark at batch 1000, and the full-size test accuracies."""
+  folder = os.path.join(output_dir, "benchmarks", precision_bench.BENCHMARK.name)
+  summary = records.load(os.path.join(folder, "summary_b1000.json"))
+  parts = []
+  if summary:
+    used += harness.flat_records(folder, summary)
+    speed = {n: m["speedup_bf16_over_f32"]["median"] for n, m in summary["programs"].items()}
+    parts.append(f"{GREEDY.label} {speed[GREEDY.name]:.2f}×, {PP.label} {speed[PP.name]:.2f}× (every program ≥ "
+                 f"{min(speed.values()):.2f}×); {PP.label} bf16 / greedy f32 "
+                 f"{summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}×")
+  full = data[presets.FULL_SIZE.name]
+  pp = {r["config"].get("precision", programs.PRECISIONS[0]): r for r in (full.runs.values() if full else ())
+        if strategy(r) == PP.name}
+  if len(pp) == 2:
+    used += list(pp.values())
+    parts.append("full-size test accuracy " + " vs ".join(
+        f"{fmt(records.test_accuracy(r), 'acc')} ({'bf16' if p != programs.PRECISIONS[0] else 'f32'})"
+        for p, r in sorted(pp.items(), reverse=True)))
+  return "; ".join(parts) or None
 
 
 def _comparison(data: Data, used: List[dict]) -> Optional[str]:
@@ -569,7 +626,7 @@ def _most_epochs(data: Data, entry: presets.Entry) -> str:
 
 def headline(output_dir: str, data: Data) -> str:
   """The headline table (module docstring) and the meaning of †."""
-  used: List[List[dict]] = [[] for _ in range(6)]
+  used: List[List[dict]] = [[] for _ in range(7)]
   rep = reported.STRATEGY_COMPARISON
   report_acc = ", ".join(f"{p.label} {reported.ACCURACY[p.name][30]} / {reported.ACCURACY[p.name][60]}"
                          for p in presets.ACCURACY_COMPARED if p.name in reported.ACCURACY)
@@ -579,12 +636,10 @@ def headline(output_dir: str, data: Data) -> str:
        f"on 4 GPUs: {reported.MP_SCALING_B100[4][1] / reported.MP_SCALING_B100[4][4]:.2f}×, "
        f"{reported.MP_SCALING_B5000[4][1] / reported.MP_SCALING_B5000[4][4]:.2f}×; data parallel near linear",
        _scaling(output_dir, data, used[0])],
-      ["Speedup over greedy on 2 devices, 4 layers (`strategy_comparison`); model parallel benchmark, 2 × 1000 "
-       "units, batch 1000",
+      ["Speedup over greedy on 2 devices, 4 × 1000 units, batch 5000 (`strategy_comparison` size; `strategies` "
+       "benchmark)",
        ", ".join(f"{program_name(p)} {rep[GREEDY.name] / s:.2f}×" for p, s in rep.items() if p != GREEDY.name)
-       + " (4 GPUs)",
-       _cell(_comparison(data, used[1]), "benchmark: model parallel " + (_benchmark(
-           output_dir, MP.name, "summary_b1000_variants.json", ["speedup_vs_greedy"], used[1], MP.name) or "not run yet"))],
+       + " (4 GPUs)", _cell(_strategies(output_dir, used[1]) or _comparison(data, used[1]))],
       ["Pipeline parallel (not in the report) on 2 devices vs greedy / vs model parallel, 4 × 1000 units, batch "
        "1000; 100 (benchmark)", "—",
        _cell(*[_benchmark(output_dir, PP.name, f"summary_b{b}.json", ["speedup_vs_greedy", "speedup_vs_model_parallel"],
@@ -599,6 +654,8 @@ def headline(output_dir: str, data: Data) -> str:
        f"{_most_epochs(data, presets.DP_ACCURACY)} / full size 30+30)",
        f"{reported.DP_ACCURACY[30]} / {reported.DP_ACCURACY[60]} (30+30 / 60+60, batch 5000 per tower)",
        _cell(*[_accuracy(data, DP, presets.DP_ACCURACY, used[5], recipe) for recipe in ("report", "large_batch")])],
+      ["bfloat16 over float32 (not in the report; `precision` benchmark, 4 × 1000 units, batch 1000, medians); "
+       "full-size accuracy", "—", _cell(_precision(output_dir, data, used[6]))],
   ]
   rows = [row + [records.machine_label(rs) or "—"] for row, rs in zip(rows, used)]
   return md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows) + "\n\n" + DAGGER
@@ -648,7 +705,7 @@ def benchmark_section(output_dir: str) -> str:
   """Every benchmark summary of this machine and the others: each configuration's seconds and the measures."""
   parts = []
   for benchmark in catalog.BENCHMARKS:
-    rows = []
+    rows, details = [], []
     for where in [output_dir] + [os.path.join(output_dir, m) for m in records.OTHER_MACHINES]:
       folder = os.path.join(where, "benchmarks", benchmark.name)
       for file, summary in harness.load_summaries(where, benchmark).items():
@@ -656,13 +713,20 @@ def benchmark_section(output_dir: str) -> str:
         rows.append([records.machine_label(harness.flat_records(folder, summary)), harness.setting_of(summary),
                      "; ".join(f"{n} {fmt(s, 'spread')}" for n, s in summary["pretrain_seconds"].items()),
                      *[fmt(summary.get(key), "spread") for key, _ in benchmark.columns], f"[`{link}`]({link})"])
+        if benchmark.details:  # the benchmark's own measures, a table per summary
+          caption, header, cells = benchmark.details(summary)
+          details.append(f"*`{link}`: {caption}*\n\n" + md_table(header, [
+              [fmt(c, "spread") if isinstance(c, dict) else f"{c:.3g}" if isinstance(c, float) else c for c in row]
+              for row in cells]))
     if rows:
       parts.append(f"**`{benchmark.name}`** (`python -m experiments.benchmarks.{benchmark.name}`; each summary's "
                    "`command` field has its flags; summaries made before the benchmarks moved to "
                    f"`experiments/benchmarks/` name the module `experiments.bench_{benchmark.name}`, same flags and "
                    "configurations):\n\n" + md_table(
                        ["machine, code", "setting", "pretraining s per configuration"]
-                       + [label for _, label in benchmark.columns] + ["summary"], rows))
+                       + [label for _, label in benchmark.columns] + ["summary"], rows) + "".join(
+                           "\n\n" + d for d in details) + (
+                           f"\n\n![{benchmark.name}](figures/{benchmark.figure})" if benchmark.figure else ""))
   return "\n\n".join(parts) or "No benchmark records yet."
 
 
