@@ -67,15 +67,16 @@ def test_presets_are_consistent_and_paper_matches_the_report():
 
 
 def test_the_studies_are_presets_whose_committed_records_match_their_runs():
-  # The large-batch study and the full-size runs are presets of the run list; their committed records (made
-  # before they were) must still be found and match the flags, or reproduce would refuse them.
+  # The large-batch study and the full-size runs are presets of the run list; their committed records (the full-size
+  # ones made before they were) must be found where the presets put them and match the flags, or reproduce would
+  # refuse them. The full-size records are kept as they were; the study's are remade by the measurement campaign.
   for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 6)):
     runs = presets.build(preset)[entry].runs
     assert len(runs) == count
     for run in runs:
       record = records.load(records.record_path(RESULTS, preset, run))
-      assert record is not None, (preset, run.name)
-      assert records.mismatches(record, run) == [], (preset, run.name)
+      assert record is not None or preset == "mid", (preset, run.name)
+      assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
   full = {r.name: r for r in presets.build("full")["full_size"].runs}
   assert full["dp_b5000_e30_large_batch"].extra_flags[-len(presets.LARGE_BATCH_CANDIDATES[-1][1]):] == \
@@ -239,9 +240,15 @@ def test_harness_refuses_to_summarize_records_of_two_machines_or_codes():
          "kernels": "tf", "thread_pool": "shared", "precision": "float32"}
   same = {"x": [{"environment": env}], "y": [{"environment": dict(env, kernels="xla")}]}
   assert harness.provenance(same)["cpu_model"] == "A" and harness.provenance(same)["configurations"]["y"]["kernels"] == "xla"
-  for field, value in (("cpu_model", "B"), ("usable_cores", 4), ("code_digest", "e"), ("commit", "f" * 40)):
+  for field, value in (("cpu_model", "B"), ("usable_cores", 4), ("code_digest", "e")):
     with pytest.raises(ValueError, match=f"disagree on {field}"):
       harness.provenance({"x": [{"environment": env}], "y": [{"environment": dict(env, **{field: value})}]})
+  # Two commits of the same code (they differ only in results/, docs/, *.md: the same digest) are one code.
+  other = {"x": [{"environment": env}], "y": [{"environment": dict(env, commit="f" * 40)}]}
+  assert harness.provenance(other)["commits"] == ["c" * 40, "f" * 40]
+  with pytest.raises(ValueError, match="disagree on commit"):
+    harness.provenance({"x": [{"environment": env}], "y": [{"environment": dict(env, commit="f" * 40,
+                                                                                  code_digest="e")}]})
 
 
 def test_benchmarks_list_one_configuration_per_variant():

@@ -40,7 +40,7 @@ def _suffix(s: harness.Setting) -> str:
 
 def precision_of(summary: Mapping) -> str:
   """The precision a kernels summary measured (summaries before the option: float32)."""
-  return summary["setting"].get("precision", programs.PRECISIONS[0])
+  return summary.get("setting", {}).get("precision", programs.PRECISIONS[0])
 
 
 def choice(summaries: Sequence[Mapping], program: str, precision: str = programs.PRECISIONS[0]) -> Optional[str]:
