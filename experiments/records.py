@@ -106,12 +106,15 @@ def code(record: Mapping) -> str:
 
 
 def machine_label(rs: Sequence[Mapping]) -> str:
-  """The machine and commit of records, e.g. "AMD EPYC, 2 cores, commit 452f604" (several joined by "; "): the one
-  label every table, figure and headline row names its records by."""
-  labels: Dict[str, set] = {}
+  """The machine and commit of records, e.g. "AMD EPYC, 2 cores, commit 452f604" (several joined by "; "; commits
+  with one code digest, which differ only in results/, docs/ and *.md, named by the first): the one label every
+  table, figure and headline row names its records by."""
+  labels: Dict[str, Dict[str, set]] = {}  # machine -> code digest (or the commit without one) -> commits
   for r in rs:
-    labels.setdefault(machine(r), set()).add(code(r))
-  return "; ".join(f"{m}, {', '.join(sorted(c))}" for m, c in sorted(labels.items()))
+    labels.setdefault(machine(r), {}).setdefault(r["environment"].get("code_digest") or code(r), set()).add(code(r))
+  return "; ".join(f"{m}, " + ", ".join(  # commits of one code digest are one code: the first names it
+      min(c) + (f" (+{len(c) - 1} of the same code)" if len(c) > 1 else "") for c in sorted(by.values(), key=min))
+      for m, by in sorted(labels.items()))
 
 
 def hardware(rs: Sequence[Mapping]) -> str:

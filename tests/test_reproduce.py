@@ -484,3 +484,11 @@ def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_sum
                 {"stages": 4, "replicas": 4, "devices": 16, "measured": False, "predicted_seconds": 0.5}]}}
   _, header, rows = bench_hybrid.details(hybrid)
   assert rows == [[1, 1, 1, spread, 4.0], [4, 4, 16, "not measured", 0.5]] and "a prediction" in header[-1]
+
+
+def test_machine_label_names_one_code_once_whatever_its_commits():
+  def record(commit, digest, cpu="AMD EPYC"):
+    return {"environment": {"cpu_model": cpu, "usable_cores": 2, "commit": commit * 40, "code_digest": digest}}
+  rs = [record("b", "x"), record("a", "x"), record("c", "y"), record("d", "x", cpu="Xeon")]
+  assert records.machine_label(rs) == ("AMD EPYC, 2 cores, commit aaaaaaa (+1 of the same code), commit ccccccc; "
+                                       "Xeon, 2 cores, commit ddddddd")
