@@ -300,15 +300,14 @@ def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster
   assert summary[f"xla_over_tf_{GREEDY.name}"] == greedy["xla_over_tf"]
 
 
-def test_every_programs_default_kernel_path_is_the_one_the_committed_benchmark_found_faster():
+def test_no_programs_default_kernel_path_is_the_one_the_committed_benchmark_found_slower():
   summaries = list(harness.load_summaries(RESULTS, bench_kernels.BENCHMARK).values())
   for precision in programs.PRECISIONS:  # each precision measured: its default per program is the records' choice
     if not [s for s in summaries if bench_kernels.precision_of(s) == precision]:
       continue
     for program in bench_kernels.PROGRAMS:
-      chosen = bench_kernels.choice(summaries, program.name, precision)
-      assert chosen is not None, (program.name, precision)
-      assert program.default_kernels(precision) == chosen, (program.name, precision)
+      chosen = bench_kernels.choice(summaries, program.name, precision)  # None: no measured difference,
+      assert chosen in (None, program.default_kernels(precision)), (program.name, precision)  # either path may stay
   g = GREEDY.name
   tf_faster = {"programs": {g: {"faster": "tf", "all_repeats_agree": True}}}
   xla_faster = {"programs": {g: {"faster": "xla", "all_repeats_agree": True}}}
@@ -316,6 +315,7 @@ def test_every_programs_default_kernel_path_is_the_one_the_committed_benchmark_f
   assert bench_kernels.choice([tf_faster, unclear], g) == "tf"
   assert bench_kernels.choice([tf_faster, xla_faster], g) is None
   assert bench_kernels.choice([xla_faster, xla_faster, tf_faster], g) == "xla"
+  assert bench_kernels.choice([xla_faster], g) not in (None, GREEDY.default_kernels())  # the check above can fail
 
 
 def test_equal_cores_benchmark_gives_every_program_the_same_cores():
