@@ -470,6 +470,13 @@ def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_sum
              "seconds_to_greedy_heldout_loss": {GREEDY.run_name: [10.0, 11.0, 12.0], dp: [8.0, 9.0, 7.0],
                                                 f"{dp}_straggler": [20.0, None, 22.0], adp: [6.0, 6.5, 7.0]},
              "staleness": {adp: {"mean": 0.5, "p90": 1.0, "max": 3}}, "rescheduled_functions": {adp: [0, 0, 1]}}
+  def record(heldout):  # two layers, their held-out loss after each epoch at 5 s and 10 s
+    return {"layers": [{"epochs": [{"elapsed_seconds": 5.0 * (e + 1), "heldout_loss": h} for e, h in enumerate(layer)]}
+                       for layer in heldout]}
+  greedy_record = record([[3.0, 2.0], [6.0, 4.0]])
+  assert bench_async._to_greedy_loss(record([[2.0, 1.0], [5.0, 4.0]]), greedy_record) == 10.0  # a number a table
+  assert bench_async._to_greedy_loss(record([[2.0, 1.0], [3.0, 2.0]]), greedy_record) == 5.0  # and figure can draw
+  assert bench_async._to_greedy_loss(record([[2.0, 1.0], [7.0, 5.0]]), greedy_record) is None
   caption, header, rows = bench_async.details(summary)
   assert len(rows) == 4 and rows[0][0] == GREEDY.run_name and rows[2][3] == "—" and rows[3][3] == 6.5
   assert rows[3][4] == "0.50 / 1.00 / 3.00" and rows[3][5] == "0, 0, 1"

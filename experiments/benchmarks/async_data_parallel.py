@@ -15,7 +15,7 @@ Usage (timings are committed: run alone on the machine):
 """
 
 import statistics
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from common import programs
 from experiments import records
@@ -38,9 +38,10 @@ def configurations(s: harness.Setting) -> List:
   return runs
 
 
-def _to_greedy_loss(record: dict, greedy: dict):
+def _to_greedy_loss(record: dict, greedy: dict) -> Optional[float]:
+  """Seconds until every layer of `record` reached `greedy`'s final held-out loss (+1%); None if one never did."""
   targets = [layer["epochs"][-1]["heldout_loss"] * (1 + LOSS_TOLERANCE) for layer in greedy["layers"]]
-  return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)
+  return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)[0]
 
 
 def summarize(s: harness.Setting, found: harness.Records) -> Dict:

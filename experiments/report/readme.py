@@ -580,15 +580,14 @@ def _precision(output_dir: str, data: Data, used: List[dict]) -> Optional[str]:
   if summary:
     used += harness.flat_records(folder, summary)
     speed = {n: m["speedup_bf16_over_f32"]["median"] for n, m in summary["programs"].items()}
-    parts.append(f"{GREEDY.label} {speed[GREEDY.name]:.2f}×, {PP.label} {speed[PP.name]:.2f}× (every program ≥ "
-                 f"{min(speed.values()):.2f}×); {PP.label} bf16 / greedy f32 "
-                 f"{summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}×")
+    parts.append(f"{GREEDY.label} {speed[GREEDY.name]:.2f}× (every program ≥ {min(speed.values()):.2f}×); "
+                 f"{PP.label} bf16 / greedy f32 {summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}×")
   full = data[presets.FULL_SIZE.name]
   pp = {r["config"].get("precision", programs.PRECISIONS[0]): r for r in (full.runs.values() if full else ())
         if strategy(r) == PP.name}
   if len(pp) == 2:
     used += list(pp.values())
-    parts.append("full-size test accuracy " + " vs ".join(
+    parts.append("full size " + " vs ".join(
         f"{fmt(records.test_accuracy(r), 'acc')} ({'bf16' if p != programs.PRECISIONS[0] else 'f32'})"
         for p, r in sorted(pp.items(), reverse=True)))
   return "; ".join(parts) or None
@@ -655,7 +654,7 @@ def headline(output_dir: str, data: Data) -> str:
        f"{reported.DP_ACCURACY[30]} / {reported.DP_ACCURACY[60]} (30+30 / 60+60, batch 5000 per tower)",
        _cell(*[_accuracy(data, DP, presets.DP_ACCURACY, used[5], recipe) for recipe in ("report", "large_batch")])],
       ["bfloat16 over float32 (not in the report; `precision` benchmark, 4 × 1000 units, batch 1000, medians); "
-       "full-size accuracy", "—", _cell(_precision(output_dir, data, used[6]))],
+       "full-size test accuracy", "—", _cell(_precision(output_dir, data, used[6]))],
   ]
   rows = [row + [records.machine_label(rs) or "—"] for row, rs in zip(rows, used)]
   return md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows) + "\n\n" + DAGGER
