@@ -43,10 +43,17 @@ def commit() -> str:
 def dirty() -> Optional[bool]:
   """True when a code file (not results/, docs/, runs/ or *.md) differs from HEAD or is untracked and not
   ignored; None outside a git checkout."""
-  status = _git("status", "--porcelain", "--untracked-files=all")
-  if status is None:
+  try:  # Not through _git: its strip() would cut the first line's status column (" M path" -> "M path").
+    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=30)
+  except (OSError, subprocess.TimeoutExpired):
     return None
-  return any(_is_code(line[3:].split(" -> ")[-1].strip('"')) for line in status.splitlines() if line.strip())
+  return None if done.returncode != 0 else status_has_code(done.stdout)
+
+
+def status_has_code(porcelain: str) -> bool:
+  """Whether `git status --porcelain` output (lines "XY path" or "XY old -> new") names a code file."""
+  return any(_is_code(line[3:].split(" -> ")[-1].strip('"')) for line in porcelain.splitlines() if line.strip())
 
 
 def _code_files() -> List[str]:

@@ -47,6 +47,14 @@ def test_the_code_digest_ignores_results_docs_and_markdown(tmp_path, monkeypatch
   assert provenance.code_digest.__wrapped__() != digest
 
 
+def test_a_changed_record_or_doc_is_not_dirty_code_a_changed_code_file_is():
+  # The first line keeps its leading status column: " M results/..." once read as the code file "esults/...".
+  assert not provenance.status_has_code(" M results/runs/driver_log.jsonl\n?? docs/new.md\n M README.md\n")
+  assert provenance.status_has_code(" M results/runs/driver_log.jsonl\n M common/data.py\n")
+  assert provenance.status_has_code("?? experiments/new.py\n")
+  assert provenance.status_has_code("R  common/old.py -> common/new.py\n")
+
+
 def test_every_committed_record_names_a_commit_and_a_processor():
   missing = []
   for folder, _, names in os.walk(os.path.join(ROOT, "results")):
