@@ -20,12 +20,13 @@ UNKNOWN = "unknown"
 
 
 def _git(*args: str) -> Optional[str]:
-  """The stripped output of `git <args>` run in the repository, or None outside a git checkout."""
+  """The output of `git <args>` run in the repository, trailing whitespace removed (leading kept: the first line of
+  `git status --porcelain` starts with its status column), or None outside a git checkout."""
   try:
     done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=30)
   except (OSError, subprocess.TimeoutExpired):
     return None
-  return done.stdout.strip() if done.returncode == 0 else None
+  return done.stdout.rstrip() if done.returncode == 0 else None
 
 
 def _is_code(path: str) -> bool:
@@ -43,12 +44,8 @@ def commit() -> str:
 def dirty() -> Optional[bool]:
   """True when a code file (not results/, docs/, runs/ or *.md) differs from HEAD or is untracked and not
   ignored; None outside a git checkout."""
-  try:  # Not through _git: its strip() would cut the first line's status column (" M path" -> "M path").
-    done = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT, capture_output=True,
-                          text=True, timeout=30)
-  except (OSError, subprocess.TimeoutExpired):
-    return None
-  return None if done.returncode != 0 else status_has_code(done.stdout)
+  status = _git("status", "--porcelain", "--untracked-files=all")
+  return None if status is None else status_has_code(status)
 
 
 def status_has_code(porcelain: str) -> bool:
