@@ -172,7 +172,7 @@ def _sizes(keys: str, **by_preset: Tuple) -> Dict[str, Dict[str, Any]]:
 _MP = "examples epochs batch units layers"
 _COMPARISON = _sizes("examples epochs batch hidden devices", paper=(55_000, 60, 5000, CONFIG_1, 4),
                      cpu=(10_000, 10, 5000, (1000,) * 4, 2), smoke=(400, 2, 200, (32, 32), 2))
-_T, _F = "experiments.report.readme.", "experiments.report.figures."
+_T, _F = "experiments.report.tables.", "experiments.report.figures."
 
 MP_SCALING_B100 = Entry("mp_scaling_b100", "Model parallel: pretraining time vs devices (batch 100)", _sizes(
     _MP, paper=(55_000, 30, 100, 2000, (2, 3, 4)), cpu=(5500, 5, 100, 1000, (2, 3, 4)), smoke=(400, 2, 40, 32, (2,))),

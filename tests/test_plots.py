@@ -19,7 +19,10 @@ from experiments import presets
 from experiments import records
 from experiments import reported
 from experiments.report import figures
+from experiments.report import headline
 from experiments.report import readme
+from experiments.report import series
+from experiments.report import tables
 from conftest import ROOT
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "records")
@@ -104,12 +107,12 @@ def test_scaling_figure_plots_the_records_and_the_report(output_dir):
 
 
 def test_sweep_and_profile_values(output_dir):
-  sweep = readme.sweep_points(_data(output_dir, "dp_batch_sweep"))
+  sweep = series.sweep_points(_data(output_dir, "dp_batch_sweep"))
   assert [p[0] for p in sweep] == sorted(r.flag("batch_size") for r in presets.build("cpu")["dp_batch_sweep"].runs)
   b52 = records.load(os.path.join(output_dir, "runs", "dp_batch_sweep", "cpu_b52.json"))
   assert sweep[0][1] == pytest.approx(records.median_epoch_seconds(b52))
   assert sweep[0][2] == pytest.approx((18_000 // 52) * 52 / sweep[0][1])
-  rows = readme.profile_rows(_data(output_dir, "dp_op_profile"))
+  rows = series.profile_rows(_data(output_dir, "dp_op_profile"))
   assert sorted(rows) == [1, 2, 3, 4]
   assert rows[1][0]["allreduce"] == 0.0 and rows[2][0]["allreduce"] > 0
   assert rows[3][1] and not rows[2][1]  # oversubscribed from 3 devices on 2 cores
@@ -124,7 +127,7 @@ def test_convergence_time_to_fixed_loss(output_dir):
   # Model parallel: each epoch ends with its step; the last at pretrain_seconds (steps + copies).
   mp = data.runs[programs.MODEL_PARALLEL.run_name]
   assert records.loss_curves(mp)[-1][-1][0] == pytest.approx(mp["pretrain_seconds"], rel=1e-4)
-  reach, _ = readme.times_to_target(data)[programs.GREEDY.run_name]
+  reach, _ = series.times_to_target(data)[programs.GREEDY.run_name]
   # Greedy reaches 1.01 x its own final loss no later than its end, and not before its last layer started.
   assert curves[-1][0][0] <= reach <= greedy["pretrain_seconds"] * (1 + 1e-4)
   assert records.time_to_loss(curves, [0.0] * len(curves))[0] is None
@@ -133,12 +136,12 @@ def test_convergence_time_to_fixed_loss(output_dir):
 def test_accuracy_figures_show_every_preset_present(output_dir):
   data = _data(output_dir, "accuracy_vs_epochs")
   assert data.preset == "cpu" and set(data.other) == {"paper"}
-  paper = readme.accuracy_series(data.other["paper"])
+  paper = series.accuracy_series(data.other["paper"])
   assert [e for e, _ in paper[programs.GREEDY.name]] == [60] and [e for e, _ in paper[programs.MODEL_PARALLEL.name]] == [60]
   fig = figures.make(output_dir, "accuracy_vs_epochs", data)
   labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
   assert "ours (paper), model parallel" in labels and "ours (cpu), greedy layer-wise" in labels
-  rows = readme.dp_accuracy_rows(_data(output_dir, "dp_accuracy").runs, "cpu")
+  rows = series.dp_accuracy_rows(_data(output_dir, "dp_accuracy").runs, "cpu")
   assert [r["epochs"] for r in rows] == [6, 12]
   assert [r["report"] for r in rows] == [reported.DP_ACCURACY[30], reported.DP_ACCURACY[60]]
   assert all(r["baseline"] is not None and r["large_batch"] is not None for r in rows)
@@ -181,20 +184,20 @@ def test_results_readme_compares_every_entry_with_the_report(output_dir):
 def test_large_batch_choice_uses_validation_accuracy_only(output_dir):
   data = _data(output_dir, "large_batch")
   assert data.preset == "mid"
-  rows, chosen = readme.large_batch_choice(data)
+  rows, chosen = series.large_batch_choice(data)
   assert chosen == max((r for r in rows if r["program"] == programs.DATA_PARALLEL.name), key=lambda r: r["validation"])["run"]
   # Make the best test accuracy belong to another candidate: the choice must not move, and the table must show
   # test accuracy only for the chosen candidate (and greedy).
   other = next(r["run"] for r in rows if r["program"] == programs.DATA_PARALLEL.name and r["run"] != chosen)
   data.runs[other]["finetune"]["test_accuracy"] = 0.999
-  assert readme.large_batch_choice(data)[1] == chosen
-  table, sentences = readme.large_batch(data, {})
+  assert series.large_batch_choice(data)[1] == chosen
+  table, sentences = tables.large_batch(data, {})
   assert "0.9990" not in table and f"`{chosen}` (chosen)" in table
   assert table.count("not used") == len([r for r in rows if r["program"] == programs.DATA_PARALLEL.name]) - 1
 
 
 def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
-  table, _ = readme.full_size(_data(output_dir, "full_size"), {})
+  table, _ = tables.full_size(_data(output_dir, "full_size"), {})
   assert "| `model_parallel_g2_b100_e30` | batch 100 |" in table
   assert f"{reported.MP_ACCURACY_TEXT} (model parallel" in table
   assert "global batch 5000 (2500 per device on 2)" in table
@@ -206,11 +209,11 @@ def test_the_committed_results_readme_and_headline_regenerate_byte_for_byte():
     assert readme.text(RESULTS) == f.read()
   with open(os.path.join(ROOT, "README.md")) as f:
     top = f.read()
-  assert f"{readme.HEADLINE_BEGIN}\n{readme.headline(RESULTS, readme.load_all(RESULTS))}\n{readme.HEADLINE_END}" in top
+  assert f"{readme.HEADLINE_BEGIN}\n{headline.headline(RESULTS, series.load_all(RESULTS))}\n{readme.HEADLINE_END}" in top
 
 
 def test_headline_has_at_most_8_rows_of_cells_at_most_140_characters(output_dir):
-  table = readme.headline(output_dir, readme.load_all(output_dir)).split("\n\n")[0]
+  table = headline.headline(output_dir, series.load_all(output_dir)).split("\n\n")[0]
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
   assert all(len(row) == 4 for row in rows)
@@ -222,7 +225,7 @@ def test_headline_has_at_most_8_rows_of_cells_at_most_140_characters(output_dir)
 
 def test_the_committed_headline_has_at_most_8_rows_of_cells_at_most_140_characters():
   # The same limits on the records committed today, whatever they are (the fixtures above have every row).
-  table = readme.headline(RESULTS, readme.load_all(RESULTS)).split("\n\n")[0]
+  table = headline.headline(RESULTS, series.load_all(RESULTS)).split("\n\n")[0]
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
   long = [cell for row in rows for cell in row if len(cell.strip()) > 140]
@@ -275,8 +278,8 @@ def test_check_ratios_finds_a_ratio_across_machines_or_codes(output_dir, tmp_pat
 
 def test_cores_note_says_what_the_records_show(output_dir):
   data = _data(output_dir, "mp_scaling_b100")
-  note = readme.cores_note(data, {})
-  faster = readme.oversubscribed_faster(data)
+  note = tables.cores_note(data, {})
+  faster = series.oversubscribed_faster(data)
   assert ("still, some oversubscribed runs were faster" in note) == bool(faster)
   assert "no further speedup can appear" not in note
 
@@ -287,7 +290,7 @@ def test_top_readme_headline_is_replaced_between_its_markers(output_dir, tmp_pat
   readme.write_top_readme(output_dir, str(top))
   text = top.read_text()
   assert "old table" not in text and text.startswith("# Title") and text.endswith("## After\n")
-  assert readme.headline(output_dir, readme.load_all(output_dir)) in text
+  assert headline.headline(output_dir, series.load_all(output_dir)) in text
   top.write_text("# No markers\n")
   with pytest.raises(ValueError, match="no headline block"):
     readme.write_top_readme(output_dir, str(top))
@@ -295,7 +298,7 @@ def test_top_readme_headline_is_replaced_between_its_markers(output_dir, tmp_pat
 
 def test_pipeline_scaling_and_heldout_convergence(output_dir):
   data = _data(output_dir, "pp_scaling")
-  rows = readme.pipeline_rows(data)
+  rows = series.pipeline_rows(data)
   assert {(r["stack"], r["devices"]) for r in rows} == {("4 x 1000", g) for g in range(1, 5)} | {
       ("8 x 500", g) for g in range(1, 9)}
   # The model is fitted on each stack's one-device run: exact there, a prediction elsewhere.
@@ -306,9 +309,9 @@ def test_pipeline_scaling_and_heldout_convergence(output_dir):
   assert any("not used for the fit" in s for s in sentences)
   # The comparison runs record the held-out loss every epoch: the convergence entry compares it.
   conv = _data(output_dir, "convergence")
-  rs = readme.strategy_records(conv)
+  rs = series.strategy_records(conv)
   assert list(rs) == [p.run_name for p in presets.COMPARED]
-  assert readme.convergence_loss(rs)[0] == "heldout_loss"
+  assert series.convergence_loss(rs)[0] == "heldout_loss"
   text, sentences = load(presets.CONVERGENCE.table)(conv, {})
   assert "held-out reconstruction loss" in sentences[0]
-  assert len(readme.times_to_target(conv)[programs.GREEDY.run_name][1]) == 4
+  assert len(series.times_to_target(conv)[programs.GREEDY.run_name][1]) == 4

@@ -1,2 +1,3 @@
-"""Figures and the generated results README from run records alone (no TensorFlow): readme.py computes what is
-shown and writes the tables and results/README.md (and the top README's headline), figures.py draws."""
+"""Figures and the generated results README from run records alone (no TensorFlow): series.py computes what is
+shown, tables.py makes each entry's table, headline.py the headline, readme.py writes results/README.md (and the top
+README's headline), figures.py draws."""

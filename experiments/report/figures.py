@@ -18,9 +18,11 @@ from experiments import reported
 from experiments.benchmarks import async_data_parallel as async_bench
 from experiments.benchmarks import equal_cores as equal_cores_bench
 from experiments.benchmarks import harness
-from experiments.report import readme
+from experiments.report import series
+from experiments.report import tables
 
 REPORT_COLOR = "0.45"
+REPORT_LABEL = reported.HARDWARE
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 # Markers and line styles of the machines a scaling figure shows: this one (""), then the others.
 MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":")}
@@ -46,8 +48,8 @@ def finish(fig, data: records.EntryData, extra: str = "", presets_shown: Sequenc
            more: Sequence[records.EntryData] = ()) -> None:
   """Titles the figure; footer: preset and what it shrinks, hardware, hollow markers, other machines `more`."""
   fig.suptitle(presets.get(data.entry).title, fontsize=12)
-  rs = [r for p in (presets_shown or [data.preset]) for r in readme.by_preset(data)[p].values()]
-  lines = [readme.preset_note(data.entry, p) for p in (presets_shown or [data.preset])]
+  rs = [r for p in (presets_shown or [data.preset]) for r in series.by_preset(data)[p].values()]
+  lines = [series.preset_note(data.entry, p) for p in (presets_shown or [data.preset])]
   lines.append(f"ours: {records.hardware(rs)}; 1 thread per device" + (
       "; hollow markers/hatched bars: more devices than cores (oversubscribed)"
       if any(records.oversubscribed(r) for r in rs) else ""))
@@ -99,12 +101,12 @@ def devices_axes(left, right, cores: int, max_g: int) -> None:
 def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
   """Seconds vs devices with the model's lines (left), speedup over 1 device (right): every machine, the report."""
   fig, (left, right) = new(2)
-  max_g = perf_model.MAX_PREDICTED_DEVICES if len(readme.stacks(data)) == 1 else 4
+  max_g = perf_model.MAX_PREDICTED_DEVICES if len(series.stacks(data)) == 1 else 4
   for machine, d in [("", data)] + list(others.items()):
     marker, line = MACHINE_STYLES[machine]
     model, _ = perf_model.calibrated(d.runs)
-    single, cores = len(readme.stacks(d)) == 1, f"{readme.cores(d)} cores"
-    for i, (h, by_g) in enumerate(readme.stacks(d).items()):
+    single, cores = len(series.stacks(d)) == 1, f"{series.cores(d)} cores"
+    for i, (h, by_g) in enumerate(series.stacks(d).items()):
       c, gs, label = DP.color if single else COLORS[i], list(by_g), f"{'' if single else f'{h} layers, '}{cores}"
       over = [records.oversubscribed(by_g[g]) for g in gs]
       points(left, gs, [by_g[g]["pretrain_seconds"] for g in gs], over, c, label, line, marker)
@@ -115,12 +117,12 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
         points(right, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, c, f"ours, {label}", line, marker)
   report = reported.MP_SCALING.get(data.entry, {})
   for i, (h, rep) in enumerate(sorted(report.items())):
-    report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{readme.REPORT_LABEL}, {h} layers",
+    report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{REPORT_LABEL}, {h} layers",
                   COLORS[i])
   if not report:
-    right.plot([], [], " ", label=f"{readme.REPORT_LABEL}: {reported.DP_SCALING_TEXT}")
+    right.plot([], [], " ", label=f"{REPORT_LABEL}: {reported.DP_SCALING_TEXT}")
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (fit on G <= 2)")
-  devices_axes(left, right, readme.cores(data), max_g)
+  devices_axes(left, right, series.cores(data), max_g)
   model, why = perf_model.calibrated(data.runs)
   finish(fig, data, f"performance model ({records.machine_label(list(data.runs.values()))}): {model.describe()}; "
                     f"calibrated on {', '.join(model.calibration)}" if model else why, more=list(others.values()))
@@ -130,7 +132,7 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
 def pp_scaling(data: records.EntryData, others=None):
   """Seconds vs devices (left, model dashed) and speedup over one device (right), one line per stack."""
   fig, (left, right) = new(2)
-  rows = readme.pipeline_rows(data)
+  rows = series.pipeline_rows(data)
   for i, stack in enumerate(dict.fromkeys(row["stack"] for row in rows)):
     mine = [row for row in rows if row["stack"] == stack]
     gs, over = [row["devices"] for row in mine], [row["oversubscribed"] for row in mine]
@@ -140,7 +142,7 @@ def pp_scaling(data: records.EntryData, others=None):
     if all(row["speedup"] is not None for row in mine):
       points(right, gs, [row["speedup"] for row in mine], over, COLORS[i], f"{stack} units")
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (FLOP rate fit on G = 1)")
-  devices_axes(left, right, readme.cores(data), max(row["devices"] for row in rows))
+  devices_axes(left, right, series.cores(data), max(row["devices"] for row in rows))
   finish(fig, data, "pipeline_parallel is not in the report; model: critical path of the ticks and the cores, at "
                     "the one-device FLOP rate")
   return fig
@@ -149,14 +151,14 @@ def pp_scaling(data: records.EntryData, others=None):
 def dp_batch_sweep(data: records.EntryData, others=None):
   """Seconds per epoch (left) and examples per second (right) vs global batch, ours and the report's."""
   fig, (left, right) = new(2)
-  pts, rep = readme.sweep_points(data), reported.DP_BATCH_SWEEP
+  pts, rep = series.sweep_points(data), reported.DP_BATCH_SWEEP
   g = sorted({records.devices(r) for r in data.runs.values()})
   examples = sorted({r["config"]["train_examples"] for r in data.runs.values()})
   label = f"ours, {'/'.join(map(str, g))} devices, {'/'.join(f'{n:,}' for n in examples)} examples"
   for ax, k in ((left, 1), (right, 2)):
     points(ax, [p[0] for p in pts], [p[k] for p in pts], [p[3] for p in pts], DP.color, label)
-  report_series(left, [4 * b for b in rep], list(rep.values()), f"{readme.REPORT_LABEL}, 4 GPUs, 55,000 examples")
-  report_series(right, [4 * b for b in rep], [55_000 / s for s in rep.values()], f"{readme.REPORT_LABEL}, 4 GPUs")
+  report_series(left, [4 * b for b in rep], list(rep.values()), f"{REPORT_LABEL}, 4 GPUs, 55,000 examples")
+  report_series(right, [4 * b for b in rep], [55_000 / s for s in rep.values()], f"{REPORT_LABEL}, 4 GPUs")
   best = min(pts, key=lambda p: p[1])
   left.annotate(f"min at {best[0]}", best[:2], textcoords="offset points", xytext=(0, -14), fontsize=7, ha="center")
   for ax, ylabel in ((left, "seconds per epoch of one layer"), (right, "examples per second")):
@@ -182,17 +184,17 @@ def _phases(ax, rows: Dict[int, Dict[str, float]], over: Dict[int, bool]) -> Non
 def dp_op_profile(data: records.EntryData, others=None):
   """Stacked seconds per epoch by phase vs devices: ours (left) and the report's (right)."""
   fig, (left, right) = new(2)
-  rows = readme.profile_rows(data)
+  rows = series.profile_rows(data)
   methods = sorted({re.sub(r"all \d+ replica\(s\)", "all G replicas", str((r.get("profile") or {}).get("method", "?")))
                     for r in data.runs.values()})  # One note for all device counts.
   if rows:
     _phases(left, {g: p for g, (p, _) in rows.items()}, {g: o for g, (_, o) in rows.items()})
   else:
     left.text(0.5, 0.5, "no op profile in these records", ha="center", transform=left.transAxes)
-  left.set_title(f"ours (layer 1), {readme.batch_label(list(data.runs.values()))}", fontsize=7)
+  left.set_title(f"ours (layer 1), {series.batch_label(list(data.runs.values()))}", fontsize=7)
   left.legend(fontsize=7)
   _phases(right, reported.DP_OP_PROFILE, {})
-  right.set_title(f"{readme.REPORT_LABEL} (read off dpres3.png)", fontsize=9)
+  right.set_title(f"{REPORT_LABEL} (read off dpres3.png)", fontsize=9)
   finish(fig, data, "ours: " + " / ".join(methods))
   return fig
 
@@ -200,17 +202,17 @@ def dp_op_profile(data: records.EntryData, others=None):
 def mp_vs_dp(data: records.EntryData, others=None):
   """Grouped bars: data parallel vs model parallel seconds; ours (left), the report's (right)."""
   fig, (left, right) = new(2)
-  groups, keys = readme.mp_vs_dp_groups(data), sorted(reported.MP_VS_DP)
+  groups, keys = series.mp_vs_dp_groups(data), sorted(reported.MP_VS_DP)
   for j, program in enumerate((DP.name, MP.name)):
     rs = [g.get(program) for _, g in groups]
     bars(left, [i + (j - 0.5) * 0.35 for i in range(len(groups))], [r["pretrain_seconds"] if r else 0.0 for r in rs],
-         0.35, color(program), readme.program_name(program), [bool(r) and records.oversubscribed(r) for r in rs])
+         0.35, color(program), series.program_name(program), [bool(r) and records.oversubscribed(r) for r in rs])
     bars(right, [i + (j - 0.5) * 0.35 for i in range(len(keys))], [reported.MP_VS_DP[k][program] for k in keys], 0.35,
-         color(program), readme.program_name(program))
-  ours = f"ours: {readme.batch_label(list(data.runs.values()))}"
+         color(program), series.program_name(program))
+  ours = f"ours: {series.batch_label(list(data.runs.values()))}"
   for ax, labels, title in ((left, [label for label, _ in groups], ours),
                             (right, [f"{e} epochs - Config {c[1]}" for e, c in keys],
-                             f"{readme.REPORT_LABEL}: batch 7000 (data parallel: per tower)")):
+                             f"{REPORT_LABEL}: batch 7000 (data parallel: per tower)")):
     ax.set_xticks(range(len(labels)), labels, fontsize=8)
     ax.set_title(title, fontsize=8)
     ax.set(ylabel="pretraining seconds")
@@ -224,36 +226,36 @@ def mp_vs_dp(data: records.EntryData, others=None):
 def strategy_comparison(data: records.EntryData, others=None):
   """Bars of pretraining seconds per program with speedups over greedy; ours and the report's."""
   fig, (left, right) = new(2, width=5.5)
-  rs, rep = readme.strategy_records(data), reported.STRATEGY_COMPARISON
+  rs, rep = series.strategy_records(data), reported.STRATEGY_COMPARISON
   base = rs.get(GREEDY.run_name)
-  ours = [(readme.strategy(r), r["pretrain_seconds"], records.oversubscribed(r),
-           readme.fmt(records.ratio(base, r), "×")[:-1] if base else "") for r in rs.values()]
+  ours = [(series.strategy(r), r["pretrain_seconds"], records.oversubscribed(r),
+           tables.fmt(records.ratio(base, r), "×")[:-1] if base else "") for r in rs.values()]
   theirs = [(p, s, False, f"{rep[GREEDY.name] / s:.2f}") for p, s in rep.items()]
   for ax, shown, title in ((left, ours, "ours, single runs (speedup over greedy inside the bars)"),
-                           (right, theirs, readme.REPORT_LABEL)):
+                           (right, theirs, REPORT_LABEL)):
     for i, (program, s, over, speedup) in enumerate(shown):
-      bars(ax, [i], [s], 0.6, color(program), readme.program_name(program), [over])
+      bars(ax, [i], [s], 0.6, color(program), series.program_name(program), [over])
       if speedup:  # readable on any bar: dark text on a white box
         ax.annotate(f"{speedup}x", (i, s / 2), ha="center", fontsize=9,
                     bbox=dict(boxstyle="round", fc="white", ec="none", alpha=0.8))
-    ax.set_xticks(range(len(shown)), [readme.program_name(p) for p, *_ in shown], fontsize=8)
+    ax.set_xticks(range(len(shown)), [series.program_name(p) for p, *_ in shown], fontsize=8)
     ax.set_title(title, fontsize=9)
     ax.set_ylabel("pretraining seconds")
-  finish(fig, data, f"ours: {readme.batch_label(list(rs.values()))}; report: batch 5000 (data parallel: per tower)")
+  finish(fig, data, f"ours: {series.batch_label(list(rs.values()))}; report: batch 5000 (data parallel: per tower)")
   return fig
 
 
 def convergence(data: records.EntryData, others=None):
   """Per layer: the compared loss after each epoch vs seconds, the fixed loss dotted, times to it in the legend."""
-  rs = readme.strategy_records(data)
+  rs = series.strategy_records(data)
   fig, axes = new(max(len(r["layers"]) for r in rs.values()), width=3.6, height=4.2)
-  (key, targets), reach = readme.convergence_loss(rs), readme.times_to_target(data)
+  (key, targets), reach = series.convergence_loss(rs), series.times_to_target(data)
   for name, r in rs.items():
-    label = readme.program_name(readme.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
-                                                       is None else f": {readme.fmt(reach[name][0])} s")
+    label = series.program_name(series.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
+                                                       is None else f": {tables.fmt(reach[name][0])} s")
     for k, curve in enumerate(records.loss_curves(r, key)):
       points(axes[k], [t for t, _ in curve], [loss for _, loss in curve], [records.oversubscribed(r)] * len(curve),
-             color(readme.strategy(r)), label if k == 0 else None, marker=".")
+             color(series.strategy(r)), label if k == 0 else None, marker=".")
   for k, ax in enumerate(axes):
     if targets:
       ax.axhline(targets[k], linestyle=":", color="0.3", linewidth=1)
@@ -262,7 +264,7 @@ def convergence(data: records.EntryData, others=None):
   axes[0].set_ylabel("held-out reconstruction loss (test images)" if key == "heldout_loss"
                      else "reconstruction loss (epoch mean)")
   axes[0].legend(fontsize=7, title="time to fixed loss", title_fontsize=7)
-  finish(fig, data, f"fixed loss (dotted): greedy's final loss of each layer x {1 + readme.LOSS_TOLERANCE}; time to "
+  finish(fig, data, f"fixed loss (dotted): greedy's final loss of each layer x {1 + series.LOSS_TOLERANCE}; time to "
                     "reach it = when the last layer gets there. The report has no such figure.")
   return fig
 
@@ -270,22 +272,22 @@ def convergence(data: records.EntryData, others=None):
 def accuracy_vs_epochs(data: records.EntryData, others=None):
   """Test accuracy vs (pretraining, finetuning) epochs, every preset with records; x = the i-th setting of each."""
   fig, (ax,) = new(1, width=8)
-  shown = readme.by_preset(data)
+  shown = series.by_preset(data)
   for preset, runs in shown.items():
-    positions = {e: i + 1 for i, e in enumerate(readme.epoch_settings(preset))}
-    for program, pts in sorted(readme.accuracy_series(runs).items()):
+    positions = {e: i + 1 for i, e in enumerate(series.epoch_settings(preset))}
+    for program, pts in sorted(series.accuracy_series(runs).items()):
       points(ax, [positions[e] for e, _ in pts], [a for _, a in pts], [False] * len(pts), color(program),
-             f"ours ({preset}), {readme.program_name(program)}", "-" if preset == data.preset else "-.",
+             f"ours ({preset}), {series.program_name(program)}", "-" if preset == data.preset else "-.",
              PRESET_MARKERS[preset])
   for program, values in reported.ACCURACY.items():
     report_series(ax, range(1, len(values) + 1), [values[e] for e in sorted(values)],
-                  f"{readme.REPORT_LABEL}, {readme.program_name(program)}", color(program))
+                  f"{REPORT_LABEL}, {series.program_name(program)}", color(program))
   ax.axhline(reported.MP_ACCURACY_TEXT, color="0.7", linewidth=0.8)
   ax.annotate(f"report text: model parallel ~{reported.MP_ACCURACY_TEXT:.4f}", (0.6, reported.MP_ACCURACY_TEXT),
               fontsize=7, va="bottom", color="0.4")
-  settings = {p: readme.epoch_settings(p) for p in shown if p != "paper"}
+  settings = {p: series.epoch_settings(p) for p in shown if p != "paper"}
   labels = [f"{e}+{e}" + "".join(f"\n({p}: {s[i]}+{s[i]})" for p, s in settings.items() if i < len(s))
-            for i, e in enumerate(readme.epoch_settings("paper"))]
+            for i, e in enumerate(series.epoch_settings("paper"))]
   ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
   ax.set(xlabel="pretraining + finetuning epochs (report's; shrunk presets in brackets)", ylabel="test accuracy")
   ax.legend(fontsize=7)
@@ -295,37 +297,37 @@ def accuracy_vs_epochs(data: records.EntryData, others=None):
 
 def dp_accuracy(data: records.EntryData, others=None):
   """Bars of test accuracy per epoch setting (both recipes, greedy, the report), one panel per preset."""
-  shown = readme.by_preset(data)
+  shown = series.by_preset(data)
   fig, axes = new(len(shown), width=8 if len(shown) == 1 else 6.5)
   kinds = (("report_recipe", "ours: DP, report's recipe", DP.color), ("large_batch", "ours: DP, large-batch recipe",
            "darkgreen"), ("baseline", "ours: greedy, batch 100", GREEDY.color),
-           ("report", f"{readme.REPORT_LABEL}: DP", REPORT_COLOR))
+           ("report", f"{REPORT_LABEL}: DP", REPORT_COLOR))
   for ax, (preset, runs) in zip(axes, shown.items()):
-    rows = readme.dp_accuracy_rows(runs, preset)
+    rows = series.dp_accuracy_rows(runs, preset)
     for j, (key, label, c) in enumerate(kinds):
       present = [(i + (j - 1.5) * 0.2, row[key]) for i, row in enumerate(rows) if row[key] is not None]
       bars(ax, [x for x, _ in present], [h for _, h in present], 0.2, c, label, annotate="{:.3f}")
     for i, row in ((i, row) for i, row in enumerate(rows) if row["baseline"] is not None):
-      ax.hlines(row["baseline"] - readme.DP_TOLERANCE, i - 0.45, i + 0.45, colors="0.2", linestyles=":")
+      ax.hlines(row["baseline"] - series.DP_TOLERANCE, i - 0.45, i + 0.45, colors="0.2", linestyles=":")
     dp = [r for n, r in runs.items() if n.startswith("dp_")]
     ax.set_xticks(range(len(rows)), [f"{row['epochs']}+{row['epochs']} epochs" for row in rows])
-    ax.set_title(f"ours: preset {preset}, DP {readme.batch_label(dp) or '—'}; report: batch 5000 per tower, "
+    ax.set_title(f"ours: preset {preset}, DP {series.batch_label(dp) or '—'}; report: batch 5000 per tower, "
                  "30+30 / 60+60", fontsize=8)
     ax.set(xlim=(-0.6, len(rows) - 0.4), ylim=(0, 1.35), yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0], ylabel="test accuracy")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
-  finish(fig, data, f"dotted: greedy - {readme.DP_TOLERANCE} (the data-parallel goal)", presets_shown=list(shown))
+  finish(fig, data, f"dotted: greedy - {series.DP_TOLERANCE} (the data-parallel goal)", presets_shown=list(shown))
   return fig
 
 
 def equal_cores(output_dir: str) -> Optional[str]:
   """<output_dir>/figures/equal_cores.png, every configuration's speedup over greedy on all cores; None: no data."""
-  found, _ = readme.equal_cores(output_dir)
+  found, _ = series.equal_cores(output_dir)
   if not found:
     return None
   fig, axes = new(len(found), width=5.6, height=4.8)
   for ax, ((cores, batch), s) in zip(axes, found.items()):
     names = sorted(s["pretrain_seconds"], key=lambda n: s["pretrain_seconds"][n]["median"])
-    spreads = [readme.ratios_to_baseline(s, n) for n in names]
+    spreads = [series.ratios_to_baseline(s, n) for n in names]
     colors = [color(equal_cores_bench.program_of(n)) for n in names]
     ax.barh(range(len(names)), [r["median"] for r in spreads], color=colors,
             xerr=[[r["median"] - r["min"] for r in spreads], [r["max"] - r["median"] for r in spreads]], capsize=3)
@@ -338,7 +340,7 @@ def equal_cores(output_dir: str) -> Optional[str]:
                f"{s['setting']['pretrain_epochs']} pretraining epochs, {s['setting']['repeats']} alternated repeats",
                fontsize=10)
   fig.tight_layout()
-  path = os.path.join(output_dir, "figures", readme.EQUAL_CORES)
+  path = os.path.join(output_dir, "figures", series.EQUAL_CORES)
   save(fig, path)
   return path
 
@@ -388,7 +390,7 @@ def draw(output_dir: str, entries: Optional[Sequence[str]] = None, out: Callable
     if data is None:
       out(f"[figures] {entry}: no records yet, no figure")
       continue
-    written.append(readme.figure_path(output_dir, entry))
+    written.append(series.figure_path(output_dir, entry))
     save(make(output_dir, entry, data), written[-1])
     out(f"[figures] {entry}: {written[-1]} (preset {data.preset}, {len(data.runs)} records)")
   paths = [equal_cores(output_dir), straggler(output_dir)] if entries is None else []

@@ -1,0 +1,176 @@
+"""The headline of results/README.md and of the top README: a table of at most 8 rows, cells of at most 140
+characters, each result ours beside the report's, with the machine and code of the records behind it."""
+
+import os
+from typing import List, Optional
+
+from common import programs
+from experiments import presets
+from experiments import records
+from experiments import reported
+from experiments.benchmarks import equal_cores as equal_cores_bench
+from experiments.benchmarks import harness
+from experiments.benchmarks import precision as precision_bench
+from experiments.benchmarks import strategies as strategies_bench
+from experiments.report import series
+from experiments.report import tables
+
+GREEDY, DP, PP = programs.GREEDY, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
+
+
+def _cell(*parts: Optional[str]) -> str:
+  """The parts that exist, "; "-joined, or "not run yet"."""
+  return "; ".join(p for p in parts if p) or "not run yet"
+
+
+def _scaling(output_dir: str, data: series.Data, used: List[dict]) -> str:
+  """Per machine, each scaling entry's deepest stack's speedup over 1 device on 2 / 4 devices (with † where
+  oversubscribed), e.g. "2 cores: 1.28× / 1.47× †, ...; 16 cores (...)"."""
+  parts = []
+  for machine in ("",) + records.OTHER_MACHINES:
+    found, cells = [records.EntryData.load(os.path.join(output_dir, machine), n) if machine else data[n]
+                    for n in series.SCALING], []
+    for by_g in (list(series.stacks(d).values())[-1] if d and d.runs else {} for d in found):
+      shown = [by_g[g] for g in (2, 4) if g in by_g and 1 in by_g]
+      used += shown + ([by_g[1]] if shown else [])
+      cells.append(" / ".join(tables.fmt(records.ratio(by_g[1], r), "×")
+                              + (" †" if records.oversubscribed(r) else "") for r in shown))
+    if any(cells):
+      parts.append(f"{min(series.cores(d) for d in found if d)} cores: "
+                   + ", ".join(c or "—" for c in cells))
+  return _cell(*parts)
+
+
+def _benchmark(output_dir: str, name: str, file: str, measures: List[str], used: List[dict],
+               variant: str = "") -> Optional[str]:
+  """"m1 / m2": median (min–max) of a benchmark summary's measures (of one of its variants if given)."""
+  folder = os.path.join(output_dir, "benchmarks", name)
+  summary = records.load(os.path.join(folder, file))
+  if summary is None:
+    return None
+  used += harness.flat_records(folder, summary)
+  summary = summary["variants"][variant] if variant else summary
+  return " / ".join(f"{tables.fmt(summary[m], 'spread')}×" for m in measures)
+
+
+def _accuracy(data: series.Data, program: programs.Program, entry: presets.Entry, used: List[dict],
+              recipe: str = "") -> Optional[str]:
+  """"cpu / full": test accuracy of `program` at an accuracy entry's most epochs, and of its full-size runs whose
+  name contains `recipe`."""
+  shown, acc, full = [], data[entry.name], data[presets.FULL_SIZE.name]
+  if acc is not None:
+    if recipe:
+      rows = series.dp_accuracy_rows(acc.runs, acc.preset)
+      shown.append(rows[-1]["report_recipe" if recipe == "report" else recipe] if rows else None)
+    else:
+      values = series.accuracy_series(acc.runs).get(program.name)
+      shown.append(values[-1][1] if values else None)
+    used += [r for r in acc.runs.values() if series.strategy(r) in (program.name, GREEDY.name)]
+  mine = [r for n, r in (full.runs.items() if full else ()) if series.strategy(r) == program.name and recipe in n
+          and r["config"].get("precision", programs.PRECISIONS[0]) == programs.PRECISIONS[0]]
+  used += mine
+  shown += [records.test_accuracy(r) for r in mine]
+  return " / ".join(tables.fmt(a, "acc") for a in shown) if any(a is not None for a in shown) else None
+
+
+def _strategies(output_dir: str, used: List[dict]) -> Optional[str]:
+  """Every compared program's median speedup over greedy in the strategies benchmark (alternated repeats)."""
+  folder = os.path.join(output_dir, "benchmarks", strategies_bench.BENCHMARK.name)
+  summaries = harness.load_summaries(output_dir, strategies_bench.BENCHMARK)
+  if not summaries:
+    return None
+  summary = next(iter(summaries.values()))
+  used += harness.flat_records(folder, summary)
+  names = {p.run_name: p.label for p in programs.PROGRAMS}
+  return ", ".join(f"{names[n]} {s['median']:.2f}×" for n, s in summary["speedup_vs_greedy"].items()) + (
+      f" (medians of {summary['setting']['repeats']} alternated repeats)")
+
+
+def _precision(output_dir: str, data: series.Data, used: List[dict]) -> Optional[str]:
+  """bfloat16 over float32 in the precision benchmark at batch 1000, and the full-size test accuracies."""
+  folder = os.path.join(output_dir, "benchmarks", precision_bench.BENCHMARK.name)
+  summary = records.load(os.path.join(folder, "summary_b1000.json"))
+  parts = []
+  if summary:
+    used += harness.flat_records(folder, summary)
+    speed = {n: m["speedup_bf16_over_f32"]["median"] for n, m in summary["programs"].items()}
+    parts.append(f"{GREEDY.label} {speed[GREEDY.name]:.2f}× (every program ≥ {min(speed.values()):.2f}×); "
+                 f"{PP.label} bf16 / greedy f32 {summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}×")
+  full = data[presets.FULL_SIZE.name]
+  pp = {r["config"].get("precision", programs.PRECISIONS[0]): r for r in (full.runs.values() if full else ())
+        if series.strategy(r) == PP.name}
+  if len(pp) == 2:
+    used += list(pp.values())
+    parts.append("full size " + " vs ".join(
+        f"{tables.fmt(records.test_accuracy(r), 'acc')} ({'bf16' if p != programs.PRECISIONS[0] else 'f32'})"
+        for p, r in sorted(pp.items(), reverse=True)))
+  return "; ".join(parts) or None
+
+
+def _comparison(data: series.Data, used: List[dict]) -> Optional[str]:
+  sc = data[presets.STRATEGY_COMPARISON.name]
+  rs = series.strategy_records(sc) if sc else {}
+  if GREEDY.run_name not in rs:
+    return None
+  used += rs.values()
+  return ", ".join(f"{series.program_name(series.strategy(r))} "
+                   f"{tables.fmt(records.ratio(rs[GREEDY.run_name], r), '×')}"
+                   for n, r in rs.items() if n != GREEDY.run_name) + " (single runs)"
+
+
+def _equal_cores(output_dir: str, used: List[dict]) -> Optional[str]:
+  """The fastest program per batch, e.g. "pipeline parallel 1.65× at batch 100, 1.37× at 1000 (2 cores)"."""
+  found, rs = series.equal_cores(output_dir)
+  used += rs
+  parts, last = [], None
+  for (cores, batch), s in found.items():
+    program = equal_cores_bench.program_of(s["fastest_program"])
+    parts.append(f"{'' if program == last else series.program_name(program) + ' '}"
+                 f"{series.ratios_to_baseline(s, s['fastest_program'])['median']:.2f}× at "
+                 f"{'' if last else 'batch '}{batch}")
+    last = program
+  return ", ".join(parts) + f" ({'/'.join(sorted({str(c) for c, _ in found}))} cores)" if parts else None
+
+
+def _most_epochs(data: series.Data, entry: presets.Entry) -> str:
+  """"cpu preset 12+12": the shown preset of an accuracy entry at its most epochs."""
+  preset = data[entry.name].preset if data[entry.name] else "cpu"
+  e = max(entry.sizes[preset]["epochs"]) if preset in entry.sizes else "?"
+  return f"{preset} preset {e}+{e}"
+
+
+def headline(output_dir: str, data: series.Data) -> str:
+  """The headline table (module docstring) and the meaning of †."""
+  used: List[List[dict]] = [[] for _ in range(7)]
+  rep = reported.STRATEGY_COMPARISON
+  report_acc = ", ".join(f"{p.label} {reported.ACCURACY[p.name][30]} / {reported.ACCURACY[p.name][60]}"
+                         for p in presets.ACCURACY_COMPARED if p.name in reported.ACCURACY)
+  rows = [
+      ["Speedup over 1 device on 2 / 4 devices, 4 layers: `mp_scaling_b100`, `mp_scaling_b5000`, `dp_scaling` "
+       "(single runs)",
+       f"on 4 GPUs: {reported.MP_SCALING_B100[4][1] / reported.MP_SCALING_B100[4][4]:.2f}×, "
+       f"{reported.MP_SCALING_B5000[4][1] / reported.MP_SCALING_B5000[4][4]:.2f}×; data parallel near linear",
+       _scaling(output_dir, data, used[0])],
+      ["Speedup over greedy on 2 devices, 4 × 1000 units, batch 5000 (`strategy_comparison` size; `strategies` "
+       "benchmark)",
+       ", ".join(f"{series.program_name(p)} {rep[GREEDY.name] / s:.2f}×" for p, s in rep.items() if p != GREEDY.name)
+       + " (4 GPUs)", _cell(_strategies(output_dir, used[1]) or _comparison(data, used[1]))],
+      ["Pipeline parallel (not in the report) on 2 devices vs greedy / vs model parallel, 4 × 1000 units, batch "
+       "1000; 100 (benchmark)", "—",
+       _cell(*[_benchmark(output_dir, PP.name, f"summary_b{b}.json", ["speedup_vs_greedy", "speedup_vs_model_parallel"],
+                          used[2]) for b in (1000, 100)])],
+      ["Fastest program given all of the machine's cores, × greedy on them (not in the report; `equal_cores` "
+       "benchmark, medians)", "—", _cell(_equal_cores(output_dir, used[3]))],
+      [f"Test accuracy, batch 100, {_most_epochs(data, presets.ACCURACY_VS_EPOCHS)} / full size 30+30 (single runs)",
+       report_acc + f" (30+30 / 60+60; text: model parallel ~{reported.MP_ACCURACY_TEXT})",
+       _cell(", ".join(f"{p.label} {a}" for p in presets.ACCURACY_COMPARED
+                       for a in [_accuracy(data, p, presets.ACCURACY_VS_EPOCHS, used[4])] if a))],
+      ["Data parallel test accuracy at a large batch, report's recipe; large-batch recipe (`dp_accuracy` "
+       f"{_most_epochs(data, presets.DP_ACCURACY)} / full size 30+30)",
+       f"{reported.DP_ACCURACY[30]} / {reported.DP_ACCURACY[60]} (30+30 / 60+60, batch 5000 per tower)",
+       _cell(*[_accuracy(data, DP, presets.DP_ACCURACY, used[5], recipe) for recipe in ("report", "large_batch")])],
+      ["bfloat16 over float32 (not in the report; `precision` benchmark, 4 × 1000 units, batch 1000, medians); "
+       "full-size test accuracy", "—", _cell(_precision(output_dir, data, used[6]))],
+  ]
+  rows = [row + [records.machine_label(rs) or "—"] for row, rs in zip(rows, used)]
+  return tables.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows) + "\n\n" + tables.DAGGER
