@@ -1,5 +1,7 @@
 # make train: the main job with defaults that finish in minutes on 2 CPU cores, printing the test accuracy.
 # make test: the test suite. make reproduce: every figure and table (see results/README.md).
+# make campaign: every number measured again (each benchmark at its campaign settings, the cpu preset, the mid study,
+# then the report; experiments/campaign.py); CAMPAIGN_FLAGS=--dry_run lists the steps with estimated minutes.
 # Each target creates .venv from requirements.txt first if it is missing or out of date.
 
 PYTHON3 ?= python3
@@ -23,8 +25,10 @@ TRAIN_FLAGS ?= --hidden_units=1000,1000 --pretrain_epochs=10 --finetune_epochs=1
 TEST_WORKERS ?= 2
 # Every figure and table of the report (about an hour on 2 cores with the cpu preset; see results/README.md).
 REPRODUCE_FLAGS ?= --preset=cpu
+# The measurement campaign (hours on 2 cores: run it alone), e.g. CAMPAIGN_FLAGS="--only=kernels --replace".
+CAMPAIGN_FLAGS ?=
 
-.PHONY: venv train test reproduce clean
+.PHONY: venv train test reproduce campaign clean
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt
@@ -41,6 +45,9 @@ test: venv
 
 reproduce: venv
 	$(PY) -m experiments.reproduce $(REPRODUCE_FLAGS) --output_dir=results
+
+campaign: venv
+	$(PY) -m experiments.campaign $(CAMPAIGN_FLAGS)
 
 clean:
 	rm -rf runs models scratch .pytest_cache

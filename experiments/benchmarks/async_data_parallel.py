@@ -84,7 +84,8 @@ BENCHMARK = harness.Benchmark(
     options={"slow_worker_delay": (0.01, "Seconds worker 0 sleeps in every step of the straggler configurations.")},
     columns=((f"{SYNC.run_name}_straggler_slowdown", "data parallel: straggler / none"),
              (f"{ASYNC.run_name}_straggler_slowdown", "async: straggler / none")), details=details,
-    figure="async_data_parallel.png")
+    figure="async_data_parallel.png",
+    campaign=tuple({"batch_size": b, "slow_worker_delay": 0.01} for b in (100, 1000)))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -59,7 +59,9 @@ BENCHMARK = harness.Benchmark(
     folder=_name, summary_file=lambda s: f"summary_{_name(s)}.json",
     columns=(("speedup_2_vs_1_replica", "speedup 2 vs 1 replica"),
              ("speedup_2_replicas_vs_greedy", "2 replicas vs greedy"),
-             ("one_replica_vs_greedy_slowdown", "1 replica / greedy time")))
+             ("one_replica_vs_greedy_slowdown", "1 replica / greedy time")),
+    campaign=tuple({"batch_size": b} for b in (100, 5000)) + tuple(
+        {"batch_size": b, "train_examples": 22_000, "kernels": ["xla", "tf"]} for b in (100, 5000)))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

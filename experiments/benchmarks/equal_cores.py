@@ -81,7 +81,8 @@ BENCHMARK = harness.Benchmark(
               "train_examples": 22_000, "num_devices": 2, "repeats": 3},
     options={"cores": (0, "N, the cores every configuration uses (devices x threads per device); 0: all of the "
                           "machine's.")},
-    folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", summary_file=lambda s: f"summary_n{_cores(s)}_b{s.batch_size}.json")
+    folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", summary_file=lambda s: f"summary_n{_cores(s)}_b{s.batch_size}.json",
+    campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

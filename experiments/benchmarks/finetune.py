@@ -46,7 +46,8 @@ BENCHMARK = harness.Benchmark(
     options={"finetune_epochs": (2, "Finetuning epochs of every run."),
              "precisions": (list(programs.PRECISIONS), "Precisions to compare the device counts in.")},
     folder=lambda s: "records", summary_file=lambda s: "summary.json",
-    columns=tuple((f"finetune_speedup_{p}", f"finetuning 1 device / all devices, {p}") for p in programs.PRECISIONS))
+    columns=tuple((f"finetune_speedup_{p}", f"finetuning 1 device / all devices, {p}") for p in programs.PRECISIONS),
+    campaign=({"precisions": list(programs.PRECISIONS)},))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -21,6 +21,11 @@ from experiments import records
 Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
 PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "usable_cores")
 PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
+# The shared flags' defaults (a benchmark's `defaults` override them), and where records and program logs go by
+# default (<dir>/<benchmark name>, relative to the repository root, where the campaign runs the benchmarks).
+SHARED_DEFAULTS = {"hidden_units": "1000,1000", "batch_size": 1000, "pretrain_epochs": 4, "train_examples": 11_000,
+                   "num_devices": 2, "repeats": 3}
+OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +52,9 @@ class Benchmark:
   `summarize` ((Setting, Records) -> {measure: value}), `defaults` of the shared flags, `options` ({flag: (default:
   float, int, str or list of str, help)}), `folder`/`summary_file` (Setting -> path), `columns` ((measure, README
   label)), `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table,
-  cells a spread, a number or text), `figure` (its figure's file under figures/, drawn by `report.figures`)."""
+  cells a spread, a number or text), `figure` (its figure's file under figures/, drawn by `report.figures`),
+  `campaign` (the settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the
+  defaults, shared flags and options alike, as `setting` takes them)."""
   name: str
   configurations: Callable[[Setting], List[presets.RunSpec]]
   summarize: Callable[[Setting, Records], Dict[str, Any]]
@@ -58,6 +65,7 @@ class Benchmark:
   columns: Sequence[Tuple[str, str]] = ()
   details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
   figure: str = ""
+  campaign: Sequence[Mapping[str, Any]] = ({},)
 
 
 def spread(values: Sequence[float]) -> Dict[str, object]:
@@ -154,17 +162,50 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
   return path, summary
 
 
+def defaults(benchmark: Benchmark) -> Dict[str, Any]:
+  """Every flag of `benchmark` with its default: the shared flags (its `defaults` over SHARED_DEFAULTS), its options."""
+  return {**SHARED_DEFAULTS, **benchmark.defaults, **{name: d for name, (d, _) in benchmark.options.items()}}
+
+
+def _parsed(name: str, default: Any, value: Any) -> Any:
+  """`value` of flag `name` as the flag holds it: a list of str (from a list or "a,b") for a list flag (hidden_units
+  and the options whose default is a list), else the default's type."""
+  if isinstance(default, (list, tuple)) or name == "hidden_units":
+    return value.split(",") if isinstance(value, str) else [str(v) for v in value]
+  return type(default)(value)
+
+
+def setting(benchmark: Benchmark, overrides: Mapping[str, Any]) -> Setting:
+  """The Setting of `benchmark`'s command line with `overrides` ({flag: value}; a value as the flag holds it, as
+  `defaults` write it or as the command line spells it: hidden_units "1000,1000" or a list, lists as lists or
+  "a,b") over its defaults; ValueError for a flag the benchmark does not have."""
+  d = defaults(benchmark)
+  unknown = sorted(set(overrides) - set(d))
+  if unknown:
+    raise ValueError(f"benchmark {benchmark.name} has no flag {', '.join(unknown)}; its flags: {', '.join(d)}")
+  v = {name: _parsed(name, d[name], value) for name, value in {**d, **overrides}.items()}
+  return Setting(tuple(int(u) for u in v.pop("hidden_units")),
+                 **{name: v.pop(name) for name in SHARED_DEFAULTS if name != "hidden_units"}, options=v)
+
+
+def command(benchmark: Benchmark, overrides: Mapping[str, Any]) -> List[str]:
+  """The command line of a setting, "python" first: `python -m experiments.benchmarks.<name> --flag=value ...` of
+  `overrides` only (lists comma-joined); ValueError for a flag the benchmark does not have."""
+  setting(benchmark, overrides)
+  return ["python", "-m", f"experiments.benchmarks.{benchmark.name}"] + [
+      f"--{name}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for name, v in overrides.items()]
+
+
 def main(benchmark: Benchmark) -> None:
   """The command line of a benchmark module: the shared flags (with the benchmark's defaults) and its options."""
-  d = {"hidden_units": "1000,1000", "batch_size": 1000, "pretrain_epochs": 4, "train_examples": 11_000,
-       "num_devices": 2, "repeats": 3, **benchmark.defaults}
+  d = defaults(benchmark)
   helps = {"batch_size": "Global batch of every run.", "pretrain_epochs": "Pretraining epochs E of every run.",
            "train_examples": "Training images.", "num_devices": "Devices of the parallel configurations.",
            "repeats": "Runs of each configuration (alternated)."}
   shared = {"hidden_units": flags.DEFINE_list("hidden_units", str(d["hidden_units"]).split(","), "Hidden units."),
             **{name: flags.DEFINE_integer(name, d[name], text) for name, text in helps.items()}}
-  output = flags.DEFINE_string("output_dir", f"results/benchmarks/{benchmark.name}", "Where records and summary go.")
-  work = flags.DEFINE_string("work_dir", f"scratch/benchmarks/{benchmark.name}", "Program logs.")
+  output = flags.DEFINE_string("output_dir", os.path.join(OUTPUT_DIR, benchmark.name), "Where records and summary go.")
+  work = flags.DEFINE_string("work_dir", os.path.join(WORK_DIR, benchmark.name), "Program logs.")
   define = {list: flags.DEFINE_list, tuple: flags.DEFINE_list, str: flags.DEFINE_string, float: flags.DEFINE_float}
   options = {name: define.get(type(default), flags.DEFINE_integer)(
       name, [str(v) for v in default] if isinstance(default, (list, tuple)) else default, text)
@@ -175,12 +216,9 @@ def main(benchmark: Benchmark) -> None:
   def _main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
-    v = {name: holder.value for name, holder in shared.items()}
-    setting = Setting(tuple(int(u) for u in v.pop("hidden_units")), **v,
-                      options={name: holder.value for name, holder in options.items()})
+    chosen = setting(benchmark, {name: holder.value for name, holder in {**shared, **options}.items()})
     try:
-      path, _ = run(benchmark, setting, output.value, work.value,
-                    f"python -m experiments.benchmarks.{benchmark.name} {' '.join(sys.argv[1:])}".strip())
+      path, _ = run(benchmark, chosen, output.value, work.value, " ".join(command(benchmark, {}) + sys.argv[1:]))
     except (driver.RunFailedError, ValueError) as e:
       print(f"error: {e}", file=sys.stderr)
       sys.exit(1)

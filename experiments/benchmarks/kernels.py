@@ -59,7 +59,9 @@ BENCHMARK = harness.Benchmark(
               "train_examples": 22_000, "num_devices": 2, "repeats": 3},
     options={"precision": (programs.PRECISIONS[0], "Precision (--precision) of every run.")},
     folder=lambda s: f"b{s.batch_size}" + _suffix(s), summary_file=lambda s: f"summary_b{s.batch_size}{_suffix(s)}.json",
-    columns=tuple((f"xla_over_tf_{p.name}", f"{p.name}: xla s / tf s") for p in PROGRAMS))
+    columns=tuple((f"xla_over_tf_{p.name}", f"{p.name}: xla s / tf s") for p in PROGRAMS),
+    campaign=({"batch_size": 100}, {"batch_size": 1000}, {"batch_size": 5000, "train_examples": 55_000},
+              *({"batch_size": b, "precision": programs.PRECISIONS[1]} for b in (100, 1000))))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -80,7 +80,11 @@ BENCHMARK = harness.Benchmark(
     folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_model_parallel", "speedup vs model_parallel"),
              ("one_device_speedup_vs_greedy", "1 device vs greedy"),
-             ("fraction_of_flop_bound", "fraction of FLOP bound")))
+             ("fraction_of_flop_bound", "fraction of FLOP bound")),
+    campaign=tuple({"batch_size": b} for b in (100, 1000)) + tuple(
+        {"batch_size": b, "pretrain_epochs": 1, "chunk_steps": ["1", "2", "4", "8", "16", "32"], "baselines": 0}
+        for b in (100, 1000)) + tuple(
+        {"batch_size": b, "pretrain_epochs": 1, "kernels": ["tf", "xla"], "baselines": 0} for b in (100, 1000)))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

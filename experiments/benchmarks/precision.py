@@ -96,7 +96,8 @@ BENCHMARK = harness.Benchmark(
     defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 2,
               "train_examples": 55_000, "num_devices": 2, "repeats": 3},
     columns=tuple((f"speedup_{p.name}", f"{p.label}: f32 s / bf16 s") for p in programs.PROGRAMS)
-    + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details)
+    + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details,
+    campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

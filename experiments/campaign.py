@@ -1,0 +1,185 @@
+"""The measurement campaign: every number of the project measured again on one machine and one code. Its steps derive
+from the registries: every benchmark of `catalog.BENCHMARKS` at each of its `campaign` settings, then the presets cpu
+and mid (`experiments.reproduce`), then the report drawn from the records. Each step runs the command a user would
+type, from the repository root, its output streamed; a run whose record exists is not rerun (`--replace` deletes
+them first).
+  python -m experiments.campaign --dry_run                      # steps, commands, runs and estimated minutes
+  python -m experiments.campaign [--only=STEP,...] [--replace]  # ~9 hours on 2 cores: run alone on the machine"""
+
+import dataclasses
+import functools
+import os
+import shutil
+import subprocess
+import sys
+from typing import Callable, List, Sequence, Tuple
+
+from absl import app
+from absl import flags
+
+from experiments import ROOT
+from experiments import driver
+from experiments import presets
+from experiments.benchmarks import catalog
+from experiments.benchmarks import harness
+
+PRESETS = ("cpu", "mid")
+REPORT = "report"
+# experiments.reproduce's --work_dir default: where the presets' resumable runs keep their checkpoints.
+REPRODUCE_WORK_DIR = os.path.join("scratch", "reproduce")
+_UNFITTED = {driver.POOLED: driver.FALLBACK}  # rates for listing runs whose estimates nobody reads
+
+
+class StepFailedError(Exception):
+  """A step's command exited with an error."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+  """One step: `name` ("<benchmark>/<its records folder>", "preset/<preset>" or "report"), `command` as a user types
+  it ("python" first; run from the repository root), `plan` (driver.Rates -> the driver.Jobs of its runs, each with
+  .record and .estimate seconds) and `owned` (what --replace deletes: a benchmark setting's records folder and
+  summary, a preset's records)."""
+  name: str
+  command: Tuple[str, ...]
+  plan: Callable[[driver.Rates], List[driver.Job]]
+  owned: Tuple[str, ...] = ()
+
+  @property
+  def group(self) -> str:
+    """The benchmark's name, "preset" or "report"."""
+    return self.name.split("/")[0]
+
+
+def _argument(path: str) -> str:
+  """An absolute `path` as a command run from the repository root names it: relative inside the repository."""
+  return os.path.relpath(path, ROOT) if os.path.commonpath([path, ROOT]) == ROOT else path
+
+
+def steps(output_dir: str = "results") -> List[Step]:
+  """Every step in campaign order (records under `output_dir`, benchmarks' under <output_dir>/benchmarks/<name>/);
+  ValueError if two share a name (two settings of a benchmark writing one records folder)."""
+  out, found = os.path.abspath(output_dir), []
+  for b in catalog.BENCHMARKS:
+    folder, work = os.path.join(out, "benchmarks", b.name), os.path.join(ROOT, harness.WORK_DIR, b.name)
+    moved = [] if folder == os.path.join(ROOT, harness.OUTPUT_DIR, b.name) else [f"--output_dir={_argument(folder)}"]
+    for overrides in b.campaign:
+      s = harness.setting(b, overrides)
+      found.append(Step(f"{b.name}/{b.folder(s)}", tuple(harness.command(b, overrides) + moved),
+                        functools.partial(harness.plan, b, s, folder, work),
+                        (os.path.join(folder, b.folder(s)), os.path.join(folder, b.summary_file(s)))))
+  reproduce = ("python", "-m", "experiments.reproduce")
+  for p in PRESETS:
+    plan = functools.partial(driver.plan, presets.build(p), p, out, os.path.join(ROOT, REPRODUCE_WORK_DIR))
+    found.append(Step(f"preset/{p}", (*reproduce, f"--preset={p}", f"--output_dir={_argument(out)}"), plan,
+                      tuple(j.record for j in plan(_UNFITTED))))
+  found.append(Step(REPORT, (*reproduce, "--figures_only", f"--output_dir={_argument(out)}"), lambda rates: []))
+  names = [s.name for s in found]
+  twice = sorted({n for n in names if names.count(n) > 1})
+  if twice:
+    raise ValueError(f"campaign steps named twice (two settings, one records folder): {', '.join(twice)}")
+  return found
+
+
+def select(all_steps: Sequence[Step], only: Sequence[str]) -> List[Step]:
+  """The steps `only` names (a step's name, or a benchmark's name or "preset": all its steps) in campaign order; all
+  when `only` is empty; ValueError naming the names that match no step."""
+  unknown = [n for n in only if not any(n in (s.name, s.group) for s in all_steps)]
+  if unknown:
+    raise ValueError(f"unknown campaign step {', '.join(map(repr, unknown))}; steps: "
+                     f"{', '.join(s.name for s in all_steps)} (or a benchmark's name, or preset)")
+  return [s for s in all_steps if not only or s.name in only or s.group in only]
+
+
+def check_replace(step: Step, output_dir: str) -> None:
+  """ValueError unless --replace may delete `step`'s records: every path it owns inside `output_dir`, and no
+  checkpoints of its resumable runs left (a rerun would resume them, not measure again; they are outside
+  `output_dir`, so the campaign leaves them to you)."""
+  root = os.path.realpath(output_dir)
+  outside = [p for p in step.owned if os.path.commonpath([os.path.realpath(p), root]) != root
+             or os.path.realpath(p) == root]
+  if outside:
+    raise ValueError(f"{step.name}: --replace deletes nothing outside --output_dir={output_dir}: {', '.join(outside)}")
+  left = sorted({j.model_dir for j in step.plan(_UNFITTED) if j.model_dir and os.path.isdir(j.model_dir)
+                 and os.listdir(j.model_dir)})
+  if left:
+    raise ValueError(f"{step.name}: checkpoints of earlier runs would be resumed, not measured again; delete them "
+                     f"first (--replace deletes nothing outside --output_dir): {', '.join(left)}")
+
+
+def replace(step: Step, output_dir: str, out: Callable[[str], None] = print) -> List[str]:
+  """Deletes `step`'s records and summary (its owned paths that exist, after `check_replace`); returns them."""
+  check_replace(step, output_dir)
+  deleted = [p for p in step.owned if os.path.lexists(p)]
+  for path in deleted:
+    if os.path.isdir(path) and not os.path.islink(path):
+      shutil.rmtree(path)
+    else:
+      os.remove(path)
+    out(f"[campaign] --replace: deleted {path}")
+  return deleted
+
+
+def dry_run(chosen: Sequence[Step], output_dir: str, replacing: bool = False,
+            out: Callable[[str], None] = print) -> float:
+  """Prints each step with its command, its runs (those recorded apart; with `replacing` they run again) and its
+  estimated minutes, then the total; runs nothing. Returns the estimated seconds of the runs to do."""
+  rates, totals = driver.fit_rates(output_dir), [0, 0, 0.0]
+  for s in chosen:
+    jobs = s.plan(rates)
+    todo = [j for j in jobs if replacing or not os.path.exists(j.record)]
+    seconds = sum(j.estimate for j in todo)
+    totals = [totals[0] + len(jobs), totals[1] + len(todo), totals[2] + seconds]
+    out(f"{s.name}: {len(jobs)} runs ({len(jobs) - len(todo)} recorded, {len(todo)} to run), estimated "
+        f"{driver.minutes(seconds)}\n  {' '.join(s.command)}")
+  out(f"total: {len(chosen)} steps, {totals[0]} runs ({totals[0] - totals[1]} recorded, {totals[1]} to run), "
+      f"estimated {driver.minutes(totals[2])} ({driver.describe_rates(rates)})")
+  return totals[2]
+
+
+def run(chosen: Sequence[Step], output_dir: str, replacing: bool = False,
+        out: Callable[[str], None] = functools.partial(print, flush=True)) -> None:
+  """Runs each step's command in order from the repository root, output streamed; with `replacing`, deletes its
+  records first (`replace`; every step checked before anything runs: ValueError). StepFailedError naming the first
+  step that exits with an error; the steps before it and its finished records are kept."""
+  for s in chosen if replacing else ():
+    check_replace(s, output_dir)
+  env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
+  for i, s in enumerate(chosen):
+    if replacing:
+      replace(s, output_dir, out)
+    out(f"[campaign] step {i + 1}/{len(chosen)} {s.name}: {' '.join(s.command)}")
+    code = subprocess.call([sys.executable, *s.command[1:]], cwd=ROOT, env=env)
+    if code != 0:
+      raise StepFailedError(f"campaign step {s.name} failed (exit status {code}); the steps before it and its "
+                            "finished records are kept: rerun to continue" + (
+                                " (--replace would delete them again: name the steps left with --only)"
+                                if replacing else ""))
+
+
+def main() -> None:
+  """The command line (module docstring); its flags are defined here, so importing the module defines none."""
+  dry = flags.DEFINE_bool("dry_run", False, "Print each step with its command, runs and estimated minutes; run "
+                          "nothing.")
+  only = flags.DEFINE_list("only", [], "Steps to run (a step's name, or a benchmark's name or preset: all its "
+                           "steps); default all, in campaign order.")
+  replacing = flags.DEFINE_bool("replace", False, "Delete each step's records and summary before it runs, so that it "
+                                "measures again instead of reusing them.")
+  output = flags.DEFINE_string("output_dir", "results", "Where records, figures/ and README.md go (benchmarks' "
+                               "under <output_dir>/benchmarks/<name>/).")
+
+  def _main(argv):
+    if len(argv) > 1:
+      raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
+    try:
+      chosen = select(steps(output.value), only.value)
+      (dry_run if dry.value else run)(chosen, output.value, replacing.value)
+    except (ValueError, StepFailedError) as e:
+      print(f"error: {e}", file=sys.stderr)
+      sys.exit(1)
+
+  app.run(_main)
+
+
+if __name__ == "__main__":
+  main()
