@@ -5,6 +5,7 @@ records of different machines or codes."""
 import dataclasses
 import json
 import os
+import re
 import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -93,9 +94,19 @@ def oversubscribed(record: Mapping) -> bool:
   return record["environment"].get("device_kind") != "GPU" and devices(record) > cores(record)
 
 
+def processor(cpu_model: Optional[str]) -> str:
+  """A processor's name as tables show it: trademarks, the clock and a trailing "Processor" left out ("Intel(R)
+  Xeon(R) Processor" -> "Intel Xeon", "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz" -> "Intel Xeon Gold 6148"); "unknown
+  processor" for None or "unknown" (records made before `cpu_model`, or where it could not be read)."""
+  if not cpu_model or cpu_model == "unknown":
+    return "unknown processor"
+  short = re.sub(r"\((R|TM|tm)\)|(\s+CPU)?\s*@\s*[\d.]+\s*GHz|\s+Processor\s*$", " ", cpu_model)
+  return " ".join(short.split()) or cpu_model
+
+
 def machine(record: Mapping) -> str:
-  """"<processor>, <usable cores> cores" ("unknown processor" for records made before `cpu_model`)."""
-  return f"{record['environment'].get('cpu_model') or 'unknown processor'}, {cores(record)} cores"
+  """"<processor>, <usable cores> cores" (`processor`): the machine part of every label."""
+  return f"{processor(record['environment'].get('cpu_model'))}, {cores(record)} cores"
 
 
 def code(record: Mapping) -> str:

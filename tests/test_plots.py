@@ -232,6 +232,17 @@ def test_the_committed_headline_has_at_most_8_rows_of_cells_at_most_140_characte
   assert not long, long
 
 
+def test_labels_name_a_processor_without_trademarks_or_clock():
+  assert records.processor("Intel(R) Xeon(R) Processor") == "Intel Xeon"
+  assert records.processor("Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz") == "Intel Xeon Gold 6148"
+  assert records.processor("AMD EPYC 7B12 64-Core Processor") == "AMD EPYC 7B12 64-Core"
+  assert records.processor("Fixture CPU") == "Fixture CPU" and records.processor("AMD EPYC") == "AMD EPYC"
+  assert records.processor(None) == records.processor("unknown") == "unknown processor"
+  xeon = {"environment": {"cpu_model": "Intel(R) Xeon(R) Processor", "usable_cores": 2, "commit": "cd" * 20,
+                          "code_digest": "d1"}}
+  assert records.machine_label([xeon]) == "Intel Xeon, 2 cores, commit cdcdcdc"
+
+
 def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_path):
   cpuinfo = tmp_path / "cpuinfo"
   cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9B45\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 9B45\n")

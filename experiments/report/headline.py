@@ -87,24 +87,23 @@ def _strategies(output_dir: str, used: List[dict]) -> Optional[str]:
 
 
 def _precision(output_dir: str, data: series.Data, used: List[dict]) -> Optional[str]:
-  """bfloat16 over float32 in the precision benchmark at batch 1000, and the full-size test accuracies."""
+  """bfloat16 over float32 in the precision benchmark at batch 1000, and the pipeline's test accuracy in both
+  precisions in `precision_accuracy` (the full-size runs are in results/README.md, on other machines)."""
   folder = os.path.join(output_dir, "benchmarks", precision_bench.BENCHMARK.name)
   summary = records.load(os.path.join(folder, "summary_b1000.json"))
-  parts = []
+  speed = ""
   if summary:
     used += harness.flat_records(folder, summary)
-    speed = {n: m["speedup_bf16_over_f32"]["median"] for n, m in summary["programs"].items()}
-    parts.append(f"{GREEDY.label} {speed[GREEDY.name]:.2f}× (every program ≥ {min(speed.values()):.2f}×); "
-                 f"{PP.label} bf16 / greedy f32 {summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}×")
-  full = data[presets.FULL_SIZE.name]
-  pp = {r["config"].get("precision", programs.PRECISIONS[0]): r for r in (full.runs.values() if full else ())
-        if series.strategy(r) == PP.name}
-  if len(pp) == 2:
-    used += list(pp.values())
-    parts.append("full size " + " vs ".join(
-        f"{tables.fmt(records.test_accuracy(r), 'acc')} ({'bf16' if p != programs.PRECISIONS[0] else 'f32'})"
-        for p, r in sorted(pp.items(), reverse=True)))
-  return "; ".join(parts) or None
+    ratios = {n: m["speedup_bf16_over_f32"]["median"] for n, m in summary["programs"].items()}
+    speed = (f"{GREEDY.label} {ratios[GREEDY.name]:.2f}× (every program ≥ {min(ratios.values()):.2f}×); "
+             f"{PP.label} bf16 / greedy f32 {summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}×")
+  acc, f32 = data[presets.PRECISION_ACCURACY.name], programs.PRECISIONS[0]
+  pp = {r["config"].get("precision", f32): r for r in (acc.runs.values() if acc else ()) if series.strategy(r) == PP.name}
+  if len(pp) < 2:
+    return speed or None
+  used += list(pp.values())
+  bf16, base = (tables.fmt(records.test_accuracy(pp[p]), "acc") for p in programs.PRECISIONS[::-1])
+  return f"{speed}, its test accuracy {bf16} (f32: {base})" if speed else f"{PP.label} test accuracy {bf16} (f32: {base})"
 
 
 def _comparison(data: series.Data, used: List[dict]) -> Optional[str]:
@@ -135,7 +134,8 @@ def _equal_cores(output_dir: str, used: List[dict]) -> Optional[str]:
 def _most_epochs(data: series.Data, entry: presets.Entry) -> str:
   """"cpu preset 12+12": the shown preset of an accuracy entry at its most epochs."""
   preset = data[entry.name].preset if data[entry.name] else "cpu"
-  e = max(entry.sizes[preset]["epochs"]) if preset in entry.sizes else "?"
+  epochs = entry.sizes[preset]["epochs"] if preset in entry.sizes else "?"
+  e = max(epochs) if isinstance(epochs, (tuple, list)) else epochs
   return f"{preset} preset {e}+{e}"
 
 
@@ -169,8 +169,9 @@ def headline(output_dir: str, data: series.Data) -> str:
        f"{_most_epochs(data, presets.DP_ACCURACY)} / full size 30+30)",
        f"{reported.DP_ACCURACY[30]} / {reported.DP_ACCURACY[60]} (30+30 / 60+60, batch 5000 per tower)",
        _cell(*[_accuracy(data, DP, presets.DP_ACCURACY, used[5], recipe) for recipe in ("report", "large_batch")])],
-      ["bfloat16 over float32 (not in the report; `precision` benchmark, 4 × 1000 units, batch 1000, medians); "
-       "full-size test accuracy", "—", _cell(_precision(output_dir, data, used[6]))],
+      ["bfloat16 over float32 (not in the report): `precision` benchmark, 4 × 1000 units, batch 1000, medians; "
+       f"test accuracy, {_most_epochs(data, presets.PRECISION_ACCURACY)}", "—", _cell(_precision(output_dir, data,
+                                                                                               used[6]))],
   ]
   rows = [row + [records.machine_label(rs) or "—"] for row, rs in zip(rows, used)]
   return tables.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows) + "\n\n" + tables.DAGGER
