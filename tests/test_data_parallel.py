@@ -119,6 +119,24 @@ def test_batch_not_divisible_by_replicas_is_refused(tmp_path):
   assert "is not divisible by the 2 replicas" in proc.stderr, proc.stderr[-2000:]
 
 
+def test_the_profiles_timed_gradient_step_needs_every_gradient():
+  # The op profile times forward, loss and gradients in a loop whose output must need the backward pass:
+  # TensorFlow's graph optimizer prunes what no output needs, and a loop returning the loss alone timed the
+  # forward pass twice on TensorFlow's kernels (the gradients phase came out near 0 s).
+  layer = autoencoder.build_stack((24,), seed=3)[0]
+  images = tf.random.stateless_uniform([100, 784], seed=[1, 2])
+  trainer = autoencoder.LayerTrainer(layer, [], images, seed=3, corruption=0.3, batch_size=50)
+  phases = profile_lib.Phases(trainer)
+  corrupted, clean = phases.prepare(tf.range(50), tf.constant(0))
+  with tf.GradientTape() as tape:
+    loss = phases.loss(corrupted, clean)
+  grads = tape.gradient(loss, list(layer.weights))
+  firsts = float(profile_lib.needs_every(grads))
+  assert abs(firsts) > 1e-3  # The gradients' part of the timed value is not lost in the loss's rounding.
+  timed = float(phases.timed_forward_loss_gradients(corrupted, clean))
+  assert timed - float(loss) == pytest.approx(firsts, rel=1e-3)
+
+
 def test_large_batch_learning_rates_and_warmup():
   c = config_lib.DataParallelConfig(batch_size=5000, pretrain_lr_scaling="linear", finetune_lr_scaling="sqrt",
                                     warmup_epochs=2, pretrain_learning_rate=1e-4, finetune_learning_rate=0.1)
