@@ -12,6 +12,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from experiments import presets
 
 OTHER_MACHINES = ("xeon16",)
+# In an other machine's folder: what its README documents of records that predate provenance (`documented_provenance`).
+PROVENANCE_FILE = "provenance.json"
 # Config fields compared between a stored record and the run that would make it.
 _COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices",
              "threads_per_device", "train_examples", "seed", "pretrain_learning_rate", "finetune_learning_rate",
@@ -28,7 +30,44 @@ def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
 
 
 def load(path: str) -> Optional[Record]:
-  """The record (or any JSON file) at `path`, or None when there is none."""
+  """The record (or any JSON file) at `path`, or None when there is none; a run record in another machine's folder
+  gets what that folder's `documented_provenance` says, where its own `environment` lacks it."""
+  record = load_plain(path)
+  if isinstance(record, dict) and isinstance(record.get("environment"), dict):
+    for key, value in documented_provenance(path).items():
+      record["environment"].setdefault(key, value)
+  return record
+
+
+def documented_provenance(path: str) -> Dict[str, Any]:
+  """Environment fields that `<machine>/provenance.json` documents for the record at `path`, when `path` lies in one
+  of `OTHER_MACHINES`' folders and the file exists, else {}.
+
+  The file (JSON): "environment", fields for every record there (e.g. "commit", "cpu_model"); "usable_cores",
+  {path prefix relative to the machine folder: cores its jobs were pinned to}, the longest matching prefix winning.
+  For records copied from a machine before records carried these fields; `load` never lets it override a field the
+  record has. Raises ValueError when the file is not such an object."""
+  parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
+  at = max((i for i, part in enumerate(parts[:-1]) if part in OTHER_MACHINES), default=None)
+  if at is None:
+    return {}
+  doc = load_plain(os.path.join(os.sep.join(parts[:at + 1]) or os.sep, PROVENANCE_FILE))
+  if doc is None:
+    return {}
+  if not isinstance(doc, dict) or not isinstance(doc.get("environment", {}), dict) or not isinstance(
+      doc.get("usable_cores", {}), dict):
+    raise ValueError(f"{PROVENANCE_FILE} of {parts[at]} must hold an object with \"environment\" and "
+                     f"\"usable_cores\" objects")
+  out = dict(doc.get("environment", {}))
+  relative = "/".join(parts[at + 1:])
+  cores = [(len(prefix), n) for prefix, n in doc.get("usable_cores", {}).items() if relative.startswith(prefix)]
+  if cores:
+    out["usable_cores"] = max(cores)[1]
+  return out
+
+
+def load_plain(path: str) -> Optional[Any]:
+  """The JSON at `path` as written, or None when there is none."""
   if not os.path.exists(path):
     return None
   with open(path) as f:
@@ -104,9 +143,31 @@ def processor(cpu_model: Optional[str]) -> str:
   return " ".join(short.split()) or cpu_model
 
 
+def host_cores(record: Mapping) -> int:
+  """Cores of the machine the run ran on (`environment.cpu_count`, else `cores`), whatever its process could use."""
+  return int(record["environment"].get("cpu_count") or cores(record))
+
+
+def host(record: Mapping) -> str:
+  """"<processor>, <the machine's cores> cores" (`processor`, `host_cores`): the machine a run ran on, whatever cores
+  its process was pinned to; ratios are taken only within one (`comparable`)."""
+  return f"{processor(record['environment'].get('cpu_model'))}, {host_cores(record)} cores"
+
+
 def machine(record: Mapping) -> str:
-  """"<processor>, <usable cores> cores" (`processor`): the machine part of every label."""
-  return f"{processor(record['environment'].get('cpu_model'))}, {cores(record)} cores"
+  """The machine part of every label: `host`, or "<processor>, <usable> of <the machine's> cores" for a process
+  pinned to fewer cores than the machine has (`cores`)."""
+  return _machine_text(record, {cores(record)})
+
+
+def _machine_text(record: Mapping, usable: set) -> str:
+  """`host` of `record`, with the cores its runs could use ("5 of 16", "5–6 of 16") where fewer than the machine's."""
+  total = host_cores(record)
+  if usable == {total}:
+    return host(record)
+  low, high = min(usable), max(usable)
+  return (f"{processor(record['environment'].get('cpu_model'))}, {low}{'' if low == high else f'–{high}'} of "
+          f"{total} cores")
 
 
 def code(record: Mapping) -> str:
@@ -120,12 +181,14 @@ def machine_label(rs: Sequence[Mapping]) -> str:
   """The machine and commit of records, e.g. "AMD EPYC, 2 cores, commit 452f604" (several joined by "; "; commits
   with one code digest, which differ only in results/, docs/ and *.md, named by the first): the one label every
   table, figure and headline row names its records by."""
-  labels: Dict[str, Dict[str, set]] = {}  # machine -> code digest (or the commit without one) -> commits
+  labels: Dict[str, Dict[str, set]] = {}  # host -> code digest (or the commit without one) -> commits
+  usable: Dict[str, Tuple[Mapping, set]] = {}  # host -> (a record of it, the cores its runs could use)
   for r in rs:
-    labels.setdefault(machine(r), {}).setdefault(r["environment"].get("code_digest") or code(r), set()).add(code(r))
-  return "; ".join(f"{m}, " + ", ".join(  # commits of one code digest are one code: the first names it
+    labels.setdefault(host(r), {}).setdefault(r["environment"].get("code_digest") or code(r), set()).add(code(r))
+    usable.setdefault(host(r), (r, set()))[1].add(cores(r))
+  return "; ".join(f"{_machine_text(*usable[h])}, " + ", ".join(  # commits of one code digest are one code
       min(c) + (f" (+{len(c) - 1} of the same code)" if len(c) > 1 else "") for c in sorted(by.values(), key=min))
-      for m, by in sorted(labels.items()))
+      for h, by in sorted(labels.items()))
 
 
 def hardware(rs: Sequence[Mapping]) -> str:
@@ -136,9 +199,10 @@ def hardware(rs: Sequence[Mapping]) -> str:
 
 
 def comparable(a: Mapping, b: Mapping) -> bool:
-  """True when two records ran on one machine and one code (equal code digests, else equal `code`)."""
+  """True when two records ran on one machine (`host`: runs pinned to different cores of it compare) and one code
+  (equal code digests, else equal `code`)."""
   da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
-  return machine(a) == machine(b) and (da == db if da and db else code(a) == code(b))
+  return host(a) == host(b) and (da == db if da and db else code(a) == code(b))
 
 
 # Every pair of records a ratio was asked for while `audit` is a list (`experiments.check_ratios`).

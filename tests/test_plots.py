@@ -251,7 +251,8 @@ def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_p
   new = {"environment": dict(old["environment"], cpu_model="AMD EPYC 9B45", usable_cores=2, commit="ab" * 20,
                              commit_dirty=True, code_digest="d1"), "config": {"num_devices": 4}}
   assert records.machine_label([old]) == "unknown processor, 16 cores, commit unknown"
-  assert records.machine_label([new, old]) == ("AMD EPYC 9B45, 2 cores, commit abababa+dirty; "
+  # The new record's process was pinned to 2 of the 16 cores (CPU affinity).
+  assert records.machine_label([new, old]) == ("AMD EPYC 9B45, 2 of 16 cores, commit abababa+dirty; "
                                                "unknown processor, 16 cores, commit unknown")
   assert records.hardware([old]) == "unknown processor, 16 cores, commit unknown; CPU-logical devices, TF 2.21.0"
   # 4 devices: not more than the 16 cores of the old record, more than the 2 the new record's process could use.

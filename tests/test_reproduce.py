@@ -499,3 +499,29 @@ def test_machine_label_names_one_code_once_whatever_its_commits():
   rs = [record("b", "x"), record("a", "x"), record("c", "y"), record("d", "x", cpu="Xeon")]
   assert records.machine_label(rs) == ("AMD EPYC, 2 cores, commit aaaaaaa (+1 of the same code), commit ccccccc; "
                                        "Xeon, 2 cores, commit ddddddd")
+
+
+def test_another_machines_documented_provenance_fills_only_what_a_record_lacks(tmp_path):
+  folder = tmp_path / records.OTHER_MACHINES[0]
+  (folder / "runs" / "scaling").mkdir(parents=True)
+  (folder / "provenance.json").write_text(json.dumps({
+      "environment": {"commit": "f" * 40, "cpu_model": "Intel Xeon"},
+      "usable_cores": {"runs/": 8, "runs/scaling/": 5, "runs/scaling/g4.json": 3}}))
+  env = {"cpu_count": 16, "device_kind": "CPU-logical"}
+  for name, extra in (("g1.json", {}), ("g4.json", {}), ("own.json", {"commit": "a" * 40, "usable_cores": 16})):
+    (folder / "runs" / "scaling" / name).write_text(json.dumps(
+        {"config": {"num_devices": 4}, "environment": dict(env, **extra)}))
+  g1, g4, own = (records.load(str(folder / "runs" / "scaling" / n)) for n in ("g1.json", "g4.json", "own.json"))
+  assert g1["environment"]["usable_cores"] == 5 and g4["environment"]["usable_cores"] == 3  # longest prefix wins
+  assert own["environment"]["commit"] == "a" * 40 and own["environment"]["usable_cores"] == 16  # never overridden
+  assert records.machine_label([g1]) == "Intel Xeon, 5 of 16 cores, commit fffffff"
+  assert records.machine_label([g1, g4]) == "Intel Xeon, 3–5 of 16 cores, commit fffffff"
+  assert records.machine_label([own]) == "Intel Xeon, 16 cores, commit aaaaaaa"
+  assert records.oversubscribed(g4) and not records.oversubscribed(g1)  # 4 devices on 3 and on 5 pinned cores
+  assert records.comparable(g1, g4)  # one machine and commit, pinned to different cores
+  assert not records.comparable(g1, own)  # another commit
+  (tmp_path / "elsewhere.json").write_text(json.dumps({"environment": dict(env)}))
+  assert records.load(str(tmp_path / "elsewhere.json"))["environment"] == env  # outside a machine folder: as written
+  (folder / "provenance.json").write_text(json.dumps({"usable_cores": [5]}))
+  with pytest.raises(ValueError, match="provenance.json"):
+    records.load(str(folder / "runs" / "scaling" / "g1.json"))

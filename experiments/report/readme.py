@@ -168,7 +168,8 @@ def machine_section(output_dir: str, machine: str) -> str:
     model = perf_model.calibrated(rs)[0] if base and any(records.devices(r) == 2 for r in rs.values()) else None
     predicted = {p.name: p for p in perf_model.predictions(model, rs)} if model else {}
     rows = [[f"`{name}`", series.program_name(series.strategy(r)), "x".join(map(str, r["config"]["hidden_units"])),
-             series.batch_label([r]), r["config"]["pretrain_epochs"], records.devices(r),
+             series.batch_label([r]), r["config"]["pretrain_epochs"],
+             f"{records.devices(r)}{' †' if records.oversubscribed(r) else ''}",
              tables.fmt(r["pretrain_seconds"]), tables.fmt(records.ratio(one, r) if one else None, "×"),
              f"{tables.fmt(p.predicted)} ({p.relative_error:+.1%}, {'fit' if p.in_calibration else 'predicted'})"
              if p else "—", tables.fmt(records.test_accuracy(r), "acc")]
