@@ -32,7 +32,7 @@ def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
 def load(path: str) -> Optional[Record]:
   """The record (or any JSON file) at `path`, or None when there is none; a run record in another machine's folder
   gets what that folder's `documented_provenance` says, where its own `environment` lacks it."""
-  record = load_plain(path)
+  record = _read_json(path)
   if isinstance(record, dict) and isinstance(record.get("environment"), dict):
     for key, value in documented_provenance(path).items():
       record["environment"].setdefault(key, value)
@@ -51,7 +51,7 @@ def documented_provenance(path: str) -> Dict[str, Any]:
   at = max((i for i, part in enumerate(parts[:-1]) if part in OTHER_MACHINES), default=None)
   if at is None:
     return {}
-  doc = load_plain(os.path.join(os.sep.join(parts[:at + 1]) or os.sep, PROVENANCE_FILE))
+  doc = _read_json(os.path.join(os.sep.join(parts[:at + 1]) or os.sep, PROVENANCE_FILE))
   if doc is None:
     return {}
   if not isinstance(doc, dict) or not isinstance(doc.get("environment", {}), dict) or not isinstance(
@@ -66,7 +66,7 @@ def documented_provenance(path: str) -> Dict[str, Any]:
   return out
 
 
-def load_plain(path: str) -> Optional[Any]:
+def _read_json(path: str) -> Optional[Any]:
   """The JSON at `path` as written, or None when there is none."""
   if not os.path.exists(path):
     return None

@@ -36,7 +36,7 @@ def _scaling(output_dir: str, data: series.Data, used: List[dict]) -> str:
       cells.append(" / ".join(tables.fmt(records.ratio(by_g[1], r), "×")
                               + (" †" if records.oversubscribed(r) else "") for r in shown))
     if any(cells):
-      parts.append(f"{max(records.host_cores(r) for d in found if d for r in d.runs.values())} cores: "
+      parts.append(f"{max(series.machine_cores(d) for d in found if d)} cores: "
                    + ", ".join(c or "—" for c in cells))
   return _cell(*parts)
 

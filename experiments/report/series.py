@@ -37,6 +37,11 @@ def cores(data: records.EntryData) -> int:
   return min(records.cores(r) for r in data.runs.values())
 
 
+def machine_cores(data: records.EntryData) -> int:
+  """The cores of the machine the entry's runs ran on (`records.host_cores`; the most, should they differ)."""
+  return max(records.host_cores(r) for r in data.runs.values())
+
+
 def stacks(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
   """{hidden layers: {devices: record}} of a scaling entry (data parallel: one stack), sorted."""
   out: Dict[int, Dict[int, dict]] = {}

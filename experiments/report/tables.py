@@ -58,7 +58,7 @@ def cores_note(data: records.EntryData, others: Others) -> str:
   for machine, other in others.items():
     ends = [f"{h} layers {fmt(records.ratio(g[1], g[max(g)]), '×')} on {max(g)} devices"
             for h, g in series.stacks(other).items() if 1 in g and max(g) > 1]
-    text += (f" On the {max(records.host_cores(r) for r in other.runs.values())}-core machine (`{machine}/`; "
+    text += (f" On the {series.machine_cores(other)}-core machine (`{machine}/`; "
              f"{records.machine_label(list(other.runs.values()))}), where every device has its own core, the "
              f"speedup over 1 device reached: {', '.join(ends)} (single runs).")
   return text
