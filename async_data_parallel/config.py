@@ -2,11 +2,9 @@
 staleness-aware learning rate, the wait for lost workers, and the benchmark-only straggler."""
 
 import dataclasses
-import math
 from typing import Any, Mapping
 
 from common import config as config_lib
-from common import programs
 
 # Steps per scheduled function, K. Every function costs the coordinator a dispatch on its Python thread and the
 # worker a round trip; a larger K amortises them but makes the last functions of an epoch (whatever work is left
@@ -16,45 +14,38 @@ DEFAULT_STEPS_PER_FUNCTION = 8
 DEFAULT_WORKER_RECOVERY_SECONDS = 60.0
 
 
+def _steps(name: str, value: Any) -> None:
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise ValueError(f"--{name} must be a positive integer (SGD steps per scheduled function), got {value!r}.")
+
+
 @dataclasses.dataclass(frozen=True)
 class AsyncConfig(config_lib.Config):
-  """`Config` plus the asynchronous program's own flags (same names).
+  """`Config` plus the asynchronous program's own settings (staleness-aware rate: Zhang et al. 2016,
+  "Staleness-aware async-SGD for distributed deep learning", section 3)."""
+  TOGETHER = config_lib.Config.TOGETHER + ("kernels",)
 
-  Attributes:
-    steps_per_function: K, the SGD steps of one function the coordinator schedules on a free worker.
-    staleness_aware_lr: divide each update's learning rate by its staleness + 1 (Zhang et al. 2016,
-      "Staleness-aware async-SGD for distributed deep learning", section 3).
-    worker_recovery_seconds: how long the run waits while no worker is alive before it ends with an error.
-    benchmark_slow_worker_delay_seconds: benchmark-only: worker 0 sleeps this long in every step, between
-      computing its gradient and applying it (a straggler); 0 for none.
-  """
-  strategy: str = programs.ASYNC_DATA_PARALLEL.name
-  steps_per_function: int = DEFAULT_STEPS_PER_FUNCTION
-  staleness_aware_lr: bool = False
-  # Does not change the mathematics: a resumed run may change it.
-  worker_recovery_seconds: float = dataclasses.field(default=DEFAULT_WORKER_RECOVERY_SECONDS,
-                                                     metadata=config_lib.NOT_TRAINING)
-  benchmark_slow_worker_delay_seconds: float = 0.0
+  steps_per_function: int = config_lib.setting(
+      DEFAULT_STEPS_PER_FUNCTION, "SGD steps in each function the coordinator schedules on a free worker (K); larger "
+      "amortises the dispatch, smaller balances the workers' last functions of an epoch (docs/async_data_parallel.md).",
+      check=_steps)
+  staleness_aware_lr: bool = config_lib.setting(
+      False, "Divide each update's learning rate by its staleness + 1 (Zhang et al. 2016, staleness-aware async-SGD).")
+  worker_recovery_seconds: float = config_lib.setting(
+      DEFAULT_WORKER_RECOVERY_SECONDS, "End the run with an error once no worker has accepted a connection for this "
+      "many seconds (a lost worker's functions run on the others meanwhile; TensorFlow alone would wait an hour).",
+      check=config_lib.number_in(0, float("inf"), "a positive number of seconds", low_open=True), training=False)
+  benchmark_slow_worker_delay_seconds: float = config_lib.slow_worker_delay()
 
-  def __post_init__(self):
-    super().__post_init__()
-    check(self.to_dict())  # A Config built directly is refused as the flags are.
+  @classmethod
+  def check_together(cls, values: Mapping[str, Any]) -> None:
+    """The shared rules, and TensorFlow's kernels only.
 
-
-def check(values: Mapping[str, Any]) -> None:
-  """Raises ValueError, one line naming the flag, for a bad value of the program's own fields in `values`
-  ({field or flag name: value}; absent names are not checked), or --kernels=xla."""
-  if values.get("kernels") == "xla":
-    raise ValueError("--kernels=xla: async_data_parallel runs TensorFlow's default kernels only (XLA cannot compile "
-                     "a step that reads the per-worker copies of the images and frozen layers); use --kernels=tf or "
-                     "auto.")
-  if "steps_per_function" in values:
-    v = values["steps_per_function"]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-      raise ValueError(f"--steps_per_function must be a positive integer (SGD steps per scheduled function), "
-                       f"got {v!r}.")
-  if "worker_recovery_seconds" in values:
-    v = values["worker_recovery_seconds"]
-    if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-      raise ValueError(f"--worker_recovery_seconds must be a positive number of seconds, got {v!r}.")
-
+    Raises:
+      ValueError: one line naming the flag.
+    """
+    super().check_together(values)
+    if values.get("kernels") == "xla":
+      raise ValueError("--kernels=xla: async_data_parallel runs TensorFlow's default kernels only (XLA cannot compile "
+                       "a step that reads the per-worker copies of the images and frozen layers); use --kernels=tf or "
+                       "auto.")

@@ -23,12 +23,12 @@ import tensorflow as tf
 
 from async_data_parallel import config as config_lib
 from async_data_parallel import ledger as ledger_lib
+from async_data_parallel import program
 from async_data_parallel import scheduling
 from async_data_parallel import worker_steps
 from common import autoencoder
 from common import cost
 from common import lifecycle
-from common import programs
 from common import progress as progress_lib
 from common import timing
 
@@ -42,14 +42,15 @@ def _lost_task(error: BaseException) -> bool:
   return isinstance(error, _LOST) or isinstance(getattr(error, "original_exception", None), _LOST)
 
 
-def run(config: config_lib.AsyncConfig,
-        on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
-  """Pretrains with asynchronous SGD, finetunes on the coordinator, exports, and writes the run record.
+def train(config: config_lib.AsyncConfig,
+          on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
+  """Pretrains with asynchronous SGD, finetunes on the coordinator, exports, and writes the run record
+  (`common.lifecycle.train`).
 
   Args:
     config: the run's configuration; without TF_CONFIG `num_devices` workers (and one parameter server) run in
       this process; with TF_CONFIG this process is the task it names (a "worker" or "ps" task only serves).
-    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
 
   Returns:
     The run record (`common.runlog`) plus "staleness", "faults" and "async" (the cluster and settings), and with
@@ -61,27 +62,28 @@ def run(config: config_lib.AsyncConfig,
     common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
   try:
-    return _run(config, on_checkpoint)
+    return lifecycle.train(program.PROGRAM, config, on_checkpoint)
   except Exception as e:  # pylint: disable=broad-except  # Only a lost task's errors become one line.
     if _lost_task(e):
       raise scheduling.ClusterLostError(scheduling.cluster_failure(getattr(e, "original_exception", e))) from None
     raise
 
 
-def _run(config: config_lib.AsyncConfig, on_checkpoint) -> Dict[str, Any]:
-  run_ = lifecycle.start(config, programs.ASYNC_DATA_PARALLEL, on_checkpoint=on_checkpoint)
-  strategy, setup = run_.strategy, run_.devices
-  coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
+  """The schedule hook: the greedy order, each layer's functions of K steps scheduled on free workers."""
+  config = run.config
+  distribution, setup = run.distribution, run.devices
+  coordinator = tf.distribute.coordinator.ClusterCoordinator(distribution)
   num_workers = len(setup.names)
   scheduler = scheduling.Scheduler(coordinator, () if setup.cluster["in_process"] else setup.cluster["worker"],
                                    config.steps_per_function, config.worker_recovery_seconds)
-  with strategy.scope():
+  with distribution.scope():
     counters = worker_steps.Counters()
   # Per-worker copies are made lazily: when the first function is traced (the compile phase below).
   images = worker_steps.per_worker_copies(
-      strategy, lambda: tf.Variable(run_.mnist.train_images, trainable=False, name="train_images"))
-  hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train
-  pretrain_state = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
+      distribution, lambda: tf.Variable(run.data.train_images, trainable=False, name="train_images"))
+  hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run.data.num_train
+  pretrain_state = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
   histories = pretrain_state["layers"]
   entries = pretrain_state.setdefault("async", [])  # One `EpochLedger.close` entry per layer-epoch trained.
   work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
@@ -89,14 +91,14 @@ def _run(config: config_lib.AsyncConfig, on_checkpoint) -> Dict[str, Any]:
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   ledger = ledger_lib.EpochLedger(num_workers)
   first = True  # --profile_dir traces the first epoch this process trains.
-  for i, layer in enumerate(run_.layers):
+  for i, layer in enumerate(run.layers):
     if len(histories[i]) >= epochs:
       continue
-    frozen = worker_steps.per_worker_copies(strategy, lambda: [autoencoder.FrozenEncoder(l) for l in run_.layers[:i]])
+    frozen = worker_steps.per_worker_copies(distribution, lambda: [autoencoder.FrozenEncoder(l) for l in run.layers[:i]])
     steps = worker_steps.LayerSteps(layer, frozen, images, counters, config.seed, config.corruption,
-                                    config.batch_size, run_.kernels, config.staleness_aware_lr,
+                                    config.batch_size, run.kernels, config.staleness_aware_lr,
                                     config.benchmark_slow_worker_delay_seconds)
-    with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing, and the copies to the workers; learning rate 0.
+    with run.timer.phase(timing.COMPILE_PHASE):  # Tracing, and the copies to the workers; learning rate 0.
       scheduler.collect(scheduler.submit(steps.function, 0, 0, 1, 0.0))
     in_flight = []  # The functions of the epoch's previous chunk.
 
@@ -115,29 +117,28 @@ def _run(config: config_lib.AsyncConfig, on_checkpoint) -> Dict[str, Any]:
       if last:  # The epoch's end: its entry joins the next checkpoint.
         entry = ledger.close(index + 1, epoch + 1, steps.steps_per_epoch, counters.read(), scheduler.scheduled)
         entries.append(entry)
-        run_.summaries.scalar(f"pretrain/layer{index + 1}/staleness_mean", entry["staleness"]["mean"], epoch + 1)
+        run.summaries.scalar(f"pretrain/layer{index + 1}/staleness_mean", entry["staleness"]["mean"], epoch + 1)
         logging.info("layer %d epoch %d: staleness mean %.2f, max %s over %d updates; functions per worker %s; "
                      "rescheduled %d", index + 1, epoch + 1, entry["staleness"]["mean"] or 0.0,
                      entry["staleness"]["max"], entry["staleness"]["updates"], entry["functions_per_worker"],
                      entry["faults"]["rescheduled_functions"])
       return (total,)
 
-    trained = run_.train_layer(i, epoch_fn, steps.steps_per_epoch, config.pretrain_learning_rate, progress, work[i],
-                               first)
+    trained = run.train_layer(i, epoch_fn, steps.steps_per_epoch, config.pretrain_learning_rate, progress, work[i],
+                              first)
     first = first and not trained
   progress.close()
   alive = scheduler.live_workers() if scheduler.worker_addresses else None
   record = {
-      "strategy": config.strategy,
       "layers": [{"index": i + 1, "units": u, "device": ps_devices(layer), "epochs": histories[i]}
-                 for i, (u, layer) in enumerate(zip(hidden, run_.layers))],
+                 for i, (u, layer) in enumerate(zip(hidden, run.layers))],
       "pretrain_seconds": sum(e["seconds"] for h in histories for e in h),
       **ledger_lib.record_fields(entries, len(hidden), config.staleness_aware_lr, alive),
       "async": {"workers": num_workers, "worker_devices": list(setup.names), "ps": len(setup.cluster["ps"]),
                 "in_process_cluster": setup.cluster["in_process"], "steps_per_function": config.steps_per_function,
                 "deterministic": num_workers == 1,
                 "finetuning": "synchronous SGD of the whole stack on the coordinator's device "
-                              f"({run_.finetune_device}), the pretrained weights copied out of the parameter server"},
+                              f"({run.finetune_device}), the pretrained weights copied out of the parameter server"},
   }
   if config.benchmark_slow_worker_delay_seconds:
     record["benchmark_only"] = timing.straggler_record(config.benchmark_slow_worker_delay_seconds)
@@ -145,7 +146,7 @@ def _run(config: config_lib.AsyncConfig, on_checkpoint) -> Dict[str, Any]:
                "staleness mean %.2f, max %s; %d function(s) rescheduled.", len(hidden), num_workers,
                record["pretrain_seconds"], record["staleness"]["mean"] or 0.0, record["staleness"]["max"],
                record["faults"]["rescheduled_functions"])
-  return lifecycle.finish(run_, record)
+  return record
 
 
 def ps_devices(layer: autoencoder.DenoisingAutoencoder) -> str:

@@ -15,31 +15,8 @@ coordinator.
 Usage: python -m async_data_parallel.train --num_devices=2 [--steps_per_function=8 --staleness_aware_lr ...]
 """
 
-from absl import flags
-
-from async_data_parallel import config as config_lib
 from common import cli
-from common import flags as common_flags
-from common import programs
-
-_OWN = {
-    "steps_per_function": flags.DEFINE_integer(
-        "steps_per_function", config_lib.DEFAULT_STEPS_PER_FUNCTION,
-        "SGD steps in each function the coordinator schedules on a free worker (K); larger amortises the dispatch, "
-        "smaller balances the workers' last functions of an epoch (docs/async_data_parallel.md)."),
-    "staleness_aware_lr": flags.DEFINE_bool(
-        "staleness_aware_lr", False,
-        "Divide each update's learning rate by its staleness + 1 (Zhang et al. 2016, staleness-aware async-SGD)."),
-    "worker_recovery_seconds": flags.DEFINE_float(
-        "worker_recovery_seconds", config_lib.DEFAULT_WORKER_RECOVERY_SECONDS,
-        "End the run with an error once no worker has accepted a connection for this many seconds (a lost "
-        "worker's functions run on the others meanwhile; TensorFlow alone would wait an hour)."),
-    "benchmark_slow_worker_delay_seconds": common_flags.define_slow_worker_delay(),
-}
-
-common_flags.validate_each(
-    ["steps_per_function", "worker_recovery_seconds", "kernels"],
-    config_lib.check)
+from async_data_parallel import program
 
 if __name__ == "__main__":
-  cli.main(programs.ASYNC_DATA_PARALLEL, config_lib.AsyncConfig, _OWN)
+  cli.main(program.PROGRAM)

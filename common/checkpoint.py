@@ -123,7 +123,9 @@ class CheckpointState:
       # Check the configuration before touching any weights.
       want = self.config.training_fingerprint()
       have = saved.get("config", {})
-      diff = sorted(key for key in set(want) | set(have) if want.get(key) != have.get(key))
+      # A setting added since the checkpoint was made compares by its default; one since removed is ignored.
+      defaults = type(self.config)(program=self.config.program).training_fingerprint()
+      diff = sorted(key for key in want if want[key] != have.get(key, defaults.get(key)))
       if diff:
         details = ", ".join(f"{key}: checkpoint {have.get(key)!r} vs now {want.get(key)!r}" for key in diff)
         raise errors.ResumeMismatchError(

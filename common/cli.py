@@ -1,42 +1,34 @@
 """The entry point every `*/train.py` calls (`main`): key flags, stray arguments, the library call, error
 reporting and the summary line."""
 
-import importlib
 import sys
-from typing import Any, Callable, Dict, Mapping, Optional, Type
+from typing import Any, Callable, Dict
 
 from absl import app
 from absl import flags
 
-from common import config as config_lib
 from common import errors
 from common import flags as common_flags
 from common import programs
 
 
-def main(program: programs.Program, config_cls: Type[config_lib.Config] = config_lib.Config,
-         own_flags: Optional[Mapping[str, flags.FlagHolder]] = None) -> None:
+def main(program: programs.Program) -> None:
   """Runs a training program from the command line: `python -m <program>.train [flags]`.
 
-  The shared flags (`common.flags`) and `own_flags` are the program's key flags (`--helpshort` lists them).
-  Once the flags are valid, the program's library (`<program>.pretrain`, and with it TensorFlow) is imported
-  and its `run(config)` called (`run_program`), so a bad flag is refused before TensorFlow starts.
+  Its flags derive from its `Config` class (`common.flags.define`: the shared settings and its own), all listed as
+  its key flags (`--helpshort`). Once they are valid, its hooks' module (and with it TensorFlow) is imported and its
+  `train(config)` called (`run_program`; `common.lifecycle.train`), so a bad flag is refused before TensorFlow starts.
 
   Args:
     program: the registered program.
-    config_cls: `Config` or the program's subclass with its own fields.
-    own_flags: {Config field: flag holder} of the program's own flags.
   """
-  own_flags = dict(own_flags or {})
-  for name in common_flags.SHARED + tuple(holder.name for holder in own_flags.values()):
+  for name in common_flags.define(program.config):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
 
   def _main(argv):
     reject_extra_args(argv)
-    library = importlib.import_module(program.library)
-    config = common_flags.config_from_flags(program.name, config_cls,
-                                            **{field: holder.value for field, holder in own_flags.items()})
-    run_program(library.run, config)
+    config = common_flags.config_from_flags(program)
+    run_program(program.load_hooks().train, config)
 
   app.run(_main)
 
@@ -81,7 +73,7 @@ def run_program(run: Callable[..., Dict[str, Any]], config: Any) -> Dict[str, An
   total = f"this process {record['total_seconds']:.1f} s"
   if record.get("resumed"):
     total += f"; whole run {record['run_seconds']:.1f} s over {record['run_processes']} processes"
-  print(f"{config.strategy}: {summary} ({total})")
+  print(f"{config.program}: {summary} ({total})")
   for warning in record.get("warnings", []):
     print(f"WARNING: {warning}", file=sys.stderr)
   return record

@@ -1,16 +1,18 @@
-"""The training configuration shared by every program, and the one set of rules that validates it.
+"""Every setting of a training run, each declared once: a `Config` field made by `setting`, carrying its help text,
+its check, its flag kind and, where the command line differs from the library, its flag name, default and parser.
 
-The absl flags of `common.flags` are checked with `check()` before any work starts, and libraries
-validate the `Config` they are given with the same rules, so a test or an experiment that builds a
-`Config` directly gets the same one-line errors as the command line.
+`common.flags.define` derives the absl flags of a program from its `Config` class (the shared fields here plus its
+own subclass's), each flag validated by its field's `check`, and the class's `check_together` (the cross-field rules,
+one function per class) over the flags of its `TOGETHER`. A `Config` built directly (a test, an experiment) runs the
+same checks, so the library and the command line refuse the same values with the same one-line messages.
 """
 
 import dataclasses
 import datetime
 import math
-from typing import Any, Mapping, Optional, Tuple
+import sys
+from typing import Any, Callable, ClassVar, Mapping, Optional, Tuple
 
-from common import programs
 from common import provenance
 
 MNIST_TRAIN_EXAMPLES = 55_000
@@ -18,20 +20,119 @@ MNIST_TRAIN_EXAMPLES = 55_000
 MAX_LOGICAL_CPU_DEVICES = 64
 # More epochs than this is a typo (the report trains 30 to 60); the epoch also keys the int32 corruption seeds.
 MAX_EPOCHS = 100_000
-
-# Config fields that do not change the mathematics of a run: they may differ when a run resumes.
-NON_TRAINING_FIELDS = frozenset({
-    "data_dir", "model_dir", "results_dir", "run_name", "export_weights", "profile_dir",
-    "show_progress", "heldout_every_epoch", "tensorboard_dir", "thread_pool",
-})
-# A program's own Config field that does not change the mathematics either:
-# `name: float = dataclasses.field(default=..., metadata=NOT_TRAINING)`.
-NOT_TRAINING = {"training": False}
+# Numerical precisions of the matrix products (`--precision`).
+PRECISIONS = ("float32", "mixed_bfloat16")
 # Kernel paths of the pretraining steps (`common.autoencoder.KERNEL_PATHS`), or "auto": the program's own
 # default (docs/kernels_and_threads.md says which and why).
 KERNELS = ("auto", "xla", "tf")
 # The intra-op pool of logical CPU devices (`common.devices.THREAD_POOLS`), or "auto": the program's default.
 THREAD_POOLS = ("auto", "per_device", "shared")
+PROGRESS = {"auto": None, "bar": True, "log": False}  # --progress: None = a bar when stderr is a terminal
+
+
+def setting(default: Any, help: str, *, check: Optional[Callable[[str, Any], None]] = None, kind: Optional[type] = None,
+            choices: Optional[Tuple[str, ...]] = None, training: bool = True, flag: Optional[str] = None,
+            flag_default: Any = dataclasses.MISSING, parse: Optional[Callable[[Any], Any]] = None) -> Any:
+  """A `Config` field declared once, for the library and the command line.
+
+  Args:
+    default: the field's default.
+    help: the flag's help text (`--help`).
+    check: `check(flag name, value)` raises ValueError, one line starting "--<name> ", for a bad value; it takes the
+      field's value or the flag's parsed one (after `parse`).
+    kind: the flag's type when `default` does not tell (None): int, float, str, bool; a tuple default is a list flag.
+    choices: the allowed strings (an enum flag).
+    training: False when the value does not change the mathematics (a resumed run may change it).
+    flag: the flag's name when it differs from the field's, or "" for a field that is no flag.
+    flag_default, parse: the flag's default and the function from its value to the field's, when they differ.
+  """
+  meta = {"help": help, "check": check, "kind": kind or type(default), "choices": choices, "training": training,
+          "flag": flag, "flag_default": default if flag_default is dataclasses.MISSING else flag_default,
+          "parse": parse}
+  return dataclasses.field(default=default, metadata=meta)
+
+
+# Per-field checks: check(flag name, value) raises ValueError with one line naming the flag.
+def positive_int(name: str, value: Any) -> None:
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise ValueError(f"--{name} must be a positive integer, got {value!r}.")
+
+
+def non_negative_int(note: str) -> Callable[[str, Any], None]:
+  def check(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+      raise ValueError(f"--{name} must be a non-negative integer{note}, got {value!r}.")
+  return check
+
+
+def at_most(limit: int, first: Callable[[str, Any], None] = positive_int) -> Callable[[str, Any], None]:
+  def check(name, value):
+    first(name, value)
+    if value > limit:
+      raise ValueError(f"--{name} must be at most {limit:,}, got {value}.")
+  return check
+
+
+def positive(name: str, value: Any) -> None:
+  if not value > 0:
+    raise ValueError(f"--{name} must be positive, got {value}.")
+
+
+def number_in(low: float, high: float, what: str, low_open: bool = False) -> Callable[[str, Any], None]:
+  """A check of a finite number in [low, high] ((low, high] when `low_open`), refused as "must be <what>"."""
+  def check(name, value):
+    ok = isinstance(value, (int, float)) and math.isfinite(value) and (low < value if low_open else low <= value)
+    if not (ok and value <= high):
+      raise ValueError(f"--{name} must be {what}, got {value!r}.")
+  return check
+
+
+def _optional(check: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
+  return lambda name, value: None if value is None else check(name, value)
+
+
+def _hidden_units(name: str, units: Any) -> None:
+  if not units:
+    raise ValueError(f"--{name} must list at least one layer size, e.g. 2000,2000.")
+  for u in units:
+    try:
+      u = int(u)
+    except (TypeError, ValueError):
+      raise ValueError(f"--{name} must be positive integers separated by commas, got {u!r}.") from None
+    if u < 1:
+      raise ValueError(f"--{name} must be positive integers, got {u}.")
+
+
+def _threads(name: str, value: Any) -> None:
+  positive_int(name, value)
+  check_threads(value)
+
+
+def _seed(name: str, value: Any) -> None:
+  if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+    raise ValueError(f"--{name} must be an integer in [0, 2^31), got {value!r}.")
+
+
+def _corruption(name: str, value: Any) -> None:
+  if not 0.0 <= value < 1.0:
+    raise ValueError(f"--{name} must be in [0, 1) (the fraction of pixels masked), got {value}.")
+
+
+def _train_examples(name: str, value: Any) -> None:
+  positive_int(name, value)
+  if not 1 <= value <= MNIST_TRAIN_EXAMPLES:
+    raise ValueError(f"--{name} must be in 1..{MNIST_TRAIN_EXAMPLES}, got {value}.")
+
+
+def _ints(values: Any) -> Tuple[int, ...]:
+  return tuple(int(u) for u in values)
+
+
+def slow_worker_delay() -> Any:
+  """The benchmark-only straggler of the data-parallel programs (`common.timing.straggle`), one declaration for both."""
+  return setting(0.0, "BENCHMARK ONLY: worker (replica) 0 sleeps this many seconds in every step, between computing "
+                 "its gradient and its update (a straggler); recorded in the run record's benchmark_only field.",
+                 check=number_in(0, 3600, "in [0, 3600] seconds"), training=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,36 +141,105 @@ class Config:
 
   Defaults mirror the report's original implementation: four hidden layers of 2000 sigmoid units,
   masking corruption 0.5, SGD with learning rate 1e-4 for pretraining and 0.1 for finetuning, batch 100.
+  A program with settings of its own subclasses it (`<program>/program.py`), declaring each with `setting`.
   """
-  strategy: str = programs.GREEDY.name
-  hidden_units: Tuple[int, ...] = (2000, 2000, 2000, 2000)
-  pretrain_epochs: int = 30
-  finetune_epochs: int = 30
-  batch_size: int = 100  # global batch: all devices together
-  finetune_batch_size: Optional[int] = None  # None: same as batch_size
-  num_devices: int = 1
-  threads_per_device: int = 1
-  corruption: float = 0.5
-  pretrain_learning_rate: float = 1e-4
-  finetune_learning_rate: float = 0.1
-  train_examples: int = MNIST_TRAIN_EXAMPLES
-  seed: int = 0
-  data_dir: Optional[str] = None
-  model_dir: Optional[str] = None
-  results_dir: Optional[str] = None
-  run_name: Optional[str] = None
-  export_weights: Optional[str] = None
-  profile_dir: Optional[str] = None
-  show_progress: bool = False  # a progress bar on stderr (the programs turn it on for a terminal)
-  precision: str = programs.PRECISIONS[0]  # of the matrix products: "float32" or "mixed_bfloat16"
-  kernels: str = "auto"  # kernel path of the pretraining steps: "xla", "tf", or the program's default
-  thread_pool: str = "auto"  # intra-op pool of logical CPU devices: "per_device", "shared", or the default
-  heldout_every_epoch: bool = False  # evaluate the held-out reconstruction after every layer-epoch
-  tensorboard_dir: Optional[str] = None  # write TensorBoard scalars under <tensorboard_dir>/<run name>
+  # The flags `check_together` reads (its cross-field rules), in the order its error line lists them.
+  TOGETHER: ClassVar[Tuple[str, ...]] = ("hidden_units", "batch_size", "finetune_batch_size", "train_examples")
+
+  program: str = setting("", "The registered program (`common.programs`); the run record's \"strategy\".", flag="")
+  hidden_units: Tuple[int, ...] = setting(
+      (2000, 2000, 2000, 2000), "Hidden units of each autoencoder layer, bottom to top, separated by commas.",
+      check=_hidden_units, flag_default=["2000", "2000", "2000", "2000"], parse=_ints)
+  pretrain_epochs: int = setting(30, "Epochs of unsupervised pretraining per layer (the last layer of a model-parallel "
+                                 "group trains exactly this many).", check=at_most(MAX_EPOCHS))
+  finetune_epochs: int = setting(30, "Epochs of supervised finetuning of the whole stack; 0 skips finetuning.",
+                                 check=at_most(MAX_EPOCHS, non_negative_int(" (0 skips finetuning)")))
+  batch_size: int = setting(100, "Global pretraining batch size: examples per step summed over all devices.",
+                            check=positive_int)
+  finetune_batch_size: Optional[int] = setting(None, "Global finetuning batch size; defaults to --batch_size.",
+                                               kind=int, check=_optional(positive_int))
+  num_devices: int = setting(1, "Devices to use: that many GPUs if present, otherwise that many logical CPU devices.",
+                             check=at_most(MAX_LOGICAL_CPU_DEVICES))
+  threads_per_device: int = setting(1, "Intra-op threads given to each logical CPU device (ignored on GPUs).",
+                                    check=_threads)
+  corruption: float = setting(0.5, "Fraction of input pixels set to zero by the masking noise, in [0, 1).",
+                              check=_corruption)
+  pretrain_learning_rate: float = setting(1e-4, "SGD learning rate of layer-wise pretraining.", check=positive)
+  finetune_learning_rate: float = setting(0.1, "SGD learning rate of supervised finetuning.", check=positive)
+  train_examples: int = setting(MNIST_TRAIN_EXAMPLES, "Use only the first N of the 55,000 MNIST training examples "
+                                "(1..55000).", check=_train_examples)
+  seed: int = setting(0, "Seed of initialisation, shuffling and corruption; the same seed gives the same weights on any "
+                      "devices.", check=_seed)
+  data_dir: Optional[str] = setting(None, "TensorFlow Datasets data directory holding mnist/3.0.1; defaults to "
+                                    "$TFDS_DATA_DIR or ~/tensorflow_datasets.", kind=str, training=False)
+  model_dir: Optional[str] = setting(None, "Directory for checkpoints at every epoch boundary; a rerun with the same "
+                                     "flags resumes from it.", kind=str, training=False)
+  results_dir: Optional[str] = setting(None, "Directory the JSON run record is written to; empty to write none.",
+                                       kind=str, training=False, flag_default="runs", parse=lambda v: v or None)
+  run_name: Optional[str] = setting(None, "Name of the run record (<results_dir>/<run_name>.json); defaults to "
+                                    "<strategy>_<UTC time>.", kind=str, training=False)
+  export_weights: Optional[str] = setting(None, "Write the pretrained weights to this .npz file (keys layer1/kernel, "
+                                          "layer1/bias, layer1/decoder_bias, ...).", kind=str, training=False)
+  profile_dir: Optional[str] = setting(None, "Capture a TensorFlow profiler trace of the first pretraining epochs into "
+                                       "this directory (view in TensorBoard).", kind=str, training=False)
+  precision: str = setting(
+      PRECISIONS[0], "Precision of the matrix products of pretraining and finetuning: float32 (the report's) or "
+      "mixed_bfloat16 (bfloat16 operands, float32 variables, updates, sigmoids, losses and sums; needs a processor "
+      "with native bfloat16: docs/design.md, 'Mixed precision').", choices=PRECISIONS)
+  kernels: str = setting(
+      "auto", "Kernel path of the pretraining steps: xla (each step compiled by XLA), tf (TensorFlow's default oneDNN "
+      "kernels), or auto (the program's default and why: docs/kernels_and_threads.md); the weights agree to float "
+      "rounding across paths.", choices=KERNELS)
+  thread_pool: str = setting(
+      "auto", "Intra-op thread pool of logical CPU devices: per_device (--threads_per_device threads: each device one "
+      "worker, the report's 1-vs-G-devices question), shared (num_devices x threads_per_device threads that every "
+      "device's ops share, so an idle device lends its cores), or auto (the program's default: "
+      "docs/kernels_and_threads.md); ignored on GPUs.", choices=THREAD_POOLS, training=False)
+  heldout_every_epoch: bool = setting(
+      False, "Also evaluate every layer's held-out reconstruction loss (test images, fixed masks) after each of its "
+      "epochs, not only at the end of pretraining; the evaluation time is kept out of the pretraining seconds.",
+      training=False)
+  tensorboard_dir: Optional[str] = setting(
+      None, "Write per-epoch TensorBoard scalars (losses, held-out losses, examples/s, finetuning accuracy) under "
+      "<tensorboard_dir>/<run_name>.", kind=str, training=False)
+  show_progress: bool = setting(
+      False, "Progress display: a bar on stderr plus a line per epoch (bar), only the lines (log), or a bar when "
+      "stderr is a terminal (auto).", flag="progress", choices=tuple(PROGRESS), flag_default="auto", training=False,
+      parse=lambda v: sys.stderr.isatty() if PROGRESS[v] is None else PROGRESS[v])
 
   def __post_init__(self):
-    object.__setattr__(self, "hidden_units", tuple(int(u) for u in self.hidden_units))
-    check(dataclasses.asdict(self))
+    object.__setattr__(self, "hidden_units", _ints(self.hidden_units))
+    values = dataclasses.asdict(self)
+    for f in dataclasses.fields(self):
+      if f.metadata.get("check"):
+        f.metadata["check"](flag_name(f), values[f.name])
+      if f.metadata.get("choices") and not f.metadata.get("parse") and values[f.name] not in f.metadata["choices"]:
+        raise ValueError(f"--{f.name} must be one of {', '.join(f.metadata['choices'])}, got {values[f.name]!r}.")
+    self.check_together(values)
+
+  @classmethod
+  def check_together(cls, values: Mapping[str, Any]) -> None:
+    """The cross-field rules of the shared settings (a subclass adds its own and calls this one).
+
+    Args:
+      values: {field: value} of at least `TOGETHER`'s fields (values a per-field check refused are not rechecked).
+
+    Raises:
+      ValueError: one line naming the flags.
+    """
+    n = values.get("train_examples")
+    n = n if isinstance(n, int) and 1 <= n <= MNIST_TRAIN_EXAMPLES else MNIST_TRAIN_EXAMPLES
+    for name in ("batch_size", "finetune_batch_size"):
+      b = values.get(name)
+      if isinstance(b, int) and b > n:
+        raise ValueError(f"--{name}={b} is larger than the training data ({n} examples).")
+    try:
+      units = [int(u) for u in values.get("hidden_units") or ()]
+    except (TypeError, ValueError):
+      return  # The hidden_units check reports it.
+    if units and all(u > 0 for u in units) and isinstance(values.get("batch_size"), int):
+      from common import memory  # noqa: the estimate needs only the sizes
+      memory.check(units, values["batch_size"], n)
 
   @property
   def effective_finetune_batch_size(self) -> int:
@@ -78,11 +248,11 @@ class Config:
 
   @property
   def effective_run_name(self) -> str:
-    """`run_name`, or `<strategy>_<UTC timestamp>` when it is None."""
+    """`run_name`, or `<program>_<UTC timestamp>` when it is None."""
     if self.run_name:
       return self.run_name
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
-    return f"{self.strategy}_{stamp}"
+    return f"{self.program}_{stamp}"
 
   def kernel_path(self, program_default: str) -> str:
     """The kernel path of the pretraining steps: `kernels`, or `program_default` when it is "auto"."""
@@ -93,87 +263,21 @@ class Config:
     return program_default if self.thread_pool == "auto" else self.thread_pool
 
   def to_dict(self) -> dict:
-    """All fields as JSON-ready values (tuples become lists)."""
+    """All fields as JSON-ready values (tuples become lists); the program under the record's key "strategy"."""
     d = dataclasses.asdict(self)
     d["hidden_units"] = list(self.hidden_units)
-    return d
+    return {"strategy": d.pop("program"), **d}
 
   def training_fingerprint(self) -> dict:
-    """The fields that must match for a checkpoint to be resumed by this configuration: all but
-    `NON_TRAINING_FIELDS` and a subclass's fields declared with `NOT_TRAINING` metadata."""
-    own = {f.name for f in dataclasses.fields(self) if f.metadata.get("training", True) is False}
-    return {k: v for k, v in self.to_dict().items() if k not in NON_TRAINING_FIELDS | own}
+    """The fields that must match for a checkpoint to be resumed by this configuration: all but those declared
+    with training=False."""
+    own = {f.name for f in dataclasses.fields(self) if not f.metadata.get("training", True)}
+    return {k: v for k, v in self.to_dict().items() if k not in own}
 
 
-def _positive_int(name: str, value: Any) -> None:
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ValueError(f"--{name} must be a positive integer, got {value!r}.")
-
-
-def check(values: Mapping[str, Any]) -> None:
-  """Validates configuration values (a `Config` as a dict, or parsed flag values).
-
-  Args:
-    values: mapping from field/flag name to value; names that are absent are not checked.
-
-  Raises:
-    ValueError: with a one-line message naming the flag, for the first bad value found.
-  """
-  if "hidden_units" in values:
-    units = values["hidden_units"]
-    if not units:
-      raise ValueError("--hidden_units must list at least one layer size, e.g. 2000,2000.")
-    for u in units:
-      try:
-        u = int(u)
-      except (TypeError, ValueError):
-        raise ValueError(f"--hidden_units must be positive integers separated by commas, got {u!r}.") from None
-      if u < 1:
-        raise ValueError(f"--hidden_units must be positive integers, got {u}.")
-  for name in ("pretrain_epochs", "batch_size", "num_devices", "threads_per_device", "train_examples"):
-    if name in values:
-      _positive_int(name, values[name])
-  if values.get("finetune_batch_size") is not None:
-    _positive_int("finetune_batch_size", values["finetune_batch_size"])
-  if "finetune_epochs" in values:
-    v = values["finetune_epochs"]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-      raise ValueError(f"--finetune_epochs must be a non-negative integer (0 skips finetuning), got {v!r}.")
-  for name in ("pretrain_epochs", "finetune_epochs"):
-    if isinstance(values.get(name), int) and values[name] > MAX_EPOCHS:
-      raise ValueError(f"--{name} must be at most {MAX_EPOCHS:,}, got {values[name]}.")
-  if "seed" in values:
-    v = values["seed"]
-    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**31:
-      raise ValueError(f"--seed must be an integer in [0, 2^31), got {v!r}.")
-  if "corruption" in values:
-    v = values["corruption"]
-    if not 0.0 <= v < 1.0:
-      raise ValueError(f"--corruption must be in [0, 1) (the fraction of pixels masked), got {v}.")
-  if "thread_pool" in values and values["thread_pool"] not in THREAD_POOLS:
-    raise ValueError(f"--thread_pool must be one of {', '.join(THREAD_POOLS)}, got {values['thread_pool']!r}.")
-  if "precision" in values and values["precision"] not in programs.PRECISIONS:
-    raise ValueError(f"--precision must be one of {', '.join(programs.PRECISIONS)}, got {values['precision']!r}.")
-  if "kernels" in values and values["kernels"] not in KERNELS:
-    raise ValueError(f"--kernels must be one of {', '.join(KERNELS)}, got {values['kernels']!r}.")
-  for name in ("pretrain_learning_rate", "finetune_learning_rate"):
-    if name in values and not values[name] > 0:
-      raise ValueError(f"--{name} must be positive, got {values[name]}.")
-  if "benchmark_slow_worker_delay_seconds" in values:  # data_parallel's and async_data_parallel's straggler
-    v = values["benchmark_slow_worker_delay_seconds"]
-    if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= 3600):
-      raise ValueError(f"--benchmark_slow_worker_delay_seconds must be in [0, 3600] seconds, got {v!r}.")
-  n = values.get("train_examples")
-  if n is not None and not 1 <= n <= MNIST_TRAIN_EXAMPLES:
-    raise ValueError(f"--train_examples must be in 1..{MNIST_TRAIN_EXAMPLES}, got {n}.")
-  n = n or MNIST_TRAIN_EXAMPLES
-  for name in ("batch_size", "finetune_batch_size"):
-    b = values.get(name)
-    if b is not None and b > n:
-      raise ValueError(f"--{name}={b} is larger than the training data ({n} examples).")
-  g = values.get("num_devices")
-  if g is not None and g > MAX_LOGICAL_CPU_DEVICES:
-    raise ValueError(f"--num_devices must be at most {MAX_LOGICAL_CPU_DEVICES}, got {g}.")
+def flag_name(field: dataclasses.Field) -> str:
+  """The flag of a `setting` field: its own name unless declared otherwise ("" for none)."""
+  return field.name if field.metadata.get("flag") is None else field.metadata["flag"]
 
 
 def check_threads(threads_per_device: int, cores: Optional[int] = None) -> None:

@@ -10,8 +10,6 @@ functions, so a change of the model changes them all.
 
 from typing import Any, Dict, List, Sequence
 
-from common import programs
-
 INPUT_UNITS = 784  # MNIST pixels, the input of layer 1.
 NUM_CLASSES = 10
 # Matrix products of one training step of a layer, per example: encode, decode, and the gradients of the
@@ -85,9 +83,10 @@ def network_bytes(hidden_units: Sequence[int], batch_size: int, num_examples: in
                   input_units: int = 784) -> Dict[str, Any]:
   """Bytes that cross the network during pretraining, from the parameter shapes (float32, 4 bytes).
 
-  Data parallel (every step, the layer in training): its gradients, kernel [n_in, n_out] + bias
+  "gradients" (a data-parallel program: every step, the layer in training): its gradients, kernel [n_in, n_out] + bias
   [n_out] + decoder bias [n_in], all-reduced (summed); a ring all-reduce over W workers sends
-  2 (W - 1) / W times that per worker (1x for W = 2). Model parallel (once per epoch-step, one group
+  2 (W - 1) / W times that per worker (1x for W = 2). "weight_copies" (a model-parallel program: once per
+  epoch-step, one group
   of all H layers on H workers): every in-group frozen copy, kernel + bias (a frozen encoder has no
   decoder bias), from the worker of layer k to the worker of each layer above it in the group.
 
@@ -98,16 +97,15 @@ def network_bytes(hidden_units: Sequence[int], batch_size: int, num_examples: in
     input_units: pixels per image.
 
   Returns:
-    {"data_parallel": {"gradient_bytes_per_step": [per layer], "steps_per_epoch",
-     "gradient_bytes_per_epoch": [per layer]}, "model_parallel": {"copies": [(layer, to layer), ...]
-     (1-based), "bytes_per_epoch_step": total}}.
+    {what crosses (`common.programs.NETWORK`): ...}: {"gradients": {"gradient_bytes_per_step": [per layer],
+     "steps_per_epoch", "gradient_bytes_per_epoch": [per layer]}, "weight_copies": {"copies": [(layer, to layer),
+     ...] (1-based), "bytes_per_epoch_step": total}}.
   """
   sizes = [input_units] + list(hidden_units)
   grads = [4 * (a * b + b + a) for a, b in zip(sizes, sizes[1:])]
   encoder = [4 * (a * b + b) for a, b in zip(sizes, sizes[1:])]
   steps = num_examples // batch_size
   copies = [(k + 1, j + 1) for j in range(len(hidden_units)) for k in range(j)]
-  return {programs.DATA_PARALLEL.name: {"gradient_bytes_per_step": grads, "steps_per_epoch": steps,
-                                        "gradient_bytes_per_epoch": [g * steps for g in grads]},
-          programs.MODEL_PARALLEL.name: {"copies": copies,
-                                         "bytes_per_epoch_step": sum(encoder[k - 1] for k, _ in copies)}}
+  return {"gradients": {"gradient_bytes_per_step": grads, "steps_per_epoch": steps,
+                        "gradient_bytes_per_epoch": [g * steps for g in grads]},
+          "weight_copies": {"copies": copies, "bytes_per_epoch_step": sum(encoder[k - 1] for k, _ in copies)}}

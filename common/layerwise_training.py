@@ -102,8 +102,8 @@ class GroupTrainer:
       frozen.assign_from(layer)
 
 
-def run_schedule(run_: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent: bool) -> Dict[str, Any]:
-  """Runs `schedule` with layer i on run_.layer_devices[i], then finetunes and writes the run record.
+def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent: bool) -> Dict[str, Any]:
+  """Runs `schedule` with layer i on run.layer_devices[i]; returns the program's part of the run record.
 
   Every step: the active layers of the group train one epoch (epoch index = step index), concurrently
   or one after another; then the per-epoch weight copy; then a checkpoint (resume after any crash gives
@@ -111,12 +111,12 @@ def run_schedule(run_: lifecycle.Run, schedule: schedule_lib.Schedule, concurren
   may use (the first one when all layers share it): wall time minus the device's busy time.
 
   Args:
-    run_: the started run (`lifecycle.start`): configuration, devices, layers on their devices.
+    run: the started run (`lifecycle.start`): configuration, devices, layers on their devices.
     schedule: groups and steps.
     concurrent: True for model parallel, False for synchronized layer-wise.
 
   Returns:
-    The run record (written by `lifecycle.finish`), with
+    The program's part of the run record (`lifecycle.finish` completes it), with
       layers[i]: {"index", "units", "device", "group", "epochs": [{"loss", "seconds", "step"}]}, where
         "seconds" is the layer's busy time in that step from in-graph timestamps (the step's wall time
         when op determinism forbids timestamps);
@@ -129,14 +129,14 @@ def run_schedule(run_: lifecycle.Run, schedule: schedule_lib.Schedule, concurren
   Raises:
     TrainingDivergedError: a layer's loss became NaN or infinite (the last checkpoint is kept).
   """
-  config, layer_devices, device_setup = run_.config, run_.layer_devices, run_.devices
-  hidden, n = config.hidden_units, run_.mnist.num_train
+  config, layer_devices, device_setup = run.config, run.layer_devices, run.devices
+  hidden, n = config.hidden_units, run.data.num_train
   counted = list(device_setup.names) if concurrent else list(dict.fromkeys(layer_devices))  # Devices idle counts.
   images = {}
   for device in dict.fromkeys(layer_devices):
     with tf.device(device):
-      images[device] = tf.constant(run_.mnist.train_images)
-  state = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden], "steps": []})
+      images[device] = tf.constant(run.data.train_images)
+  state = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden], "steps": []})
   histories, records = state["layers"], state["steps"]
   all_steps = schedule.all_steps()
   flops = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
@@ -149,17 +149,17 @@ def run_schedule(run_: lifecycle.Run, schedule: schedule_lib.Schedule, concurren
     todo = [k for k in range(len(records), len(all_steps)) if all_steps[k].group == g]
     if not todo:
       continue
-    with run_.timer.phase(timing.COMPILE_PHASE):  # Frozen copies, tracing, XLA compilation; learning rate 0 changes nothing.
-      trainer = GroupTrainer(run_.layers, members, [layer_devices[i] for i in members], images,
-                                       config.seed, config.corruption, config.batch_size, concurrent, run_.kernels)
+    with run.timer.phase(timing.COMPILE_PHASE):  # Frozen copies, tracing, XLA compilation; learning rate 0 changes nothing.
+      trainer = GroupTrainer(run.layers, members, [layer_devices[i] for i in members], images,
+                             config.seed, config.corruption, config.batch_size, concurrent, run.kernels)
       trainer.run_steps(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0),
                         tf.ones([len(members)], tf.int32))[0].numpy()
       trainer.copy_weights()
     for k in todo:
       step = all_steps[k]
       trace = not traced and len(step.active) >= min(2, len(members))  # The first step with layers side by side.
-      with timing.trace(config.profile_dir if trace else None), run_.training(None):
-        wall, losses, busy = _run_step(trainer, step, lr, run_.chunks_per_epoch, progress, work[k])
+      with timing.trace(config.profile_dir if trace else None), run.training(None):
+        wall, losses, busy = _run_step(trainer, step, lr, run.chunks_per_epoch, progress, work[k])
       traced = traced or trace
       for i in step.active:
         if not math.isfinite(losses[i]):
@@ -167,7 +167,7 @@ def run_schedule(run_: lifecycle.Run, schedule: schedule_lib.Schedule, concurren
           raise errors.TrainingDivergedError(
               f"pretraining loss of layer {i + 1} became {losses[i]} in step {step.step + 1} of group {g + 1}; "
               "lower --pretrain_learning_rate. The last good checkpoint is kept.")
-      with run_.training(None):
+      with run.training(None):
         start = time.perf_counter()
         trainer.copy_weights()
         copy = time.perf_counter() - start
@@ -178,14 +178,13 @@ def run_schedule(run_: lifecycle.Run, schedule: schedule_lib.Schedule, concurren
       records.append({"group": g, "step": step.step, "active_layers": [i + 1 for i in step.active],
                       "wall_seconds": wall, "busy_seconds": device_busy, "copy_seconds": copy,
                       "idle_seconds": sum(wall - b for b in device_busy.values())})
-      run_.end_epochs({i: histories[i][-1] for i in step.active}, trainer.steps_per_epoch * config.batch_size)
-      run_.save()
+      run.end_epochs({i: histories[i][-1] for i in step.active}, trainer.steps_per_epoch * config.batch_size)
+      run.save()
       _log_step(progress, records[-1], step, schedule, losses, layer_devices, trainer.steps_per_epoch * config.batch_size)
   progress.close()
   wall = sum(r["wall_seconds"] for r in records)
   copy = sum(r["copy_seconds"] for r in records)
   result = {
-      "strategy": config.strategy,
       "layers": [{"index": i + 1, "units": u, "device": layer_devices[i], "group": schedule.group_of(i),
                   "epochs": histories[i]} for i, u in enumerate(hidden)],
       "schedule": {"num_devices": len(counted), "groups": [[i + 1 for i in m] for m in schedule.groups],
@@ -195,7 +194,7 @@ def run_schedule(run_: lifecycle.Run, schedule: schedule_lib.Schedule, concurren
   }
   logging.info("Pretrained %d layer(s) in %.1f s (steps %.1f s, weight copies %.3f s, idle %.1f device-seconds).",
                len(hidden), wall + copy, wall, copy, result["timing"]["idle"])
-  return lifecycle.finish(run_, result)
+  return result
 
 
 def _run_step(trainer: GroupTrainer, step: schedule_lib.Step, lr: tf.Tensor, chunks: int,

@@ -1,13 +1,15 @@
-"""What every training program does around its pretraining schedule.
+"""What every training program does around its pretraining schedule: `train` reads top to bottom.
 
 `start` checks every output location (`common.outputs`), sets up the devices (the one place that does:
 logical CPU devices, GPUs, or a cluster's workers), takes the lock of `--model_dir` (`common.lock`), loads
-MNIST, builds the layers and the classifier, and restores the newest intact checkpoint of `--model_dir`;
-the program then runs its schedule, timing its training blocks with `Run.training` and reporting each
-finished layer-epoch with `Run.end_epochs` (elapsed time, held-out loss, TensorBoard); `finish` evaluates
-the held-out reconstruction, finetunes, exports the weights and writes the run record. `run_epoch` runs
-one epoch of a compiled epoch function in chunks (`common.epochs`); `Run.train_layer` trains one layer's
-remaining epochs in the greedy order.
+the data, builds the layers and the classifier where the program's hooks place them, and restores the newest
+intact checkpoint of `--model_dir`; the program's `pretrain` hook then runs its schedule, timing its training
+blocks with `Run.training` and reporting each finished layer-epoch with `Run.end_epochs` (elapsed time, held-out
+loss, TensorBoard); `finish` evaluates the held-out reconstruction, finetunes, exports the weights and writes the
+run record. `Run.train_layer` trains one layer's remaining epochs in the greedy order.
+
+Words: the program (`common.programs.Program`), the distribution (a `tf.distribute.Strategy`), the run (`Run`),
+the run record (a dict, `common.runlog`).
 """
 
 import contextlib
@@ -19,10 +21,10 @@ from absl import logging
 import tensorflow as tf
 
 from common import autoencoder
-from common import checkpoint
+from common import checkpoint as checkpoint_lib
 from common import cluster
 from common import config as config_lib
-from common import data
+from common import data as data_lib
 from common import devices as devices_lib
 from common import epochs
 from common import evaluation
@@ -49,8 +51,9 @@ class Run:
 
   Attributes:
     config: the configuration.
+    program: the registered program.
     devices: the devices set up for it.
-    mnist: the data in host memory.
+    data: the training, validation and test data in host memory.
     layers: the `DenoisingAutoencoder` stack, bottom first.
     classifier: the finetuning model.
     state: the checkpointed progress document; the schedule keeps its own progress under
@@ -60,20 +63,23 @@ class Run:
     started: time.perf_counter() at `start`.
     chief: True unless this is a non-chief worker of a multi-worker run, which writes no checkpoint,
       exported weights or run record (the chief does).
-    finetune_device: where the classifier lives and finetunes when there is no strategy.
-    layer_devices: the device of each layer (the first device under a strategy).
-    strategy: the tf.distribute strategy of a data-parallel run (mirrored), or the `ParameterServerStrategy` of a
-      "parameter_server" program, else None.
-    finetune_strategy: the strategy finetuning runs under: the run's mirrored strategy, or a `MirroredStrategy`
-      over this process's devices when there are several (`_finetune_strategy`), else None (one device: in a
+    finetune_device: where the classifier lives and finetunes when there is no distribution.
+    layer_devices: the device of each layer (the first device under a distribution).
+    distribution: the tf.distribute strategy of a mirrored program (data parallel), or the
+      `ParameterServerStrategy` of a "parameter_server" program, else None.
+    finetune_distribution: the strategy finetuning runs under: the run's mirrored one, or a `MirroredStrategy`
+      over this process's devices when there are several (`_finetune_distribution`), else None (one device: in a
       cluster of servers, the client's or coordinator's own).
     kernels: the kernel path of the pretraining steps, "xla" or "tf" (`autoencoder.KERNEL_PATHS`).
     evaluator: the held-out reconstruction evaluator (`common.evaluation`).
     summaries: TensorBoard scalars (`common.summaries`; writes nothing without --tensorboard_dir).
+    plan: what the program's `plan` hook decided from the devices (its layout), else None.
+    checkpoint_objects: the program's own objects checkpointed with the weights (its `checkpoint_objects` hook).
   """
   config: config_lib.Config
+  program: programs.Program
   devices: devices_lib.DeviceSetup
-  mnist: data.Mnist
+  data: data_lib.Mnist
   layers: List[autoencoder.DenoisingAutoencoder]
   classifier: finetune.Classifier
   state: Dict[str, Any]
@@ -83,14 +89,16 @@ class Run:
   chief: bool
   finetune_device: str
   layer_devices: List[str]
-  strategy: Optional[tf.distribute.Strategy]
-  finetune_strategy: Optional[tf.distribute.Strategy]
+  distribution: Optional[tf.distribute.Strategy]
+  finetune_distribution: Optional[tf.distribute.Strategy]
   kernels: str
   evaluator: evaluation.HeldoutEvaluator
   summaries: summaries_lib.Summaries
-  _checkpoint: checkpoint.CheckpointState
-  _on_checkpoint: Optional[Callable[["Run"], None]]
-  _lock: Optional[lock_lib.ModelDirLock] = None
+  checkpoint: checkpoint_lib.CheckpointState
+  on_checkpoint: Optional[Callable[["Run"], None]] = None
+  lock: Optional[lock_lib.ModelDirLock] = None
+  plan: Any = None
+  checkpoint_objects: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
   @property
   def run_seconds(self) -> float:
@@ -101,15 +109,15 @@ class Run:
   @property
   def checkpoints_saved(self) -> int:
     """Checkpoints written by this process so far."""
-    return self._checkpoint.saves
+    return self.checkpoint.saves
 
   def save(self) -> float:
     """Checkpoints the weights with `state`; returns seconds spent (also added to timing "checkpoint")."""
     self._clock["run_seconds"] = self.run_seconds
-    seconds = self._checkpoint.save(self.state)
+    seconds = self.checkpoint.save(self.state)
     self.timer.add("checkpoint", seconds)
-    if self._on_checkpoint is not None and self.config.model_dir:
-      self._on_checkpoint(self)
+    if self.on_checkpoint is not None and self.config.model_dir:
+      self.on_checkpoint(self)
     return seconds
 
   @property
@@ -208,37 +216,35 @@ class Run:
 
 def setup_devices(config: config_lib.Config, program: programs.Program
                   ) -> Tuple[devices_lib.DeviceSetup, Optional[tf.distribute.Strategy]]:
-  """The devices of a run, and its strategy when it has one: the one place devices are set up.
+  """The devices of a run, and its distribution when it has one: the one place devices are set up.
 
   Args:
     config: uses num_devices, threads_per_device and thread_pool ("auto": the program's default).
     program: the registered program; its `cluster` says what it does when TF_CONFIG describes a cluster.
 
   Returns:
-    (DeviceSetup, strategy or None). A "client_server" worker task, or a "parameter_server" worker or ps task,
+    (DeviceSetup, distribution or None). A "client_server" worker task, or a "parameter_server" worker or ps task,
     never returns: it serves its devices.
 
   Raises:
     ValueError: the devices cannot be made, or TF_CONFIG is malformed.
   """
-  distribution = program.cluster
-  if distribution == "parameter_server":  # Always a cluster: TF_CONFIG's, or one started in this process.
-    pool = config.thread_pool_setting(program.default_thread_pool(config.precision))
-    strategy, setup = parameter_server.strategy(program.name, config.num_devices, config.threads_per_device, pool)
-    return setup, strategy
-  in_cluster = distribution != "none" and cluster.task() is not None
-  if in_cluster and distribution == "client_server":
+  pool = config.thread_pool_setting(program.default_thread_pool(config.precision))
+  if program.cluster == "parameter_server":  # Always a cluster: TF_CONFIG's, or one started in this process.
+    distribution, setup = parameter_server.strategy(program.name, config.num_devices, config.threads_per_device, pool)
+    return setup, distribution
+  if program.cluster == "none" or cluster.task() is None:
+    setup = devices_lib.setup(config.num_devices, config.threads_per_device, pool)
+    # A "multi_worker" program (data parallel) trains under a `MirroredStrategy` over this process's devices.
+    return setup, replica_steps.make_strategy(setup.names) if program.cluster == "multi_worker" else None
+  if program.cluster == "client_server":
     return cluster.serve_or_connect(config.num_devices, config.threads_per_device), None
-  if in_cluster:
-    strategy, setup = cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
-    return setup, strategy
-  setup = devices_lib.setup(config.num_devices, config.threads_per_device,
-                            config.thread_pool_setting(program.default_thread_pool(config.precision)))
-  # A "multi_worker" program (data parallel) trains under a `MirroredStrategy` over this process's devices.
-  return setup, replica_steps.make_strategy(setup.names) if distribution == "multi_worker" else None
+  distribution, setup = cluster.multi_worker_strategy(config.num_devices, config.threads_per_device)
+  return setup, distribution
 
 
-def _finetune_strategy(config: config_lib.Config, setup: devices_lib.DeviceSetup) -> Optional[tf.distribute.Strategy]:
+def _finetune_distribution(config: config_lib.Config, setup: devices_lib.DeviceSetup
+                           ) -> Optional[tf.distribute.Strategy]:
   """Finetuning on every device of this process: a `MirroredStrategy` over the first k of its devices, k the
   largest count up to all of them that divides the finetuning batch (each replica an equal share; the summed
   gradient is the one-device gradient of the global batch), or None for one device. In a cluster of servers the
@@ -253,25 +259,59 @@ def _finetune_strategy(config: config_lib.Config, setup: devices_lib.DeviceSetup
   return replica_steps.make_strategy(setup.names[:k]) if k > 1 else None
 
 
+def _writes_outputs(program: programs.Program) -> Optional[bool]:
+  """Whether this process writes the record and weights: None for a task that only serves (a worker or ps task of a
+  cluster whose chief runs the program), True for the chief (task "chief", worker 0 of a multi-worker run, or no
+  cluster at all), False for another worker of a multi-worker run."""
+  task = cluster.task() if program.cluster != "none" else None
+  if task is None:
+    return True
+  if program.cluster in ("client_server", "parameter_server") and task[0] != "chief":
+    return None
+  return task in (("chief", 0), ("worker", 0))
+
+
+def train(program: programs.Program, config: config_lib.Config,
+          on_checkpoint: Optional[Callable[[Run], None]] = None) -> Dict[str, Any]:
+  """A whole run of `program`: `start`, its `pretrain` hook (its schedule), `finish` (held-out reconstruction,
+  finetuning with its `finetune_options` hook, exported weights, the run record).
+
+  Args:
+    program: the registered program.
+    config: its configuration (already validated); its `program` field is set to `program`'s name.
+    on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the process or
+      inject a fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the `common.cluster.KILL_ENV`
+      test hook when that variable names this process, else none.
+
+  Returns:
+    The run record (`common.runlog`).
+
+  Raises:
+    common.errors.UserError subclasses and ValueError, as `start` and the program's hooks raise them.
+  """
+  if config.program != program.name:
+    config = dataclasses.replace(config, program=program.name)
+  hooks = program.load_hooks()
+  run = start(config, program, on_checkpoint)
+  record = hooks.pretrain(run)
+  options = hooks.finetune_options(run) if hasattr(hooks, "finetune_options") else {}
+  return finish(run, dict(record, strategy=program.name), **options)
+
+
 def start(config: config_lib.Config, program: programs.Program,
-          place: Optional[Callable[[devices_lib.DeviceSetup], Sequence[str]]] = None,
-          on_checkpoint: Optional[Callable[[Run], None]] = None,
-          extra_trackables: Optional[Callable[[devices_lib.DeviceSetup], Dict[str, Any]]] = None) -> Run:
-  """Sets up a run: devices, data, model, and the latest checkpoint of `config.model_dir`.
+          on_checkpoint: Optional[Callable[[Run], None]] = None) -> Run:
+  """Sets up a run: devices, data, model placed by the program's hooks, and the latest checkpoint of
+  `config.model_dir`.
 
   Args:
     config: the configuration (already validated).
-    program: the registered program (`common.programs`): its cluster shape, and the kernel path and thread
-      pool that config.kernels and config.thread_pool "auto" stand for.
-    place: the device of each layer given the devices (default: all on the first device).
-    on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the
-      process or inject a fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the
-      `common.cluster.KILL_ENV` test hook when that variable names this process, else none.
-    extra_trackables: makes more objects to checkpoint with the weights, given the devices ({name:
-      trackable}; e.g. the pipeline's in-flight activations); they are restored with everything else.
+    program: the registered program (`common.programs`): its cluster shape, the kernel path and thread pool that
+      config.kernels and config.thread_pool "auto" stand for, and its hooks `plan`, `place` and
+      `checkpoint_objects` (`Program.hooks`; default: no plan, every layer on the first device, no more objects).
+    on_checkpoint: see `train`.
 
   Raises:
-    ValueError: devices cannot be made. DataUnavailableError: MNIST missing.
+    ValueError: devices cannot be made. DataUnavailableError: the data is missing.
     UserError: --precision=mixed_bfloat16 on a processor without native bfloat16 (`common.precision`).
     ResumeMismatchError: `model_dir` holds a checkpoint of a different configuration.
     OutputPathError: an output location cannot be written (`common.outputs.check`, before anything else).
@@ -280,36 +320,38 @@ def start(config: config_lib.Config, program: programs.Program,
   """
   started = time.perf_counter()
   provenance.fields()  # The code that runs is the code at the start (cached; the record is written at the end).
-  # Every output location is checked before anything is built; in a cluster the chief (task "chief", or
-  # worker 0 of a multi-worker run) writes the record and weights, and a client/server program's workers
-  # only serve.
-  distribution = program.cluster
-  task = cluster.task() if distribution != "none" else None
-  if not (distribution in ("client_server", "parameter_server") and task is not None and task[0] != "chief"):
-    outputs.check(config, chief=task is None or task in (("chief", 0), ("worker", 0)))
+  # Every output location is checked before anything is built.
+  writes = _writes_outputs(program)
+  if writes is not None:
+    outputs.check(config, chief=writes)
   precision_lib.check_supported(config.precision)
-  device_setup, strategy = setup_devices(config, program)
-  chief = strategy is None or strategy.extended.should_checkpoint
+  hooks = program.load_hooks()
+  device_setup, distribution = setup_devices(config, program)
+  chief = distribution is None or distribution.extended.should_checkpoint
   # One writer per model directory: the chief (the workers of a multi-worker run share it).
   model_dir_lock = lock_lib.acquire(config.model_dir) if config.model_dir and chief else None
-  mnist = data.load_mnist(config.data_dir, config.train_examples)
+  data = data_lib.load_mnist(config.data_dir, config.train_examples)
   first = device_setup.names[0]
-  layer_devices = list(place(device_setup) if place else [first] * len(config.hidden_units))
+  plan = hooks.plan(config, device_setup) if hasattr(hooks, "plan") else None
+  layer_devices = list(hooks.place(plan, device_setup) if hasattr(hooks, "place") else
+                       [first] * len(config.hidden_units))
   # In a client/server cluster the client (this process) finetunes; its workers hold the layers. A
   # parameter-server program's coordinator (this process) finetunes; the ps tasks hold the layers.
-  finetune_device = cluster.client_device() if distribution == "client_server" and cluster.task() else first
-  if distribution == "parameter_server":
+  finetune_device = first
+  if program.cluster == "client_server" and cluster.task():
+    finetune_device = cluster.client_device()
+  elif program.cluster == "parameter_server":
     finetune_device = parameter_server.COORDINATOR_DEVICE
-  mirrored = distribution == "multi_worker"
-  finetune_strategy = strategy if mirrored else _finetune_strategy(config, device_setup)
-  with strategy.scope() if strategy is not None else tf.device(first):
-    layers = autoencoder.build_stack(config.hidden_units, config.seed, devices=None if strategy else layer_devices,
-                                     precision=config.precision)
-  with finetune_strategy.scope() if finetune_strategy is not None else tf.device(finetune_device):
+  mirrored = program.cluster == "multi_worker"
+  finetune_distribution = distribution if mirrored else _finetune_distribution(config, device_setup)
+  with distribution.scope() if distribution is not None else tf.device(first):
+    layers = autoencoder.build_stack(config.hidden_units, config.seed,
+                                     devices=None if distribution else layer_devices, precision=config.precision)
+  with finetune_distribution.scope() if finetune_distribution is not None else tf.device(finetune_device):
     classifier = finetune.Classifier(config.hidden_units, config.seed, precision=config.precision)
-  extra = extra_trackables(device_setup) if extra_trackables else {}
-  ckpt = checkpoint.CheckpointState(config.model_dir, config, chief=chief, layers=layers, classifier=classifier,
-                                    **extra)
+  extra = hooks.checkpoint_objects(plan, device_setup, config) if hasattr(hooks, "checkpoint_objects") else {}
+  ckpt = checkpoint_lib.CheckpointState(config.model_dir, config, chief=chief, layers=layers, classifier=classifier,
+                                        **extra)
   state = ckpt.restore()
   resumed = state is not None
   state = state or {}
@@ -319,16 +361,19 @@ def start(config: config_lib.Config, program: programs.Program,
   clock["earlier_processes_seconds"] = clock.get("run_seconds", 0.0)
   clock["processes"] = clock.get("processes", 0) + 1
   # Under a mirrored strategy the layers are on every replica: evaluate on this process's default device.
-  evaluator = evaluation.HeldoutEvaluator(mnist.test_images, config.corruption, None if mirrored else finetune_device)
-  summaries = summaries_lib.Summaries(config.tensorboard_dir if chief else None, config.effective_run_name)
-  kernels = config.kernel_path(program.default_kernels(config.precision))
-  return Run(config, device_setup, mnist, layers, classifier, state, timing.PhaseTimer(), resumed, started,
-             chief, finetune_device, layer_devices, strategy, finetune_strategy, kernels, evaluator, summaries,
-             ckpt, on_checkpoint or cluster.fault_hook_from_environment(), model_dir_lock)
+  evaluator = evaluation.HeldoutEvaluator(data.test_images, config.corruption, None if mirrored else finetune_device)
+  return Run(
+      config=config, program=program, devices=device_setup, data=data, layers=layers, classifier=classifier,
+      state=state, timer=timing.PhaseTimer(), resumed=resumed, started=started, chief=chief,
+      finetune_device=finetune_device, layer_devices=layer_devices, distribution=distribution,
+      finetune_distribution=finetune_distribution, kernels=config.kernel_path(program.default_kernels(config.precision)),
+      evaluator=evaluator, summaries=summaries_lib.Summaries(config.tensorboard_dir if chief else None,
+                                                             config.effective_run_name),
+      checkpoint=ckpt, on_checkpoint=on_checkpoint or cluster.fault_hook_from_environment(), lock=model_dir_lock,
+      plan=plan, checkpoint_objects=extra)
 
 
-def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.Strategy] = None,
-           device: Optional[str] = None, finetune_options: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+def finish(run: Run, record: Dict[str, Any], **finetune_options) -> Dict[str, Any]:
   """Evaluates the held-out reconstruction, finetunes (unless finetune_epochs is 0), exports weights,
   writes and returns the run record.
 
@@ -337,9 +382,9 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
     record: the program's record with "strategy", "layers", "pretrain_seconds" and its own "timing"
       entries filled in; "config", "environment", "heldout_reconstruction", "pretrain_cpu_seconds",
       "finetune", "timing" and "total_seconds" are completed here.
-    strategy, device: where finetuning runs (default: `run.finetune_strategy`, else `run.finetune_device`).
-    finetune_options: more keyword arguments of `finetune.run_finetuning`: a program's own recipe
-      (learning_rate, schedule, rule); None: plain SGD at config.finetune_learning_rate.
+    **finetune_options: more keyword arguments of `finetune.run_finetuning`: a program's own recipe
+      (learning_rate, lr_multiplier, rule); none: plain SGD at config.finetune_learning_rate, on
+      `run.finetune_distribution`, else `run.finetune_device`.
   """
   config = run.config
   with run.timer.phase("heldout_eval"):
@@ -348,9 +393,9 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
                ", ".join(f"layer {i + 1} {v:.2f}" for i, v in enumerate(heldout)))
   if config.finetune_epochs > 0:
     record["finetune"] = finetune.run_finetuning(
-        run.classifier, run.layers, run.mnist, config, run.state, lambda _: run.save(), run.timer,
-        device=device or run.finetune_device, strategy=strategy or run.finetune_strategy,
-        chunks_per_epoch=run.chunks_per_epoch, summaries=run.summaries, **(finetune_options or {}))
+        run.classifier, run.layers, run.data, config, run.state, lambda _: run.save(), run.timer,
+        device=run.finetune_device, strategy=run.finetune_distribution, chunks_per_epoch=run.chunks_per_epoch,
+        summaries=run.summaries, **finetune_options)
     logging.info("Finetuned %d epochs: validation accuracy %.4f, test accuracy %.4f",
                  config.finetune_epochs, record["finetune"]["validation_accuracy"],
                  record["finetune"]["test_accuracy"])
@@ -367,9 +412,9 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
   full["timing"] = dict(record.get("timing", {}), **run.timer.as_dict())
   full["resumed"] = run.resumed
   if run.resumed:
-    full["resumed_from"] = run._checkpoint.restored_from
-  if run._checkpoint.skipped:
-    full["skipped_checkpoints"] = list(run._checkpoint.skipped)
+    full["resumed_from"] = run.checkpoint.restored_from
+  if run.checkpoint.skipped:
+    full["skipped_checkpoints"] = list(run.checkpoint.skipped)
   full["total_seconds"] = time.perf_counter() - run.started
   # total_seconds is this process's; a resumed run's processes together took run_seconds.
   full["process_seconds"] = full["total_seconds"]
@@ -386,6 +431,6 @@ def finish(run: Run, record: Dict[str, Any], strategy: Optional[tf.distribute.St
                                        runlog.record_path(full, config), "run record")
   if path:
     logging.info("Run record: %s", path)
-  if run._lock is not None:
-    run._lock.release()
+  if run.lock is not None:
+    run.lock.release()
   return full

@@ -1,17 +1,26 @@
-"""The registry of training programs: each program declared once, here.
+"""The registry of training programs: each program is one `Program` object in its own folder (`<name>/program.py`),
+registered by its folder's name in `PACKAGES`.
 
-Everything that lists programs derives from `PROGRAMS`: the launcher's cluster shapes (`common.launch`), each
-program's default kernel path and thread pool (`common.lifecycle.start`), the experiments' run lists, the
-benchmarks, the figures' labels and colours, and the tests. This module imports no TensorFlow, so flag parsing
-and the report import it freely; it imports nothing from `experiments/` either: a program's performance model
-is named by a dotted path that `experiments.perf_model.resolve` imports.
+Everything that lists programs derives from the registry and asks a program's capabilities (one device or many, its
+cluster shape, pipelined or not, what crosses between its devices, its batch rule, its kernels and thread pools, its
+performance model, whether it is the report's baseline); none names a program, except where a thing is about given
+programs (a benchmark of them, the report's numbers). This module imports no TensorFlow, and neither does a
+`program.py`: flags are parsed before TensorFlow loads. A program's hooks (`Program.hooks`: its schedule, and where
+it has them its placement, extra checkpoint objects and finetuning options) are imported only when it runs.
 
-Adding a program (docs/experiments.md, "Adding a program"): its folder `<name>/` with `train.py` (flags and
-one call of `common.cli.main`) and `pretrain.py` (`run(config)`), its tests, one entry in `PROGRAMS`, its docs.
+Adding a program (docs/experiments.md, "Adding a program"): its folder `<name>/` with `program.py`, `train.py` and
+`pretrain.py`, and its name appended to `PACKAGES`.
 """
 
 import dataclasses
-from typing import Mapping, Tuple
+import functools
+import importlib
+from typing import Mapping, Optional, Tuple, Type
+
+from common import config as config_lib
+
+# The registered programs, by folder, in the order every figure and table lists them.
+PACKAGES = ("greedy", "sync_layerwise", "model_parallel", "data_parallel", "pipeline_parallel", "async_data_parallel")
 
 # How a program uses several processes when TF_CONFIG describes a cluster (`common.cluster`):
 #   "none"           it does not: TF_CONFIG is ignored, the devices are this process's.
@@ -21,45 +30,74 @@ from typing import Mapping, Tuple
 #                    schedules (ParameterServerStrategy, `common.parameter_server`); without TF_CONFIG the
 #                    program starts such a cluster inside its own process.
 CLUSTER_SHAPES = ("none", "client_server", "multi_worker", "parameter_server")
-# Numerical precisions of the matrix products (`--precision`).
-PRECISIONS = ("float32", "mixed_bfloat16")
+# What crosses between a program's devices while it pretrains (`common.cost.network_bytes`):
+#   "none", "gradients" (every step, the layer in training's, all-reduced), "weight_copies" (every epoch-step, each
+#   layer's weights to the frozen copies above it), "activations" (every chunk, the encodings between stages).
+NETWORK = ("none", "gradients", "weight_copies", "activations")
+PRECISIONS = config_lib.PRECISIONS
 
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-  """One training program, `python -m <name>.train`.
+  """One training program, `python -m <name>.train`, declared once in `<name>/program.py`.
 
   Attributes:
     name: the program's package, e.g. "model_parallel"; also the run record's "strategy".
     run_name: its short name in the experiments' run names (e.g. "mp" in results/runs/.../cpu_mp.json).
     label: its name in figures and tables, e.g. "model parallel".
     color: its matplotlib colour in every figure.
+    config: its `common.config.Config` subclass (its own settings; the base class when it has none).
     one_device: True when it trains on one device whatever --num_devices says (greedy, sync_layerwise).
     cluster: one of `CLUSTER_SHAPES`: how it runs on several processes (`common.launch`).
+    pipelined: True when a layer trains on the encodings the layer below emitted instead of recomputing the stack
+      below (`common.cost.pretraining_flops`).
+    network: one of `NETWORK`: what crosses between its devices.
+    splits_batch: True when every global batch is split over the devices (each takes an equal share, so the batch
+      must be a multiple of the devices).
     kernels: {precision: kernel path of its pretraining steps with --kernels=auto}, "tf" or "xla", chosen by
       the kernels benchmark (docs/kernels_and_threads.md).
     thread_pool: {precision: intra-op pool of its logical CPU devices with --thread_pool=auto}, "per_device"
       or "shared" (docs/kernels_and_threads.md).
-    perf_model: dotted path of its performance model in `experiments.perf_model` (a class), or "none".
     kernel_paths: the kernel paths it can run (--kernels), of "xla" and "tf".
+    thread_pools: the intra-op pools worth comparing for it on several devices (the equal-cores benchmark).
+    timing_flags: flags every timed run of it adds (e.g. to skip an op profile that would be timed with it).
+    perf_model: dotted path of its performance model in `experiments.perf_model` (a class), or "none".
+    baseline: True for the report's baseline, which every speedup divides (exactly one program).
+    hooks: the module of its hooks (default "<name>.pretrain"): `pretrain(run) -> record` (its schedule, required),
+      and optionally `plan(config, devices)` (its layout, kept as `Run.plan`), `place(plan, devices) -> [device of
+      each layer]`, `checkpoint_objects(plan, devices, config) -> {name: trackable}` (checkpointed with the weights,
+      kept as `Run.checkpoint_objects`) and `finetune_options(run) -> {...}` (`common.finetune.run_finetuning`).
   """
   name: str
   run_name: str
   label: str
   color: str
-  one_device: bool
-  cluster: str
-  kernels: Mapping[str, str]
-  thread_pool: Mapping[str, str]
-  perf_model: str
+  config: Type[config_lib.Config] = config_lib.Config
+  one_device: bool = False
+  cluster: str = "none"
+  pipelined: bool = False
+  network: str = "none"
+  splits_batch: bool = False
+  kernels: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict.fromkeys(PRECISIONS, "tf"))
+  thread_pool: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict.fromkeys(PRECISIONS, "per_device"))
   kernel_paths: Tuple[str, ...] = ("xla", "tf")
+  thread_pools: Tuple[str, ...] = ("per_device",)
+  timing_flags: Tuple[str, ...] = ()
+  perf_model: str = "none"
+  baseline: bool = False
+  hooks: str = ""
 
   def __post_init__(self):
     if self.cluster not in CLUSTER_SHAPES:
       raise ValueError(f"{self.name}: cluster must be one of {CLUSTER_SHAPES}, got {self.cluster!r}")
+    if self.network not in NETWORK:
+      raise ValueError(f"{self.name}: network must be one of {NETWORK}, got {self.network!r}")
     for field in ("kernels", "thread_pool"):
+      if isinstance(getattr(self, field), str):  # One value for every precision.
+        object.__setattr__(self, field, dict.fromkeys(PRECISIONS, getattr(self, field)))
       if set(getattr(self, field)) != set(PRECISIONS):
         raise ValueError(f"{self.name}: {field} needs one value per precision {PRECISIONS}")
+    object.__setattr__(self, "hooks", self.hooks or f"{self.name}.pretrain")
 
   def __hash__(self) -> int:  # The per-precision mappings are dicts: a program is known by its name.
     return hash(self.name)
@@ -69,44 +107,48 @@ class Program:
     """The entry point, e.g. "model_parallel.train" (`python -m <module>`)."""
     return f"{self.name}.train"
 
-  @property
-  def library(self) -> str:
-    """The module holding `run(config)`, e.g. "model_parallel.pretrain"."""
-    return f"{self.name}.pretrain"
-
-  def default_kernels(self, precision: str = "float32") -> str:
+  def default_kernels(self, precision: str = PRECISIONS[0]) -> str:
     """The kernel path of --kernels=auto at `precision`."""
     return self.kernels[precision]
 
-  def default_thread_pool(self, precision: str = "float32") -> str:
+  def default_thread_pool(self, precision: str = PRECISIONS[0]) -> str:
     """The thread pool of --thread_pool=auto at `precision`."""
     return self.thread_pool[precision]
 
+  def devices_for(self, devices: int) -> int:
+    """The devices it trains on when given `devices`: 1 for a one-device program."""
+    return 1 if self.one_device else devices
 
-def _program(name: str, run_name: str, label: str, color: str, perf_model: str, one_device: bool = False,
-             cluster: str = "none", kernels: str = "tf", thread_pool: str = "per_device",
-             kernel_paths: Tuple[str, ...] = ("xla", "tf")) -> Program:
-  """A `Program` whose kernel path and thread pool are the same at every precision."""
-  return Program(name, run_name, label, color, one_device, cluster, {p: kernels for p in PRECISIONS},
-                 {p: thread_pool for p in PRECISIONS}, perf_model, kernel_paths)
+  def make_config(self, **values) -> config_lib.Config:
+    """Its `Config` for `values` ({field: value}), naming it as the program (ValueError for a bad value)."""
+    return self.config(program=self.name, **values)
+
+  def load_hooks(self):
+    """The module of its hooks (imports TensorFlow)."""
+    return importlib.import_module(self.hooks)
 
 
-GREEDY = _program("greedy", "greedy", "greedy layer-wise", "tab:blue", "experiments.perf_model.Greedy",
-                  one_device=True)
-SYNC_LAYERWISE = _program("sync_layerwise", "sync", "synchronized layer-wise", "tab:purple",
-                          "experiments.perf_model.SyncLayerwise", one_device=True)
-MODEL_PARALLEL = _program("model_parallel", "mp", "model parallel", "tab:orange",
-                          "experiments.perf_model.ModelParallel", cluster="client_server", thread_pool="shared")
-DATA_PARALLEL = _program("data_parallel", "dp", "data parallel", "tab:green", "experiments.perf_model.DataParallel",
-                         cluster="multi_worker")
-PIPELINE_PARALLEL = _program("pipeline_parallel", "pp", "pipeline parallel", "tab:red",
-                             "experiments.perf_model.Pipeline", cluster="client_server")
-ASYNC_DATA_PARALLEL = _program("async_data_parallel", "adp", "asynchronous data parallel", "tab:brown", "none",
-                               cluster="parameter_server", kernel_paths=("tf",))
+@functools.lru_cache(maxsize=None)
+def _registered() -> Tuple[Program, ...]:
+  found = tuple(importlib.import_module(f"{package}.program").PROGRAM for package in PACKAGES)
+  for package, program in zip(PACKAGES, found):
+    if program.name != package:
+      raise ValueError(f"{package}/program.py declares a program named {program.name!r}, not {package!r}")
+  if sum(p.baseline for p in found) != 1:
+    raise ValueError("exactly one registered program must be the baseline (baseline=True)")
+  return found
 
-PROGRAMS: Tuple[Program, ...] = (GREEDY, SYNC_LAYERWISE, MODEL_PARALLEL, DATA_PARALLEL, PIPELINE_PARALLEL,
-                                 ASYNC_DATA_PARALLEL)
-NAMES: Tuple[str, ...] = tuple(p.name for p in PROGRAMS)
+
+def __getattr__(attribute: str):
+  """PROGRAMS (every registered program, in order), NAMES (their names), and each program by its name in capitals
+  (programs.GREEDY): loaded on first use, so a `program.py` may import this module."""
+  if attribute == "PROGRAMS":
+    return _registered()
+  if attribute == "NAMES":
+    return tuple(p.name for p in _registered())
+  if attribute.isupper() and attribute.lower() in PACKAGES:
+    return get(attribute.lower())
+  raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
 
 
 def get(name: str) -> Program:
@@ -115,12 +157,22 @@ def get(name: str) -> Program:
   Raises:
     ValueError: no registered program has that name.
   """
-  for program in PROGRAMS:
+  for program in _registered():
     if program.name == name:
       return program
-  raise ValueError(f"unknown program {name!r}; the programs are {', '.join(NAMES)}")
+  raise ValueError(f"unknown program {name!r}; the programs are {', '.join(p.name for p in _registered())}")
+
+
+def baseline() -> Program:
+  """The report's baseline, which every speedup divides (greedy layer-wise)."""
+  return next(p for p in _registered() if p.baseline)
 
 
 def with_cluster(shape: str) -> Tuple[Program, ...]:
   """The programs that run on a cluster in `shape` (one of `CLUSTER_SHAPES`)."""
-  return tuple(p for p in PROGRAMS if p.cluster == shape)
+  return tuple(p for p in _registered() if p.cluster == shape)
+
+
+def find(module: Optional[str]) -> Optional[Program]:
+  """The program whose entry point is `module` (e.g. "greedy.train"), or None."""
+  return next((p for p in _registered() if p.module == module), None)

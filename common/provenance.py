@@ -92,6 +92,37 @@ def cpu_model(cpuinfo: str = "/proc/cpuinfo") -> str:
   return platform.processor() or UNKNOWN
 
 
+# The processor features that decide the speed of the matrix products (float32 and bfloat16 kernels), as
+# /proc/cpuinfo names them: x86 "flags", aarch64 "Features".
+DECISIVE_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8", "asimd", "sve",
+                  "bf16", "i8mm")
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> List[str]:
+  """The `DECISIVE_FLAGS` the processor lists (first "flags" or "Features" line of `cpuinfo`), in that order; [] when
+  unreadable. A bfloat16 speedup means nothing without them: AMX runs bfloat16 products ~4x float32, AVX-512 BF16
+  ~1.7x (docs/design.md, "Mixed precision")."""
+  try:
+    with open(cpuinfo) as f:
+      line = next((l for l in f if l.split(":")[0].strip() in ("flags", "Features")), "")
+  except OSError:
+    return []
+  listed = set(line.split(":", 1)[-1].split())
+  return [flag for flag in DECISIVE_FLAGS if flag in listed]
+
+
+def instruction_set(flags: Optional[List[str]]) -> Optional[str]:
+  """The class of a processor's matrix-product instructions as tables name it: "AMX", "AVX-512 BF16", "AVX-512",
+  "AVX2", "NEON BF16" (aarch64 bf16), "NEON", "older", or None when the flags were not recorded."""
+  if flags is None:
+    return None
+  for flag, name in (("amx_bf16", "AMX"), ("avx512_bf16", "AVX-512 BF16"), ("avx512f", "AVX-512"), ("avx2", "AVX2"),
+                     ("bf16", "NEON BF16"), ("asimd", "NEON")):
+    if flag in flags:
+      return name
+  return "older"
+
+
 def usable_cores() -> int:
   """The cores this process may run on: its CPU affinity (`taskset`, cgroups' cpusets), else os.cpu_count()."""
   try:
@@ -102,6 +133,6 @@ def usable_cores() -> int:
 
 def fields() -> Dict[str, object]:
   """The provenance every record and benchmark summary carries: {"commit", "commit_dirty", "code_digest",
-  "cpu_model", "usable_cores"}."""
+  "cpu_model", "cpu_flags" (the instruction set, `cpu_flags`), "usable_cores"}."""
   return {"commit": commit(), "commit_dirty": dirty(), "code_digest": code_digest(), "cpu_model": cpu_model(),
-          "usable_cores": usable_cores()}
+          "cpu_flags": cpu_flags(), "usable_cores": usable_cores()}

@@ -51,7 +51,7 @@ def environment(device_setup: devices_lib.DeviceSetup, precision: str = "float32
 
 def new_record(config: config_lib.Config, device_setup: devices_lib.DeviceSetup) -> Dict[str, Any]:
   """A record with every contract field present; the program fills in the results."""
-  return {"strategy": config.strategy, "config": config.to_dict(),
+  return {"strategy": config.program, "config": config.to_dict(),
           "environment": environment(device_setup, config.precision),
           "pretrain_seconds": 0.0, "layers": [], "timing": {}, "finetune": None, "total_seconds": 0.0}
 

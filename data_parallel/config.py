@@ -18,7 +18,6 @@ import math
 from typing import Any, Mapping
 
 from common import config as config_lib
-from common import programs
 
 SCALINGS = ("none", "linear", "sqrt")
 OPTIMIZERS = ("sgd", "adam")
@@ -34,39 +33,69 @@ PROFILE_PHASES = ("input", "forward_loss", "gradients", "allreduce", "apply")
 
 
 
+def _profile_steps(name: str, value: Any) -> None:
+  if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    raise ValueError(f"--{name} must be a non-negative integer (0: no op profile), got {value!r}.")
+
+
+def _reference_batch(name: str, value: Any) -> None:
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise ValueError(f"--{name} must be a positive integer, got {value!r}.")
+
+
+def _warmup(name: str, value: Any) -> None:
+  if not value >= 0:
+    raise ValueError(f"--{name} must be >= 0, got {value}.")
+
+
+def _momentum(name: str, value: Any) -> None:
+  if not 0 <= value < 1:
+    raise ValueError(f"--{name} must be in [0, 1), got {value}.")
+
+
 @dataclasses.dataclass(frozen=True)
 class DataParallelConfig(config_lib.Config):
-  """`Config` plus the data-parallel program's own flags (same names).
+  """`Config` plus the data-parallel program's own settings (module docstring: the large-batch recipe; the op
+  profile of layer 1, `data_parallel.profile`; the benchmark-only straggler, `common.timing.straggle`)."""
+  TOGETHER = config_lib.Config.TOGETHER + ("num_devices", "finetune_optimizer", "finetune_momentum")
 
-  Attributes:
-    pretrain_lr_scaling: "none", "linear" or "sqrt": how the pretraining learning rate grows with
-      batch_size / reference_batch_size.
-    finetune_lr_scaling: the same for the finetuning learning rate and the finetuning batch.
-    reference_batch_size: the batch the given learning rates are meant for.
-    warmup_epochs: epochs of linear warm-up from the given to the scaled learning rate, at the start of
-      every layer's pretraining and of finetuning (0: none).
-    finetune_momentum: momentum of finetuning's SGD in [0, 1) (0: plain SGD, the report's).
-    finetune_optimizer: "sgd" (plain or with momentum) or "adam".
-    profile_steps: steps timed per phase in the op profile of layer 1 (0: no profile).
-    profile_repeats: timed repetitions of each phase of the op profile.
-    benchmark_slow_worker_delay_seconds: benchmark-only: replica 0 sleeps this long in every step between its
-      gradient and the all-reduce (a straggler that every replica waits for; `common.timing.straggle`).
-  """
-  strategy: str = programs.DATA_PARALLEL.name
-  pretrain_lr_scaling: str = "none"
-  finetune_lr_scaling: str = "none"
-  reference_batch_size: int = 100
-  warmup_epochs: float = 0.0
-  finetune_momentum: float = 0.0
-  finetune_optimizer: str = "sgd"
-  # Settings that do not change the mathematics (a resumed run may change them).
-  profile_steps: int = dataclasses.field(default=20, metadata=config_lib.NOT_TRAINING)
-  profile_repeats: int = dataclasses.field(default=3, metadata=config_lib.NOT_TRAINING)
-  benchmark_slow_worker_delay_seconds: float = dataclasses.field(default=0.0, metadata=config_lib.NOT_TRAINING)
+  pretrain_lr_scaling: str = config_lib.setting(
+      "none", "Multiply --pretrain_learning_rate by k (linear) or sqrt(k) (sqrt), k = batch / --reference_batch_size.",
+      choices=SCALINGS)
+  finetune_lr_scaling: str = config_lib.setting(
+      "none", "The same for --finetune_learning_rate, with k from the finetuning batch.", choices=SCALINGS)
+  reference_batch_size: int = config_lib.setting(
+      100, "The batch the given learning rates are tuned for (the report's 100).", check=_reference_batch)
+  warmup_epochs: float = config_lib.setting(
+      0.0, "Epochs of linear warm-up from the given to the scaled learning rate, per layer and for finetuning.",
+      check=_warmup)
+  finetune_momentum: float = config_lib.setting(
+      0.0, "Momentum of finetuning's SGD, in [0, 1) (0: plain SGD as in the report).", check=_momentum)
+  finetune_optimizer: str = config_lib.setting(
+      "sgd", "Finetuning's update rule: sgd (plain, or with --finetune_momentum) or adam (Kingma and Ba 2015).",
+      choices=OPTIMIZERS)
+  profile_steps: int = config_lib.setting(
+      20, "Steps timed per phase in the op profile of layer 1 (0: no profile).", check=_profile_steps, training=False)
+  profile_repeats: int = config_lib.setting(
+      3, "Timed repetitions of each phase of the op profile.", check=config_lib.positive_int, training=False)
+  benchmark_slow_worker_delay_seconds: float = config_lib.slow_worker_delay()
 
-  def __post_init__(self):
-    super().__post_init__()
-    check(dataclasses.asdict(self))
+  @classmethod
+  def check_together(cls, values: Mapping[str, Any]) -> None:
+    """The shared rules, Adam without momentum, and each global batch split evenly over the replicas.
+
+    Raises:
+      ValueError: one line naming the flag.
+    """
+    super().check_together(values)
+    if values.get("finetune_optimizer") == "adam" and values.get("finetune_momentum"):
+      raise ValueError("--finetune_momentum applies to --finetune_optimizer=sgd only, not to adam.")
+    g = values.get("num_devices")
+    if isinstance(g, int) and 1 <= g <= config_lib.MAX_LOGICAL_CPU_DEVICES:  # Other values: the shared check.
+      for name in ("batch_size", "finetune_batch_size"):
+        b = values.get(name)
+        if isinstance(b, int) and b >= 1:
+          config_lib.check_divisible(b, g, name)
 
   def pretrain_learning_rate_after_warmup(self) -> float:
     """The pretraining learning rate reached after the warm-up (the given one when not scaled)."""
@@ -118,42 +147,3 @@ def lr_warmup(factor: float, warmup_epochs: float, steps_per_epoch: int):
     return start + (1.0 - start) * progress
 
   return multiplier
-
-
-def check(values: Mapping[str, Any]) -> None:
-  """Validates the data-parallel fields (and that each global batch splits evenly over the replicas).
-
-  Raises:
-    ValueError: one line naming the flag.
-  """
-  for name in ("pretrain_lr_scaling", "finetune_lr_scaling"):
-    if name in values and values[name] not in SCALINGS:
-      raise ValueError(f"--{name} must be one of {', '.join(SCALINGS)}, got {values[name]!r}.")
-  if "reference_batch_size" in values:
-    v = values["reference_batch_size"]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-      raise ValueError(f"--reference_batch_size must be a positive integer, got {v!r}.")
-  if "warmup_epochs" in values and not values["warmup_epochs"] >= 0:
-    raise ValueError(f"--warmup_epochs must be >= 0, got {values['warmup_epochs']}.")
-  if "finetune_momentum" in values and not 0 <= values["finetune_momentum"] < 1:
-    raise ValueError(f"--finetune_momentum must be in [0, 1), got {values['finetune_momentum']}.")
-  if "finetune_optimizer" in values:
-    if values["finetune_optimizer"] not in OPTIMIZERS:
-      raise ValueError(f"--finetune_optimizer must be one of {', '.join(OPTIMIZERS)}, "
-                       f"got {values['finetune_optimizer']!r}.")
-    if values["finetune_optimizer"] == "adam" and values.get("finetune_momentum"):
-      raise ValueError("--finetune_momentum applies to --finetune_optimizer=sgd only, not to adam.")
-  if "profile_steps" in values:
-    v = values["profile_steps"]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-      raise ValueError(f"--profile_steps must be a non-negative integer (0: no op profile), got {v!r}.")
-  if "profile_repeats" in values:
-    v = values["profile_repeats"]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-      raise ValueError(f"--profile_repeats must be a positive integer, got {v!r}.")
-  g = values.get("num_devices")
-  if isinstance(g, int) and 1 <= g <= config_lib.MAX_LOGICAL_CPU_DEVICES:  # Other values: the shared check.
-    for name in ("batch_size", "finetune_batch_size"):
-      b = values.get(name)
-      if isinstance(b, int) and b >= 1:
-        config_lib.check_divisible(b, g, name)

@@ -19,23 +19,24 @@ from absl import logging
 from common import autoencoder
 from common import cost
 from common import lifecycle
-from common import programs
 from common import progress as progress_lib
 from common import replica_steps
 from common import timing
 from data_parallel import config as config_lib
 from data_parallel import profile as profile_lib
+from data_parallel import program
 from data_parallel import replicas
 
 
-def run(config: config_lib.DataParallelConfig,
-        on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
-  """Pretrains data parallel, finetunes data parallel, exports, and writes the run record.
+def train(config: config_lib.DataParallelConfig,
+          on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
+  """Pretrains data parallel, finetunes data parallel, exports, and writes the run record
+  (`common.lifecycle.train`).
 
   Args:
     config: the run's configuration; `num_devices` replicas (per worker with TF_CONFIG), `batch_size`
       and the finetuning batch are global batches divisible by the number of replicas.
-    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
 
   Returns:
     The run record (`common.runlog`) plus "profile" (layer 1's op profile, when profile_steps > 0) and
@@ -45,41 +46,45 @@ def run(config: config_lib.DataParallelConfig,
     ValueError: a global batch is not divisible by the replicas, or the devices cannot be made.
     common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
+  return lifecycle.train(program.PROGRAM, config, on_checkpoint)
+
+
+def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
+  """The schedule hook: the greedy order, every step's batch split over the replicas of `run.distribution`."""
+  config = run.config
   # With TF_CONFIG every worker runs this under MultiWorkerMirroredStrategy (docs/multi_host.md).
-  run_ = lifecycle.start(config, programs.DATA_PARALLEL, on_checkpoint=on_checkpoint)
-  strategy, device_setup = run_.strategy, run_.devices
-  images = replica_steps.replica_resident(strategy, run_.mnist.train_images)
-  hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train
-  pretrain_state = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
+  distribution, device_setup = run.distribution, run.devices
+  images = replica_steps.replica_resident(distribution, run.data.train_images)
+  hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run.data.num_train
+  pretrain_state = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
   histories = pretrain_state["layers"]
   work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   learning_rate = config.pretrain_learning_rate_after_warmup()
   first = True  # --profile_dir traces the first epoch this process trains.
-  for i, layer in enumerate(run_.layers):
+  for i, layer in enumerate(run.layers):
     if len(histories[i]) >= epochs and (i > 0 or "profile" in pretrain_state or not config.profile_steps):
       continue
-    trainer = autoencoder.LayerTrainer(layer, run_.layers[:i], images, config.seed, config.corruption,
-                                       config.batch_size, kernels=run_.kernels)
+    trainer = autoencoder.LayerTrainer(layer, run.layers[:i], images, config.seed, config.corruption,
+                                       config.batch_size, kernels=run.kernels)
     lr_multiplier = config_lib.lr_warmup(learning_rate / config.pretrain_learning_rate, config.warmup_epochs,
-                                 trainer.steps_per_epoch)
-    dp = replicas.DataParallelTrainer(strategy, trainer, lr_multiplier,
+                                         trainer.steps_per_epoch)
+    dp = replicas.DataParallelTrainer(distribution, trainer, lr_multiplier,
                                       config.benchmark_slow_worker_delay_seconds)
-    with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
+    with run.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
       dp.compile()
     if i == 0 and config.profile_steps and "profile" not in pretrain_state:
-      with run_.timer.phase("profile"):
+      with run.timer.phase("profile"):
         pretrain_state["profile"] = profile_lib.profile_layer(dp, config.profile_steps, config.profile_repeats)
       logging.info("Op profile of layer 1, seconds per epoch: %s", ", ".join(
           f"{k} {v:.3f}" for k, v in pretrain_state["profile"]["seconds_per_epoch"].items()))
-    trained = run_.train_layer(i, dp.epoch_function(), trainer.steps_per_epoch, learning_rate, progress, work[i],
+    trained = run.train_layer(i, dp.epoch_function(), trainer.steps_per_epoch, learning_rate, progress, work[i],
                                first)
     first = first and not trained
   progress.close()
   devices = ",".join(device_setup.names)
   record = {
-      "strategy": config.strategy,
       "layers": [{"index": i + 1, "units": u, "device": devices, "epochs": histories[i]} for i, u in enumerate(hidden)],
       "pretrain_seconds": sum(e["seconds"] for h in histories for e in h),
       "learning_rates": {
@@ -95,11 +100,16 @@ def run(config: config_lib.DataParallelConfig,
   if config.benchmark_slow_worker_delay_seconds:
     record["benchmark_only"] = timing.straggler_record(config.benchmark_slow_worker_delay_seconds)
   logging.info("Pretrained %d layer(s) on %d replica(s) in %.1f s (steady-state training time).", len(hidden),
-               strategy.num_replicas_in_sync, record["pretrain_seconds"])
-  finetune_lr_multiplier = None
+               distribution.num_replicas_in_sync, record["pretrain_seconds"])
+  return record
+
+
+def finetune_options(run: lifecycle.Run) -> Dict[str, Any]:
+  """The finetuning hook: the recipe's learning rate, warm-up and update rule."""
+  config = run.config
+  lr_multiplier = None
   if config.finetune_epochs:
-    steps = n // config.effective_finetune_batch_size
-    finetune_lr_multiplier = config_lib.lr_warmup(config.finetune_warmup_factor(), config.warmup_epochs, steps)
-  return lifecycle.finish(run_, record, strategy=strategy, finetune_options=dict(
-      learning_rate=config.finetune_learning_rate_after_warmup(), lr_multiplier=finetune_lr_multiplier,
-      rule=config.finetune_update_rule()))
+    steps = run.data.num_train // config.effective_finetune_batch_size
+    lr_multiplier = config_lib.lr_warmup(config.finetune_warmup_factor(), config.warmup_epochs, steps)
+  return dict(learning_rate=config.finetune_learning_rate_after_warmup(), lr_multiplier=lr_multiplier,
+              rule=config.finetune_update_rule())

@@ -15,17 +15,18 @@ from common import autoencoder
 from common import cost
 from common import config as config_lib
 from common import lifecycle
-from common import programs
 from common import progress as progress_lib
 from common import timing
+from greedy import program
 
 
-def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
-  """Pretrains greedily, finetunes, exports, and writes the run record.
+def train(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None
+          ) -> Dict[str, Any]:
+  """Pretrains greedily, finetunes, exports, and writes the run record (`common.lifecycle.train`).
 
   Args:
     config: the run's configuration (`num_devices` > 1 is allowed; only the first device is used).
-    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
 
   Returns:
     The run record (see `common.runlog`); "layers" holds every layer's per-epoch loss and seconds.
@@ -33,33 +34,38 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.R
   Raises:
     common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
-  run_ = lifecycle.start(config, programs.GREEDY, on_checkpoint=on_checkpoint)
-  device = run_.devices.names[0]
+  return lifecycle.train(program.PROGRAM, config, on_checkpoint)
+
+
+def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
+  """The schedule hook: every layer for its remaining epochs, bottom first, on the first device; returns the
+  program's part of the run record ("layers", "pretrain_seconds")."""
+  config = run.config
+  device = run.devices.names[0]
   with tf.device(device):
-    images = tf.constant(run_.mnist.train_images)
-  hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run_.mnist.num_train
-  histories = run_.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})["layers"]
+    images = tf.constant(run.data.train_images)
+  hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run.data.num_train
+  histories = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})["layers"]
   work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   first = True  # --profile_dir traces the first epoch this process trains (tracing and compilation left out).
-  for i, layer in enumerate(run_.layers):
+  for i, layer in enumerate(run.layers):
     if len(histories[i]) >= epochs:
       continue
-    trainer = autoencoder.LayerTrainer(layer, run_.layers[:i], images, config.seed, config.corruption,
-                                       config.batch_size, device, run_.kernels)
+    trainer = autoencoder.LayerTrainer(layer, run.layers[:i], images, config.seed, config.corruption,
+                                       config.batch_size, device, run.kernels)
     epoch_fn = tf.function(trainer.run_steps)
-    with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
+    with run.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
       epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
-    trained = run_.train_layer(i, epoch_fn, trainer.steps_per_epoch, config.pretrain_learning_rate, progress,
-                               work[i], first)
+    trained = run.train_layer(i, epoch_fn, trainer.steps_per_epoch, config.pretrain_learning_rate, progress,
+                              work[i], first)
     first = first and not trained
   progress.close()
   record = {
-      "strategy": config.strategy,
       "layers": [{"index": i + 1, "units": u, "device": device, "epochs": histories[i]} for i, u in enumerate(hidden)],
       "pretrain_seconds": sum(e["seconds"] for h in histories for e in h),
   }
   logging.info("Pretrained %d layer(s) in %.1f s (steady-state training time).", len(hidden),
                record["pretrain_seconds"])
-  return lifecycle.finish(run_, record)
+  return record

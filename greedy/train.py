@@ -7,7 +7,7 @@ Usage: python -m greedy.train [--hidden_units=2000,2000 --pretrain_epochs=30 ...
 """
 
 from common import cli
-from common import programs
+from greedy import program
 
 if __name__ == "__main__":
-  cli.main(programs.GREEDY)
+  cli.main(program.PROGRAM)

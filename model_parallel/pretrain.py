@@ -8,7 +8,7 @@ executed one layer after another: this module only places layer j of a group on 
 concurrently.
 """
 
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from absl import logging
 
@@ -17,11 +17,13 @@ from common import devices as devices_lib
 from common import layerwise_schedule as schedule_lib
 from common import layerwise_training
 from common import lifecycle
-from common import programs
+from model_parallel import program
 
 
-def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
-  """Pretrains model-parallel on `config.num_devices` devices, finetunes, exports, writes the run record.
+def train(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None
+          ) -> Dict[str, Any]:
+  """Pretrains model-parallel on `config.num_devices` devices, finetunes, exports, writes the run record
+  (`common.lifecycle.train`).
 
   Layer i (0-based) goes to group i // G and device i % G. With TF_CONFIG (`common.cluster`) the
   "worker" tasks only serve their devices and block, and the "chief" task runs the same schedule as a
@@ -30,7 +32,7 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.R
 
   Args:
     config: the run's configuration.
-    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
 
   Returns:
     The run record: the common fields plus "schedule" (groups, per-step wall, busy, copy and idle
@@ -40,21 +42,27 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.R
     ValueError: the devices cannot be made. common.errors.UserError subclasses for missing data,
       divergence, or a mismatched checkpoint.
   """
-  def schedule_on(setup: devices_lib.DeviceSetup) -> schedule_lib.Schedule:
-    return schedule_lib.Schedule(len(config.hidden_units), len(setup.names), config.pretrain_epochs)
+  return lifecycle.train(program.PROGRAM, config, on_checkpoint)
 
-  def place(setup: devices_lib.DeviceSetup):
-    schedule = schedule_on(setup)
-    return [setup.names[schedule.position(i)] for i in range(schedule.num_layers)]
 
-  run_ = lifecycle.start(config, programs.MODEL_PARALLEL, place=place, on_checkpoint=on_checkpoint)
-  schedule = schedule_on(run_.devices)
-  num_devices = len(run_.devices.names)
+def plan(config: config_lib.Config, setup: devices_lib.DeviceSetup) -> schedule_lib.Schedule:
+  """The layout hook: groups of G = the run's devices layers (`common.layerwise_schedule`)."""
+  return schedule_lib.Schedule(len(config.hidden_units), len(setup.names), config.pretrain_epochs)
+
+
+def place(schedule: schedule_lib.Schedule, setup: devices_lib.DeviceSetup) -> List[str]:
+  """The placement hook: layer j of a group on device j."""
+  return [setup.names[schedule.position(i)] for i in range(schedule.num_layers)]
+
+
+def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
+  """The schedule hook: the groups' steps, the active layers of a step concurrently, one per device."""
+  schedule, num_devices = run.plan, len(run.devices.names)
   if num_devices > schedule.num_layers:
     logging.warning("%d devices but only %d layer(s): %d device(s) stay idle.", num_devices,
                     schedule.num_layers, num_devices - schedule.num_layers)
   logging.info("Model parallel: %s", "; ".join(
-      f"group {g + 1}: " + ", ".join(f"layer {i + 1} on {devices_lib.short_name(run_.layer_devices[i])}"
+      f"group {g + 1}: " + ", ".join(f"layer {i + 1} on {devices_lib.short_name(run.layer_devices[i])}"
                                      for i in members)
       for g, members in enumerate(schedule.groups)))
-  return layerwise_training.run_schedule(run_, schedule, concurrent=True)
+  return layerwise_training.run_schedule(run, schedule, concurrent=True)

@@ -10,7 +10,7 @@ Usage: python -m model_parallel.train --num_devices=2 [--hidden_units=2000,2000 
 """
 
 from common import cli
-from common import programs
+from model_parallel import program
 
 if __name__ == "__main__":
-  cli.main(programs.MODEL_PARALLEL)
+  cli.main(program.PROGRAM)

@@ -1,11 +1,10 @@
-"""The pipeline_parallel configuration: the shared `Config` plus the chunk size of the pipeline."""
+"""The pipeline_parallel configuration: the shared `Config` plus the chunk size and the replicas per stage."""
 
 import dataclasses
 import os
 from typing import Any, Mapping
 
 from common import config as config_lib
-from common import programs
 
 # Steps per chunk, K: the fastest of 1..32 at the default batch (100) in the sweep of docs/pipeline_parallel.md,
 # "Speed" (at batch 1000, K = 1 was fastest). A smaller K shortens
@@ -14,48 +13,50 @@ from common import programs
 DEFAULT_CHUNK_STEPS = 4
 
 
+def _chunk_steps(name: str, value: Any) -> None:
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise ValueError(f"--{name} must be a positive integer (steps per chunk), got {value!r}.")
+
+
+def _replicas(name: str, value: Any) -> None:
+  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    raise ValueError(f"--{name} must be a positive integer (devices per stage), got {value!r}.")
+
+
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig(config_lib.Config):
-  """`Config` plus the pipeline's own fields.
+  """`Config` plus the pipeline's own settings; the weights depend on neither."""
+  TOGETHER = config_lib.Config.TOGETHER + ("replicas_per_stage", "num_devices")
 
-  Attributes:
-    pipeline_chunk_steps: K, the steps a stage trains between two exchanges of activations with its neighbours
-      (clamped to the steps of one epoch). The weights do not depend on it.
-    replicas_per_stage: R, the devices each stage is replicated on, splitting every batch (num_devices and the
-      batch must be multiples of R). The weights do not depend on it.
-  """
-  strategy: str = programs.PIPELINE_PARALLEL.name
-  pipeline_chunk_steps: int = DEFAULT_CHUNK_STEPS
-  replicas_per_stage: int = 1
+  pipeline_chunk_steps: int = config_lib.setting(
+      DEFAULT_CHUNK_STEPS, "Steps each stage trains between two exchanges of activations with the neighbouring stages "
+      "(K, clamped to the steps of one epoch); smaller shortens the pipeline fill, larger means fewer exchanges; the "
+      "weights do not depend on it (the sweep over K: docs/pipeline_parallel.md, 'Speed').", check=_chunk_steps)
+  replicas_per_stage: int = config_lib.setting(
+      1, "Devices per stage, R: each stage is replicated on R devices that split every batch and all-reduce their "
+      "gradients (pipeline x data parallelism), on P = min(devices / R, layers) stages; --num_devices and "
+      "--batch_size must be multiples of R; the weights do not depend on it (docs/pipeline_parallel.md).",
+      check=_replicas)
 
-  def __post_init__(self):
-    super().__post_init__()
-    check(dataclasses.asdict(self))
+  @classmethod
+  def check_together(cls, values: Mapping[str, Any]) -> None:
+    """The shared rules, and the batch and the devices multiples of the replicas per stage.
 
-
-def check(values: Mapping[str, Any]) -> None:
-  """Validates the pipeline's own fields.
-
-  Raises:
-    ValueError: one line naming the flag.
-  """
-  if "pipeline_chunk_steps" in values:
-    v = values["pipeline_chunk_steps"]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-      raise ValueError(f"--pipeline_chunk_steps must be a positive integer (steps per chunk), got {v!r}.")
-  r = values.get("replicas_per_stage")
-  if r is None:
-    return
-  if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-    raise ValueError(f"--replicas_per_stage must be a positive integer (devices per stage), got {r!r}.")
-  b = values.get("batch_size")
-  if isinstance(b, int) and b >= 1 and b % r:
-    raise ValueError(f"--batch_size={b} is not divisible by --replicas_per_stage={r}: each replica takes an equal "
-                     f"share of every batch; use e.g. --batch_size={b - b % r or r}.")
-  # In a cluster the devices are the workers' (num_devices each): `check_devices` checks them once known.
-  g = values.get("num_devices")
-  if isinstance(g, int) and g >= 1 and not os.environ.get("TF_CONFIG"):
-    check_devices(g, r)
+    Raises:
+      ValueError: one line naming the flags.
+    """
+    super().check_together(values)
+    r = values.get("replicas_per_stage")
+    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+      return  # Its own check reports it.
+    b = values.get("batch_size")
+    if isinstance(b, int) and b >= 1 and b % r:
+      raise ValueError(f"--batch_size={b} is not divisible by --replicas_per_stage={r}: each replica takes an equal "
+                       f"share of every batch; use e.g. --batch_size={b - b % r or r}.")
+    # In a cluster the devices are the workers' (num_devices each): `check_devices` checks them once known.
+    g = values.get("num_devices")
+    if isinstance(g, int) and g >= 1 and not os.environ.get("TF_CONFIG"):
+      check_devices(g, r)
 
 
 def check_devices(devices: int, replicas_per_stage: int) -> None:

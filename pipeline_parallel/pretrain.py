@@ -43,11 +43,11 @@ from common import cost
 from common import devices as devices_lib
 from common import errors
 from common import lifecycle
-from common import programs
 from common import progress as progress_lib
 from common import timing
 from pipeline_parallel import config as config_lib
 from pipeline_parallel import placement
+from pipeline_parallel import program
 from pipeline_parallel import stages as stages_lib
 
 
@@ -104,9 +104,10 @@ def make_plan(config: config_lib.PipelineConfig, num_devices: int) -> placement.
                             config.pretrain_epochs, config.pipeline_chunk_steps, config.replicas_per_stage)
 
 
-def run(config: config_lib.PipelineConfig,
-        on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
-  """Pretrains layer-pipelined on `config.num_devices` devices, finetunes, exports, writes the run record.
+def train(config: config_lib.PipelineConfig,
+          on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
+  """Pretrains layer-pipelined on `config.num_devices` devices, finetunes, exports, writes the run record
+  (`common.lifecycle.train`).
 
   With TF_CONFIG (`common.cluster`, started by `python -m common.launch`) the "worker" tasks serve their
   devices and the "chief" task runs the pipeline on them as a client: stage p on device p of the
@@ -115,7 +116,7 @@ def run(config: config_lib.PipelineConfig,
 
   Args:
     config: the run's configuration.
-    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
 
   Returns:
     The run record: the common fields (per layer "epochs" with the mean training loss of each epoch,
@@ -128,60 +129,70 @@ def run(config: config_lib.PipelineConfig,
     ValueError: the devices cannot be made. common.errors.UserError subclasses for missing data,
       divergence, or a mismatched checkpoint.
   """
-  hidden = config.hidden_units
+  return lifecycle.train(program.PROGRAM, config, on_checkpoint)
 
-  def stage_devices(setup: devices_lib.DeviceSetup) -> List[List[str]]:
-    return make_plan(config, len(setup.names)).stage_devices(setup.names)
 
-  def place(setup: devices_lib.DeviceSetup) -> List[str]:
-    devices = stage_devices(setup)
-    return [devices[p][0] for p, stage in enumerate(make_plan(config, len(setup.names)).stages) for _ in stage]
+def plan(config: config_lib.PipelineConfig, setup: devices_lib.DeviceSetup) -> placement.Plan:
+  """The layout hook: the stages on the run's devices (`make_plan`)."""
+  return make_plan(config, len(setup.names))
 
-  extra = []
 
-  def trackables(setup: devices_lib.DeviceSetup) -> Dict[str, Any]:
-    plan = make_plan(config, len(setup.names))
-    extra.extend([InFlight(plan, stage_devices(setup)),
-                  ReplicaLayers(plan, stage_devices(setup), config.seed, config.precision)])
-    return {"in_flight": extra[0]} if plan.replicas_per_stage == 1 else {"in_flight": extra[0], "replicas": extra[1]}
+def place(plan_: placement.Plan, setup: devices_lib.DeviceSetup) -> List[str]:
+  """The placement hook: every layer of stage p on stage p's first device (its replicas' copies: `ReplicaLayers`)."""
+  devices = plan_.stage_devices(setup.names)
+  return [devices[p][0] for p, stage in enumerate(plan_.stages) for _ in stage]
 
-  run_ = lifecycle.start(config, programs.PIPELINE_PARALLEL, place=place, on_checkpoint=on_checkpoint,
-                         extra_trackables=trackables)
-  plan = make_plan(config, len(run_.devices.names))
-  devices = stage_devices(run_.devices)
-  used = plan.num_stages * plan.replicas_per_stage
-  if len(run_.devices.names) > used:
+
+def checkpoint_objects(plan_: placement.Plan, setup: devices_lib.DeviceSetup,
+                       config: config_lib.PipelineConfig) -> Dict[str, Any]:
+  """The checkpoint hook: the in-flight activations, and the replicas' layer copies when R > 1."""
+  devices = plan_.stage_devices(setup.names)
+  objects = {"in_flight": InFlight(plan_, devices)}
+  if plan_.replicas_per_stage > 1:
+    objects["replicas"] = ReplicaLayers(plan_, devices, config.seed, config.precision)
+  return objects
+
+
+def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
+  """The schedule hook: the plan's ticks from where the checkpoint left off."""
+  plan_, hidden = run.plan, run.config.hidden_units
+  devices = plan_.stage_devices(run.devices.names)
+  used = plan_.num_stages * plan_.replicas_per_stage
+  if len(run.devices.names) > used:
     logging.warning("%d devices but only %d layer(s) x %d replica(s): %d device(s) stay idle.",
-                    len(run_.devices.names), len(hidden), plan.replicas_per_stage, len(run_.devices.names) - used)
+                    len(run.devices.names), len(hidden), plan_.replicas_per_stage, len(run.devices.names) - used)
   logging.info("Pipeline: %s; chunks of %d steps, %d ticks (fill %d); predicted balance %.3f (mean / largest "
                "stage FLOPs).", "; ".join(
                    f"stage {p + 1} on {', '.join(devices_lib.short_name(d) for d in devices[p])}: layers "
-                   f"{', '.join(str(i + 1) for i in stage)}" for p, stage in enumerate(plan.stages)),
-               plan.chunk_steps, plan.num_ticks, plan.num_stages - 1, plan.predicted_balance)
-  return _pretrain(run_, plan, devices, *extra)
+                   f"{', '.join(str(i + 1) for i in stage)}" for p, stage in enumerate(plan_.stages)),
+               plan_.chunk_steps, plan_.num_ticks, plan_.num_stages - 1, plan_.predicted_balance)
+  in_flight = run.checkpoint_objects["in_flight"]
+  copies = run.checkpoint_objects["replicas"].copies if "replicas" in run.checkpoint_objects else [
+      [] for _ in plan_.stages]
+  return _pretrain(run, plan_, devices, in_flight, copies)
 
 
-def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[List[str]], in_flight: InFlight,
-              replica_layers: ReplicaLayers) -> Dict[str, Any]:
-  """Runs the ticks of `plan` from where the checkpoint left off, then finishes the run."""
-  config = run_.config
-  hidden, n, b = config.hidden_units, run_.mnist.num_train, config.batch_size
+def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]], in_flight: InFlight,
+              copies: List[List[List[autoencoder.DenoisingAutoencoder]]]) -> Dict[str, Any]:
+  """Runs the ticks of `plan` from where the checkpoint left off; returns the program's part of the run record."""
+  config = run.config
+  hidden, n, b = config.hidden_units, run.data.num_train, config.batch_size
   steps_per_epoch = n // b
   images = []
   for device in devices[0]:
     with tf.device(device):
-      images.append(tf.constant(run_.mnist.train_images))
+      images.append(tf.constant(run.data.train_images))
   pipeline = stages_lib.Pipeline([
-      stages_lib.Stage([[run_.layers[i] for i in stage]] + replica_layers.copies[p], devices[p],
+      stages_lib.Stage([[run.layers[i] for i in stage]] + copies[p], devices[p],
                        p < plan.num_stages - 1, images if p == 0 else None, config.seed, config.corruption, b,
-                       run_.kernels)
+                       run.kernels)
       for p, stage in enumerate(plan.stages)])
-  state = run_.state.setdefault("pretrain", {
+  state = run.state.setdefault("pretrain", {
       "layers": [[] for _ in hidden], "tick": 0, "busy_seconds": [0.0] * plan.num_stages,
       "wall_seconds": 0.0, "partial": [{"loss_sum": 0.0, "steps": 0, "since": 0.0} for _ in hidden]})
   histories, partial = state["layers"], state["partial"]
   stage_of = {i: (p, m) for p, stage in enumerate(plan.stages) for m, i in enumerate(stage)}
-  with run_.timer.phase(timing.COMPILE_PHASE):  # Tracing (and XLA compilation); learning rate 0 changes nothing.
+  with run.timer.phase(timing.COMPILE_PHASE):  # Tracing (and XLA compilation); learning rate 0 changes nothing.
     warm = []
     for stage in pipeline.stages[1:]:
       for device in stage.devices:
@@ -198,7 +209,7 @@ def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[List[str]
     firsts = tf.constant([f for f, _ in work], tf.int32)
     counts = tf.constant([c for _, c in work], tf.int32)
     trace = config.profile_dir if k == min(plan.num_stages - 1, plan.num_ticks - 1) else None
-    with timing.trace(trace), run_.training():
+    with timing.trace(trace), run.training():
       losses, inputs, starts, ends = pipeline.tick(firsts, counts, lr, *inputs)
       losses = [l.numpy() for l in losses]
       starts, ends = starts.numpy(), ends.numpy()
@@ -208,23 +219,22 @@ def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[List[str]
     elif state["busy_seconds"] is not None:
       for p, (_, count) in enumerate(work):
         state["busy_seconds"][p] += float(ends[p] - starts[p]) if count else 0.0
-    ended = _account(losses, work, plan, partial, histories, stage_of, steps_per_epoch, run_.pretrain_elapsed)
-    run_.end_epochs(ended, steps_per_epoch * b)
+    ended = _account(losses, work, plan, partial, histories, stage_of, steps_per_epoch, run.pretrain_elapsed)
+    run.end_epochs(ended, steps_per_epoch * b)
     if ended:
       _log(progress, ended, histories, devices, stage_of, config.pretrain_epochs, steps_per_epoch * b)
     # A checkpoint when layer 1 has crossed an epoch boundary in this tick, and at the end.
     first, count = work[0]
     if k == plan.num_ticks - 1 or (first + count) // steps_per_epoch > first // steps_per_epoch:
       state["tick"] = k + 1
-      with run_.timer.phase("checkpoint_in_flight"):
+      with run.timer.phase("checkpoint_in_flight"):
         in_flight.store(inputs)
-      run_.save()
+      run.save()
   progress.close()
   state["tick"] = plan.num_ticks
-  wall = run_.pretrain_elapsed
+  wall = run.pretrain_elapsed
   busy = state["busy_seconds"]
   record = {
-      "strategy": config.strategy,
       "layers": [{"index": i + 1, "units": u, "device": ",".join(devices[stage_of[i][0]]),
                   "stage": stage_of[i][0] + 1, "epochs": histories[i]} for i, u in enumerate(hidden)],
       "pipeline": dict(plan.describe(), devices=[d[0] for d in devices] if plan.replicas_per_stage == 1 else devices,
@@ -235,7 +245,7 @@ def _pretrain(run_: lifecycle.Run, plan: placement.Plan, devices: List[List[str]
   }
   logging.info("Pretrained %d layer(s) in %.1f s on %d stage(s) (busy %s s per stage).", len(hidden), wall,
                plan.num_stages, ", ".join(f"{x:.1f}" for x in busy) if busy is not None else "unknown")
-  return lifecycle.finish(run_, record)
+  return record
 
 
 def _account(losses: List[np.ndarray], work, plan: placement.Plan, partial: List[Dict[str, float]],

@@ -18,15 +18,17 @@ from common import config as config_lib
 from common import layerwise_schedule as schedule_lib
 from common import layerwise_training
 from common import lifecycle
-from common import programs
+from sync_layerwise import program
 
 
-def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
-  """Pretrains with the synchronized layer-wise schedule, finetunes, exports, writes the run record.
+def train(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None
+          ) -> Dict[str, Any]:
+  """Pretrains with the synchronized layer-wise schedule, finetunes, exports, writes the run record
+  (`common.lifecycle.train`).
 
   Args:
     config: the run's configuration (`num_devices` > 1 is allowed; only the first device is used).
-    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
 
   Returns:
     The run record, with the same fields as model_parallel's (`layerwise_training.run_schedule`); its
@@ -36,7 +38,11 @@ def run(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.R
     ValueError: the devices cannot be made. common.errors.UserError subclasses for missing data,
       divergence, or a mismatched checkpoint.
   """
-  run_ = lifecycle.start(config, programs.SYNC_LAYERWISE, on_checkpoint=on_checkpoint)  # All on the first device.
-  layers = len(config.hidden_units)
-  return layerwise_training.run_schedule(run_, schedule_lib.Schedule(layers, layers, config.pretrain_epochs),
+  return lifecycle.train(program.PROGRAM, config, on_checkpoint)
+
+
+def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
+  """The schedule hook: one group of all H layers, one layer after another on the first device."""
+  layers = len(run.config.hidden_units)
+  return layerwise_training.run_schedule(run, schedule_lib.Schedule(layers, layers, run.config.pretrain_epochs),
                                          concurrent=False)

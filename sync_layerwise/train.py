@@ -9,7 +9,7 @@ Usage: python -m sync_layerwise.train [--hidden_units=2000,2000 --pretrain_epoch
 """
 
 from common import cli
-from common import programs
+from sync_layerwise import program
 
 if __name__ == "__main__":
-  cli.main(programs.SYNC_LAYERWISE)
+  cli.main(program.PROGRAM)

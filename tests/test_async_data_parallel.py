@@ -65,9 +65,9 @@ def _run(tmp_path, name, env=None, **kw):
 
 
 def _greedy(tmp_path, name, **kw):
-  config = config_lib.Config(strategy=programs.GREEDY.name, results_dir=str(tmp_path), run_name=name,
+  config = config_lib.Config(program=programs.GREEDY.name, results_dir=str(tmp_path), run_name=name,
                              export_weights=str(tmp_path / f"{name}.npz"), **dict(BASE, **kw))
-  return greedy.run(config), runlog.load_weights(str(tmp_path / f"{name}.npz"))
+  return greedy.train(config), runlog.load_weights(str(tmp_path / f"{name}.npz"))
 
 
 @pytest.fixture(scope="module")

@@ -39,9 +39,9 @@ def _dp(tmp_path, name, **kw):
 def greedy_run(tmp_path_factory):
   """Greedy at the same global batch: (record, exported weights)."""
   tmp = tmp_path_factory.mktemp(programs.GREEDY.name)
-  config = common_config.Config(strategy=programs.GREEDY.name, results_dir=str(tmp), run_name=programs.GREEDY.name,
+  config = common_config.Config(program=programs.GREEDY.name, results_dir=str(tmp), run_name=programs.GREEDY.name,
                                 export_weights=str(tmp / "greedy.npz"), **BASE)
-  record = greedy.run(config)
+  record = greedy.train(config)
   return record, runlog.load_weights(str(tmp / "greedy.npz"))
 
 
@@ -53,7 +53,7 @@ def _assert_same_weights(got, want):
 
 def test_two_replicas_export_the_weights_greedy_exports(tmp_path, greedy_run):
   greedy_record, want = greedy_run
-  record = pretrain.run(_dp(tmp_path, "dp"))
+  record = pretrain.train(_dp(tmp_path, "dp"))
   got = runlog.load_weights(str(tmp_path / "dp.npz"))
   _assert_same_weights(got, want)
   # The weights moved far from their initial values, so the comparison is not trivially true.
@@ -98,9 +98,9 @@ def test_resume_after_a_crash_ends_with_greedys_weights(tmp_path, greedy_run):
       raise Crash()
 
   with pytest.raises(Crash):
-    pretrain.run(_dp(tmp_path, "dp", model_dir=model_dir, finetune_epochs=0), on_checkpoint=crash_inside_layer_2)
+    pretrain.train(_dp(tmp_path, "dp", model_dir=model_dir, finetune_epochs=0), on_checkpoint=crash_inside_layer_2)
   # Resumed with --profile_dir: the first epoch trained (layer 2's second) is traced for TensorBoard.
-  record = pretrain.run(_dp(tmp_path, "dp", model_dir=model_dir, finetune_epochs=0, profile_repeats=1,
+  record = pretrain.train(_dp(tmp_path, "dp", model_dir=model_dir, finetune_epochs=0, profile_repeats=1,
                             profile_dir=str(tmp_path / "trace")))
   assert record["resumed"] and [len(l["epochs"]) for l in record["layers"]] == [2, 2]
   assert record["profile"]["repeats"] == 2  # measured before the crash, kept in the checkpoint
@@ -223,7 +223,7 @@ def test_the_benchmark_only_straggler_delays_but_changes_nothing(tmp_path, greed
   """--benchmark_slow_worker_delay_seconds: replica 0 sleeps in every step before the all-reduce; every replica waits
   for it (synchronous SGD), the weights are greedy's, and the record names the benchmark-only setting."""
   _, want = greedy_run
-  record = pretrain.run(_dp(tmp_path, "slow", profile_steps=0, finetune_epochs=0,
+  record = pretrain.train(_dp(tmp_path, "slow", profile_steps=0, finetune_epochs=0,
                             benchmark_slow_worker_delay_seconds=0.002))
   _assert_same_weights(runlog.load_weights(str(tmp_path / "slow.npz")), want)
   assert record["benchmark_only"]["slow_worker_delay_seconds"] == 0.002 and record["benchmark_only"]["slow_worker"] == 0

@@ -20,7 +20,7 @@ SMALL = ["--hidden_units=64,32", "--pretrain_epochs=2", "--finetune_epochs=2", f
 
 
 def _config(tmp_path, **kw):
-  base = dict(strategy=programs.GREEDY.name, hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0,
+  base = dict(program=programs.GREEDY.name, hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0,
               train_examples=SLICE_EXAMPLES, batch_size=50, pretrain_learning_rate=0.01, seed=1,
               results_dir=str(tmp_path / "runs"), run_name="run")
   base.update(kw)
@@ -30,7 +30,7 @@ def _config(tmp_path, **kw):
 def test_finetuning_beats_chance_by_far_and_record_is_complete(tmp_path):
   config = _config(tmp_path, hidden_units=(256,), pretrain_epochs=3, finetune_epochs=5, train_examples=5000,
                    export_weights=str(tmp_path / "w.npz"))
-  record = pretrain.run(config)
+  record = pretrain.train(config)
   assert record["finetune"]["test_accuracy"] > 0.85  # chance is 0.10
   # The reconstruction loss falls from epoch to epoch.
   losses = [e["loss"] for e in record["layers"][0]["epochs"]]
@@ -60,9 +60,9 @@ def test_finetuning_beats_chance_by_far_and_record_is_complete(tmp_path):
 
 
 def test_same_seed_same_weights_and_seed_matters(tmp_path):
-  a = pretrain.run(_config(tmp_path, export_weights=str(tmp_path / "a.npz"), pretrain_epochs=1))
-  b = pretrain.run(_config(tmp_path, export_weights=str(tmp_path / "b.npz"), pretrain_epochs=1))
-  c = pretrain.run(_config(tmp_path, export_weights=str(tmp_path / "c.npz"), pretrain_epochs=1, seed=2))
+  a = pretrain.train(_config(tmp_path, export_weights=str(tmp_path / "a.npz"), pretrain_epochs=1))
+  b = pretrain.train(_config(tmp_path, export_weights=str(tmp_path / "b.npz"), pretrain_epochs=1))
+  c = pretrain.train(_config(tmp_path, export_weights=str(tmp_path / "c.npz"), pretrain_epochs=1, seed=2))
   wa, wb, wc = (runlog.load_weights(str(tmp_path / f"{n}.npz")) for n in "abc")
   for key in wa:
     np.testing.assert_array_equal(wa[key], wb[key])
@@ -103,9 +103,9 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
 
 def test_resume_refuses_a_different_configuration(tmp_path):
   model_dir = str(tmp_path / "model")
-  pretrain.run(_config(tmp_path, model_dir=model_dir, pretrain_epochs=1))
+  pretrain.train(_config(tmp_path, model_dir=model_dir, pretrain_epochs=1))
   with pytest.raises(errors.ResumeMismatchError, match="pretrain_learning_rate"):
-    pretrain.run(_config(tmp_path, model_dir=model_dir, pretrain_epochs=1, pretrain_learning_rate=0.02))
+    pretrain.train(_config(tmp_path, model_dir=model_dir, pretrain_epochs=1, pretrain_learning_rate=0.02))
 
 
 def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path):
@@ -116,9 +116,9 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
       run.layers[0].kernel.assign(tf.fill(run.layers[0].kernel.shape, float("nan")))
 
   with pytest.raises(errors.TrainingDivergedError, match="layer 1 became nan in epoch 2"):
-    pretrain.run(_config(tmp_path, model_dir=model_dir), on_checkpoint=poison_after_first_epoch)
+    pretrain.train(_config(tmp_path, model_dir=model_dir), on_checkpoint=poison_after_first_epoch)
   # The checkpoint on disk is the good one after epoch 1: resuming finishes with finite weights.
-  record = pretrain.run(_config(tmp_path, model_dir=model_dir, export_weights=str(tmp_path / "w.npz")))
+  record = pretrain.train(_config(tmp_path, model_dir=model_dir, export_weights=str(tmp_path / "w.npz")))
   assert record["resumed"]
   assert all(np.isfinite(w).all() for w in runlog.load_weights(str(tmp_path / "w.npz")).values())
 
@@ -127,7 +127,7 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
 def test_profile_dir_traces_one_epoch(tmp_path, kernels):
   """--profile_dir captures one profiler trace (of the first epoch trained, not of every epoch), on either kernel
   path, and the run records the path it took."""
-  record = pretrain.run(_config(tmp_path, hidden_units=(64,), profile_dir=str(tmp_path / "trace"), kernels=kernels))
+  record = pretrain.train(_config(tmp_path, hidden_units=(64,), profile_dir=str(tmp_path / "trace"), kernels=kernels))
   traces = list((tmp_path / "trace").glob("plugins/profile/*/*.xplane.pb"))
   assert len(traces) == 1 and traces[0].stat().st_size > 0
   assert record["environment"]["kernels"] == kernels and len(record["layers"][0]["epochs"]) == 2

@@ -300,7 +300,7 @@ def test_outputs_that_fail_at_the_end_go_to_the_working_directory(tmp_path, monk
       path.write_text("not a directory")
 
   config = _config(tmp_path, export_weights=str(weights / "w.npz"))
-  record = greedy.run(config, on_checkpoint=break_outputs)
+  record = greedy.train(config, on_checkpoint=break_outputs)
   assert record["layers"][0]["epochs"]
   assert json.load(open(work / "run.json"))["run_name"] == "run"
   assert set(runlog.load_weights(str(work / "w.npz"))) >= {"layer1/kernel", "layer2/kernel"}
@@ -310,7 +310,7 @@ def test_outputs_that_fail_at_the_end_go_to_the_working_directory(tmp_path, monk
 def trained(tmp_path):
   """A finished tiny run with checkpoints ckpt-1 and ckpt-2 (one per epoch of each layer; max 2 kept)."""
   config = _config(tmp_path, pretrain_epochs=1, export_weights=str(tmp_path / "first.npz"))
-  record = greedy.run(config)
+  record = greedy.train(config)
   return config, record, tmp_path
 
 
@@ -322,14 +322,14 @@ def test_missing_or_garbled_state_file_recovers_from_the_checkpoint_files(traine
       os.remove(model / "checkpoint")
     else:
       (model / "checkpoint").write_text("garbage {{{")
-    record = greedy.run(dataclasses.replace(config, export_weights=str(tmp / f"{damage}.npz")))
+    record = greedy.train(dataclasses.replace(config, export_weights=str(tmp / f"{damage}.npz")))
     assert record["resumed"] is True and record["resumed_from"].endswith("ckpt-2"), damage
     np.testing.assert_array_equal(runlog.load_weights(str(tmp / f"{damage}.npz"))["layer2/kernel"],
                                   runlog.load_weights(str(tmp / "first.npz"))["layer2/kernel"])
   # The flag-mismatch refusal still applies when the state file is gone.
   os.remove(model / "checkpoint")
   with pytest.raises(errors.ResumeMismatchError, match="seed"):
-    greedy.run(dataclasses.replace(config, seed=3))
+    greedy.train(dataclasses.replace(config, seed=3))
 
 
 def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(trained):
@@ -337,7 +337,7 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(trained):
   model = tmp / "model"
   assert os.path.exists(model / "ckpt-1.index") and os.path.exists(model / "ckpt-2.index")
   (model / "ckpt-2.data-00000-of-00001").write_bytes(b"corrupt")
-  record = greedy.run(dataclasses.replace(config, export_weights=str(tmp / "again.npz")))
+  record = greedy.train(dataclasses.replace(config, export_weights=str(tmp / "again.npz")))
   assert record["resumed_from"].endswith("ckpt-1")
   assert [os.path.basename(s["path"]) for s in record["skipped_checkpoints"]] == ["ckpt-2"]
   assert record["skipped_checkpoints"][0]["reason"]
@@ -349,7 +349,7 @@ def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(trained):
     if name.startswith("ckpt-") and name.endswith(".index"):
       (model / name).write_bytes(b"x")
   with pytest.raises(errors.CheckpointUnusableError, match="move them away"):
-    greedy.run(config)
+    greedy.train(config)
 
 
 def _op_types(concrete_function) -> set:
@@ -385,7 +385,7 @@ def test_data_parallel_reads_no_input_iterator(mnist, tmp_path, monkeypatch):
   config = dp_config.DataParallelConfig(
       hidden_units=(16, 8), pretrain_epochs=1, finetune_epochs=1, train_examples=400, batch_size=40,
       num_devices=4, results_dir=str(tmp_path), run_name="dp4", model_dir=str(tmp_path / "model"))
-  record = dp_pretrain.run(config)
+  record = dp_pretrain.train(config)
   assert made == []
   assert [len(layer["epochs"]) for layer in record["layers"]] == [1, 1]
   assert len(record["layers"][0]["device"].split(",")) == 4

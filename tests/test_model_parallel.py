@@ -29,7 +29,7 @@ LEARNING_RATE = 0.05
 
 
 def _config(tmp_path, name, **kw):
-  base = dict(strategy=programs.MODEL_PARALLEL.name, hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0,
+  base = dict(program=programs.MODEL_PARALLEL.name, hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0,
               train_examples=SLICE_EXAMPLES, batch_size=50, pretrain_learning_rate=LEARNING_RATE, seed=3,
               results_dir=str(tmp_path), run_name=name, export_weights=str(tmp_path / f"{name}.npz"))
   base.update(kw)
@@ -70,8 +70,8 @@ def test_schedule_groups_steps_and_epochs():
 
 
 def test_one_device_equals_greedy(tmp_path):
-  greedy.run(_config(tmp_path, programs.GREEDY.name, strategy=programs.GREEDY.name))
-  record = model_parallel.run(_config(tmp_path, "mp1", num_devices=1))
+  greedy.train(_config(tmp_path, programs.GREEDY.name, program=programs.GREEDY.name))
+  record = model_parallel.train(_config(tmp_path, "mp1", num_devices=1))
   _assert_same_weights(str(tmp_path / "greedy.npz"), str(tmp_path / "mp1.npz"), (64, 32))
   assert [len(l["epochs"]) for l in record["layers"]] == [2, 2]
   assert record["schedule"]["groups"] == [[1], [2]]
@@ -79,8 +79,8 @@ def test_one_device_equals_greedy(tmp_path):
 
 def test_one_device_per_layer_equals_sync_layerwise_and_record_is_complete(tmp_path):
   hidden = (64, 48, 32)
-  sync = sync_layerwise.run(_config(tmp_path, "sync", strategy=programs.SYNC_LAYERWISE.name, hidden_units=hidden))
-  record = model_parallel.run(_config(tmp_path, "mp3", hidden_units=hidden, num_devices=3))
+  sync = sync_layerwise.train(_config(tmp_path, "sync", program=programs.SYNC_LAYERWISE.name, hidden_units=hidden))
+  record = model_parallel.train(_config(tmp_path, "mp3", hidden_units=hidden, num_devices=3))
   _assert_same_weights(str(tmp_path / "sync.npz"), str(tmp_path / "mp3.npz"), hidden)
   for a, b in zip(record["layers"], sync["layers"]):
     assert [e["loss"] for e in a["epochs"]] == pytest.approx([e["loss"] for e in b["epochs"]], abs=1e-4)
@@ -117,7 +117,7 @@ def test_one_device_per_layer_equals_sync_layerwise_and_record_is_complete(tmp_p
 @pytest.mark.parametrize("hidden", [(64, 48, 32), (64, 48, 40, 32)], ids=["3_layers", "4_layers"])
 def test_more_layers_than_devices_runs_group_after_group(tmp_path, hidden):
   epochs = 2
-  record = model_parallel.run(_config(tmp_path, "mp", hidden_units=hidden, num_devices=2, pretrain_epochs=epochs))
+  record = model_parallel.train(_config(tmp_path, "mp", hidden_units=hidden, num_devices=2, pretrain_epochs=epochs))
   devices = record["environment"]["devices"]
   h = len(hidden)
   groups = [[1, 2], [3]] if h == 3 else [[1, 2], [3, 4]]
@@ -157,7 +157,7 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
   final = run_module(programs.MODEL_PARALLEL.module, *flags)
   assert final.returncode == 0, final.stderr[-3000:]
   assert "group 1/2 step 2/3" not in final.stderr and "group 1/2 step 3/3: layer 1@CPU:0" in final.stderr
-  base = model_parallel.run(_config(tmp_path, "base", hidden_units=hidden, num_devices=2, finetune_epochs=1))
+  base = model_parallel.train(_config(tmp_path, "base", hidden_units=hidden, num_devices=2, finetune_epochs=1))
   _assert_same_weights(str(tmp_path / "base.npz"), str(tmp_path / "resumed.npz"), hidden)
   resumed = json.load(open(tmp_path / "resumed.json"))
   assert resumed["resumed"] is True
@@ -176,9 +176,9 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
       run.layers[1].kernel.assign(tf.fill(run.layers[1].kernel.shape, float("nan")))
 
   with pytest.raises(errors.TrainingDivergedError, match="layer 2 became nan in step 3 of group 1"):
-    model_parallel.run(_config(tmp_path, "nan", num_devices=2, model_dir=model_dir),
+    model_parallel.train(_config(tmp_path, "nan", num_devices=2, model_dir=model_dir),
                        on_checkpoint=poison_layer_2_after_second_step)
-  record = model_parallel.run(_config(tmp_path, "nan", num_devices=2, model_dir=model_dir))
+  record = model_parallel.train(_config(tmp_path, "nan", num_devices=2, model_dir=model_dir))
   assert record["resumed"]
   assert all(np.isfinite(w).all() for w in runlog.load_weights(str(tmp_path / "nan.npz")).values())
 

@@ -63,7 +63,7 @@ def _assert_same_weights(got, want, moved=True):
 def greedy_run(tmp_path_factory):
   """Greedy in this process at the same global batch: (record, exported weights)."""
   tmp = tmp_path_factory.mktemp(programs.GREEDY.name)
-  record = greedy.run(config_lib.Config(results_dir=str(tmp), run_name=programs.GREEDY.name,
+  record = greedy.train(config_lib.Config(results_dir=str(tmp), run_name=programs.GREEDY.name,
                                         export_weights=str(tmp / "greedy.npz"), **BASE))
   return record, runlog.load_weights(str(tmp / "greedy.npz"))
 
@@ -96,7 +96,7 @@ def test_two_workers_data_parallel_exports_greedys_weights(tmp_path, greedy_run)
 
 
 def test_cluster_model_parallel_exports_sync_layerwise_weights(tmp_path):
-  sync = sync_layerwise.run(config_lib.Config(strategy=programs.SYNC_LAYERWISE.name, results_dir=str(tmp_path),
+  sync = sync_layerwise.train(config_lib.Config(program=programs.SYNC_LAYERWISE.name, results_dir=str(tmp_path),
                                               run_name="sync", export_weights=str(tmp_path / "sync.npz"), **BASE))
   proc = _launch(programs.MODEL_PARALLEL.module, _flags(tmp_path, "mp", num_devices=1))
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -118,7 +118,7 @@ def test_cluster_model_parallel_exports_sync_layerwise_weights(tmp_path):
 
 
 def test_cluster_pipeline_parallel_exports_the_one_device_weights(tmp_path):
-  local = pipeline.run(pp_config.PipelineConfig(results_dir=str(tmp_path), run_name="local",
+  local = pipeline.train(pp_config.PipelineConfig(results_dir=str(tmp_path), run_name="local",
                                                 export_weights=str(tmp_path / "local.npz"), **BASE))
   proc = _launch(programs.PIPELINE_PARALLEL.module, _flags(tmp_path, "pp", num_devices=1, pipeline_chunk_steps=5))
   assert proc.returncode == 0, proc.stderr[-3000:]
@@ -136,7 +136,7 @@ def test_cluster_pipeline_parallel_exports_the_one_device_weights(tmp_path):
 def test_cluster_pipeline_with_a_stage_replicated_on_two_workers_equals_one_process(tmp_path):
   """--replicas_per_stage=2 on 2 workers of one device each: one stage, its two replicas on the two workers, the
   gradients all-reduced between them by TensorFlow's collectives over gRPC; the weights of one process."""
-  local = pipeline.run(pp_config.PipelineConfig(results_dir=str(tmp_path), run_name="local",
+  local = pipeline.train(pp_config.PipelineConfig(results_dir=str(tmp_path), run_name="local",
                                                 export_weights=str(tmp_path / "local.npz"), **BASE))
   proc = _launch(programs.PIPELINE_PARALLEL.module,
                  _flags(tmp_path, "pp", num_devices=1, pipeline_chunk_steps=5, replicas_per_stage=2))

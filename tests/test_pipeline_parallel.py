@@ -110,7 +110,7 @@ def test_program_equals_a_numpy_reference_of_the_definition(tmp_path):
   hidden, examples, batch = (20, 18, 16), 64, 8
   mnist = data.load_mnist(train_examples=examples)
   want = _numpy_reference(mnist.train_images, hidden, epochs=2, batch=batch, seed=3, corruption=0.5, lr=0.5)
-  pipeline.run(_config(tmp_path, "pp", hidden_units=hidden, train_examples=examples, batch_size=batch,
+  pipeline.train(_config(tmp_path, "pp", hidden_units=hidden, train_examples=examples, batch_size=batch,
                        pretrain_learning_rate=0.5, num_devices=2, pipeline_chunk_steps=3))
   got = _weights(tmp_path, "pp")
   # float32 program against a float64 reference over 16 steps at learning rate 0.5: rounding grows with the
@@ -123,7 +123,7 @@ def test_program_equals_a_numpy_reference_of_the_definition(tmp_path):
 def one_device(tmp_path_factory):
   """The 4-layer stack on one device, in chunks of 5 steps: (record, exported weights)."""
   tmp = tmp_path_factory.mktemp("pp1")
-  record = pipeline.run(_config(tmp, "pp1", num_devices=1, pipeline_chunk_steps=5))
+  record = pipeline.train(_config(tmp, "pp1", num_devices=1, pipeline_chunk_steps=5))
   return record, _weights(tmp, "pp1")
 
 
@@ -131,7 +131,7 @@ def one_device(tmp_path_factory):
                                                                          "4_devices_chunk_3"])
 def test_any_devices_and_chunk_size_give_the_same_weights(tmp_path, one_device, devices, chunk):
   base_record, base = one_device
-  record = pipeline.run(_config(tmp_path, "pp", num_devices=devices, pipeline_chunk_steps=chunk))
+  record = pipeline.train(_config(tmp_path, "pp", num_devices=devices, pipeline_chunk_steps=chunk))
   got = _weights(tmp_path, "pp")
   _assert_same(got, base)
   _assert_moved(got, HIDDEN)
@@ -152,8 +152,8 @@ def test_any_devices_and_chunk_size_give_the_same_weights(tmp_path, one_device, 
 
 def test_more_devices_than_layers_and_record(tmp_path):
   hidden = (64, 32)
-  one = pipeline.run(_config(tmp_path, "one", hidden_units=hidden, num_devices=1, heldout_every_epoch=True))
-  four = pipeline.run(_config(tmp_path, "four", hidden_units=hidden, num_devices=4))
+  one = pipeline.train(_config(tmp_path, "one", hidden_units=hidden, num_devices=1, heldout_every_epoch=True))
+  four = pipeline.train(_config(tmp_path, "four", hidden_units=hidden, num_devices=4))
   _assert_same(_weights(tmp_path, "one"), _weights(tmp_path, "four"))
   assert four["pipeline"]["stages"] == [[1], [2]]  # Two stages: two of the four devices stay idle.
   on_disk = json.load(open(tmp_path / "one.json"))
@@ -173,7 +173,7 @@ def test_more_devices_than_layers_and_record(tmp_path):
 def test_every_epoch_is_recorded_when_a_chunk_is_longer_than_an_epoch(tmp_path):
   # 2 steps per epoch, K = 8 asked: K is clamped to one epoch, so no tick ends two epochs of a layer and
   # every epoch gets its own entry with a held-out loss.
-  record = pipeline.run(_config(tmp_path, "long", hidden_units=(32, 16), num_devices=2, batch_size=SLICE_EXAMPLES // 2,
+  record = pipeline.train(_config(tmp_path, "long", hidden_units=(32, 16), num_devices=2, batch_size=SLICE_EXAMPLES // 2,
                                 pretrain_epochs=3, pipeline_chunk_steps=8, heldout_every_epoch=True))
   assert record["pipeline"]["chunk_steps"] == 2
   for layer in record["layers"]:
@@ -184,15 +184,15 @@ def test_every_epoch_is_recorded_when_a_chunk_is_longer_than_an_epoch(tmp_path):
 def test_layer_one_equals_greedy_and_one_layer_equals_greedy(tmp_path):
   common = dict(hidden_units=(64, 32), pretrain_epochs=2, finetune_epochs=0, train_examples=SLICE_EXAMPLES,
                 batch_size=50, pretrain_learning_rate=LEARNING_RATE, seed=3, results_dir=str(tmp_path), kernels="tf")
-  greedy.run(config_lib.Config(run_name="g", export_weights=str(tmp_path / "g.npz"), **common))
-  pipeline.run(pp_config.PipelineConfig(run_name="p", export_weights=str(tmp_path / "p.npz"), num_devices=2,
+  greedy.train(config_lib.Config(run_name="g", export_weights=str(tmp_path / "g.npz"), **common))
+  pipeline.train(pp_config.PipelineConfig(run_name="p", export_weights=str(tmp_path / "p.npz"), num_devices=2,
                                         **common))
   want, got = _weights(tmp_path, "g"), _weights(tmp_path, "p")
   _assert_same(got, want, keys=["layer1/kernel", "layer1/bias", "layer1/decoder_bias"])
   assert np.abs(got["layer2/kernel"] - want["layer2/kernel"]).max() > 1e-3  # Layer 2 learns differently.
   one = dict(common, hidden_units=(64,))
-  greedy.run(config_lib.Config(run_name="g1", export_weights=str(tmp_path / "g1.npz"), **one))
-  pipeline.run(pp_config.PipelineConfig(run_name="p1", export_weights=str(tmp_path / "p1.npz"), **one))
+  greedy.train(config_lib.Config(run_name="g1", export_weights=str(tmp_path / "g1.npz"), **one))
+  pipeline.train(pp_config.PipelineConfig(run_name="p1", export_weights=str(tmp_path / "p1.npz"), **one))
   _assert_same(_weights(tmp_path, "p1"), _weights(tmp_path, "g1"))
 
 
@@ -200,7 +200,7 @@ def test_kernel_paths_agree_to_float_rounding(tmp_path):
   """XLA-compiled and default-kernel steps compute the same mathematics; the difference stays tiny."""
   runs = {}
   for kernels in ("xla", "tf"):
-    pipeline.run(_config(tmp_path, kernels, hidden_units=(64, 32), num_devices=2, kernels=kernels))
+    pipeline.train(_config(tmp_path, kernels, hidden_units=(64, 32), num_devices=2, kernels=kernels))
     runs[kernels] = _weights(tmp_path, kernels)
   worst = max(np.abs(runs["xla"][k] - runs["tf"][k]).max() for k in runs["xla"])
   assert worst < 1e-4, worst
@@ -221,7 +221,7 @@ def test_resume_after_sigkill_with_activations_in_flight(tmp_path, replicas):
   final = run_module(programs.PIPELINE_PARALLEL.module, *flags)
   assert final.returncode == 0, final.stderr[-3000:]
   assert "Resuming from" in final.stderr
-  pipeline.run(_config(tmp_path, "base", hidden_units=(64, 48, 32), num_devices=2, pretrain_epochs=3))
+  pipeline.train(_config(tmp_path, "base", hidden_units=(64, 48, 32), num_devices=2, pretrain_epochs=3))
   if replicas > 1:
     assert json.load(open(tmp_path / "resumed.json"))["pipeline"]["replicas_per_stage"] == replicas
   _assert_same(_weights(tmp_path, "resumed"), _weights(tmp_path, "base"))
@@ -248,7 +248,7 @@ def test_replicated_stages_equal_one_replica_per_stage(tmp_path, one_device, dev
       return gradients(inputs, target)
     return traced
   monkeypatch.setattr(stages_lib.Stage, "_layer_gradients", staticmethod(spy))
-  record = pipeline.run(_config(tmp_path, "r2", num_devices=devices, replicas_per_stage=2, pipeline_chunk_steps=3))
+  record = pipeline.train(_config(tmp_path, "r2", num_devices=devices, replicas_per_stage=2, pipeline_chunk_steps=3))
   assert record["pipeline"]["replicas_per_stage"] == 2 and len(record["pipeline"]["stages"]) == devices // 2
   assert seen and set(seen) == {(25, 50)}  # batch 50 over 2 replicas: 25 rows each, divided by 50
   _assert_same(_weights(tmp_path, "r2"), one_device[1])
@@ -264,15 +264,15 @@ def test_hybrid_bad_input_is_refused():
 
 def test_checkpoint_of_another_program_or_other_flags_is_refused(tmp_path):
   model_dir = str(tmp_path / "model")
-  greedy.run(config_lib.Config(strategy=programs.GREEDY.name, hidden_units=(16,), pretrain_epochs=1, finetune_epochs=0,
+  greedy.train(config_lib.Config(program=programs.GREEDY.name, hidden_units=(16,), pretrain_epochs=1, finetune_epochs=0,
                                train_examples=200, batch_size=50, model_dir=model_dir))
   with pytest.raises(errors.ResumeMismatchError, match="strategy"):
-    pipeline.run(_config(tmp_path, "x", hidden_units=(16,), pretrain_epochs=1, train_examples=200,
+    pipeline.train(_config(tmp_path, "x", hidden_units=(16,), pretrain_epochs=1, train_examples=200,
                          model_dir=model_dir))
   other = str(tmp_path / "other")
-  pipeline.run(_config(tmp_path, "y", hidden_units=(16,), pretrain_epochs=1, train_examples=200, model_dir=other))
+  pipeline.train(_config(tmp_path, "y", hidden_units=(16,), pretrain_epochs=1, train_examples=200, model_dir=other))
   with pytest.raises(errors.ResumeMismatchError, match="pipeline_chunk_steps"):
-    pipeline.run(_config(tmp_path, "y", hidden_units=(16,), pretrain_epochs=1, train_examples=200, model_dir=other,
+    pipeline.train(_config(tmp_path, "y", hidden_units=(16,), pretrain_epochs=1, train_examples=200, model_dir=other,
                          pipeline_chunk_steps=3))
 
 
@@ -284,9 +284,9 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
       run.layers[1].kernel.assign(tf.fill(run.layers[1].kernel.shape, float("nan")))
 
   with pytest.raises(errors.TrainingDivergedError, match="layer 2 became nan"):
-    pipeline.run(_config(tmp_path, "nan", hidden_units=(64, 32), num_devices=2, model_dir=model_dir),
+    pipeline.train(_config(tmp_path, "nan", hidden_units=(64, 32), num_devices=2, model_dir=model_dir),
                  on_checkpoint=poison_layer_2)
-  record = pipeline.run(_config(tmp_path, "nan", hidden_units=(64, 32), num_devices=2, model_dir=model_dir))
+  record = pipeline.train(_config(tmp_path, "nan", hidden_units=(64, 32), num_devices=2, model_dir=model_dir))
   assert record["resumed"]
   assert all(np.isfinite(w).all() for w in _weights(tmp_path, "nan").values())
 

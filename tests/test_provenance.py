@@ -15,11 +15,11 @@ HEX40 = re.compile(r"^[0-9a-f]{40}$")
 # Kept as they were (each table labels them): full-size accuracy runs, the 16-core machine's records of commit 4a53c80,
 # and the devices_beyond_cores study (commit f0f06ab and its fix).
 EXEMPT = ("results/full_size/", "results/xeon16/", "results/benchmarks/devices_beyond_cores/")
-FIELDS = ("commit", "commit_dirty", "code_digest", "cpu_model", "usable_cores", "kernels", "thread_pool", "precision")
+FIELDS = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores", "kernels", "thread_pool", "precision")
 
 
 def test_a_record_written_today_names_its_code_machine_and_settings(tmp_path):
-  record = greedy.run(config_lib.Config(hidden_units=(16,), pretrain_epochs=1, finetune_epochs=0,
+  record = greedy.train(config_lib.Config(hidden_units=(16,), pretrain_epochs=1, finetune_epochs=0,
                                         train_examples=SLICE_EXAMPLES, batch_size=100, results_dir=str(tmp_path),
                                         run_name="g"))
   env = json.load(open(tmp_path / "g.json"))["environment"]
@@ -27,9 +27,23 @@ def test_a_record_written_today_names_its_code_machine_and_settings(tmp_path):
   assert all(env.get(f) is not None for f in FIELDS), {f: env.get(f) for f in FIELDS}
   assert HEX40.match(env["commit"]) and env["commit"] == provenance.commit()  # this is a git checkout
   assert env["cpu_model"] == provenance.cpu_model() and env["usable_cores"] == provenance.usable_cores()
+  assert env["cpu_flags"] == provenance.cpu_flags() and isinstance(env["cpu_flags"], list)
   assert (env["kernels"], env["thread_pool"], env["precision"]) == (
       programs.GREEDY.default_kernels(), programs.GREEDY.default_thread_pool(), programs.PRECISIONS[0])
   assert len(env["code_digest"]) == 16
+
+
+def test_the_instruction_set_is_read_from_cpuinfo_and_named_by_class(tmp_path):
+  epyc, amx, arm = tmp_path / "epyc", tmp_path / "amx", tmp_path / "arm"
+  epyc.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu avx2 avx512f avx512_bf16 avx512_vnni sse\n")
+  amx.write_text("flags\t: avx2 avx512f amx_bf16 amx_tile avx512_bf16\nflags\t: ignored_second_cpu\n")
+  arm.write_text("Features\t: fp asimd bf16 i8mm\n")
+  assert provenance.cpu_flags(str(epyc)) == ["avx2", "avx512f", "avx512_bf16", "avx512_vnni"]
+  assert provenance.cpu_flags(str(amx)) == ["avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"]
+  assert provenance.cpu_flags(str(tmp_path / "missing")) == []
+  assert [provenance.instruction_set(provenance.cpu_flags(str(p))) for p in (epyc, amx, arm)] == [
+      "AVX-512 BF16", "AMX", "NEON BF16"]
+  assert provenance.instruction_set(["avx2"]) == "AVX2" and provenance.instruction_set(None) is None
 
 
 def test_the_code_digest_ignores_results_docs_and_markdown(tmp_path, monkeypatch):

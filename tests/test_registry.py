@@ -1,10 +1,12 @@
-"""The program registry (`common/programs.py`) is the one place a program is declared: every registered program
-runs from the command line, nothing else names a program by a string, no strategy imports another."""
+"""The program registry (`common/programs.py`, each program's `<name>/program.py`) is the one place a program is
+declared: every registered program runs from the command line, nothing else names a program by a string, the
+generic code names no program at all, no strategy imports another, and the registry imports no TensorFlow."""
 
 import ast
 import concurrent.futures
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -41,16 +43,45 @@ def test_every_registered_program_parses_help():
 
 def test_no_string_names_a_program_outside_the_registry():
   """A list of programs, a comparison or a test names a program through `common.programs`, never by a string
-  literal equal to its name or its module (prose inside longer strings and docstrings is not such a literal)."""
-  names = set(programs.NAMES) | {p.module for p in programs.PROGRAMS}
+  literal equal to its name or its module (prose inside longer strings and docstrings is not such a literal); only
+  the registry and the program's own folder spell its name."""
   found = []
   for path in _python_files():
     if path == os.path.join("common", "programs.py"):
       continue
+    names = {n for p in programs.PROGRAMS if not path.startswith(p.name + os.sep) for n in (p.name, p.module)}
     for node in ast.walk(_tree(path)):
       if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
         found.append(f"{path}:{node.lineno}: {node.value!r}")
   assert not found, "\n".join(found)
+
+
+# The generic code: it asks a program's capabilities (`common.programs.Program`) and names none.
+GENERIC = ("common/lifecycle.py", "common/cli.py", "common/flags.py", "common/config.py", "common/cost.py",
+           "common/launch.py", "experiments/driver.py", "experiments/campaign.py", "experiments/records.py",
+           "experiments/reproduce.py", "experiments/benchmarks/harness.py", "experiments/report/series.py")
+
+
+def test_generic_code_names_no_program():
+  """No `programs.<NAME>` (a program by its registry name), no program's folder imported, no hand-written list of
+  programs in the generic modules: they derive from `programs.PROGRAMS`, `programs.baseline()` and capabilities."""
+  found = []
+  for path in GENERIC:
+    for node in ast.walk(_tree(path)):
+      if isinstance(node, ast.Attribute) and node.attr.lower() in programs.NAMES:
+        found.append(f"{path}:{node.lineno}: .{node.attr}")
+      if isinstance(node, (ast.Import, ast.ImportFrom)):
+        modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        found += [f"{path}:{node.lineno}: import {m}" for m in modules if m.split(".")[0] in programs.NAMES]
+  assert not found, "\n".join(found)
+
+
+def test_the_registry_imports_no_tensorflow():
+  """Flags are parsed before TensorFlow loads: the registry and every program's declaration import none of it."""
+  code = ("import sys; from common import programs; programs.PROGRAMS; "
+          "assert 'tensorflow' not in sys.modules, sorted(m for m in sys.modules if 'tensorflow' in m)[:5]")
+  proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+  assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_no_strategy_imports_another():
@@ -67,12 +98,15 @@ def test_no_strategy_imports_another():
         assert not {m.split(".")[0] for m in modules} & others, (path, node.lineno, modules)
 
 
-def test_every_program_has_its_entry_point_and_library():
+def test_every_program_has_its_declaration_entry_point_and_hooks():
+  """Its folder holds `program.py` (the object), `train.py` (flags and one call) and its hooks' module, which
+  defines the schedule hook `pretrain` and the library entry `train`."""
   for program in programs.PROGRAMS:
-    for module in ("train.py", "pretrain.py"):
+    for module in ("program.py", "train.py"):
       assert os.path.exists(os.path.join(ROOT, program.name, module)), (program.name, module)
-    assert any(isinstance(node, ast.FunctionDef) and node.name == "run"
-               for node in _tree(os.path.join(program.name, "pretrain.py")).body), program.name
+    hooks = _tree(program.hooks.replace(".", os.sep) + ".py")
+    defined = {node.name for node in hooks.body if isinstance(node, ast.FunctionDef)}
+    assert {"pretrain", "train"} <= defined, program.name
 
 
 def test_launcher_and_lookups_derive_from_the_registry():

@@ -125,12 +125,12 @@ def reference_pretraining(images):
 
 def test_model_parallel_with_a_smaller_last_group_equals_the_reference(tmp_path, mnist):
   assert len(tf.config.list_logical_devices("CPU")) >= DEVICES
-  config = config_lib.Config(strategy=programs.MODEL_PARALLEL.name, hidden_units=HIDDEN, pretrain_epochs=EPOCHS,
+  config = config_lib.Config(program=programs.MODEL_PARALLEL.name, hidden_units=HIDDEN, pretrain_epochs=EPOCHS,
                              finetune_epochs=0,
                              train_examples=SLICE_EXAMPLES, batch_size=BATCH, pretrain_learning_rate=LEARNING_RATE,
                              seed=SEED, corruption=CORRUPTION, num_devices=DEVICES, results_dir=str(tmp_path),
                              run_name="mp", export_weights=str(tmp_path / "mp.npz"))
-  record = model_parallel.run(config)
+  record = model_parallel.train(config)
   want, losses, epoch_indices = reference_pretraining(mnist.train_images.astype(np.float64))
   got = runlog.load_weights(str(tmp_path / "mp.npz"))
   assert sorted(got) == sorted(want)

@@ -42,11 +42,11 @@ def _reference_weights(mnist):
 
 def test_sync_layerwise_matches_the_schedule_written_out_and_differs_from_greedy(tmp_path, mnist):
   config = config_lib.Config(
-      strategy=programs.SYNC_LAYERWISE.name, hidden_units=HIDDEN, pretrain_epochs=EPOCHS, finetune_epochs=0,
+      program=programs.SYNC_LAYERWISE.name, hidden_units=HIDDEN, pretrain_epochs=EPOCHS, finetune_epochs=0,
       train_examples=SLICE_EXAMPLES, batch_size=BATCH, pretrain_learning_rate=LR, seed=SEED,
       corruption=CORRUPTION, results_dir=str(tmp_path), run_name="sync",
       export_weights=str(tmp_path / "sync.npz"))
-  record = sync_layerwise.run(config)
+  record = sync_layerwise.train(config)
   got = runlog.load_weights(str(tmp_path / "sync.npz"))
   want = _reference_weights(mnist)
   for key in want:

@@ -1,0 +1,9 @@
+"""Data-parallel pretraining: its registry entry (`common.programs`)."""
+
+from common import programs
+from data_parallel import config
+
+PROGRAM = programs.Program(
+    name="data_parallel", run_name="dp", label="data parallel", color="tab:green", config=config.DataParallelConfig,
+    cluster="multi_worker", network="gradients", splits_batch=True, timing_flags=("--profile_steps=0",),
+    perf_model="experiments.perf_model.DataParallel")

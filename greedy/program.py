@@ -1,0 +1,7 @@
+"""Greedy layer-wise pretraining, the report's baseline: its registry entry (`common.programs`)."""
+
+from common import programs
+
+PROGRAM = programs.Program(
+    name="greedy", run_name="greedy", label="greedy layer-wise", color="tab:blue", one_device=True,
+    perf_model="experiments.perf_model.Greedy", baseline=True)

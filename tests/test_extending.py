@@ -1,0 +1,141 @@
+"""Extending the project the way docs/experiments.md says: a seventh program (its folder plus its name in
+`common/programs.PACKAGES`) and a new shared setting (one field of `common.config.Config`), each made in a copy of
+the repository and then used there as a user would: `--help`, a tiny run on real MNIST, the run record, the
+registry's tests, the experiments' run lists, the figures and tables."""
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from common import config as config_lib
+from common import programs
+
+from conftest import ROOT
+
+TINY = ["--hidden_units=16,16", "--train_examples=400", "--batch_size=40", "--pretrain_epochs=1", "--finetune_epochs=1",
+        "--progress=log"]
+
+
+def _copy(tmp_path):
+  """The repository's tracked and new files (not results of runs) copied under tmp_path/repo; its root."""
+  listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.split()
+  root = tmp_path / "repo"
+  for path in listed:
+    if os.path.isfile(os.path.join(ROOT, path)):
+      os.makedirs(root / os.path.dirname(path), exist_ok=True)
+      shutil.copy2(os.path.join(ROOT, path), root / path)
+  return root
+
+
+def _snapshot(root):
+  """{path: bytes} of every file under `root`."""
+  out = {}
+  for folder, _, files in os.walk(root):
+    for name in files:
+      path = os.path.join(folder, name)
+      with open(path, "rb") as f:
+        out[os.path.relpath(path, root)] = f.read()
+  return out
+
+
+def _run(root, *args, timeout=900):
+  env = dict(os.environ, PYTHONPATH=str(root))
+  env.pop("TF_CONFIG", None)
+  return subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
+  """A toy multi-device program (model_parallel's schedule under another name), added by the documented step:
+  its folder and its name appended to `common.programs.PACKAGES`. In that copy: `--help` parses, a tiny run on real
+  MNIST writes a complete record, the registry's tests accept it, the experiments' run lists of every
+  multi-device program include it, and the figures and tables regenerate from fixtures with it present; no other
+  file of the copy changed (the fixtures regenerate there)."""
+  root = _copy(tmp_path)
+  before = _snapshot(root)
+  mp = programs.MODEL_PARALLEL
+  shutil.copytree(root / mp.name, root / "toy_parallel")
+  for path in (root / "toy_parallel").glob("*.py"):
+    text = path.read_text().replace(f"from {mp.name} import", "from toy_parallel import")
+    if path.name == "program.py":
+      text = (text.replace(f'name="{mp.name}"', 'name="toy_parallel"').replace(f'run_name="{mp.run_name}"', 'run_name="toy"')
+              .replace(f'label="{mp.label}"', 'label="toy parallel"').replace(f'color="{mp.color}"', 'color="tab:olive"'))
+    path.write_text(text)
+  registry = (root / "common" / "programs.py").read_text()
+  (root / "common" / "programs.py").write_text(re.sub(r'(PACKAGES = \([^)]*)\)', r'\1, "toy_parallel")', registry, 1))
+
+  helped = _run(root, "-m", "toy_parallel.train", "--helpshort")
+  assert helped.returncode == 0 and "--hidden_units:" in helped.stdout, helped.stderr[-2000:]
+  done = _run(root, "-m", "toy_parallel.train", *TINY, "--num_devices=2", f"--results_dir={tmp_path}/runs",
+              "--run_name=toy")
+  assert done.returncode == 0, done.stderr[-3000:]
+  with open(tmp_path / "runs" / "toy.json") as f:
+    record = json.load(f)
+  assert record["strategy"] == "toy_parallel" and record["config"]["num_devices"] == 2
+  assert len(record["layers"]) == 2 and record["finetune"]["test_accuracy"] > 0 and record["schedule"]["steps"]
+
+  registry_tests = _run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_registry.py")
+  assert registry_tests.returncode == 0, registry_tests.stdout[-3000:]
+  lists = _run(root, "-c", "from experiments import presets; "
+               "print(sorted({r.program for e in presets.build('cpu').values() for r in e.runs})); "
+               "print([p.name for p in presets.COMPARED])")
+  assert lists.returncode == 0, lists.stderr[-2000:]
+  every_program, compared = lists.stdout.splitlines()
+  assert "toy_parallel" in every_program and "toy_parallel" in compared
+
+  fixtures = _run(root, "-m", "tests.fixtures.make_records")
+  assert fixtures.returncode == 0, fixtures.stderr[-3000:]
+  drawn = _run(root, "-m", "experiments.reproduce", "--figures_only",
+               f"--output_dir={root / 'tests' / 'fixtures' / 'records'}")
+  assert drawn.returncode == 0, drawn.stderr[-3000:]
+  assert "toy parallel" in (root / "tests" / "fixtures" / "records" / "README.md").read_text()
+
+  after = _snapshot(root)
+  changed = {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+  outside = {p for p in changed if not p.startswith(("toy_parallel" + os.sep, os.path.join("tests", "fixtures")))
+             and "__pycache__" not in p}
+  assert outside == {os.path.join("common", "programs.py")}, sorted(outside)
+
+
+def test_a_new_setting_is_one_field(tmp_path):
+  """A shared setting added as one `setting` field of `common.config.Config` is a flag of every program (`--help`),
+  is validated by its check before any work, and lands in the run record's config."""
+  root = _copy(tmp_path)
+  path = root / "common" / "config.py"
+  text = path.read_text()
+  anchor = "  tensorboard_dir: Optional[str] = setting("
+  assert anchor in text
+  path.write_text(text.replace(anchor, '  extra_note: int = setting(3, "A new setting: a positive number noted in the '
+                               'record.", check=positive_int, training=False)\n' + anchor, 1))
+  for program in programs.PROGRAMS:
+    helped = _run(root, "-m", program.module, "--helpshort")
+    assert "--extra_note: A new setting" in helped.stdout, (program.name, helped.stderr[-2000:])
+  refused = _run(root, "-m", programs.GREEDY.module, *TINY, "--extra_note=0", "--results_dir=")
+  assert refused.returncode != 0 and "--extra_note=0: must be a positive integer" in refused.stderr
+  assert " epoch 1/" not in refused.stderr
+  done = _run(root, "-m", programs.GREEDY.module, *TINY, "--extra_note=5", f"--results_dir={tmp_path}/runs",
+              "--run_name=noted")
+  assert done.returncode == 0, done.stderr[-3000:]
+  with open(tmp_path / "runs" / "noted.json") as f:
+    assert json.load(f)["config"]["extra_note"] == 5
+
+
+def _flags(program) -> set:
+  return {config_lib.flag_name(f) for f in dataclasses.fields(program.config)} - {""}
+
+
+def test_docs_list_every_flag_of_every_program():
+  """docs/programs.md names every flag of every program (derived from its Config class), and its flag tables name
+  no flag that none has."""
+  with open(os.path.join(ROOT, "docs", "programs.md")) as f:
+    text = f.read()
+  documented, tabled = set(re.findall(r"`--([a-z_0-9]+)", text)), set(re.findall(r"^\| `--([a-z_0-9]+)`", text, re.M))
+  for program in programs.PROGRAMS:
+    assert _flags(program) <= documented, (program.name, sorted(_flags(program) - documented))
+  assert tabled <= set().union(*map(_flags, programs.PROGRAMS)), sorted(tabled - set().union(*map(_flags, programs.PROGRAMS)))
