@@ -14,11 +14,6 @@ DEFAULT_STEPS_PER_FUNCTION = 8
 DEFAULT_WORKER_RECOVERY_SECONDS = 60.0
 
 
-def _steps(name: str, value: Any) -> None:
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ValueError(f"--{name} must be a positive integer (SGD steps per scheduled function), got {value!r}.")
-
-
 @dataclasses.dataclass(frozen=True)
 class AsyncConfig(config_lib.Config):
   """`Config` plus the asynchronous program's own settings (staleness-aware rate: Zhang et al. 2016,
@@ -28,7 +23,7 @@ class AsyncConfig(config_lib.Config):
   steps_per_function: int = config_lib.setting(
       DEFAULT_STEPS_PER_FUNCTION, "SGD steps in each function the coordinator schedules on a free worker (K); larger "
       "amortises the dispatch, smaller balances the workers' last functions of an epoch (docs/async_data_parallel.md).",
-      check=_steps)
+      check=config_lib.counts("SGD steps per scheduled function"))
   staleness_aware_lr: bool = config_lib.setting(
       False, "Divide each update's learning rate by its staleness + 1 (Zhang et al. 2016, staleness-aware async-SGD).")
   worker_recovery_seconds: float = config_lib.setting(

@@ -75,8 +75,16 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
   distribution, setup = run.distribution, run.devices
   coordinator = tf.distribute.coordinator.ClusterCoordinator(distribution)
   num_workers = len(setup.names)
+  # A function never holds more than a worker's share of an epoch: with more, the workers would take turns (one
+  # function an epoch) and never update concurrently.
+  share = max(1, (run.data.num_train // config.batch_size) // num_workers)
+  steps_per_function = min(config.steps_per_function, share)
+  if steps_per_function < config.steps_per_function:
+    logging.info("Functions of %d step(s), not --steps_per_function=%d: an epoch has %d step(s) for %d worker(s), "
+                 "and a function holds at most a worker's share of it.", steps_per_function,
+                 config.steps_per_function, run.data.num_train // config.batch_size, num_workers)
   scheduler = scheduling.Scheduler(coordinator, () if setup.cluster["in_process"] else setup.cluster["worker"],
-                                   config.steps_per_function, config.worker_recovery_seconds)
+                                   steps_per_function, config.worker_recovery_seconds)
   with distribution.scope():
     counters = worker_steps.Counters()
   # Per-worker copies are made lazily: when the first function is traced (the compile phase below).
@@ -86,7 +94,7 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
   pretrain_state = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
   histories = pretrain_state["layers"]
   entries = pretrain_state.setdefault("async", [])  # One `EpochLedger.close` entry per layer-epoch trained.
-  work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
+  work = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(len(hidden))]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   ledger = ledger_lib.EpochLedger(num_workers)
@@ -135,7 +143,8 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
       "pretrain_seconds": sum(e["seconds"] for h in histories for e in h),
       **ledger_lib.record_fields(entries, len(hidden), config.staleness_aware_lr, alive),
       "async": {"workers": num_workers, "worker_devices": list(setup.names), "ps": len(setup.cluster["ps"]),
-                "in_process_cluster": setup.cluster["in_process"], "steps_per_function": config.steps_per_function,
+                "in_process_cluster": setup.cluster["in_process"], "steps_per_function": steps_per_function,
+                "steps_per_function_requested": config.steps_per_function,
                 "deterministic": num_workers == 1,
                 "finetuning": "synchronous SGD of the whole stack on the coordinator's device "
                               f"({run.finetune_device}), the pretrained weights copied out of the parameter server"},

@@ -202,11 +202,10 @@ class FrozenEncoder(tf.Module):
     return tf.sigmoid(precision_lib.matmul(x, self.kernel, self.precision) + self.bias)
 
 
-def build_stack(hidden_units: Sequence[int], seed: int, input_units: int = data.IMAGE_PIXELS,
-                devices: Optional[Sequence[str]] = None,
+def build_stack(hidden_units: Sequence[int], seed: int, input_units: int, devices: Optional[Sequence[str]] = None,
                 precision: str = precision_lib.FLOAT32) -> List[DenoisingAutoencoder]:
-  """Creates the layers of the stack, layer n on devices[n-1] (all on the default device if None), their
-  products at `precision`."""
+  """Creates the layers of the stack on `input_units` inputs (D, the data's), layer n on devices[n-1] (all on the
+  default device if None), their products at `precision`."""
   layers, n_in = [], input_units
   for i, units in enumerate(hidden_units):
     with tf.device(devices[i] if devices else None):
@@ -221,7 +220,7 @@ class LayerTrainer(tf.Module):
   Args:
     layer: the layer being trained.
     frozen: the encoders of layers 1..n-1, bottom first, on the same device (layers or FrozenEncoders).
-    images: float32 [N, 784] in [0, 1], the training images, already on `device`.
+    images: float32 [N, D] in [0, 1], the training images, already on `device`.
     seed: the run's seed (shuffling order and corruption masks).
     corruption: masking-noise fraction in [0, 1).
     batch_size: examples per step B; an epoch is N // B steps (the remainder is dropped, differently
@@ -242,7 +241,7 @@ class LayerTrainer(tf.Module):
     self.loss_and_gradients = compile_step(self._loss_and_gradients, kernels)
 
   def corrupted_batch(self, example_indices: tf.Tensor, epoch: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-    """(corrupted, clean): float32 [b, 784] images of int32 [b] `example_indices`, masked as in `epoch`."""
+    """(corrupted, clean): float32 [b, D] images of int32 [b] `example_indices`, masked as in `epoch`."""
     return self.batches.corrupted(example_indices, epoch)
 
   def through_frozen(self, corrupted: tf.Tensor, clean: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:

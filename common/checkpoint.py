@@ -69,9 +69,12 @@ class CheckpointState:
   """
 
   def __init__(self, model_dir: Optional[str], config: config_lib.Config, max_to_keep: int = 2,
-               chief: bool = True, **trackables: Any):
+               chief: bool = True, data_fingerprint: Optional[Dict[str, Any]] = None, **trackables: Any):
     self.model_dir = model_dir
     self.config = config
+    # What the configuration does not say of the data (your own arrays' sha256): None values are left out, and a
+    # checkpoint from before a key compares as None.
+    self.data_fingerprint = {k: v for k, v in (data_fingerprint or {}).items() if v is not None}
     self.chief = chief
     with tf.device("/cpu:0"):
       self._progress = tf.Variable("", dtype=tf.string, trainable=False, name="progress")
@@ -121,11 +124,12 @@ class CheckpointState:
         logging.warning("Skipped checkpoint %s, which cannot be read (%s); trying an older one.", path, reason)
         continue
       # Check the configuration before touching any weights.
-      want = self.config.training_fingerprint()
+      want = dict(self.config.training_fingerprint(), **self.data_fingerprint)
       have = saved.get("config", {})
       # A setting added since the checkpoint was made compares by its default; one since removed is ignored.
       defaults = type(self.config)(program=self.config.program).training_fingerprint()
-      diff = sorted(key for key in want if want[key] != have.get(key, defaults.get(key)))
+      diff = sorted(key for key in set(want) | ({"dataset_sha256"} & set(have))
+                    if want.get(key) != have.get(key, defaults.get(key)))
       if diff:
         details = ", ".join(f"{key}: checkpoint {have.get(key)!r} vs now {want.get(key)!r}" for key in diff)
         raise errors.ResumeMismatchError(
@@ -155,7 +159,8 @@ class CheckpointState:
     if not self._manager or not self.chief:
       return 0.0
     start = time.perf_counter()
-    self._progress.assign(json.dumps(dict(progress, config=self.config.training_fingerprint())))
+    self._progress.assign(json.dumps(dict(progress, config=dict(self.config.training_fingerprint(),
+                                                               **self.data_fingerprint))))
     self._manager.save()
     self.saves += 1
     return time.perf_counter() - start

@@ -13,9 +13,9 @@ import math
 import sys
 from typing import Any, Callable, ClassVar, Mapping, Optional, Tuple
 
+from common import datasets
 from common import provenance
 
-MNIST_TRAIN_EXAMPLES = 55_000
 # More logical CPU devices than this only oversubscribes the cores further.
 MAX_LOGICAL_CPU_DEVICES = 64
 # More epochs than this is a typo (the report trains 30 to 60); the epoch also keys the int32 corruption seeds.
@@ -27,6 +27,8 @@ PRECISIONS = ("float32", "mixed_bfloat16")
 KERNELS = ("auto", "xla", "tf")
 # The intra-op pool of logical CPU devices (`common.devices.THREAD_POOLS`), or "auto": the program's default.
 THREAD_POOLS = ("auto", "per_device", "shared")
+# Where finetuning runs (`common.finetune.PLACEMENTS`), or "auto": the measured default per precision.
+FINETUNE_PLACEMENTS = ("auto", "replicas", "one_device", "pipelined")
 PROGRESS = {"auto": None, "bar": True, "log": False}  # --progress: None = a bar when stderr is a terminal
 
 
@@ -53,9 +55,14 @@ def setting(default: Any, help: str, *, check: Optional[Callable[[str, Any], Non
 
 
 # Per-field checks: check(flag name, value) raises ValueError with one line naming the flag.
-def positive_int(name: str, value: Any) -> None:
+def positive_int(name: str, value: Any, note: str = "") -> None:
   if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ValueError(f"--{name} must be a positive integer, got {value!r}.")
+    raise ValueError(f"--{name} must be a positive integer{note}, got {value!r}.")
+
+
+def counts(what: str) -> Callable[[str, Any], None]:
+  """The check of a positive count, refused as "must be a positive integer (<what>)"."""
+  return lambda name, value: positive_int(name, value, f" ({what})")
 
 
 def non_negative_int(note: str) -> Callable[[str, Any], None]:
@@ -118,10 +125,6 @@ def _corruption(name: str, value: Any) -> None:
     raise ValueError(f"--{name} must be in [0, 1) (the fraction of pixels masked), got {value}.")
 
 
-def _train_examples(name: str, value: Any) -> None:
-  positive_int(name, value)
-  if not 1 <= value <= MNIST_TRAIN_EXAMPLES:
-    raise ValueError(f"--{name} must be in 1..{MNIST_TRAIN_EXAMPLES}, got {value}.")
 
 
 def _ints(values: Any) -> Tuple[int, ...]:
@@ -144,7 +147,8 @@ class Config:
   A program with settings of its own subclasses it (`<program>/program.py`), declaring each with `setting`.
   """
   # The flags `check_together` reads (its cross-field rules), in the order its error line lists them.
-  TOGETHER: ClassVar[Tuple[str, ...]] = ("hidden_units", "batch_size", "finetune_batch_size", "train_examples")
+  TOGETHER: ClassVar[Tuple[str, ...]] = ("dataset", "hidden_units", "batch_size", "finetune_batch_size",
+                                         "train_examples", "finetune_epochs")
 
   program: str = setting("", "The registered program (`common.programs`); the run record's \"strategy\".", flag="")
   hidden_units: Tuple[int, ...] = setting(
@@ -166,8 +170,18 @@ class Config:
                               check=_corruption)
   pretrain_learning_rate: float = setting(1e-4, "SGD learning rate of layer-wise pretraining.", check=positive)
   finetune_learning_rate: float = setting(0.1, "SGD learning rate of supervised finetuning.", check=positive)
-  train_examples: int = setting(MNIST_TRAIN_EXAMPLES, "Use only the first N of the 55,000 MNIST training examples "
-                                "(1..55000).", check=_train_examples)
+  finetune_placement: str = setting(
+      "auto", "Where finetuning runs on several devices: replicas (each a share of every batch, gradients "
+      "all-reduced), one_device (the first, with the run's intra-op threads), pipelined (the classifier's layers in "
+      "stages over the devices, micro-batches, gradients summed: GPipe), or auto (the fastest measured: "
+      "docs/kernels_and_threads.md); the weights agree to float rounding.", choices=FINETUNE_PLACEMENTS,
+      training=False)
+  dataset: str = setting(
+      datasets.DEFAULT, "The data: a tensorflow-datasets name with image and label features (mnist, fashion_mnist, "
+      "kmnist, cifar10, ...) or npz:PATH, your own arrays (docs/programs.md, 'Your own data').",
+      check=datasets.check_name)
+  train_examples: Optional[int] = setting(None, "Use only the first N training examples of the dataset (default: all "
+                                          "of them; MNIST's 55,000).", kind=int, check=_optional(positive_int))
   seed: int = setting(0, "Seed of initialisation, shuffling and corruption; the same seed gives the same weights on any "
                       "devices.", check=_seed)
   data_dir: Optional[str] = setting(None, "TensorFlow Datasets data directory holding mnist/3.0.1; defaults to "
@@ -179,7 +193,11 @@ class Config:
   run_name: Optional[str] = setting(None, "Name of the run record (<results_dir>/<run_name>.json); defaults to "
                                     "<strategy>_<UTC time>.", kind=str, training=False)
   export_weights: Optional[str] = setting(None, "Write the pretrained weights to this .npz file (keys layer1/kernel, "
-                                          "layer1/bias, layer1/decoder_bias, ...).", kind=str, training=False)
+                                          "layer1/bias, layer1/decoder_bias, ...; after finetuning also finetuned/...: "
+                                          "docs/use_the_model.md).", kind=str, training=False)
+  export_model: Optional[str] = setting(None, "Write a SavedModel to this directory: signatures encode, reconstruct "
+                                        "and (after finetuning) predict, loadable without this repository "
+                                        "(docs/use_the_model.md).", kind=str, training=False)
   profile_dir: Optional[str] = setting(None, "Capture a TensorFlow profiler trace of the first pretraining epochs into "
                                        "this directory (view in TensorBoard).", kind=str, training=False)
   precision: str = setting(
@@ -200,8 +218,12 @@ class Config:
       "epochs, not only at the end of pretraining; the evaluation time is kept out of the pretraining seconds.",
       training=False)
   tensorboard_dir: Optional[str] = setting(
-      None, "Write per-epoch TensorBoard scalars (losses, held-out losses, examples/s, finetuning accuracy) under "
-      "<tensorboard_dir>/<run_name>.", kind=str, training=False)
+      None, "Write per-epoch TensorBoard scalars (losses, held-out losses, examples/s, finetuning accuracy) and "
+      "pictures (first-layer filters, test images beside their reconstructions) under <tensorboard_dir>/<run_name>.",
+      kind=str, training=False)
+  pictures: bool = setting(
+      False, "Draw <run_name>_filters.png (the first layer's filters) and <run_name>_reconstructions.png (test images "
+      "beside their reconstructions through each layer) beside the run record.", training=False, flag_default=True)
   show_progress: bool = setting(
       False, "Progress display: a bar on stderr plus a line per epoch (bar), only the lines (log), or a bar when "
       "stderr is a terminal (auto).", flag="progress", choices=tuple(PROGRESS), flag_default="auto", training=False,
@@ -219,7 +241,9 @@ class Config:
 
   @classmethod
   def check_together(cls, values: Mapping[str, Any]) -> None:
-    """The cross-field rules of the shared settings (a subclass adds its own and calls this one).
+    """The cross-field rules of the shared settings (a subclass adds its own and calls this one), against the
+    dataset's sizes when they are known without reading it (`common.datasets.KNOWN`; any other dataset:
+    `check_data` once its metadata is read).
 
     Args:
       values: {field: value} of at least `TOGETHER`'s fields (values a per-field check refused are not rechecked).
@@ -227,19 +251,18 @@ class Config:
     Raises:
       ValueError: one line naming the flags.
     """
-    n = values.get("train_examples")
-    n = n if isinstance(n, int) and 1 <= n <= MNIST_TRAIN_EXAMPLES else MNIST_TRAIN_EXAMPLES
-    for name in ("batch_size", "finetune_batch_size"):
-      b = values.get(name)
-      if isinstance(b, int) and b > n:
-        raise ValueError(f"--{name}={b} is larger than the training data ({n} examples).")
-    try:
-      units = [int(u) for u in values.get("hidden_units") or ()]
-    except (TypeError, ValueError):
-      return  # The hidden_units check reports it.
-    if units and all(u > 0 for u in units) and isinstance(values.get("batch_size"), int):
-      from common import memory  # noqa: the estimate needs only the sizes
-      memory.check(units, values["batch_size"], n)
+    info = datasets.known(values.get("dataset"))
+    if info is not None:
+      _check_data(values, info)
+
+  def check_data(self, info: datasets.Info) -> None:
+    """The rules that need the data: --train_examples within its training split, each batch within the training
+    examples, labels to finetune on, and the memory estimate on its input size.
+
+    Raises:
+      ValueError: one line naming the flags.
+    """
+    _check_data(dataclasses.asdict(self), info)
 
   @property
   def effective_finetune_batch_size(self) -> int:
@@ -273,6 +296,28 @@ class Config:
     with training=False."""
     own = {f.name for f in dataclasses.fields(self) if not f.metadata.get("training", True)}
     return {k: v for k, v in self.to_dict().items() if k not in own}
+
+
+def _check_data(values: Mapping[str, Any], info: datasets.Info) -> None:
+  n = values.get("train_examples")
+  if isinstance(n, int) and n > info.train:
+    raise ValueError(f"--train_examples must be in 1..{info.train} (the training examples of --dataset={info.name}), "
+                     f"got {n}.")
+  n = n if isinstance(n, int) and n >= 1 else info.train
+  for name in ("batch_size", "finetune_batch_size"):
+    b = values.get(name)
+    if isinstance(b, int) and b > n:
+      raise ValueError(f"--{name}={b} is larger than the training data ({n} examples).")
+  if info.num_classes is None and isinstance(values.get("finetune_epochs"), int) and values["finetune_epochs"] > 0:
+    raise ValueError(f"--dataset={info.name} has no labels (no y): it can be pretrained only; pass "
+                     "--finetune_epochs=0.")
+  try:
+    units = [int(u) for u in values.get("hidden_units") or ()]
+  except (TypeError, ValueError):
+    return  # The hidden_units check reports it.
+  if units and all(u > 0 for u in units) and isinstance(values.get("batch_size"), int):
+    from common import memory  # noqa: the estimate needs only the sizes
+    memory.check(units, values["batch_size"], n, info)
 
 
 def flag_name(field: dataclasses.Field) -> str:

@@ -1,4 +1,5 @@
-"""The cost model of the project, in one place and free of TensorFlow: parameters and FLOPs per layer.
+"""The cost model of the project, in one place and free of TensorFlow: parameters and FLOPs per layer, and the
+contiguous split of layers into stages of least maximal cost (`partition`).
 
 Every count follows the model of `common.autoencoder` (tied weights, a separate decoder bias): a layer
 n_in -> n_out has n_in n_out + n_out + n_in parameters, and one training step on b examples costs five
@@ -10,8 +11,11 @@ functions, so a change of the model changes them all.
 
 from typing import Any, Dict, List, Sequence
 
-INPUT_UNITS = 784  # MNIST pixels, the input of layer 1.
-NUM_CLASSES = 10
+from common import datasets
+
+# The default dataset's (MNIST's) inputs and classes; a run on other data passes its own.
+INPUT_UNITS = datasets.known(datasets.DEFAULT).input_units
+NUM_CLASSES = datasets.known(datasets.DEFAULT).num_classes
 # Matrix products of one training step of a layer, per example: encode, decode, and the gradients of the
 # decoder and encoder uses of the tied kernel plus the gradient flowing back into the hidden units.
 TRAIN_PRODUCTS = 5
@@ -71,16 +75,16 @@ def pretraining_flops(hidden_units: Sequence[int], epochs: int, num_examples: in
 
 
 def finetune_epoch_flops(hidden_units: Sequence[int], num_examples: int, evaluated_examples: int = 0,
-                         input_units: int = INPUT_UNITS) -> float:
+                         input_units: int = INPUT_UNITS, num_classes: int = NUM_CLASSES) -> float:
   """FLOPs of one finetuning epoch: forward and backward (3 products per layer and example) over the
   training examples, plus a forward pass (1 product) over `evaluated_examples` (validation, test)."""
-  s = sizes(hidden_units, input_units) + [NUM_CLASSES]
+  s = sizes(hidden_units, input_units) + [num_classes]
   per_example = sum(2.0 * a * b for a, b in zip(s, s[1:]))
   return 3.0 * num_examples * per_example + float(evaluated_examples) * per_example
 
 
 def network_bytes(hidden_units: Sequence[int], batch_size: int, num_examples: int,
-                  input_units: int = 784) -> Dict[str, Any]:
+                  input_units: int = INPUT_UNITS) -> Dict[str, Any]:
   """Bytes that cross the network during pretraining, from the parameter shapes (float32, 4 bytes).
 
   "gradients" (a data-parallel program: every step, the layer in training): its gradients, kernel [n_in, n_out] + bias
@@ -94,7 +98,7 @@ def network_bytes(hidden_units: Sequence[int], batch_size: int, num_examples: in
     hidden_units: the layer sizes, bottom first.
     batch_size: the global batch (data parallel steps per epoch = num_examples // batch_size).
     num_examples: training images per epoch.
-    input_units: pixels per image.
+    input_units: inputs per example (D).
 
   Returns:
     {what crosses (`common.programs.NETWORK`): ...}: {"gradients": {"gradient_bytes_per_step": [per layer],
@@ -109,3 +113,45 @@ def network_bytes(hidden_units: Sequence[int], batch_size: int, num_examples: in
   return {"gradients": {"gradient_bytes_per_step": grads, "steps_per_epoch": steps,
                         "gradient_bytes_per_epoch": [g * steps for g in grads]},
           "weight_copies": {"copies": copies, "bytes_per_epoch_step": sum(encoder[k - 1] for k, _ in copies)}}
+
+
+def partition(costs: Sequence[float], parts: int) -> List[List[int]]:
+  """Contiguous split of items 0..n-1 into `parts` non-empty groups minimising the largest group cost.
+
+  Args:
+    costs: cost of each item (>= 0), in order.
+    parts: number of groups, 1 <= parts <= len(costs).
+
+  Returns:
+    The groups, each a list of consecutive 0-based indices, in order. Among optimal splits, the one
+    whose earlier groups are as large as possible is returned (deterministic).
+
+  Raises:
+    ValueError: parts outside 1..len(costs), or a negative cost.
+  """
+  n = len(costs)
+  if not 1 <= parts <= n:
+    raise ValueError(f"cannot split {n} layer(s) into {parts} stage(s)")
+  if any(c < 0 for c in costs):
+    raise ValueError(f"costs must be >= 0, got {list(costs)}")
+  prefix = [0.0]
+  for c in costs:
+    prefix.append(prefix[-1] + c)
+  inf = float("inf")
+  # best[k][i]: the least largest-group cost of splitting items 0..i-1 into k groups; cut[k][i]: the
+  # start of the last group in that split.
+  best = [[inf] * (n + 1) for _ in range(parts + 1)]
+  cut = [[0] * (n + 1) for _ in range(parts + 1)]
+  best[0][0] = 0.0
+  for k in range(1, parts + 1):
+    for i in range(k, n + 1):
+      for j in range(i - 1, k - 2, -1):  # The last group is items j..i-1; larger j first: shorter last group.
+        value = max(best[k - 1][j], prefix[i] - prefix[j])
+        if value < best[k][i]:
+          best[k][i], cut[k][i] = value, j
+  groups, end = [], n
+  for k in range(parts, 0, -1):
+    start = cut[k][end]
+    groups.append(list(range(start, end)))
+    end = start
+  return groups[::-1]

@@ -6,7 +6,11 @@ class UserError(Exception):
 
 
 class DataUnavailableError(UserError):
-  """MNIST could not be loaded (no local copy and no network)."""
+  """The dataset could not be loaded (no local copy and no network)."""
+
+
+class DataError(UserError):
+  """The dataset cannot be trained on as given (`--dataset`): unknown, malformed, or too small for the flags."""
 
 
 class TrainingDivergedError(UserError):

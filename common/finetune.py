@@ -1,7 +1,8 @@
-"""Supervised finetuning: the pretrained sigmoid stack plus a linear 10-way layer, softmax cross-entropy.
+"""Supervised finetuning: the pretrained sigmoid stack plus a linear K-way layer (K the data's classes, 10 for
+MNIST), softmax cross-entropy.
 
 As in the report's original implementation: every layer is trained, plain SGD with
-learning rate 0.1; accuracy on the 5,000 validation and 10,000 test images. The original applied a
+learning rate 0.1; accuracy on the validation and test images (MNIST: 5,000 and 10,000). The original applied a
 sigmoid to the logits before the softmax; that defect is not mirrored.
 """
 
@@ -14,6 +15,8 @@ import tensorflow as tf
 from common import config as config_lib
 from common import data
 from common import epochs as epochs_lib
+from common import export
+from common import finetune_pipeline
 from common import optimizers
 from common import precision as precision_lib
 from common import progress as progress_lib
@@ -21,29 +24,45 @@ from common import replica_steps
 from common import timing
 
 
+# Where finetuning runs (`--finetune_placement`): "replicas" (a MirroredStrategy over the devices, each replica a
+# share of every batch), "one_device" (the first device, with whatever intra-op threads the run has), "pipelined"
+# (the classifier's layers in stages over the devices, micro-batches: `common.finetune_pipeline`).
+PLACEMENTS = config_lib.FINETUNE_PLACEMENTS[1:]
+# The placement of --finetune_placement=auto per precision: the fastest at batch 100 in the finetune benchmark
+# (experiments/benchmarks/finetune.py; docs/kernels_and_threads.md, "Finetuning").
+DEFAULT_PLACEMENT = {"float32": "replicas", "mixed_bfloat16": "replicas"}
+
+
 class Classifier(tf.Module):
-  """784 -> hidden layers (sigmoid) -> 10 logits.
+  """D inputs -> hidden layers (sigmoid) -> K logits.
 
   Attributes:
     kernels, biases: float32 [n_in, n_out] / [n_out] per hidden layer, loaded from pretraining.
-    output_kernel: float32 [hidden_units[-1], 10], Glorot-uniform initialised from the seed.
-    output_bias: float32 [10], zeros.
+    output_kernel: float32 [hidden_units[-1], K], Glorot-uniform initialised from the seed.
+    output_bias: float32 [K], zeros.
     precision: of the matrix products of training (`common.precision`); prediction is float32.
+    devices: None (the current device), or the device of each layer, hidden ones then the output layer
+      (`--finetune_placement=pipelined`, `common.finetune_pipeline`).
   """
 
-  def __init__(self, hidden_units: Sequence[int], seed: int, input_units: int = data.IMAGE_PIXELS,
-               precision: str = precision_lib.FLOAT32):
+  def __init__(self, hidden_units: Sequence[int], seed: int, input_units: int, num_classes: int,
+               precision: str = precision_lib.FLOAT32, devices: Optional[Sequence[str]] = None):
     super().__init__(name="classifier")
     self.precision = precision
     sizes = [input_units] + list(hidden_units)
+    place = lambda i: tf.device(devices[i] if devices else None)  # noqa: E731  # layer i's (hidden..., output)
     with self.name_scope:
-      self.kernels = [tf.Variable(tf.zeros([a, b]), name=f"kernel{i + 1}") for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
-      self.biases = [tf.Variable(tf.zeros([b]), name=f"bias{i + 1}") for i, b in enumerate(sizes[1:])]
-      limit = math.sqrt(6.0 / (sizes[-1] + data.NUM_CLASSES))
-      self.output_kernel = tf.Variable(
-          tf.random.stateless_uniform([sizes[-1], data.NUM_CLASSES], seed=[seed, 104729], minval=-limit, maxval=limit),
-          name="output_kernel")
-      self.output_bias = tf.Variable(tf.zeros([data.NUM_CLASSES]), name="output_bias")
+      self.kernels, self.biases = [], []
+      for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        with place(i):
+          self.kernels.append(tf.Variable(tf.zeros([a, b]), name=f"kernel{i + 1}"))
+          self.biases.append(tf.Variable(tf.zeros([b]), name=f"bias{i + 1}"))
+      limit = math.sqrt(6.0 / (sizes[-1] + num_classes))
+      with place(len(hidden_units)):
+        self.output_kernel = tf.Variable(
+            tf.random.stateless_uniform([sizes[-1], num_classes], seed=[seed, 104729], minval=-limit, maxval=limit),
+            name="output_kernel")
+        self.output_bias = tf.Variable(tf.zeros([num_classes]), name="output_bias")
 
   @property
   def weights(self) -> List[tf.Variable]:
@@ -69,13 +88,15 @@ class Classifier(tf.Module):
       kernel.assign(layer.kernel)
       bias.assign(layer.bias)
 
-  @tf.function(jit_compile=True)
   def predict(self, images: tf.Tensor) -> tf.Tensor:
-    """float32 [b, 784] in [0, 1] -> int32 [b] predicted digit (float32 products: the weights are measured)."""
-    return tf.argmax(self.logits(images, precision_lib.FLOAT32), axis=1, output_type=tf.int32)
+    """float32 [b, D] in [0, 1] -> int32 [b] predicted class (float32 products: the weights are measured), one
+    XLA computation on the images' device whatever devices the weights live on (pipelined finetuning)."""
+    with tf.device(images.device or None):
+      values = [tf.identity(w) for w in self.weights]
+    return _predict(values[:len(self.kernels)], values[len(self.kernels):-2], *values[-2:], images)
 
   def logits(self, images: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
-    """float32 [b, 784] in [0, 1] -> float32 [b, 10] logits, the products at `precision` (default: the
+    """float32 [b, D] in [0, 1] -> float32 [b, K] logits, the products at `precision` (default: the
     classifier's; under mixed_bfloat16 the gradients' products are bfloat16 too, through the casts)."""
     p = precision or self.precision
     h = images
@@ -84,12 +105,17 @@ class Classifier(tf.Module):
     return precision_lib.matmul(h, self.output_kernel, p) + self.output_bias
 
 
+@tf.function(jit_compile=True)
+def _predict(kernels, biases, output_kernel, output_bias, images):
+  return tf.argmax(export.classify(kernels, biases, output_kernel, output_bias, images), axis=1, output_type=tf.int32)
+
+
 class Finetuner(tf.Module):
   """SGD on softmax cross-entropy for a `Classifier`, one device or under a tf.distribute strategy.
 
   Args:
     classifier: the model (created under `strategy.scope()` when a strategy is used).
-    images: float32 [N, 784] training images in [0, 1]; labels: int32 [N].
+    images: float32 [N, D] training images in [0, 1]; labels: int32 [N].
     seed: keys the shuffling order (a stream separate from pretraining's).
     batch_size: global batch B; an epoch is N // B steps.
     device: device of the single-device path (None: default).
@@ -115,7 +141,7 @@ class Finetuner(tf.Module):
 
   @tf.function(jit_compile=True)
   def loss_and_gradients(self, images, labels, global_batch_size):
-    """(loss share float32, gradients) of a batch share: images [b, 784], labels int32 [b]."""
+    """(loss share float32, gradients) of a batch share: images [b, D], labels int32 [b]."""
     return self._loss_and_gradients(images, labels, global_batch_size)
 
   @tf.function(jit_compile=True)
@@ -172,19 +198,20 @@ class Finetuner(tf.Module):
 
 
 def accuracy(classifier: Classifier, images: np.ndarray, labels: np.ndarray, batch_size: int = 5000) -> float:
-  """Fraction of `images` (float32 [n, 784]) whose argmax logit equals `labels` (int [n])."""
+  """Fraction of `images` (float32 [n, D]) whose argmax logit equals `labels` (int [n])."""
   correct = 0
   for start in range(0, len(images), batch_size):
     correct += int(np.sum(classifier.predict(tf.constant(images[start:start + batch_size])).numpy() == labels[start:start + batch_size]))
   return correct / len(images)
 
 
-def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, config: config_lib.Config,
+def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Dataset, config: config_lib.Config,
                    state: Dict[str, Any], save: Callable[[Dict[str, Any]], float], timer: timing.PhaseTimer,
                    device: Optional[str] = None, strategy: Optional[tf.distribute.Strategy] = None,
                    chunks_per_epoch: int = 1, learning_rate: Optional[float] = None,
                    lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None,
-                   rule: optimizers.UpdateRule = optimizers.SGD, summaries: Optional[Any] = None) -> Dict[str, Any]:
+                   rule: optimizers.UpdateRule = optimizers.SGD, summaries: Optional[Any] = None,
+                   devices: Optional[Sequence[str]] = None) -> Dict[str, Any]:
   """Finetunes for `config.finetune_epochs`, checkpointing every epoch; returns the record's "finetune".
 
   Resumable: `state["finetune"]` (the checkpointed progress) says how many epochs are done; when it is
@@ -193,7 +220,7 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
   Args:
     classifier: the model (restored from the checkpoint when resuming).
     layers: the pretrained `DenoisingAutoencoder`s, bottom first.
-    mnist: the data.
+    dataset: the data (with labels).
     config: uses finetune_epochs, effective_finetune_batch_size, finetune_learning_rate, seed.
     state: the run's progress document (updated in place).
     save: writes a checkpoint with the given progress document; returns seconds spent.
@@ -207,10 +234,12 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     rule: the update rule (`common.optimizers.UpdateRule`, plain SGD by default; others with `strategy` only);
       its slot variables are saved with the classifier.
     summaries: a `common.summaries.Summaries` receiving each epoch's scalars, or None.
+    devices: the classifier's layers' devices when they are pipelined (`common.finetune_pipeline`; plain SGD, no
+      strategy), else None.
 
   Returns:
-    {"epochs", "batch_size", "learning_rate", "seconds", "validation_accuracy", "test_accuracy",
-     "history": [{"loss", "validation_accuracy", "seconds"}, ...]}.
+    {"epochs", "batch_size", "learning_rate", "placement" ("replicas", "one_device" or "pipelined"), "replicas",
+     "seconds", "validation_accuracy", "test_accuracy", "history": [{"loss", "validation_accuracy", "seconds"}, ...]}.
 
   Raises:
     TrainingDivergedError: the loss became NaN or infinite (the last good checkpoint is kept).
@@ -223,14 +252,25 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
     fine = state["finetune"] = {"history": []}
   done = len(fine["history"])
   if strategy is not None:
-    images = replica_steps.replica_resident(strategy, mnist.train_images)
-    labels = replica_steps.replica_resident(strategy, mnist.train_labels)
+    images = replica_steps.replica_resident(strategy, dataset.train_images)
+    labels = replica_steps.replica_resident(strategy, dataset.train_labels)
+  elif devices:
+    images = labels = None  # On the first and last stage's devices (below).
   else:
     with tf.device(device):
-      images = tf.constant(mnist.train_images)
-      labels = tf.constant(mnist.train_labels)
-  with strategy.scope() if strategy is not None else tf.device(device):
-    finetuner = Finetuner(classifier, images, labels, config.seed, batch, device, rule)
+      images = tf.constant(dataset.train_images)
+      labels = tf.constant(dataset.train_labels)
+  if devices:
+    if rule.name != "sgd":
+      raise ValueError(f"pipelined finetuning runs plain SGD, not {rule.name}: use another --finetune_placement")
+    with tf.device(devices[0]):
+      images = tf.constant(dataset.train_images)
+    with tf.device(devices[-1]):
+      labels = tf.constant(dataset.train_labels)
+    finetuner = finetune_pipeline.PipelinedFinetuner(classifier, devices, images, labels, config.seed, batch)
+  else:
+    with strategy.scope() if strategy is not None else tf.device(device):
+      finetuner = Finetuner(classifier, images, labels, config.seed, batch, device, rule)
   epoch_fn = tf.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, lr_multiplier))
   steps = finetuner.steps_per_epoch
   with timer.phase(timing.FINETUNE_COMPILE_PHASE):
@@ -243,7 +283,7 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
                                     "finetuning loss", "--finetune_learning_rate")
     loss, seconds = result["loss"], result["seconds"]
     with timer.phase("finetune_evaluate"):
-      val = accuracy(classifier, mnist.validation_images, mnist.validation_labels)
+      val = accuracy(classifier, dataset.validation_images, dataset.validation_labels)
     fine["history"].append({"loss": loss, "validation_accuracy": val, "seconds": seconds})
     if summaries is not None:
       summaries.finetune_epoch(epoch + 1, fine["history"][-1], steps * batch)
@@ -252,9 +292,10 @@ def run_finetuning(classifier: Classifier, layers: Sequence, mnist: data.Mnist, 
                  steps * batch, seconds)
   progress.close()
   with timer.phase("finetune_evaluate"):
-    val = accuracy(classifier, mnist.validation_images, mnist.validation_labels)
-    test = accuracy(classifier, mnist.test_images, mnist.test_labels)
+    val = accuracy(classifier, dataset.validation_images, dataset.validation_labels)
+    test = accuracy(classifier, dataset.test_images, dataset.test_labels)
   return {"epochs": epochs, "batch_size": batch, "learning_rate": learning_rate, "update_rule": rule.describe(),
+          "placement": "pipelined" if devices else "replicas" if strategy is not None else "one_device",
           "replicas": strategy.num_replicas_in_sync if strategy is not None else 1,
           "seconds": sum(h["seconds"] for h in fine["history"]), "validation_accuracy": val,
           "test_accuracy": test, "history": fine["history"]}

@@ -139,7 +139,7 @@ def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent
   state = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden], "steps": []})
   histories, records = state["layers"], state["steps"]
   all_steps = schedule.all_steps()
-  flops = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
+  flops = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(len(hidden))]
   combine = max if concurrent else sum
   work = [combine(flops[i] for i in step.active) for step in all_steps]
   progress = progress_lib.Progress(sum(work), "pretrain", config.show_progress, sum(work[:len(records)]))

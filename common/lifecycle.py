@@ -14,6 +14,7 @@ the run record (a dict, `common.runlog`).
 
 import contextlib
 import dataclasses
+import os
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -28,10 +29,13 @@ from common import data as data_lib
 from common import devices as devices_lib
 from common import epochs
 from common import evaluation
+from common import export
 from common import finetune
+from common import finetune_pipeline
 from common import lock as lock_lib
 from common import outputs
 from common import parameter_server
+from common import pictures
 from common import precision as precision_lib
 from common import programs
 from common import provenance
@@ -55,7 +59,7 @@ class Run:
     devices: the devices set up for it.
     data: the training, validation and test data in host memory.
     layers: the `DenoisingAutoencoder` stack, bottom first.
-    classifier: the finetuning model.
+    classifier: the finetuning model (None for data without labels).
     state: the checkpointed progress document; the schedule keeps its own progress under
       state["pretrain"], finetuning under state["finetune"].
     timer: phase timer, becomes the record's "timing".
@@ -70,18 +74,20 @@ class Run:
     finetune_distribution: the strategy finetuning runs under: the run's mirrored one, or a `MirroredStrategy`
       over this process's devices when there are several (`_finetune_distribution`), else None (one device: in a
       cluster of servers, the client's or coordinator's own).
+    finetune_devices: with --finetune_placement=pipelined on several devices, the device of each classifier layer
+      (`common.finetune_pipeline`), else None.
     kernels: the kernel path of the pretraining steps, "xla" or "tf" (`autoencoder.KERNEL_PATHS`).
     evaluator: the held-out reconstruction evaluator (`common.evaluation`).
     summaries: TensorBoard scalars (`common.summaries`; writes nothing without --tensorboard_dir).
-    plan: what the program's `plan` hook decided from the devices (its layout), else None.
+    plan: what the program's `plan` hook decided from the devices and the data (its layout), else None.
     checkpoint_objects: the program's own objects checkpointed with the weights (its `checkpoint_objects` hook).
   """
   config: config_lib.Config
   program: programs.Program
   devices: devices_lib.DeviceSetup
-  data: data_lib.Mnist
+  data: data_lib.Dataset
   layers: List[autoencoder.DenoisingAutoencoder]
-  classifier: finetune.Classifier
+  classifier: Optional[finetune.Classifier]
   state: Dict[str, Any]
   timer: timing.PhaseTimer
   resumed: bool
@@ -91,6 +97,7 @@ class Run:
   layer_devices: List[str]
   distribution: Optional[tf.distribute.Strategy]
   finetune_distribution: Optional[tf.distribute.Strategy]
+  finetune_devices: Optional[List[str]]
   kernels: str
   evaluator: evaluation.HeldoutEvaluator
   summaries: summaries_lib.Summaries
@@ -174,6 +181,10 @@ class Run:
         entry["heldout_loss"] = losses[i]
       epochs_done = len(self.state["pretrain"]["layers"][i])
       self.summaries.pretrain_epoch(i + 1, epochs_done, entry, examples)
+    if self.summaries.enabled and entries:  # The trained layers so far: those with an epoch behind them.
+      trained = [l for l, h in zip(self.layers, self.state["pretrain"]["layers"]) if h]
+      self.summaries.pictures(sum(map(len, self.state["pretrain"]["layers"])), runlog.layer_weights(trained),
+                              self.data.test_images, self.data.info.image_shape)
 
   def train_layer(self, index: int, epoch_fn: Callable[..., Any], steps_per_epoch: int, learning_rate: float,
                   progress: progress_lib.Progress, work: float, trace: bool = False) -> int:
@@ -311,7 +322,8 @@ def start(config: config_lib.Config, program: programs.Program,
     on_checkpoint: see `train`.
 
   Raises:
-    ValueError: devices cannot be made. DataUnavailableError: the data is missing.
+    ValueError: devices cannot be made, or the flags do not fit the data (`Config.check_data`).
+    DataUnavailableError: the data is missing. DataError: the data is unknown or malformed (`common.data.load`).
     UserError: --precision=mixed_bfloat16 on a processor without native bfloat16 (`common.precision`).
     ResumeMismatchError: `model_dir` holds a checkpoint of a different configuration.
     OutputPathError: an output location cannot be written (`common.outputs.check`, before anything else).
@@ -320,9 +332,16 @@ def start(config: config_lib.Config, program: programs.Program,
   """
   started = time.perf_counter()
   provenance.fields()  # The code that runs is the code at the start (cached; the record is written at the end).
-  # Every output location is checked before anything is built.
-  writes = _writes_outputs(program)
+  writes = _writes_outputs(program)  # None for a task that only serves its devices: it needs no data.
   if writes is not None:
+    if program.cluster == "parameter_server" and cluster.tf_config():
+      parameter_server.check_tf_config(cluster.tf_config(), program.name, config.num_devices)
+    # The data first: bad data is refused before anything is written; --train_examples defaults to all of it.
+    info = data_lib.describe(config.dataset, config.data_dir)
+    config.check_data(info)
+    if config.train_examples is None:
+      config = dataclasses.replace(config, train_examples=info.train)
+    # Every output location is checked before anything is built.
     outputs.check(config, chief=writes)
   precision_lib.check_supported(config.precision)
   hooks = program.load_hooks()
@@ -330,9 +349,9 @@ def start(config: config_lib.Config, program: programs.Program,
   chief = distribution is None or distribution.extended.should_checkpoint
   # One writer per model directory: the chief (the workers of a multi-worker run share it).
   model_dir_lock = lock_lib.acquire(config.model_dir) if config.model_dir and chief else None
-  data = data_lib.load_mnist(config.data_dir, config.train_examples)
+  data = data_lib.load(config.dataset, config.data_dir, config.train_examples)
   first = device_setup.names[0]
-  plan = hooks.plan(config, device_setup) if hasattr(hooks, "plan") else None
+  plan = hooks.plan(config, device_setup, data) if hasattr(hooks, "plan") else None
   layer_devices = list(hooks.place(plan, device_setup) if hasattr(hooks, "place") else
                        [first] * len(config.hidden_units))
   # In a client/server cluster the client (this process) finetunes; its workers hold the layers. A
@@ -343,15 +362,27 @@ def start(config: config_lib.Config, program: programs.Program,
   elif program.cluster == "parameter_server":
     finetune_device = parameter_server.COORDINATOR_DEVICE
   mirrored = program.cluster == "multi_worker"
-  finetune_distribution = distribution if mirrored else _finetune_distribution(config, device_setup)
+  placement = finetune.DEFAULT_PLACEMENT[config.precision] if config.finetune_placement == "auto" else \
+      config.finetune_placement
+  finetune_distribution, finetune_devices = distribution if mirrored else None, None
+  if not mirrored and placement == "replicas":
+    finetune_distribution = _finetune_distribution(config, device_setup)
+  elif not mirrored and placement == "pipelined" and device_setup.cluster is None and len(device_setup.names) > 1:
+    finetune_devices = finetune_pipeline.layer_devices(config.hidden_units, data.input_units, data.num_classes or 1,
+                                                       device_setup.names)
   with distribution.scope() if distribution is not None else tf.device(first):
-    layers = autoencoder.build_stack(config.hidden_units, config.seed,
+    layers = autoencoder.build_stack(config.hidden_units, config.seed, data.input_units,
                                      devices=None if distribution else layer_devices, precision=config.precision)
-  with finetune_distribution.scope() if finetune_distribution is not None else tf.device(finetune_device):
-    classifier = finetune.Classifier(config.hidden_units, config.seed, precision=config.precision)
+  classifier = None  # Data without labels is pretrained only.
+  if data.num_classes:
+    with finetune_distribution.scope() if finetune_distribution is not None else tf.device(finetune_device):
+      classifier = finetune.Classifier(config.hidden_units, config.seed, data.input_units, data.num_classes,
+                                       precision=config.precision, devices=finetune_devices)
   extra = hooks.checkpoint_objects(plan, device_setup, config) if hasattr(hooks, "checkpoint_objects") else {}
-  ckpt = checkpoint_lib.CheckpointState(config.model_dir, config, chief=chief, layers=layers, classifier=classifier,
-                                        **extra)
+  objects = dict(layers=layers, **({"classifier": classifier} if classifier is not None else {}), **extra)
+  # Your own arrays are known by their content: a checkpoint of other arrays at the same path is not resumed.
+  ckpt = checkpoint_lib.CheckpointState(config.model_dir, config, chief=chief,
+                                        data_fingerprint={"dataset_sha256": data.info.source.get("sha256")}, **objects)
   state = ckpt.restore()
   resumed = state is not None
   state = state or {}
@@ -366,7 +397,8 @@ def start(config: config_lib.Config, program: programs.Program,
       config=config, program=program, devices=device_setup, data=data, layers=layers, classifier=classifier,
       state=state, timer=timing.PhaseTimer(), resumed=resumed, started=started, chief=chief,
       finetune_device=finetune_device, layer_devices=layer_devices, distribution=distribution,
-      finetune_distribution=finetune_distribution, kernels=config.kernel_path(program.default_kernels(config.precision)),
+      finetune_distribution=finetune_distribution, finetune_devices=finetune_devices,
+      kernels=config.kernel_path(program.default_kernels(config.precision)),
       evaluator=evaluator, summaries=summaries_lib.Summaries(config.tensorboard_dir if chief else None,
                                                              config.effective_run_name),
       checkpoint=ckpt, on_checkpoint=on_checkpoint or cluster.fault_hook_from_environment(), lock=model_dir_lock,
@@ -395,17 +427,29 @@ def finish(run: Run, record: Dict[str, Any], **finetune_options) -> Dict[str, An
     record["finetune"] = finetune.run_finetuning(
         run.classifier, run.layers, run.data, config, run.state, lambda _: run.save(), run.timer,
         device=run.finetune_device, strategy=run.finetune_distribution, chunks_per_epoch=run.chunks_per_epoch,
-        summaries=run.summaries, **finetune_options)
+        summaries=run.summaries, devices=run.finetune_devices, **finetune_options)
     logging.info("Finetuned %d epochs: validation accuracy %.4f, test accuracy %.4f",
                  config.finetune_epochs, record["finetune"]["validation_accuracy"],
                  record["finetune"]["test_accuracy"])
-  if config.export_weights and run.chief:
-    written = outputs.write_with_fallback(lambda path: runlog.export_weights(path, run.layers),
-                                          outputs.weights_file(config.export_weights), "exported weights")
-    logging.info("Exported pretrained weights to %s", written)
+  if (config.export_weights or config.export_model) and run.chief:
+    weights = runlog.layer_weights(run.layers)
+    if config.finetune_epochs > 0:
+      weights.update(export.classifier_weights(run.classifier))
+    if config.export_weights:
+      written = outputs.write_with_fallback(lambda path: runlog.export_weights(path, weights),
+                                            outputs.weights_file(config.export_weights), "exported weights")
+      logging.info("Exported pretrained weights to %s%s", written,
+                   " (and the finetuned classifier's, finetuned/...)" if config.finetune_epochs else "")
+    if config.export_model:
+      with run.timer.phase("export_model"):
+        record["export_model"] = export.save(config.export_model, weights, {
+            "dataset": run.data.info.name, "program": run.program.name})
+      logging.info("Exported the model (SavedModel: %s) to %s", ", ".join(record["export_model"]["signatures"]),
+                   config.export_model)
   run.summaries.flush()
   full = runlog.new_record(config, run.devices)
   full["environment"]["kernels"] = run.kernels
+  full["dataset"] = run.data.describe()
   full.update(record)
   full["heldout_reconstruction"] = [{"layer": i + 1, "loss": v} for i, v in enumerate(heldout)]
   full["pretrain_cpu_seconds"] = run.pretrain_cpu_seconds
@@ -427,6 +471,15 @@ def finish(run: Run, record: Dict[str, Any], **finetune_options) -> Dict[str, An
     logging.warning("%s", message)
   path = None
   if run.chief and config.results_dir:
+    if config.pictures:
+      with run.timer.phase("pictures"):
+        drawn = pictures.draw(os.path.splitext(runlog.record_path(full, config))[0], runlog.layer_weights(run.layers),
+                              run.data.test_images, run.data.info.image_shape,
+                              f"{config.effective_run_name} ({run.data.info.name})")
+      full["pictures"] = [os.path.basename(p) for p in drawn if p]
+      if drawn[0] is None:
+        logging.info("No filter picture: --dataset=%s is flat (not images).", run.data.info.name)
+      full["timing"]["pictures"] = run.timer.as_dict()["pictures"]
     path = outputs.write_with_fallback(lambda p: runlog.write_record(full, config, p),
                                        runlog.record_path(full, config), "run record")
   if path:

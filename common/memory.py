@@ -4,7 +4,7 @@ A run that cannot fit should stop in its first second with the numbers, not afte
 ResourceExhausted traceback. The estimate counts only what every program surely holds at once, float32
 (4 bytes): every layer's weights and their SGD gradients of the layer in training (`common.cost`
 parameter counts), the classifier's output layer, one batch of activations through the stack, and the
-resident MNIST images (training slice, 5,000 validation and 10,000 test images). The programs hold more
+resident data (the training slice, the validation and test examples). The programs hold more
 (frozen copies, replicas, TensorFlow's own buffers), so a refused run would surely fail; a run that
 passes may still not fit.
 """
@@ -13,24 +13,25 @@ import os
 from typing import Dict, Optional, Sequence
 
 from common import cost
+from common import datasets
 
 BYTES_PER_FLOAT = 4
-RESIDENT_EVAL_IMAGES = 5_000 + 10_000  # validation + test
 
 
-def estimate_bytes(hidden_units: Sequence[int], batch_size: int, train_examples: int) -> Dict[str, int]:
-  """The lower bound of the memory a run needs, by part, in bytes.
+def estimate_bytes(hidden_units: Sequence[int], batch_size: int, train_examples: int,
+                   info: datasets.Info) -> Dict[str, int]:
+  """The lower bound of the memory a run on `info`'s data needs, by part, in bytes.
 
   Returns:
     {"weights": weights and gradients, "activations": one batch through the stack (and back),
-     "data": the resident images, "total": their sum}.
+     "data": the resident examples, "total": their sum}.
   """
-  params = sum(cost.layer_params(hidden_units)) + int(hidden_units[-1]) * cost.NUM_CLASSES
-  widths = cost.sizes(hidden_units)
+  params = sum(cost.layer_params(hidden_units, info.input_units)) + int(hidden_units[-1]) * (info.num_classes or 0)
+  widths = cost.sizes(hidden_units, info.input_units)
   parts = {
       "weights": 2 * params * BYTES_PER_FLOAT,
       "activations": 2 * batch_size * sum(widths) * BYTES_PER_FLOAT,
-      "data": (train_examples + RESIDENT_EVAL_IMAGES) * cost.INPUT_UNITS * BYTES_PER_FLOAT,
+      "data": (train_examples + info.validation + info.test) * info.input_units * BYTES_PER_FLOAT,
   }
   parts["total"] = sum(parts.values())
   return parts
@@ -55,21 +56,22 @@ def _gib(n: float) -> str:
   return f"{n / 2**30:,.1f} GiB"
 
 
-def check(hidden_units: Sequence[int], batch_size: int, train_examples: int,
+def check(hidden_units: Sequence[int], batch_size: int, train_examples: int, info: datasets.Info,
           available: Optional[int] = None) -> None:
   """Raises ValueError (one line with the estimate) when the run cannot fit in this machine's memory.
 
   Args:
     hidden_units, batch_size, train_examples: the run's flags.
+    info: the data (its input size, classes and splits).
     available: bytes to compare with (default `physical_bytes()`; nothing is checked when unknown).
   """
   available = physical_bytes() if available is None else available
   if not available:
     return
-  parts = estimate_bytes(hidden_units, batch_size, train_examples)
+  parts = estimate_bytes(hidden_units, batch_size, train_examples, info)
   if parts["total"] > available:
     raise ValueError(
         f"--hidden_units={','.join(str(u) for u in hidden_units)} with --batch_size={batch_size} needs at least "
         f"{_gib(parts['total'])} of memory (weights and gradients {_gib(parts['weights'])}, activations "
-        f"{_gib(parts['activations'])}, MNIST {_gib(parts['data'])}), more than this machine's "
+        f"{_gib(parts['activations'])}, data {_gib(parts['data'])}), more than this machine's "
         f"{_gib(available)} (RAM + swap); use fewer or smaller layers or a smaller batch.")

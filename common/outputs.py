@@ -1,7 +1,7 @@
 """Where a run writes, checked before any work, and a fallback when writing still fails at the end.
 
 A run writes its checkpoints (--model_dir), its run record (<--results_dir>/<--run_name>.json), its
-exported weights (--export_weights), TensorBoard scalars (--tensorboard_dir) and a profiler trace
+exported weights (--export_weights) and model (--export_model), TensorBoard scalars (--tensorboard_dir) and a profiler trace
 (--profile_dir). `check` creates each directory and proves it writable with a probe file before the
 devices, the data or the model exist, so a typo costs seconds, not a training run. Should a write still
 fail at the end (the disk filled up, the directory was removed), `write_with_fallback` writes to the
@@ -75,6 +75,11 @@ def check(config: config_lib.Config, chief: bool = True) -> None:
         raise errors.OutputPathError(
             f"--export_weights={config.export_weights} is a directory; give a file name such as weights.npz.")
       locations.append(("export_weights", os.path.dirname(os.path.abspath(config.export_weights))))
+    if config.export_model:
+      if os.path.isfile(config.export_model):
+        raise errors.OutputPathError(f"--export_model={config.export_model} is a file; give a directory for the "
+                                     "SavedModel.")
+      locations.append(("export_model", config.export_model))
   for flag, directory in locations:
     if directory:
       _writable_directory(flag, directory)

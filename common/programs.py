@@ -64,7 +64,7 @@ class Program:
     perf_model: dotted path of its performance model in `experiments.perf_model` (a class), or "none".
     baseline: True for the report's baseline, which every speedup divides (exactly one program).
     hooks: the module of its hooks (default "<name>.pretrain"): `pretrain(run) -> record` (its schedule, required),
-      and optionally `plan(config, devices)` (its layout, kept as `Run.plan`), `place(plan, devices) -> [device of
+      and optionally `plan(config, devices, dataset)` (its layout, kept as `Run.plan`), `place(plan, devices) -> [device of
       each layer]`, `checkpoint_objects(plan, devices, config) -> {name: trackable}` (checkpointed with the weights,
       kept as `Run.checkpoint_objects`) and `finetune_options(run) -> {...}` (`common.finetune.run_finetuning`).
   """

@@ -23,11 +23,10 @@ import numpy as np
 import tensorflow as tf
 
 from common import config as config_lib
+from common import datasets
 from common import devices as devices_lib
 from common import provenance
 
-# A finetuned test accuracy at or below this is "at chance" (10 classes: 0.1) and flags the run.
-CHANCE_ACCURACY = 0.12
 REQUIRED_FIELDS = ("strategy", "config", "environment", "pretrain_seconds", "layers", "timing",
                    "finetune", "total_seconds")
 
@@ -81,9 +80,18 @@ def write_record(record: Dict[str, Any], config: config_lib.Config, path: Option
   return path
 
 
-def export_weights(path: str, layers: Iterable) -> str:
-  """Writes the pretrained weights to `path` (.npz), keys "layerN/kernel", "layerN/bias",
-  "layerN/decoder_bias" (float32), as produced by `DenoisingAutoencoder.numpy_weights`.
+def layer_weights(layers: Iterable) -> Dict[str, np.ndarray]:
+  """{"layerN/kernel", "layerN/bias", "layerN/decoder_bias": float32 array} of `DenoisingAutoencoder`s."""
+  arrays: Dict[str, np.ndarray] = {}
+  for layer in layers:
+    arrays.update(layer.numpy_weights())
+  return arrays
+
+
+def export_weights(path: str, arrays: Dict[str, np.ndarray]) -> str:
+  """Writes weights to `path` (.npz): the pretrained "layerN/kernel", "layerN/bias", "layerN/decoder_bias"
+  (`layer_weights`) and, after finetuning, the classifier's "finetuned/..." keys (`common.export.classifier_weights`),
+  float32.
 
   Returns:
     The file written: `path`, with ".npz" appended when it lacks it (as `numpy.savez` does).
@@ -91,9 +99,6 @@ def export_weights(path: str, layers: Iterable) -> str:
   Raises:
     OSError: the file cannot be written.
   """
-  arrays: Dict[str, np.ndarray] = {}
-  for layer in layers:
-    arrays.update(layer.numpy_weights())
   path = path if path.endswith(".npz") else path + ".npz"
   directory = os.path.dirname(os.path.abspath(path))
   os.makedirs(directory, exist_ok=True)
@@ -114,7 +119,8 @@ def health_warnings(record: Dict[str, Any]) -> List[str]:
     - layer 1's reconstruction loss never fell below its first epoch's (layer 1's input, the images,
       never moves, so its loss falls in any working run of two or more epochs): a finite divergence,
       e.g. a learning rate so high the sigmoids saturate;
-    - the finetuned test accuracy is at chance (at most `CHANCE_ACCURACY`; 10 classes).
+    - the finetuned test accuracy is at chance (at most `common.datasets.chance_accuracy` of the data's K classes:
+      0.12 for 10).
 
   Args:
     record: a run record with "layers" (per epoch "loss") and "finetune" (None or with "test_accuracy").
@@ -128,8 +134,9 @@ def health_warnings(record: Dict[str, Any]) -> List[str]:
         f"{losses[-1]:.4g} in epoch {len(losses)}): pretraining diverged without overflowing; lower "
         "--pretrain_learning_rate.")
   accuracy = (record.get("finetune") or {}).get("test_accuracy")
-  if accuracy is not None and accuracy <= CHANCE_ACCURACY:
+  classes = (record.get("dataset") or {}).get("classes") or datasets.known(datasets.DEFAULT).num_classes
+  if accuracy is not None and accuracy <= datasets.chance_accuracy(classes):
     warnings.append(
-        f"The finetuned test accuracy {accuracy:.4f} is at chance (0.1 for 10 classes): the model learned "
-        "nothing; check the learning rates (--pretrain_learning_rate, --finetune_learning_rate).")
+        f"The finetuned test accuracy {accuracy:.4f} is at chance ({1 / classes:.3g} for {classes} classes): the model "
+        "learned nothing; check the learning rates (--pretrain_learning_rate, --finetune_learning_rate).")
   return warnings

@@ -6,14 +6,20 @@ TBNotInstalledError without it). View with `tensorboard --logdir <dir>`. Tags:
   pretrain/layer<n>/heldout_loss      held-out reconstruction loss (`common.evaluation`) after that epoch
   pretrain/layer<n>/examples_per_second
   finetune/train_loss, finetune/validation_accuracy, finetune/examples_per_second
+and pictures (`common.pictures`), after every layer-epoch:
+  pretrain/filters                    layer 1's first filters, tiled (image-shaped data only)
+  pretrain/reconstructions            fixed test images above their reconstructions through each trained layer
 The step of a pretraining scalar is the layer's epoch number (1-based); of a finetuning scalar, the
-finetuning epoch.
+finetuning epoch; of a picture, the layer-epochs trained so far.
 """
 
 import os
-from typing import Optional
+from typing import Dict, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
+
+from common import pictures
 
 
 class Summaries:
@@ -53,6 +59,21 @@ class Summaries:
     self.scalar("finetune/validation_accuracy", entry.get("validation_accuracy"), epoch)
     if entry.get("seconds"):
       self.scalar("finetune/examples_per_second", examples / entry["seconds"], epoch)
+
+  def pictures(self, step: int, weights: Dict[str, np.ndarray], images: np.ndarray,
+               image_shape: Sequence[int]) -> None:
+    """The filters and the reconstructions of `images` (float32 [n, D], the first `pictures.EXAMPLES` shown) by the
+    trained layers' `weights` ({"layerN/kernel", ...}) as images at `step`; nothing when disabled."""
+    if self._writer is None:
+      return
+    shown = images[:pictures.EXAMPLES]
+    grids = {"pretrain/reconstructions": pictures.reconstruction_grid(shown, pictures.reconstructions(weights, shown),
+                                                                      image_shape)}
+    if len(image_shape) == 3:
+      grids["pretrain/filters"] = pictures.filters(weights["layer1/kernel"], image_shape)
+    with self._writer.as_default(step=step):
+      for tag, grid in grids.items():
+        tf.summary.image(tag, grid[None], max_outputs=1)
 
   def flush(self) -> None:
     if self._writer is not None:

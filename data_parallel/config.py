@@ -33,16 +33,6 @@ PROFILE_PHASES = ("input", "forward_loss", "gradients", "allreduce", "apply")
 
 
 
-def _profile_steps(name: str, value: Any) -> None:
-  if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-    raise ValueError(f"--{name} must be a non-negative integer (0: no op profile), got {value!r}.")
-
-
-def _reference_batch(name: str, value: Any) -> None:
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ValueError(f"--{name} must be a positive integer, got {value!r}.")
-
-
 def _warmup(name: str, value: Any) -> None:
   if not value >= 0:
     raise ValueError(f"--{name} must be >= 0, got {value}.")
@@ -65,7 +55,7 @@ class DataParallelConfig(config_lib.Config):
   finetune_lr_scaling: str = config_lib.setting(
       "none", "The same for --finetune_learning_rate, with k from the finetuning batch.", choices=SCALINGS)
   reference_batch_size: int = config_lib.setting(
-      100, "The batch the given learning rates are tuned for (the report's 100).", check=_reference_batch)
+      100, "The batch the given learning rates are tuned for (the report's 100).", check=config_lib.positive_int)
   warmup_epochs: float = config_lib.setting(
       0.0, "Epochs of linear warm-up from the given to the scaled learning rate, per layer and for finetuning.",
       check=_warmup)
@@ -75,7 +65,8 @@ class DataParallelConfig(config_lib.Config):
       "sgd", "Finetuning's update rule: sgd (plain, or with --finetune_momentum) or adam (Kingma and Ba 2015).",
       choices=OPTIMIZERS)
   profile_steps: int = config_lib.setting(
-      20, "Steps timed per phase in the op profile of layer 1 (0: no profile).", check=_profile_steps, training=False)
+      20, "Steps timed per phase in the op profile of layer 1 (0: no profile).", check=config_lib.non_negative_int(" (0: no op profile)"),
+      training=False)
   profile_repeats: int = config_lib.setting(
       3, "Timed repetitions of each phase of the op profile.", check=config_lib.positive_int, training=False)
   benchmark_slow_worker_delay_seconds: float = config_lib.slow_worker_delay()

@@ -58,7 +58,7 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run.data.num_train
   pretrain_state = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
   histories = pretrain_state["layers"]
-  work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
+  work = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(len(hidden))]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   learning_rate = config.pretrain_learning_rate_after_warmup()

@@ -1,8 +1,8 @@
 """The measurement campaign: every number of the project measured again on one machine and one code. Its steps derive
 from the registries: every benchmark of `catalog.BENCHMARKS` at each of its `campaign` settings, then the presets cpu
-and mid (`experiments.reproduce`), then the report drawn from the records. Each step runs the command a user would
-type, from the repository root, its output streamed; a run whose record exists is not rerun (`--replace` deletes
-them first).
+and mid (`experiments.reproduce`), then the report. Each step runs the command a user would type, from the repository
+root, its output streamed; a run whose record exists is not rerun (`--replace` deletes them first). A benchmark step
+whose new summary flags a noisy configuration (`harness.noisy`) is measured once more, its records replaced.
   python -m experiments.campaign --dry_run                      # steps, commands, runs and estimated minutes
   python -m experiments.campaign [--only=STEP,...] [--replace]  # ~9 hours on 2 cores: run alone on the machine"""
 
@@ -10,7 +10,6 @@ import dataclasses
 import functools
 import os
 import shutil
-import subprocess
 import sys
 from typing import Callable, List, Sequence, Tuple
 
@@ -20,6 +19,7 @@ from absl import flags
 from experiments import ROOT
 from experiments import driver
 from experiments import presets
+from experiments import records
 from experiments.benchmarks import catalog
 from experiments.benchmarks import harness
 
@@ -37,17 +37,17 @@ class StepFailedError(Exception):
 @dataclasses.dataclass(frozen=True)
 class Step:
   """One step: `name` ("<benchmark>/<its records folder>", "preset/<preset>" or "report"), `command` as a user types
-  it ("python" first; run from the repository root), `plan` (driver.Rates -> the driver.Jobs of its runs, each with
-  .record and .estimate seconds) and `owned` (what --replace deletes: a benchmark setting's records folder and
-  summary, a preset's records)."""
+  it ("python" first), `plan` (driver.Rates -> the driver.Jobs of its runs), `owned` (what --replace deletes), and a
+  benchmark's `summary` and `scratch` (its logs and checkpoints, deleted with `owned` before it is measured again)."""
   name: str
   command: Tuple[str, ...]
   plan: Callable[[driver.Rates], List[driver.Job]]
   owned: Tuple[str, ...] = ()
+  summary: str = ""
+  scratch: Tuple[str, ...] = ()
 
   @property
-  def group(self) -> str:
-    """The benchmark's name, "preset" or "report"."""
+  def group(self) -> str:  # the benchmark's name, "preset" or "report"
     return self.name.split("/")[0]
 
 
@@ -65,9 +65,10 @@ def steps(output_dir: str = "results") -> List[Step]:
     moved = [] if folder == os.path.join(ROOT, harness.OUTPUT_DIR, b.name) else [f"--output_dir={_argument(folder)}"]
     for overrides in b.campaign:
       s = harness.setting(b, overrides)
+      summary = os.path.join(folder, b.summary_file(s))
       found.append(Step(f"{b.name}/{b.folder(s)}", tuple(harness.command(b, overrides) + moved),
                         functools.partial(harness.plan, b, s, folder, work),
-                        (os.path.join(folder, b.folder(s)), os.path.join(folder, b.summary_file(s)))))
+                        (os.path.join(folder, b.folder(s)), summary), summary, (os.path.join(work, b.folder(s)),)))
   reproduce = ("python", "-m", "experiments.reproduce")
   for p in PRESETS:
     plan = functools.partial(driver.plan, presets.build(p), p, out, os.path.join(ROOT, REPRODUCE_WORK_DIR))
@@ -82,8 +83,8 @@ def steps(output_dir: str = "results") -> List[Step]:
 
 
 def select(all_steps: Sequence[Step], only: Sequence[str]) -> List[Step]:
-  """The steps `only` names (a step's name, or a benchmark's name or "preset": all its steps) in campaign order; all
-  when `only` is empty; ValueError naming the names that match no step."""
+  """The steps `only` names (a step's name, or a benchmark's name or "preset": all its steps) in campaign order, all
+  for none; ValueError naming the names that match no step."""
   unknown = [n for n in only if not any(n in (s.name, s.group) for s in all_steps)]
   if unknown:
     raise ValueError(f"unknown campaign step {', '.join(map(repr, unknown))}; steps: "
@@ -92,9 +93,8 @@ def select(all_steps: Sequence[Step], only: Sequence[str]) -> List[Step]:
 
 
 def check_replace(step: Step, output_dir: str) -> None:
-  """ValueError unless --replace may delete `step`'s records: every path it owns inside `output_dir`, and no
-  checkpoints of its resumable runs left (a rerun would resume them, not measure again; they are outside
-  `output_dir`, so the campaign leaves them to you)."""
+  """ValueError unless --replace may delete `step`'s records: all it owns lies inside `output_dir`, and its resumable
+  runs left no checkpoints (a rerun would resume them, not measure again; the campaign leaves those to you)."""
   root = os.path.realpath(output_dir)
   outside = [p for p in step.owned if os.path.commonpath([os.path.realpath(p), root]) != root
              or os.path.realpath(p) == root]
@@ -110,20 +110,24 @@ def check_replace(step: Step, output_dir: str) -> None:
 def replace(step: Step, output_dir: str, out: Callable[[str], None] = print) -> List[str]:
   """Deletes `step`'s records and summary (its owned paths that exist, after `check_replace`); returns them."""
   check_replace(step, output_dir)
-  deleted = [p for p in step.owned if os.path.lexists(p)]
+  return _delete(step.owned, out)
+
+
+def _delete(paths: Sequence[str], out: Callable[[str], None], why: str = "--replace") -> List[str]:
+  deleted = [p for p in paths if os.path.lexists(p)]
   for path in deleted:
     if os.path.isdir(path) and not os.path.islink(path):
       shutil.rmtree(path)
     else:
       os.remove(path)
-    out(f"[campaign] --replace: deleted {path}")
+    out(f"[campaign] {why}: deleted {path}")
   return deleted
 
 
 def dry_run(chosen: Sequence[Step], output_dir: str, replacing: bool = False,
             out: Callable[[str], None] = print) -> float:
-  """Prints each step with its command, its runs (those recorded apart; with `replacing` they run again) and its
-  estimated minutes, then the total; runs nothing. Returns the estimated seconds of the runs to do."""
+  """Prints each step's command, runs (recorded ones apart; with `replacing` they run again) and estimated minutes,
+  then the total; runs nothing. Returns the estimated seconds of the runs to do."""
   rates, totals = driver.fit_rates(output_dir), [0, 0, 0.0]
   for s in chosen:
     jobs = s.plan(rates)
@@ -139,22 +143,30 @@ def dry_run(chosen: Sequence[Step], output_dir: str, replacing: bool = False,
 
 def run(chosen: Sequence[Step], output_dir: str, replacing: bool = False,
         out: Callable[[str], None] = functools.partial(print, flush=True)) -> None:
-  """Runs each step's command in order from the repository root, output streamed; with `replacing`, deletes its
-  records first (`replace`; every step checked before anything runs: ValueError). StepFailedError naming the first
-  step that exits with an error; the steps before it and its finished records are kept."""
+  """Runs each step's command in order (`driver.call`), output streamed; with `replacing`, deletes its records first
+  (every step checked before anything runs: ValueError); a benchmark step that wrote a summary flagging noisy
+  configurations runs once more, its records and scratch deleted first. StepFailedError naming the first step that
+  fails; the steps before it and its finished records are kept."""
   for s in chosen if replacing else ():
     check_replace(s, output_dir)
-  env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH")) if p))
   for i, s in enumerate(chosen):
     if replacing:
       replace(s, output_dir, out)
-    out(f"[campaign] step {i + 1}/{len(chosen)} {s.name}: {' '.join(s.command)}")
-    code = subprocess.call([sys.executable, *s.command[1:]], cwd=ROOT, env=env)
-    if code != 0:
-      raise StepFailedError(f"campaign step {s.name} failed (exit status {code}); the steps before it and its "
-                            "finished records are kept: rerun to continue" + (
-                                " (--replace would delete them again: name the steps left with --only)"
-                                if replacing else ""))
+    for again in (False, True):
+      before = os.path.exists(s.summary) and os.path.getmtime(s.summary)
+      out(f"[campaign] step {i + 1}/{len(chosen)} {s.name}{' again' if again else ''}: {' '.join(s.command)}")
+      code = driver.call([sys.executable, *s.command[1:]]).returncode
+      if code != 0:
+        raise StepFailedError(f"campaign step {s.name} failed (exit status {code}); the steps before it and its "
+                              "finished records are kept: rerun to continue" + (
+                                  " (--replace would delete them again: name the steps left with --only)"
+                                  if replacing else ""))
+      written = os.path.exists(s.summary) and os.path.getmtime(s.summary) != before  # a step that ran something
+      flagged = harness.noisy(records.load(s.summary)) if written else []
+      if again or not flagged:
+        break
+      _delete(s.owned + s.scratch, out, f"{s.name}: repeats of {', '.join(flagged)} more than "
+                                        f"{harness.NOISE:.0%} apart, measuring it once more")
 
 
 def main() -> None:

@@ -1,10 +1,11 @@
-"""The one runner: `run` starts each program (`python -m <module> <flags> --results_dir --run_name`) in its own
-process, skips recorded runs whose flags match, stops on a failure keeping finished records, prints progress with an
-ETA and logs each run; estimates: fixed_p + FLOPs / rate_p per program p, least squares on the driver log."""
+"""The one runner: `call` is the one place a subprocess starts; `run` starts each program through it, skips recorded
+runs whose flags match, stops on a failure keeping finished records, prints progress with an ETA and logs each run;
+estimates: fixed_p + FLOPs / rate_p per program p, least squares on the driver log."""
 
 import concurrent.futures
 import dataclasses
 import datetime
+import glob
 import json
 import math
 import os
@@ -12,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import IO, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from common import cost
 from common import programs
@@ -24,6 +25,21 @@ LOG_TAIL_LINES = 25
 # Validation (5,000 images) every finetuning epoch and test (10,000) at the end: counted as 15,000 per epoch.
 EVALUATED_EXAMPLES = 15_000
 POOLED = "all programs"
+# The offline MNIST copy beside the repository (the programs' TFDS_DATA_DIR unless set).
+SHARED_DATA = os.path.abspath(os.path.join(ROOT, "..", "shared", "tensorflow_datasets"))
+
+
+def call(command: Sequence[str], log: Optional[IO] = None, capture: bool = False) -> subprocess.CompletedProcess:
+  """Runs `command` from the repository root with the repository on PYTHONPATH, the offline MNIST copy and no
+  TF_CONFIG (a local run), its output into the file `log`, captured (`capture`) or streamed; returns the process."""
+  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+  env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+  if os.path.isdir(SHARED_DATA):
+    env.setdefault("TFDS_DATA_DIR", SHARED_DATA)
+  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  pipe = subprocess.PIPE if capture else None
+  return subprocess.run(list(command), cwd=ROOT, env=env, text=True, stdout=log or pipe,
+                        stderr=subprocess.STDOUT if log else pipe)
 
 
 class Rate(NamedTuple):
@@ -36,8 +52,7 @@ class Rate(NamedTuple):
     return self.fixed_seconds + flops / self.flops_per_second
 
 
-# Used only when no driver log exists: 10 s start-up, 100 GFLOP/s.
-FALLBACK = Rate(10.0, 1e11, 0)
+FALLBACK = Rate(10.0, 1e11, 0)  # without a driver log: 10 s start-up, 100 GFLOP/s
 Rates = Mapping[str, Rate]
 
 
@@ -45,20 +60,12 @@ def flops(program: str, flags: Mapping) -> float:
   """FLOPs of a run of `program` with shared `flags` (hidden_units, epochs, train_examples), by `common.cost`."""
   hidden, examples = list(flags["hidden_units"]), int(flags["train_examples"])
   pretrain = cost.pretraining_flops(hidden, int(flags["pretrain_epochs"]), examples,
-                                    pipelined=program == programs.PIPELINE_PARALLEL.name)
+                                    pipelined=programs.get(program).pipelined)
   return pretrain + int(flags["finetune_epochs"]) * cost.finetune_epoch_flops(hidden, examples, EVALUATED_EXAMPLES)
 
 
-def _logged(folder: str) -> List[Tuple[str, float, float]]:
-  """(program, FLOPs, wall seconds) of every run in the driver log under `folder` (the last line of a run)."""
-  modules, last = {p.module: p.name for p in programs.PROGRAMS}, {}
-  for line in records.driver_log(folder):
-    module = next((m for m in line["command"] if m in modules), None)
-    if module is not None:
-      args = dict(a[2:].split("=", 1) for a in line["command"] if a.startswith("--") and "=" in a)
-      args["hidden_units"] = [int(u) for u in args["hidden_units"].split(",")]
-      last[(line["entry"], line["run"])] = (modules[module], flops(modules[module], args), line["wall_seconds"])
-  return list(last.values())
+def _program_of(line: Mapping) -> Optional[programs.Program]:
+  return next((p for p in map(programs.find, line["command"]) if p), None)  # the module its command ran
 
 
 def _least_squares(points: Sequence[Tuple[float, float]]) -> Optional[Rate]:
@@ -71,18 +78,28 @@ def _least_squares(points: Sequence[Tuple[float, float]]) -> Optional[Rate]:
 
 
 def fit_rates(output_dir: str) -> Dict[str, Rate]:
-  """{program name or POOLED: Rate} fitted to the driver log under `output_dir` (else results/'s)."""
-  logged = _logged(output_dir) or _logged(os.path.join(ROOT, "results"))
-  rates = {POOLED: (len(logged) > 1 and _least_squares([(x, y) for _, x, y in logged])) or FALLBACK}
-  for p in programs.PROGRAMS:
-    mine = [(x, y) for name, x, y in logged if name == p.name]
+  """{POOLED, and every program a driver log under the folder names: Rate} fitted to the last line of each run in
+  <folder>/runs/driver_log.jsonl (folder: `output_dir` if it has one, else results/); a program with fewer than two
+  runs there gets the pooled rate, the pool FALLBACK."""
+  folder, last = output_dir if records.driver_log(output_dir) else os.path.join(ROOT, "results"), {}
+  for line in records.driver_log(folder):
+    program = _program_of(line)
+    if program is not None:
+      args = dict(a[2:].split("=", 1) for a in line["command"] if a.startswith("--") and "=" in a)
+      args["hidden_units"] = [int(u) for u in args["hidden_units"].split(",")]
+      last[(line["entry"], line["run"])] = (program.name, flops(program.name, args), line["wall_seconds"])
+  rates = {POOLED: (len(last) > 1 and _least_squares([(x, y) for _, x, y in last.values()])) or FALLBACK}
+  ran = {p.name for path in glob.glob(os.path.join(folder, "**", "driver_log.jsonl"), recursive=True)
+         for p in map(_program_of, records.read_lines(path)) if p}
+  for p in (p for p in programs.PROGRAMS if p.name in ran):
+    mine = [(x, y) for name, x, y in last.values() if name == p.name]
     rates[p.name] = (len(mine) > 1 and _least_squares(mine)) or rates[POOLED]
   return rates
 
 
-def run_seconds(run: presets.RunSpec, rates: Rates) -> float:
-  """Estimated wall-clock seconds of one run."""
-  return rates.get(run.program, rates[POOLED]).seconds(flops(run.program, dict(run.flags)))
+def run_seconds(spec: presets.RunSpec, rates: Rates) -> float:
+  """Estimated wall-clock seconds of a run."""
+  return rates.get(spec.program, rates[POOLED]).seconds(flops(spec.program, dict(spec.flags)))
 
 
 def minutes(seconds: float) -> str:
@@ -103,11 +120,11 @@ class RunFailedError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-  """One run to do: group (entry, benchmark), place among `count`, run, record, log, checkpoints, estimate, preset."""
+  """One run to do: group (entry, benchmark), place among `count`, spec, record, log, checkpoints, estimate, preset."""
   group: str
   index: int
   count: int
-  run: presets.RunSpec
+  spec: presets.RunSpec
   record: str
   log: str
   model_dir: Optional[str]
@@ -115,18 +132,17 @@ class Job:
   preset: Optional[str] = None
 
   @property
-  def run_name(self) -> str:
-    """The record's file name without .json (the program's --run_name)."""
+  def run_name(self) -> str:  # the record's file name without .json: the program's --run_name
     return os.path.splitext(os.path.basename(self.record))[0]
 
 
-def job(group: str, index: int, count: int, run: presets.RunSpec, record: str, work_dir: str,
+def job(group: str, index: int, count: int, spec: presets.RunSpec, record: str, work_dir: str,
         rates: Rates, preset: Optional[str] = None) -> Job:
   """A Job whose log (and checkpoints, if resumable) go under `work_dir`/<logs|checkpoints>/<group>/."""
   stem = os.path.splitext(os.path.basename(record))[0]
-  return Job(group, index, count, run, record, os.path.join(work_dir, "logs", group, stem + ".log"),
-             os.path.join(work_dir, "checkpoints", group, stem) if run.resumable else None,
-             run_seconds(run, rates), preset)
+  return Job(group, index, count, spec, record, os.path.join(work_dir, "logs", group, stem + ".log"),
+             os.path.join(work_dir, "checkpoints", group, stem) if spec.resumable else None,
+             run_seconds(spec, rates), preset)
 
 
 def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str, work_dir: str,
@@ -143,9 +159,10 @@ def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str,
 
 
 def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
-  """`python -m [launcher] <module> <flags>` of a job; `modules` ({program: module}) replaces programs' modules."""
-  module = (modules or {}).get(j.run.program) or programs.get(j.run.program).module
-  return [sys.executable, "-m", *j.run.launcher, module, *j.run.arguments(),
+  """`python -m [launcher] <module> <flags>` of a job; `modules` ({program: module}) replaces programs' modules. No
+  pictures beside the record (`--nopictures`), unless the run's own flags say `--pictures` (a figure using them)."""
+  module = (modules or {}).get(j.spec.program) or programs.get(j.spec.program).module
+  return [sys.executable, "-m", *j.spec.launcher, module, "--nopictures", *j.spec.arguments(),
           f"--results_dir={os.path.dirname(j.record)}", f"--run_name={j.run_name}", "--progress=log",
           *([f"--model_dir={j.model_dir}"] if j.model_dir else [])]
 
@@ -160,17 +177,10 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
   replaces programs' modules (tests); RunFailedError when a program fails or a record no longer matches its run."""
   todo = [j for j in jobs if records.load(j.record) is None]
   for j in (j for j in jobs if j not in todo):
-    stale = records.mismatches(records.load(j.record), j.run)
+    stale = records.mismatches(records.load(j.record), j.spec)
     if stale:
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
   lock, started = threading.Lock(), time.perf_counter()
-  # The programs' environment: the repository on PYTHONPATH, the offline MNIST copy, no TF_CONFIG (a local run).
-  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-  env["PYTHONPATH"] = ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-  shared = os.path.abspath(os.path.join(ROOT, "..", "shared", "tensorflow_datasets"))
-  if os.path.isdir(shared):
-    env.setdefault("TFDS_DATA_DIR", shared)
-  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
   done = {"runs": 0, "measured": 0.0, "estimated": 0.0, "left": sum(j.estimate for j in todo)}
 
   def eta() -> float:  # the estimate of the runs left, scaled by measured / estimated so far
@@ -185,26 +195,25 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
   def start(j: Job) -> None:
     os.makedirs(os.path.dirname(j.log), exist_ok=True)
     os.makedirs(os.path.dirname(j.record), exist_ok=True)
-    cmd = command(j, modules)
-    progress(j, f"start {j.run.summary()} (estimate {_clock(j.estimate)})")
-    t0 = time.perf_counter()
+    cmd, t0 = command(j, modules), time.perf_counter()
+    progress(j, f"start {j.spec.summary()} (estimate {_clock(j.estimate)})")
     with open(j.log, "w") as log:
       log.write(" ".join(cmd) + "\n")
       log.flush()
-      code = subprocess.call(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+      code = call(cmd, log).returncode
     seconds, record = time.perf_counter() - t0, records.load(j.record)
     if code != 0 or record is None:
       with open(j.log) as log:
         tail = "".join(log.readlines()[-LOG_TAIL_LINES:])
       raise RunFailedError(
-          f"{j.group}/{j.run.stored_name if j.preset else j.run_name} failed (exit status {code}) after {seconds:.0f} "
+          f"{j.group}/{j.spec.stored_name if j.preset else j.run_name} failed (exit status {code}) after {seconds:.0f} "
           f"s. Finished records are kept; rerun to continue.\ncommand: {' '.join(cmd)}\nlast lines of {j.log}:\n{tail}")
     with lock:
       done.update(runs=done["runs"] + 1, measured=done["measured"] + seconds, estimated=done["estimated"] + j.estimate,
                   left=done["left"] - j.estimate)
       if driver_log:
         with open(driver_log, "a") as f:
-          f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.run.stored_name,
+          f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.spec.stored_name,
                               "wall_seconds": round(seconds, 3), "estimated_seconds": round(j.estimate, 3),
                               "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
                                   datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")

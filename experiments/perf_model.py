@@ -1,5 +1,5 @@
 """Performance models of layer-wise pretraining, one per program (`resolve`): `calibrate(runs)`, `predict(config,
-devices)` (pretraining seconds) and `describe()`; what each predicts from which inputs: docs/performance_model.md."""
+devices)` (pretraining seconds) and `describe()`; their inputs and formulas: docs/performance_model.md."""
 
 import dataclasses
 import statistics
@@ -27,8 +27,8 @@ def resolve(program: programs.Program) -> Optional[type]:
 
 
 def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: float = 1.0) -> float:
-  """Seconds until jobs of `work` seconds alone on one core all finish, sharing `cores` cores fairly, each slowed
-  by `slowdown` while two or more run (0 for none); ValueError for cores < 1, slowdown < 1 or a negative job."""
+  """Seconds until jobs of `work` seconds (alone on a core) all finish sharing `cores` cores fairly, each slowed by
+  `slowdown` while two or more run; ValueError for cores < 1, slowdown < 1 or a negative job."""
   if cores < 1 or slowdown < 1.0 or any(w < 0 for w in work):
     raise ValueError(f"need cores >= 1, slowdown >= 1 and jobs >= 0, got {cores}, {slowdown} and {list(work)}")
   elapsed, done, jobs = 0.0, 0.0, sorted(work)  # Every unfinished job has received the same service `done`.
@@ -79,7 +79,6 @@ def _depth(record: Mapping) -> int:
 
 
 def _devices(runs: Records, g: int) -> Records:
-  """The runs of `runs` on `g` devices."""
   return {n: r for n, r in runs.items() if records_lib.devices(r) == g}
 
 
@@ -105,7 +104,6 @@ class LayerModel:
     return config["pretrain_epochs"] * sum(t)
 
   def describe(self) -> str:
-    """The calibrated parameters in one line."""
     return (f"t_k = {', '.join(f'{t:.3g}' for t in self.epoch_seconds)} s; C = {self.cores}; "
             f"fitted rho = {self.slowdown:.3f}")
 
@@ -121,7 +119,7 @@ class LayerModel:
                 calibration=tuple(sorted(singles)))
     return model._fit(runs, _devices(runs, 2))
 
-  def _fit(self, runs: Records, pairs: Records) -> "LayerModel":
+  def _fit(self, runs: Records, pairs: Records) -> "LayerModel":  # what a subclass fits beyond t_k
     return self
 
   def _fit_slowdown(self, pairs: Records, **fields) -> "LayerModel":

@@ -1,6 +1,6 @@
 """Run records (`common/runlog.py`) and where they come from: `EntryData` of an entry, other machines' records,
-`machine_label` (the label of machine and code every table and figure uses), and `ratio`/`same_source`, which refuse
-records of different machines or codes."""
+`machine_label` (the label of machine, instruction set and code every table and figure uses), `datasets` (of the data),
+and `ratio`/`same_source`, which refuse records of different machines, instruction sets or codes."""
 
 import dataclasses
 import json
@@ -9,6 +9,7 @@ import re
 import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from common import provenance
 from experiments import presets
 
 OTHER_MACHINES = ("xeon16",)
@@ -17,16 +18,23 @@ PROVENANCE_FILE = "provenance.json"
 # Config fields compared between a stored record and the run that would make it.
 _COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices",
              "threads_per_device", "train_examples", "seed", "pretrain_learning_rate", "finetune_learning_rate",
-             "pretrain_lr_scaling", "finetune_lr_scaling", "warmup_epochs", "reference_batch_size")
+             "pretrain_lr_scaling", "finetune_lr_scaling", "warmup_epochs", "reference_batch_size", "dataset")
+DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
 # Which preset an entry shows when several have records: paper when complete, else the first of these.
 _PREFERENCE = ("cpu", "paper", "full", "mid", "smoke")
 Record = Dict[str, Any]
-Curves = Sequence[Sequence[Tuple[float, float]]]
 
 
-def record_path(output_dir: str, preset: str, run: presets.RunSpec) -> str:
-  """Where the record of `run` at `preset` is written."""
-  return os.path.join(output_dir, presets.record_file(preset, run))
+def record_path(output_dir: str, preset: str, spec: presets.RunSpec) -> str:
+  """Where the record of the run `spec` at `preset` is written."""
+  return os.path.join(output_dir, presets.record_file(preset, spec))
+
+
+def _read_json(path: str) -> Optional[Any]:
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
 
 
 def load(path: str) -> Optional[Record]:
@@ -40,38 +48,21 @@ def load(path: str) -> Optional[Record]:
 
 
 def documented_provenance(path: str) -> Dict[str, Any]:
-  """Environment fields that `<machine>/provenance.json` documents for the record at `path`, when `path` lies in one
-  of `OTHER_MACHINES`' folders and the file exists, else {}.
-
-  The file (JSON): "environment", fields for every record there (e.g. "commit", "cpu_model"); "usable_cores",
-  {path prefix relative to the machine folder: cores its jobs were pinned to}, the longest matching prefix winning.
-  For records copied from a machine before records carried these fields; `load` never lets it override a field the
-  record has. Raises ValueError when the file is not such an object."""
+  """Environment fields that `<machine>/provenance.json` documents for the record at `path` in one of
+  `OTHER_MACHINES`' folders, else {}: its "environment" (fields of every record there, e.g. "commit") and
+  "usable_cores" ({path prefix in the machine folder: cores its jobs were pinned to}, the longest prefix winning).
+  ValueError when the file is not such an object."""
   parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
   at = max((i for i, part in enumerate(parts[:-1]) if part in OTHER_MACHINES), default=None)
-  if at is None:
-    return {}
-  doc = _read_json(os.path.join(os.sep.join(parts[:at + 1]) or os.sep, PROVENANCE_FILE))
+  doc = None if at is None else _read_json(os.path.join(os.sep.join(parts[:at + 1]) or os.sep, PROVENANCE_FILE))
   if doc is None:
     return {}
-  if not isinstance(doc, dict) or not isinstance(doc.get("environment", {}), dict) or not isinstance(
-      doc.get("usable_cores", {}), dict):
+  if not isinstance(doc, dict) or not all(isinstance(doc.get(k, {}), dict) for k in ("environment", "usable_cores")):
     raise ValueError(f"{PROVENANCE_FILE} of {parts[at]} must hold an object with \"environment\" and "
                      f"\"usable_cores\" objects")
-  out = dict(doc.get("environment", {}))
-  relative = "/".join(parts[at + 1:])
+  out, relative = dict(doc.get("environment", {})), "/".join(parts[at + 1:])
   cores = [(len(prefix), n) for prefix, n in doc.get("usable_cores", {}).items() if relative.startswith(prefix)]
-  if cores:
-    out["usable_cores"] = max(cores)[1]
-  return out
-
-
-def _read_json(path: str) -> Optional[Any]:
-  """The JSON at `path` as written, or None when there is none."""
-  if not os.path.exists(path):
-    return None
-  with open(path) as f:
-    return json.load(f)
+  return dict(out, usable_cores=max(cores)[1]) if cores else out
 
 
 def _comparable_value(v: Any) -> Any:
@@ -81,10 +72,12 @@ def _comparable_value(v: Any) -> Any:
     return str(v)
 
 
-def mismatches(record: Mapping, run: presets.RunSpec) -> List[str]:
-  """Flags whose value in `record["config"]` differs from `run` (e.g. after a preset was edited)."""
-  config = record.get("config", {})
-  wanted = dict(run.flags, **dict(f.lstrip("-").partition("=")[::2] for f in run.extra_flags))
+def mismatches(record: Mapping, spec: presets.RunSpec) -> List[str]:
+  """Flags whose value in `record["config"]` (and its `dataset`) differs from the run `spec` (e.g. after a preset was
+  edited)."""
+  config = dict(record.get("config", {}), dataset=dataset(record))
+  wanted = {**dict(spec.flags), **dict(f.lstrip("-").partition("=")[::2] for f in spec.extra_flags),
+            "dataset": spec.dataset}
   return [f"{n}={config[n]} (preset: {v})" for n, v in wanted.items()
           if n in config and n in _COMPARED and _comparable_value(config[n]) != _comparable_value(v)]
 
@@ -100,12 +93,14 @@ class EntryData:
   @staticmethod
   def load(output_dir: str, entry: str) -> Optional["EntryData"]:
     """The entry's records in `output_dir`, or None; it shows the paper preset when all its runs exist, else the
-    first of cpu, paper, full, mid, smoke with records."""
+    first of `_PREFERENCE` with records. Records of runs shared with another entry alone count only for an entry
+    that owns no run (convergence)."""
     found, complete = {}, False
     for p in presets.PRESETS:
-      built = presets.build(p)
-      runs = {r.name: load(record_path(output_dir, p, r)) for r in (built[entry].runs if entry in built else ())}
-      found[p] = {name: r for name, r in runs.items() if r is not None}
+      specs = presets.build(p)[entry].runs if entry in presets.build(p) else ()
+      runs = {r.name: load(record_path(output_dir, p, r)) for r in specs}
+      own = any(runs[r.name] for r in specs if r.home == entry) or all(r.home != entry for r in specs)
+      found[p] = {name: r for name, r in runs.items() if r is not None and own}
       complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
     preset = "paper" if complete else next((p for p in _PREFERENCE if found[p]), None)
     return EntryData(entry, preset, found[preset], {p: r for p, r in found.items() if r and p != preset}
@@ -119,13 +114,17 @@ def other_machines(output_dir: str, entry: str) -> Dict[str, EntryData]:
 
 
 def devices(record: Mapping) -> int:
-  """Devices (G) the run used."""
   return int(record["config"]["num_devices"])
 
 
 def cores(record: Mapping) -> int:
   """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count`."""
   return int(record["environment"].get("usable_cores") or record["environment"]["cpu_count"])
+
+
+def host_cores(record: Mapping) -> int:
+  """Cores of the machine the run ran on (`environment.cpu_count`, else `cores`), whatever its process could use."""
+  return int(record["environment"].get("cpu_count") or cores(record))
 
 
 def oversubscribed(record: Mapping) -> bool:
@@ -135,39 +134,28 @@ def oversubscribed(record: Mapping) -> bool:
 
 def processor(cpu_model: Optional[str]) -> str:
   """A processor's name as tables show it: trademarks, the clock and a trailing "Processor" left out ("Intel(R)
-  Xeon(R) Processor" -> "Intel Xeon", "Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz" -> "Intel Xeon Gold 6148"); "unknown
-  processor" for None or "unknown" (records made before `cpu_model`, or where it could not be read)."""
+  Xeon(R) Gold 6148 CPU @ 2.40GHz" -> "Intel Xeon Gold 6148"); "unknown processor" for None or "unknown"."""
   if not cpu_model or cpu_model == "unknown":
     return "unknown processor"
   short = re.sub(r"\((R|TM|tm)\)|(\s+CPU)?\s*@\s*[\d.]+\s*GHz|\s+Processor\s*$", " ", cpu_model)
   return " ".join(short.split()) or cpu_model
 
 
-def host_cores(record: Mapping) -> int:
-  """Cores of the machine the run ran on (`environment.cpu_count`, else `cores`), whatever its process could use."""
-  return int(record["environment"].get("cpu_count") or cores(record))
+def instruction_set(record: Mapping) -> Optional[str]:
+  """The record's instruction set ("AMX", "AVX2", ...: `common.provenance`), None for a record without cpu_flags."""
+  return provenance.instruction_set(record["environment"].get("cpu_flags"))
 
 
-def host(record: Mapping) -> str:
-  """"<processor>, <the machine's cores> cores" (`processor`, `host_cores`): the machine a run ran on, whatever cores
-  its process was pinned to; ratios are taken only within one (`comparable`)."""
-  return f"{processor(record['environment'].get('cpu_model'))}, {host_cores(record)} cores"
-
-
-def machine(record: Mapping) -> str:
-  """The machine part of every label: `host`, or "<processor>, <usable> of <the machine's> cores" for a process
-  pinned to fewer cores than the machine has (`cores`)."""
-  return _machine_text(record, {cores(record)})
-
-
-def _machine_text(record: Mapping, usable: set) -> str:
-  """`host` of `record`, with the cores its runs could use ("5 of 16", "5–6 of 16") where fewer than the machine's."""
-  total = host_cores(record)
-  if usable == {total}:
-    return host(record)
+def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str:
+  """The machine a run ran on, "<processor>, <instruction set>, <its cores> cores" (the instruction set where the
+  record names it, `isa`; ratios are taken within one, `comparable`); with `usable` (cores runs of it could use) fewer
+  than the machine's: "<processor>, 5 of 16 cores" or "5–6 of 16"."""
+  total, name = host_cores(record), processor(record["environment"].get("cpu_model"))
+  name += f", {instruction_set(record)}" if isa and instruction_set(record) else ""
+  if not usable or usable == {total}:
+    return f"{name}, {total} cores"
   low, high = min(usable), max(usable)
-  return (f"{processor(record['environment'].get('cpu_model'))}, {low}{'' if low == high else f'–{high}'} of "
-          f"{total} cores")
+  return f"{name}, {low}{'' if low == high else f'–{high}'} of {total} cores"
 
 
 def code(record: Mapping) -> str:
@@ -178,17 +166,19 @@ def code(record: Mapping) -> str:
 
 
 def machine_label(rs: Sequence[Mapping]) -> str:
-  """The machine and commit of records, e.g. "AMD EPYC, 2 cores, commit 452f604" (several joined by "; "; commits
-  with one code digest, which differ only in results/, docs/ and *.md, named by the first): the one label every
-  table, figure and headline row names its records by."""
-  labels: Dict[str, Dict[str, set]] = {}  # host -> code digest (or the commit without one) -> commits
+  """The machine and commit of records, e.g. "AMD EPYC, AVX2, 2 cores, commit 452f604" (several joined by "; ";
+  commits with one code digest, which differ only in results/, docs/ and *.md, named by the one the runs started
+  from: the earliest `date_utc`): the one label every table, figure and headline row names its records by."""
+  labels: Dict[str, Dict[str, Dict[str, Tuple]]] = {}  # host -> code digest (or commit) -> {commit: earliest start}
   usable: Dict[str, Tuple[Mapping, set]] = {}  # host -> (a record of it, the cores its runs could use)
   for r in rs:
-    labels.setdefault(host(r), {}).setdefault(r["environment"].get("code_digest") or code(r), set()).add(code(r))
+    by = labels.setdefault(host(r), {}).setdefault(r["environment"].get("code_digest") or code(r), {})
+    start = (r["environment"].get("date_utc") or "~", code(r))  # when its run started ("~": undated, after all)
+    by[code(r)] = min(by.get(code(r), start), start)
     usable.setdefault(host(r), (r, set()))[1].add(cores(r))
-  return "; ".join(f"{_machine_text(*usable[h])}, " + ", ".join(  # commits of one code digest are one code
-      min(c) + (f" (+{len(c) - 1} of the same code)" if len(c) > 1 else "") for c in sorted(by.values(), key=min))
-      for h, by in sorted(labels.items()))
+  return "; ".join(f"{host(*usable[h])}, " + ", ".join(  # commits of one code digest are one code
+      min(c.values())[1] + (f" (+{len(c) - 1} of the same code)" if len(c) > 1 else "")
+      for c in sorted(by.values(), key=lambda c: min(c.values()))) for h, by in sorted(labels.items()))
 
 
 def hardware(rs: Sequence[Mapping]) -> str:
@@ -199,10 +189,11 @@ def hardware(rs: Sequence[Mapping]) -> str:
 
 
 def comparable(a: Mapping, b: Mapping) -> bool:
-  """True when two records ran on one machine (`host`: runs pinned to different cores of it compare) and one code
-  (equal code digests, else equal `code`)."""
+  """True when two records ran on one machine (`host`; instruction sets equal where both records name theirs) and
+  one code (equal code digests, else equal `code`)."""
   da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
-  return host(a) == host(b) and (da == db if da and db else code(a) == code(b))
+  return host(a, isa=False) == host(b, isa=False) and len({instruction_set(a), instruction_set(b)} - {None}) < 2 and (
+      da == db if da and db else code(a) == code(b))
 
 
 # Every pair of records a ratio was asked for while `audit` is a list (`experiments.check_ratios`).
@@ -219,6 +210,21 @@ def same_source(rs: Sequence[Mapping]) -> bool:
 def ratio(a: Mapping, b: Mapping) -> Optional[float]:
   """a's pretraining seconds / b's (b's speedup over a), or None unless both come from one machine and code."""
   return a["pretrain_seconds"] / b["pretrain_seconds"] if same_source([a, b]) else None
+
+
+def dataset(record: Mapping) -> str:
+  """The --dataset a run trained on: its record's "dataset" name (records made before it: MNIST)."""
+  return (record.get("dataset") or {}).get("name") or record.get("config", {}).get("dataset") or presets.MNIST
+
+
+def dataset_label(name: str) -> str:
+  """A --dataset as labels name it, e.g. "Fashion-MNIST"."""
+  return DATASET_LABELS.get(name, name)
+
+
+def datasets(rs: Sequence[Mapping]) -> str:
+  """The datasets of records as labels name them, MNIST first, e.g. "MNIST, Fashion-MNIST"."""
+  return ", ".join(map(dataset_label, sorted({dataset(r) for r in rs}, key=lambda d: (d != presets.MNIST, d))))
 
 
 def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
@@ -247,16 +253,21 @@ def loss_curves(record: Mapping, key: str = "loss") -> List[List[Tuple[float, fl
   return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
 
 
-def time_to_loss(curves: Curves, targets: Sequence[float]) -> Tuple[Optional[float], List[Optional[float]]]:
+def time_to_loss(curves: Sequence[Sequence[Tuple[float, float]]],
+                 targets: Sequence[float]) -> Tuple[Optional[float], List[Optional[float]]]:
   """(seconds until every layer's loss reached its target, [per layer, the seconds its loss first did]); None: never."""
   per_layer = [next((t for t, loss in curve if loss <= target), None) for curve, target in zip(curves, targets)]
   return None if None in per_layer else max(per_layer, default=0.0), per_layer
 
 
-def driver_log(output_dir: str) -> List[Record]:
-  """The lines of <output_dir>/runs/driver_log.jsonl: one per run the driver finished."""
-  path = os.path.join(output_dir, "runs", "driver_log.jsonl")
+def read_lines(path: str) -> List[Record]:
+  """The JSON lines of the file at `path` ([] when there is none)."""
   if not os.path.exists(path):
     return []
   with open(path) as f:
     return [json.loads(line) for line in f if line.strip()]
+
+
+def driver_log(output_dir: str) -> List[Record]:
+  """The lines of <output_dir>/runs/driver_log.jsonl: one per run the driver finished."""
+  return read_lines(os.path.join(output_dir, "runs", "driver_log.jsonl"))

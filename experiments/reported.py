@@ -1,5 +1,6 @@
 """The report's numbers, from its text and read off its figures (named by its image files; about 1-2% of an axis).
-Hardware: AWS g2.8xlarge, 4 x GRID K520; its data-parallel batch was per GPU (global batch = 4 x batch)."""
+Hardware: AWS g2.8xlarge, 4 x GRID K520; its data-parallel batch was per GPU (global batch = 4 x batch). Apart from
+them, `PUBLISHED_BASELINES`: other datasets' published numbers, for context."""
 
 from common import programs
 
@@ -47,3 +48,7 @@ DP_BATCH_NOTE = ("the report's data-parallel batch was per tower in the original
 
 # 60 epochs, batch 5000, 4 x 2000 (conres3.png): pretraining seconds per program.
 STRATEGY_COMPARISON = {GREEDY: 1105, MP: 702, DP: 1007}
+
+# Published baselines, not the report's numbers: {dataset: {model: test accuracy}}, of other models, for context
+# (Fashion-MNIST: its benchmark table, zalandoresearch/fashion-mnist).
+PUBLISHED_BASELINES = {"fashion_mnist": {"MLP 256-128-100": 0.8833, "SVC (C=10, RBF)": 0.897}}

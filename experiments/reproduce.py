@@ -50,7 +50,7 @@ def main(argv):
       estimates = {name: sum(j.estimate for j in jobs if j.group == name) for name in entries}
       for name, entry in entries.items():
         print(f"{name}: {len(entry.runs)} runs, estimated {driver.minutes(estimates[name])}")
-        print("".join(f"  {j.run.stored_name}: {j.run.summary()} ~{j.estimate:.0f} s -> {j.record}\n"
+        print("".join(f"  {j.spec.stored_name}: {j.spec.summary()} ~{j.estimate:.0f} s -> {j.record}\n"
                       for j in jobs if j.group == name), end="")
       print(f"total estimated {driver.minutes(sum(estimates.values()))} ({driver.describe_rates(rates)})")
       return

@@ -46,7 +46,7 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
     images = tf.constant(run.data.train_images)
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run.data.num_train
   histories = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})["layers"]
-  work = [cost.layer_epoch_flops(hidden, i + 1, n) for i in range(len(hidden))]
+  work = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(len(hidden))]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   first = True  # --profile_dir traces the first epoch this process trains (tracing and compilation left out).

@@ -45,7 +45,7 @@ def train(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle
   return lifecycle.train(program.PROGRAM, config, on_checkpoint)
 
 
-def plan(config: config_lib.Config, setup: devices_lib.DeviceSetup) -> schedule_lib.Schedule:
+def plan(config: config_lib.Config, setup: devices_lib.DeviceSetup, dataset=None) -> schedule_lib.Schedule:
   """The layout hook: groups of G = the run's devices layers (`common.layerwise_schedule`)."""
   return schedule_lib.Schedule(len(config.hidden_units), len(setup.names), config.pretrain_epochs)
 

@@ -13,16 +13,6 @@ from common import config as config_lib
 DEFAULT_CHUNK_STEPS = 4
 
 
-def _chunk_steps(name: str, value: Any) -> None:
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ValueError(f"--{name} must be a positive integer (steps per chunk), got {value!r}.")
-
-
-def _replicas(name: str, value: Any) -> None:
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ValueError(f"--{name} must be a positive integer (devices per stage), got {value!r}.")
-
-
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig(config_lib.Config):
   """`Config` plus the pipeline's own settings; the weights depend on neither."""
@@ -31,12 +21,13 @@ class PipelineConfig(config_lib.Config):
   pipeline_chunk_steps: int = config_lib.setting(
       DEFAULT_CHUNK_STEPS, "Steps each stage trains between two exchanges of activations with the neighbouring stages "
       "(K, clamped to the steps of one epoch); smaller shortens the pipeline fill, larger means fewer exchanges; the "
-      "weights do not depend on it (the sweep over K: docs/pipeline_parallel.md, 'Speed').", check=_chunk_steps)
+      "weights do not depend on it (the sweep over K: docs/pipeline_parallel.md, 'Speed').",
+      check=config_lib.counts("steps per chunk"))
   replicas_per_stage: int = config_lib.setting(
       1, "Devices per stage, R: each stage is replicated on R devices that split every batch and all-reduce their "
       "gradients (pipeline x data parallelism), on P = min(devices / R, layers) stages; --num_devices and "
       "--batch_size must be multiples of R; the weights do not depend on it (docs/pipeline_parallel.md).",
-      check=_replicas)
+      check=config_lib.counts("devices per stage"))
 
   @classmethod
   def check_together(cls, values: Mapping[str, Any]) -> None:

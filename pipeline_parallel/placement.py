@@ -15,46 +15,8 @@ from typing import List, Sequence, Tuple
 from common import cost
 
 
-def partition(costs: Sequence[float], parts: int) -> List[List[int]]:
-  """Contiguous split of items 0..n-1 into `parts` non-empty groups minimising the largest group cost.
-
-  Args:
-    costs: cost of each item (>= 0), in order.
-    parts: number of groups, 1 <= parts <= len(costs).
-
-  Returns:
-    The groups, each a list of consecutive 0-based indices, in order. Among optimal splits, the one
-    whose earlier groups are as large as possible is returned (deterministic).
-
-  Raises:
-    ValueError: parts outside 1..len(costs), or a negative cost.
-  """
-  n = len(costs)
-  if not 1 <= parts <= n:
-    raise ValueError(f"cannot split {n} layer(s) into {parts} stage(s)")
-  if any(c < 0 for c in costs):
-    raise ValueError(f"costs must be >= 0, got {list(costs)}")
-  prefix = [0.0]
-  for c in costs:
-    prefix.append(prefix[-1] + c)
-  inf = float("inf")
-  # best[k][i]: the least largest-group cost of splitting items 0..i-1 into k groups; cut[k][i]: the
-  # start of the last group in that split.
-  best = [[inf] * (n + 1) for _ in range(parts + 1)]
-  cut = [[0] * (n + 1) for _ in range(parts + 1)]
-  best[0][0] = 0.0
-  for k in range(1, parts + 1):
-    for i in range(k, n + 1):
-      for j in range(i - 1, k - 2, -1):  # The last group is items j..i-1; larger j first: shorter last group.
-        value = max(best[k - 1][j], prefix[i] - prefix[j])
-        if value < best[k][i]:
-          best[k][i], cut[k][i] = value, j
-  groups, end = [], n
-  for k in range(parts, 0, -1):
-    start = cut[k][end]
-    groups.append(list(range(start, end)))
-    end = start
-  return groups[::-1]
+# The exact contiguous split of the layers into stages (shared with the pipelined finetuning: `common.cost`).
+partition = cost.partition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,12 +29,14 @@ class Plan:
     total_steps: T = epochs x steps per epoch.
     chunk_steps: K, steps per chunk (already clamped to 1..T).
     replicas_per_stage: R, the devices of each stage, splitting every batch.
+    input_units: D, the inputs of layer 1 (the data's).
   """
   hidden_units: Tuple[int, ...]
   num_devices: int
   total_steps: int
   chunk_steps: int
   replicas_per_stage: int = 1
+  input_units: int = cost.INPUT_UNITS
 
   def __post_init__(self):
     r = self.replicas_per_stage
@@ -85,7 +49,8 @@ class Plan:
   @property
   def layer_costs(self) -> List[float]:
     """FLOPs of each layer per training example in the pipelined schedule (`common.cost`)."""
-    return [cost.pipeline_layer_epoch_flops(self.hidden_units, n, 1) for n in range(1, len(self.hidden_units) + 1)]
+    return [cost.pipeline_layer_epoch_flops(self.hidden_units, n, 1, self.input_units)
+            for n in range(1, len(self.hidden_units) + 1)]
 
   @property
   def stages(self) -> List[List[int]]:
@@ -152,7 +117,8 @@ class Plan:
 
 
 def plan_for(hidden_units: Sequence[int], num_devices: int, train_examples: int, batch_size: int,
-             pretrain_epochs: int, chunk_steps: int, replicas_per_stage: int = 1) -> Plan:
+             pretrain_epochs: int, chunk_steps: int, replicas_per_stage: int = 1,
+             input_units: int = cost.INPUT_UNITS) -> Plan:
   """The plan of a run with these flags: T = (N // B) x E steps, K clamped to one epoch's steps (so a layer
   ends at most one epoch per tick, and every epoch gets its own record entry) and to T. The weights do not
   depend on K.
@@ -162,4 +128,5 @@ def plan_for(hidden_units: Sequence[int], num_devices: int, train_examples: int,
   """
   steps_per_epoch = train_examples // batch_size
   total = steps_per_epoch * pretrain_epochs
-  return Plan(tuple(hidden_units), num_devices, total, min(chunk_steps, steps_per_epoch, total), replicas_per_stage)
+  return Plan(tuple(hidden_units), num_devices, total, min(chunk_steps, steps_per_epoch, total), replicas_per_stage,
+              input_units)

@@ -85,7 +85,7 @@ class ReplicaLayers(tf.Module):
 
   def __init__(self, plan: placement.Plan, stage_devices: List[List[str]], seed: int, precision: str):
     super().__init__(name="replica_layers")
-    sizes = [784] + list(plan.hidden_units)
+    sizes = [plan.input_units] + list(plan.hidden_units)
     with self.name_scope:
       self.copies = [[[_copy(sizes, i, seed, precision, device) for i in stage] for device in devices[1:]]
                      for stage, devices in zip(plan.stages, stage_devices)]
@@ -96,12 +96,13 @@ def _copy(sizes, i, seed, precision, device):
     return autoencoder.DenoisingAutoencoder(sizes[i], sizes[i + 1], i + 1, seed, precision)
 
 
-def make_plan(config: config_lib.PipelineConfig, num_devices: int) -> placement.Plan:
-  """The plan of a run on `num_devices` devices (`placement.plan_for`); an epoch's held-out evaluation
-  happens at the end of the tick it ended in."""
+def make_plan(config: config_lib.PipelineConfig, num_devices: int, input_units: int) -> placement.Plan:
+  """The plan of a run on `num_devices` devices and data of `input_units` inputs (`placement.plan_for`); an
+  epoch's held-out evaluation happens at the end of the tick it ended in."""
   config_lib.check_devices(num_devices, config.replicas_per_stage)
   return placement.plan_for(config.hidden_units, num_devices, config.train_examples, config.batch_size,
-                            config.pretrain_epochs, config.pipeline_chunk_steps, config.replicas_per_stage)
+                            config.pretrain_epochs, config.pipeline_chunk_steps, config.replicas_per_stage,
+                            input_units)
 
 
 def train(config: config_lib.PipelineConfig,
@@ -132,9 +133,9 @@ def train(config: config_lib.PipelineConfig,
   return lifecycle.train(program.PROGRAM, config, on_checkpoint)
 
 
-def plan(config: config_lib.PipelineConfig, setup: devices_lib.DeviceSetup) -> placement.Plan:
+def plan(config: config_lib.PipelineConfig, setup: devices_lib.DeviceSetup, dataset) -> placement.Plan:
   """The layout hook: the stages on the run's devices (`make_plan`)."""
-  return make_plan(config, len(setup.names))
+  return make_plan(config, len(setup.names), dataset.input_units)
 
 
 def place(plan_: placement.Plan, setup: devices_lib.DeviceSetup) -> List[str]:
@@ -240,7 +241,8 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
       "pipeline": dict(plan.describe(), devices=[d[0] for d in devices] if plan.replicas_per_stage == 1 else devices,
                        busy_seconds=busy,
                        idle_device_seconds=sum(wall - x for x in busy) if busy is not None else None,
-                       flops=cost.pretraining_flops(hidden, config.pretrain_epochs, steps_per_epoch * b, pipelined=True)),
+                       flops=cost.pretraining_flops(hidden, config.pretrain_epochs, steps_per_epoch * b, pipelined=True,
+                                                    input_units=plan.input_units)),
       "pretrain_seconds": wall,
   }
   logging.info("Pretrained %d layer(s) in %.1f s on %d stage(s) (busy %s s per stage).", len(hidden), wall,

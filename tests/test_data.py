@@ -48,7 +48,7 @@ def test_epoch_order_is_a_permutation_and_a_pure_function_of_seed_and_epoch():
 
 @pytest.mark.parametrize("corruption", [0.1, 0.5, 0.9])
 def test_mask_fraction(corruption):
-  keep = data.keep_mask(tf.range(2000), seed=0, epoch=tf.constant(0), corruption=corruption).numpy()
+  keep = data.keep_mask(tf.range(2000), seed=0, epoch=tf.constant(0), corruption=corruption, units=784).numpy()
   assert keep.shape == (2000, 784) and set(np.unique(keep)) <= {0.0, 1.0}
   masked = 1.0 - keep
   # 1.57M Bernoulli draws: the standard error of the fraction is below 0.0004.
@@ -60,17 +60,17 @@ def test_mask_fraction(corruption):
 
 def test_mask_is_a_pure_function_of_seed_epoch_and_example():
   idx = tf.constant([7, 3, 11, 5])
-  mask = data.keep_mask(idx, 1, tf.constant(2), 0.5).numpy()
+  mask = data.keep_mask(idx, 1, tf.constant(2), 0.5, units=784).numpy()
   # Example 11's mask does not depend on which batch or position it is processed in.
-  alone = data.keep_mask(tf.constant([11]), 1, tf.constant(2), 0.5).numpy()
+  alone = data.keep_mask(tf.constant([11]), 1, tf.constant(2), 0.5, units=784).numpy()
   np.testing.assert_array_equal(mask[2], alone[0])
-  np.testing.assert_array_equal(mask, data.keep_mask(idx, 1, tf.constant(2), 0.5).numpy())
-  other_epoch = data.keep_mask(idx, 1, tf.constant(3), 0.5).numpy()
-  other_seed = data.keep_mask(idx, 2, tf.constant(2), 0.5).numpy()
+  np.testing.assert_array_equal(mask, data.keep_mask(idx, 1, tf.constant(2), 0.5, units=784).numpy())
+  other_epoch = data.keep_mask(idx, 1, tf.constant(3), 0.5, units=784).numpy()
+  other_seed = data.keep_mask(idx, 2, tf.constant(2), 0.5, units=784).numpy()
   for other in (other_epoch, other_seed):
     assert 0.4 < np.mean(mask != other) < 0.6  # independent masks differ in about half the pixels
   # Neighbouring examples and pixels are not correlated.
-  big = data.keep_mask(tf.range(4000), 0, tf.constant(0), 0.5).numpy() - 0.5
+  big = data.keep_mask(tf.range(4000), 0, tf.constant(0), 0.5, units=784).numpy() - 0.5
   assert abs(np.mean(big[1:] * big[:-1])) < 0.005
   assert abs(np.mean(big[:, 1:] * big[:, :-1])) < 0.005
 
@@ -79,7 +79,7 @@ def test_corrupt_zeroes_exactly_the_masked_pixels():
   images = tf.fill([3, 784], 0.7)
   idx = tf.constant([0, 1, 2])
   out = data.corrupt(images, idx, 0, tf.constant(0), 0.5).numpy()
-  keep = data.keep_mask(idx, 0, tf.constant(0), 0.5).numpy()
+  keep = data.keep_mask(idx, 0, tf.constant(0), 0.5, units=784).numpy()
   np.testing.assert_allclose(out, 0.7 * keep)
   np.testing.assert_array_equal(data.corrupt(images, idx, 0, tf.constant(0), 0.0).numpy(), images.numpy())
 

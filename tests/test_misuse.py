@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from common import config as config_lib
+from common import datasets
 from common import devices
 from common import errors
 from common import memory
@@ -116,11 +117,12 @@ def test_what_cannot_fit_is_refused_with_the_estimate(refused):
   assert "needs at least" in line and "GiB" in line and "--hidden_units=100000000" in line, line
   assert "Load dataset" not in proc.stderr  # before anything is built
   # The report's default model fits in a gigabyte; the estimate counts the resident data.
-  memory.check([2000] * 4, 100, 55_000, available=2**30)
-  parts = memory.estimate_bytes([2000] * 4, 100, 55_000)
+  mnist = datasets.KNOWN["mnist"]
+  memory.check([2000] * 4, 100, 55_000, mnist, available=2**30)
+  parts = memory.estimate_bytes([2000] * 4, 100, 55_000, mnist)
   assert parts["data"] == (55_000 + 15_000) * 784 * 4 and parts["total"] < 2**30
   with pytest.raises(ValueError, match="needs at least"):
-    memory.check([100_000_000], 100, 55_000, available=2**36)
+    memory.check([100_000_000], 100, 55_000, mnist, available=2**36)
 
 
 def test_huge_epochs_are_refused_and_the_eta_is_safe_for_any_value(refused):

@@ -90,7 +90,7 @@ def _numpy_reference(images, hidden, epochs, batch, seed, corruption, lr):
     indices = data.epoch_indices(tf.constant(position * batch + np.arange(batch), tf.int32), seed,
                                  tf.constant(epoch), n).numpy()
     clean = images[indices].astype(np.float64)
-    mask = data.keep_mask(tf.constant(indices), seed, tf.constant(epoch), corruption).numpy()
+    mask = data.keep_mask(tf.constant(indices), seed, tf.constant(epoch), corruption, units=784).numpy()
     x, y = clean * mask, clean
     for w, b, c in weights:
       h = sigmoid(x @ w + b)  # the step's forward pass, with the weights at the start of the step

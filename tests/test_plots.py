@@ -1,6 +1,7 @@
-"""Figures, tables and results/README.md drawn from the fixture records (tests/fixtures/records, synthetic
-records that follow the run-record contract); the committed results/README.md and headline regenerate byte for
-byte from the committed records; no training runs."""
+"""Figures, tables and results/README.md drawn from the fixture records (synthetic records that follow the
+run-record contract, made by `tests.fixtures.make_records` in a temporary directory for every run of the presets,
+whatever programs are registered); the committed results/README.md and headline regenerate byte for byte from the
+committed records; no training runs."""
 
 import json
 import os
@@ -18,34 +19,35 @@ from experiments import check_ratios
 from experiments import presets
 from experiments import records
 from experiments import reported
+from experiments.benchmarks import harness
 from experiments.report import figures
 from experiments.report import headline
 from experiments.report import readme
 from experiments.report import series
 from experiments.report import tables
+from tests.fixtures import make_records
 from conftest import ROOT
 
-FIXTURES = os.path.join(ROOT, "tests", "fixtures", "records")
 RESULTS = os.path.join(ROOT, "results")
 
 
 @pytest.fixture(scope="module")
 def output_dir(tmp_path_factory):
-  out = tmp_path_factory.mktemp("results")
-  shutil.copytree(FIXTURES, out, dirs_exist_ok=True)
-  return str(out)
+  out = str(tmp_path_factory.mktemp("results") / "fixtures")
+  make_records.main(out)
+  return out
 
 
 def _data(output_dir, entry):
   return records.EntryData.load(output_dir, entry)
 
 
-def test_fixtures_are_current_with_the_presets():
-  # Regenerate with `python -m tests.fixtures.make_records` after changing the cpu, mid or full preset.
+def test_the_fixtures_cover_every_run_of_the_presets(output_dir):
+  # Made afresh for each test session: a preset edited or a program registered needs no rerun of make_records.
   for preset in ("cpu", "mid", "full"):
     for entry in presets.build(preset).values():
       for run in entry.runs:
-        record = records.load(records.record_path(FIXTURES, preset, run))
+        record = records.load(records.record_path(output_dir, preset, run))
         assert record is not None, (entry.name, run.name)
         assert records.mismatches(record, run) == []
 
@@ -112,7 +114,7 @@ def test_sweep_and_profile_values(output_dir):
   b52 = records.load(os.path.join(output_dir, "runs", "dp_batch_sweep", "cpu_b52.json"))
   assert sweep[0][1] == pytest.approx(records.median_epoch_seconds(b52))
   assert sweep[0][2] == pytest.approx((18_000 // 52) * 52 / sweep[0][1])
-  rows = series.profile_rows(_data(output_dir, "dp_op_profile"))
+  rows = tables.profile_rows(_data(output_dir, "dp_op_profile"))
   assert sorted(rows) == [1, 2, 3, 4]
   assert rows[1][0]["allreduce"] == 0.0 and rows[2][0]["allreduce"] > 0
   assert rows[3][1] and not rows[2][1]  # oversubscribed from 3 devices on 2 cores
@@ -172,7 +174,9 @@ def test_results_readme_compares_every_entry_with_the_report(output_dir):
   assert text.count("out-of-sample error at the predicted points (G > 2, not used for the fit): largest") == 3
   unique = {(r.home, r.stored_name) for e in presets.build("cpu").values() for r in e.runs}
   assert f"| **total** | {len(unique)} |" in text
-  assert f"python -m {programs.MODEL_PARALLEL.module} --hidden_units=1000,1000,1000,1000 --pretrain_epochs=10" in text
+  # The experiments' runs draw no pictures beside their records (no figure uses them).
+  assert f"python -m {programs.MODEL_PARALLEL.module} --nopictures --hidden_units=1000,1000,1000,1000 " \
+         "--pretrain_epochs=10" in text
   # Numbers in the tables come from the records.
   sc = _data(output_dir, "strategy_comparison").runs
   assert f"{sc[programs.GREEDY.run_name]['pretrain_seconds']:.0f}" in text
@@ -198,9 +202,47 @@ def test_large_batch_choice_uses_validation_accuracy_only(output_dir):
 
 def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
   table, _ = tables.full_size(_data(output_dir, "full_size"), {})
-  assert "| `model_parallel_g2_b100_e30` | batch 100 |" in table
+  assert "| `model_parallel_g2_b100_e30` | MNIST | batch 100 |" in table
   assert f"{reported.MP_ACCURACY_TEXT} (model parallel" in table
   assert "global batch 5000 (2500 per device on 2)" in table
+  # The Fashion-MNIST runs: labelled with their dataset and machine, the goal and the published baselines beside them.
+  row = next(line for line in table.splitlines() if line.startswith(f"| `fashion_mnist_{programs.GREEDY.name}_b100_e30`"))
+  assert "| Fashion-MNIST | batch 100 |" in row and "Fixture CPU, AVX2, 2 cores, commit 0123456" in row
+  assert "goal ≥ 0.89; published: MLP 256-128-100 0.8833, SVC (C=10, RBF) 0.897" in row
+  # A declared run without a record is listed as not run yet.
+  data = _data(output_dir, "full_size")
+  del data.runs[f"fashion_mnist_{programs.GREEDY.name}_b100_e30"]
+  assert "| Fashion-MNIST | — | not run yet |" in tables.full_size(data, {})[0]
+
+
+def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_published_baselines(output_dir):
+  data = _data(output_dir, presets.FASHION_MNIST_ACCURACY.name)
+  # MNIST's runs are the accuracy entry's (shared); Fashion-MNIST's pass --dataset and are labelled by it.
+  runs = presets.build("cpu")[data.entry].runs
+  assert {(r.home, r.dataset) for r in runs} == {("accuracy_vs_epochs", "mnist"), (data.entry, "fashion_mnist")}
+  assert all(("--dataset=fashion_mnist" in r.extra_flags) == (r.dataset == "fashion_mnist") for r in runs)
+  assert [p for p, _ in sorted({(r.program, 0) for r in runs})] == sorted(p.name for p in presets.ACCURACY_COMPARED)
+  acc = series.dataset_accuracy(data)
+  assert list(acc) == ["mnist", "fashion_mnist"] and all(len(a) == len(presets.ACCURACY_COMPARED) for a in acc.values())
+  table, sentences = tables.fashion_mnist_accuracy(data, {})
+  assert "| program | epochs | MNIST test accuracy | Fashion-MNIST test accuracy |" in table
+  assert "| published: MLP 256-128-100 | — | — | 0.8833 |" in table
+  assert "| published: SVC (C=10, RBF) | — | — | 0.897 |" in table
+  assert "not the report's numbers" in " ".join(sentences)
+  fig = figures.make(output_dir, data.entry, data)
+  labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+  assert "ours, MNIST" in labels and "ours, Fashion-MNIST" in labels and any("0.8833" in label for label in labels)
+  assert "dataset MNIST, Fashion-MNIST" in "\n".join(t.get_text() for t in fig.texts)
+  # A record of another dataset than its run's is refused; a record made before "dataset" counts as MNIST.
+  fashion = next(r for r in runs if r.dataset == "fashion_mnist")
+  record = records.load(records.record_path(output_dir, "cpu", fashion))
+  assert records.mismatches(record, fashion) == []
+  assert records.mismatches(dict(record, dataset={"name": "mnist"}), fashion) == ["dataset=mnist (preset: fashion_mnist)"]
+  mnist = next(r for r in runs if r.dataset == "mnist")
+  old = records.load(records.record_path(output_dir, "cpu", mnist))
+  del old["dataset"], old["config"]["dataset"]
+  assert records.mismatches(old, mnist) == [] and records.mismatches(old, fashion) != []
+  assert records.datasets([old, record]) == "MNIST, Fashion-MNIST"
 
 
 def test_the_committed_results_readme_and_headline_regenerate_byte_for_byte():
@@ -217,7 +259,7 @@ def test_headline_has_at_most_8_rows_of_cells_at_most_140_characters(output_dir)
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
   assert all(len(row) == 4 for row in rows)
-  assert {row[3] for row in rows} == {"Fixture CPU, 2 cores, commit 0123456"}  # every row names its machine
+  assert {row[3] for row in rows} == {"Fixture CPU, AVX2, 2 cores, commit 0123456"}  # every row names its machine
   long = [cell for row in rows for cell in row if len(cell.strip()) > 140]
   assert not long, long
   assert not any("not run yet" in row[2] for row in rows)  # the fixtures have every record a row needs
@@ -241,6 +283,15 @@ def test_labels_name_a_processor_without_trademarks_or_clock():
   xeon = {"environment": {"cpu_model": "Intel(R) Xeon(R) Processor", "usable_cores": 2, "commit": "cd" * 20,
                           "code_digest": "d1"}}
   assert records.machine_label([xeon]) == "Intel Xeon, 2 cores, commit cdcdcdc"
+  # The instruction set, where a record names its processor's flags (`common.provenance.instruction_set`).
+  amx = {"environment": dict(xeon["environment"], cpu_flags=["avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"])}
+  assert records.machine_label([amx]) == "Intel Xeon, AMX, 2 cores, commit cdcdcdc"
+  avx2 = {"environment": dict(xeon["environment"], cpu_flags=["avx2"])}
+  assert records.machine_label([avx2, amx]) == ("Intel Xeon, AMX, 2 cores, commit cdcdcdc; "
+                                                "Intel Xeon, AVX2, 2 cores, commit cdcdcdc")
+  # Two instruction sets are two machines: no ratio; a record without flags (made before them) pairs with either.
+  assert not records.comparable(avx2, amx) and records.comparable(xeon, amx) and records.comparable(avx2, dict(avx2))
+  assert records.ratio(dict(avx2, pretrain_seconds=2.0), dict(amx, pretrain_seconds=1.0)) is None
 
 
 def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_path):
@@ -327,3 +378,24 @@ def test_pipeline_scaling_and_heldout_convergence(output_dir):
   text, sentences = load(presets.CONVERGENCE.table)(conv, {})
   assert "held-out reconstruction loss" in sentences[0]
   assert len(series.times_to_target(conv)[programs.GREEDY.run_name][1]) == 4
+
+
+def test_a_noisy_configuration_is_marked_with_its_spread_and_kept_out_of_the_headline(output_dir, tmp_path):
+  pp = programs.PIPELINE_PARALLEL.name
+  summaries = harness.load_summaries(output_dir, load(f"experiments.benchmarks.{pp}.BENCHMARK"))
+  assert summaries and all(s["noisy"] == [] for s in summaries.values())  # the fixtures' repeats take equal times
+  out = str(tmp_path / "noisy")
+  shutil.copytree(output_dir, out)
+  path = os.path.join(out, "benchmarks", pp, "summary_b1000.json")
+  summary = records.load(path)
+  summary["pretrain_seconds"][programs.GREEDY.name] = harness.spread([10.0, 11.0, 11.6])  # 16% apart
+  with open(path, "w") as f:
+    json.dump(summary, f)
+  assert harness.noisy(summary) == [programs.GREEDY.name]  # also for summaries made before their "noisy" field
+  assert f"{programs.GREEDY.name} 11.00 (10.00–11.60) ‡; " in readme.benchmark_section(out)
+  table = headline.headline(out, series.load_all(out))
+  row = next(line for line in table.splitlines() if line.startswith("| Pipeline parallel"))
+  before = next(line for line in headline.headline(output_dir, series.load_all(output_dir)).splitlines()
+                if line.startswith("| Pipeline parallel"))
+  assert "| too noisy ‡; " in row and row.split(" | ")[2].split("; ")[1] == before.split(" | ")[2].split("; ")[1]
+  assert table.endswith(tables.NOISY) and "‡" not in headline.headline(output_dir, series.load_all(output_dir))

@@ -47,7 +47,7 @@ def test_no_string_names_a_program_outside_the_registry():
   the registry and the program's own folder spell its name."""
   found = []
   for path in _python_files():
-    if path == os.path.join("common", "programs.py"):
+    if path in (os.path.join("common", "programs.py"), EXTENDING):
       continue
     names = {n for p in programs.PROGRAMS if not path.startswith(p.name + os.sep) for n in (p.name, p.module)}
     for node in ast.walk(_tree(path)):
@@ -56,6 +56,8 @@ def test_no_string_names_a_program_outside_the_registry():
   assert not found, "\n".join(found)
 
 
+# The test that registers a seventh program by name in a copy of the repository (its name is a program's there).
+EXTENDING = os.path.join("tests", "test_extending.py")
 # The generic code: it asks a program's capabilities (`common.programs.Program`) and names none.
 GENERIC = ("common/lifecycle.py", "common/cli.py", "common/flags.py", "common/config.py", "common/cost.py",
            "common/launch.py", "experiments/driver.py", "experiments/campaign.py", "experiments/records.py",

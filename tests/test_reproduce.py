@@ -24,7 +24,6 @@ from experiments.report import readme
 from conftest import ROOT
 
 RESULTS = os.path.join(ROOT, "results")
-FIXTURES = os.path.join(ROOT, "tests", "fixtures", "records")
 GREEDY, SYNC, MP, DP, PP = (programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARALLEL, programs.DATA_PARALLEL,
                             programs.PIPELINE_PARALLEL)
 
@@ -32,7 +31,9 @@ GREEDY, SYNC, MP, DP, PP = (programs.GREEDY, programs.SYNC_LAYERWISE, programs.M
 def test_presets_are_consistent_and_paper_matches_the_report():
   for name in presets.PRESETS:
     entries = presets.build(name)
-    assert list(entries) == {"mid": ["large_batch"], "full": ["full_size"]}.get(name, list(presets.REPORT_ENTRIES + presets.BEYOND))
+    study = {"mid": ["large_batch"], "full": ["full_size"]}.get(name)
+    assert list(entries) == (study or [e.name for e in presets.ENTRIES if e.kind != "study" and name in e.sizes])
+    assert study or set(presets.REPORT_ENTRIES + presets.BEYOND) - set(entries) <= {presets.FASHION_MNIST_ACCURACY.name}
     for entry in entries.values():
       assert entry.runs, (name, entry.name)
       for run in entry.runs:
@@ -70,26 +71,33 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # The large-batch study and the full-size runs are presets of the run list; their committed records (the full-size
   # ones made before they were) must be found where the presets put them and match the flags, or reproduce would
   # refuse them. The full-size records are kept as they were; the study's are remade by the measurement campaign.
-  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 6)):
+  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 8)):
     runs = presets.build(preset)[entry].runs
     assert len(runs) == count
     for run in runs:
       record = records.load(records.record_path(RESULTS, preset, run))
-      assert record is not None or preset == "mid", (preset, run.name)
+      assert record is not None or preset == "mid" or run.dataset != "mnist", (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
   full = {r.name: r for r in presets.build("full")["full_size"].runs}
   assert full["dp_b5000_e30_large_batch"].extra_flags[-len(presets.LARGE_BATCH_CANDIDATES[-1][1]):] == \
       presets.LARGE_BATCH_CANDIDATES[-1][1]
+  # The two Fashion-MNIST full-size runs: greedy and the pipeline on 2 devices, the MNIST runs' sizes otherwise.
+  fashion = {n: r for n, r in full.items() if r.dataset == presets.FASHION}
+  assert sorted(fashion) == ["fashion_mnist_greedy_b100_e30", "fashion_mnist_pipeline_parallel_g2_b100_e30"]
+  for name, run in fashion.items():
+    mnist = full[name[len("fashion_mnist_"):]]
+    assert run.flags == mnist.flags and run.extra_flags == mnist.extra_flags + ("--dataset=fashion_mnist",)
 
 
 def test_the_compared_programs_derive_from_the_registry():
-  # greedy and every program on several devices; a new multi-device program joins with no edit in experiments/.
-  assert presets.COMPARED == (GREEDY,) + tuple(p for p in programs.PROGRAMS if not p.one_device)
-  assert DP not in presets.ACCURACY_COMPARED and set(presets.ONE_DEVICE_PROGRAMS) == {GREEDY.name, SYNC.name}
+  # The baseline and every program on several devices; a new multi-device program joins with no edit in experiments/.
+  one_device = {p.name for p in programs.PROGRAMS if p.one_device}
+  assert presets.COMPARED == (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if p.name not in one_device)
+  assert set(presets.COMPARED) - set(presets.ACCURACY_COMPARED) == {DP}  # data_parallel: its own accuracy entry
   runs = presets.build("smoke")["strategy_comparison"].runs
   assert [(r.name, r.program) for r in runs] == [(p.run_name, p.name) for p in presets.COMPARED]
-  assert [r.flag("num_devices") for r in runs] == [1 if p.one_device else 2 for p in presets.COMPARED]
+  assert [r.flag("num_devices") for r in runs] == [1 if r.program in one_device else 2 for r in runs]
 
 
 def _log(folder, lines):
@@ -111,9 +119,11 @@ def test_budget_fits_fixed_seconds_and_rate_per_program_to_the_driver_log(tmp_pa
   assert rates[GREEDY.name].fixed_seconds == pytest.approx(5.0) and rates[GREEDY.name].runs == 2
   assert rates[GREEDY.name].flops_per_second == pytest.approx(1e9)
   assert rates[MP.name].flops_per_second == pytest.approx(2e9)
-  assert rates[SYNC.name] is rates[driver.POOLED]  # no logged run of its own: the fit over all programs
-  run = presets.run("x", GREEDY, [100, 100], 2, 10, 1, 1000)
-  assert driver.run_seconds(run, rates) == pytest.approx(5 + large / 1e9)
+  assert SYNC.name not in rates  # no logged run: not listed, estimated at the fit over all programs
+  assert driver.run_seconds(presets.spec("x", SYNC, [100], 2, 10, 1, 1000), rates) == pytest.approx(
+      rates[driver.POOLED].seconds(small))
+  spec = presets.spec("x", GREEDY, [100, 100], 2, 10, 1, 1000)
+  assert driver.run_seconds(spec, rates) == pytest.approx(5 + large / 1e9)
   # A fit that would need a negative start-up is not used.
   _log(str(tmp_path), [(GREEDY, "100", 1.0), (GREEDY, "100,100", 1.0 + 2 * (large - small) / 1e9)])
   assert driver.fit_rates(str(tmp_path))[GREEDY.name] is driver.fit_rates(str(tmp_path))[driver.POOLED]
@@ -168,7 +178,7 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   assert any(line.startswith("[reproduce smoke] ") and " run 1/" in line for line in lines)
   for job in jobs:
     assert os.path.exists(job.record)
-    assert "fake run" in open(job.log).read()
+    assert "fake run" in open(job.log).read() and " --nopictures " in open(job.log).readline()  # no pictures
   log = records.driver_log(out)
   assert len(log) == len(jobs) and {line["parallel_jobs"] for line in log} == {2}
   # A rerun skips every existing record.
@@ -217,12 +227,12 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
   order = [j.run_name for j in jobs]
   g, s, m = GREEDY.name, SYNC.name, MP.name
   assert order == [f"{g}_r0", f"{s}_r0", f"{m}_r0", f"{s}_r1", f"{m}_r1", f"{g}_r1"]
-  assert {j.run.flag("num_devices") for j in jobs if j.run.program == m} == {2}
+  assert {j.spec.flag("num_devices") for j in jobs if j.spec.program == m} == {2}
   lines = []
   path, summary = harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append,
                               fake_modules)
   assert path == os.path.join(out, "summary_b100.json") and os.path.exists(path)
-  assert summary["order"] == order and summary["machine_load"] is not None
+  assert summary["order"] == order and summary["machine_load"] is not None and summary["noisy"] == harness.noisy(summary)
   seconds = {name: [records.load(p)["pretrain_seconds"] for p in paths] for name, paths in summary["records"].items()}
   assert summary["pretrain_seconds"][g]["values"] == seconds[g]
   assert summary["speedup_vs_greedy"]["values"] == pytest.approx([a / b for a, b in zip(seconds[g], seconds[m])])
@@ -237,10 +247,11 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
 
 def test_harness_refuses_to_summarize_records_of_two_machines_or_codes():
   env = {"cpu_model": "A", "usable_cores": 2, "commit": "c" * 40, "code_digest": "d", "commit_dirty": False,
-         "kernels": "tf", "thread_pool": "shared", "precision": "float32"}
+         "kernels": "tf", "thread_pool": "shared", "precision": "float32", "cpu_flags": ["avx2"]}
   same = {"x": [{"environment": env}], "y": [{"environment": dict(env, kernels="xla")}]}
   assert harness.provenance(same)["cpu_model"] == "A" and harness.provenance(same)["configurations"]["y"]["kernels"] == "xla"
-  for field, value in (("cpu_model", "B"), ("usable_cores", 4), ("code_digest", "e")):
+  assert harness.provenance(same)["cpu_flags"] == ["avx2"]  # the instruction set, as the records list it
+  for field, value in (("cpu_model", "B"), ("usable_cores", 4), ("code_digest", "e"), ("cpu_flags", ["avx2", "amx_bf16"])):
     with pytest.raises(ValueError, match=f"disagree on {field}"):
       harness.provenance({"x": [{"environment": env}], "y": [{"environment": dict(env, **{field: value})}]})
   # Two commits of the same code (they differ only in results/, docs/, *.md: the same digest) are one code.
@@ -283,9 +294,10 @@ def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster
   assert [r.name for r in runs] == [f"{p}_{k}" for p in names for k in ("xla", "tf")]
   assert all(f"--precision={programs.PRECISIONS[1]}" in r.extra_flags for r in runs)
   assert bench_kernels.BENCHMARK.folder(setting) == f"b100_{programs.PRECISIONS[1]}"
-  assert [r.flag("num_devices") for r in runs[::2]] == [1, 1, 2, 2, 2]
+  assert [r.flag("num_devices") for r in runs[::2]] == [1 if p.one_device else 2 for p in bench_kernels.PROGRAMS]
   assert all(r.extra_flags[0] == f"--kernels={r.name.rsplit('_', 1)[1]}" for r in runs)
-  assert "--profile_steps=0" in runs[6].extra_flags  # data_parallel: no op profile inside the timed epochs
+  dp = next(r for r in runs if r.program == DP.name)
+  assert "--profile_steps=0" in dp.extra_flags  # data_parallel's timing flags: no op profile inside the timed epochs
   # greedy: xla faster in both repeats; pipeline: tf faster in one repeat, slower in the other.
   seconds = {p: {"xla": [10.0, 10.0], "tf": [12.0, 11.0]} for p in names}
   seconds[PP.name] = {"xla": [10.0, 8.0], "tf": [6.0, 9.0]}
@@ -321,11 +333,13 @@ def test_no_programs_default_kernel_path_is_the_one_the_committed_benchmark_foun
 def test_equal_cores_benchmark_gives_every_program_the_same_cores():
   setting = harness.Setting((32, 16), 100, 2, 400, 2, 1, {"cores": 2})
   runs = bench_equal_cores.configurations(setting)
-  assert [r.name for r in runs] == [
-      "greedy_g1_t2", "sync_layerwise_g1_t2", "model_parallel_g1_t2", "model_parallel_g2_t1",
-      "model_parallel_g2_t1_shared", "data_parallel_g1_t2", "data_parallel_g2_t1", "pipeline_parallel_g1_t2",
-      "pipeline_parallel_g2_t1", "pipeline_parallel_g2_t1_shared", "async_data_parallel_g1_t2",
-      "async_data_parallel_g2_t1"]
+  names = [r.name for r in runs]
+  for p in programs.PROGRAMS:  # on one device with both cores' threads; on two with one each, unless one-device
+    assert f"{p.name}_g1_t2" in names and (f"{p.name}_g2_t1" in names) == (not p.one_device), p.name
+  # Both pools of the programs that have two (model_parallel, pipeline_parallel), each named on the command line.
+  assert [n for n in names if n.endswith("_shared")] == [f"{p.name}_g2_t1_shared" for p in programs.PROGRAMS
+                                                         if len(p.thread_pools) > 1]
+  assert {f"{MP.name}_g2_t1_shared", f"{PP.name}_g2_t1_shared"} <= set(names)
   assert all(r.flag("num_devices") * r.flag("threads_per_device") == 2 for r in runs)
   assert all("--heldout_every_epoch" in r.extra_flags for r in runs)
   assert bench_equal_cores.baseline(setting) == "greedy_g1_t2"
@@ -378,22 +392,36 @@ def test_command_line_errors():
   dry = run("--preset=cpu", "--dry_run", "--only=dp_scaling")
   assert dry.returncode == 0 and "dp_scaling: 4 runs, estimated" in dry.stdout
   dry = run("--preset=full", "--dry_run")
-  assert dry.returncode == 0 and "full_size: 6 runs" in dry.stdout and "results/full_size/greedy_b100_e30.json" in dry.stdout
+  assert dry.returncode == 0 and "full_size: 8 runs" in dry.stdout
+  assert "results/full_size/greedy_b100_e30.json" in dry.stdout and "full_size/fashion_mnist_greedy_b100_e30" in dry.stdout
+
+
+def _entries_this_machine_runs(preset):
+  """The preset's entries this machine can run: without native bfloat16 the programs refuse --precision=mixed_bfloat16
+  by design (`common.precision.check_supported`), so the bfloat16 entry is left out."""
+  from common import errors
+  from common import precision
+  try:
+    precision.check_supported(programs.PRECISIONS[1])
+    return list(presets.build(preset))
+  except errors.UserError:
+    return [e for e in presets.build(preset) if e != presets.PRECISION_ACCURACY.name]
 
 
 def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   out = tmp_path / "out"
   env = dict(os.environ, PYTHONPATH=ROOT)
+  entries = _entries_this_machine_runs("smoke")
   before = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   done = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--preset=smoke", f"--output_dir={out}",
-                         f"--work_dir={tmp_path / 'work'}", "--jobs=2"], cwd=ROOT, env=env, capture_output=True,
-                        text=True, timeout=900)
+                         f"--work_dir={tmp_path / 'work'}", "--jobs=2", f"--only={','.join(entries)}"], cwd=ROOT,
+                        env=env, capture_output=True, text=True, timeout=900)
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
   after = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   assert after == before  # Nothing written into the committed results.
   assert sorted(os.listdir(out / "figures")) == sorted(f"{e.name}.png" for e in presets.ENTRIES
                                                         if e.figure and "smoke" in e.sizes)
-  for entry in presets.build("smoke").values():
+  for entry in (e for name, e in presets.build("smoke").items() if name in entries):
     for run in entry.runs:
       record = records.load(records.record_path(str(out), "smoke", run))
       assert record is not None and records.mismatches(record, run) == [], (entry.name, run.name)
@@ -431,13 +459,20 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   assert bench_precision.flops(found[f"{GREEDY.name}_{f32}"][0]) == pytest.approx(flops)
   assert summary["programs"][GREEDY.name]["fraction_of_bf16_rate"][bf16]["values"][0] == pytest.approx(
       flops / 5.0 / 400e9)
-  # finetune: greedy on 1 and on G devices; the ratio is of finetuning seconds.
+  # finetune: one core, and each placement on G devices (one_device: one device of G threads); the ratios are of
+  # finetuning seconds, the fastest placement is the choice.
   s = harness.Setting((32,), 100, 1, 400, 2, 2, {"finetune_epochs": 2, "precisions": [f32]})
   runs = bench_finetune.configurations(s)
-  assert [(r.name, r.flag("num_devices")) for r in runs] == [(f"g1_{f32}", 1), (f"g2_{f32}", 2)]
-  assert "--finetune_epochs=2" in runs[0].extra_flags
-  found = {f"g1_{f32}": [{"finetune": {"seconds": 9.0}}] * 2, f"g2_{f32}": [{"finetune": {"seconds": 5.0, "replicas": 2}}] * 2}
-  assert bench_finetune.summarize(s, found)[f"finetune_speedup_{f32}"]["median"] == pytest.approx(1.8)
+  assert [(r.name, r.flag("num_devices"), r.flag("threads_per_device")) for r in runs] == [
+      (f"one_core_{f32}", 1, 1), (f"replicas_{f32}", 2, 1), (f"one_device_{f32}", 1, 2), (f"pipelined_{f32}", 2, 1)]
+  assert "--finetune_epochs=2" in runs[0].extra_flags and "--finetune_placement=pipelined" in runs[3].extra_flags
+  seconds = {"one_core": 9.0, "replicas": 5.0, "one_device": 6.0, "pipelined": 4.5}
+  found = {f"{p}_{f32}": [{"finetune": {"seconds": t, "placement": p}}] * 2 for p, t in seconds.items()}
+  summary = bench_finetune.summarize(s, found)
+  assert summary["placements"][f32]["choice"] == "pipelined"
+  assert summary[f"finetune_speedup_{f32}"]["median"] == pytest.approx(2.0)
+  caption, header, rows = bench_finetune.details(summary)
+  assert [row[1] for row in rows] == list(bench_finetune.PLACEMENTS) and rows[2][3] == "yes"
   # hybrid: on 2 cores (P, R) with P R <= 2, and data parallel; the model predicts every (P, R).
   monkeypatch.setattr(bench_hybrid.provenance, "usable_cores", lambda: 2)
   s = harness.Setting((32, 32, 32, 32), 100, 1, 400, 2, 2, {"stages": ["1", "2", "4"], "replicas": ["1", "2"]})
@@ -474,9 +509,9 @@ def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_sum
     return {"layers": [{"epochs": [{"elapsed_seconds": 5.0 * (e + 1), "heldout_loss": h} for e, h in enumerate(layer)]}
                        for layer in heldout]}
   greedy_record = record([[3.0, 2.0], [6.0, 4.0]])
-  assert bench_async._to_greedy_loss(record([[2.0, 1.0], [5.0, 4.0]]), greedy_record) == 10.0  # a number a table
-  assert bench_async._to_greedy_loss(record([[2.0, 1.0], [3.0, 2.0]]), greedy_record) == 5.0  # and figure can draw
-  assert bench_async._to_greedy_loss(record([[2.0, 1.0], [7.0, 5.0]]), greedy_record) is None
+  assert harness.seconds_to_loss_of(record([[2.0, 1.0], [5.0, 4.0]]), greedy_record) == 10.0  # a number a table
+  assert harness.seconds_to_loss_of(record([[2.0, 1.0], [3.0, 2.0]]), greedy_record) == 5.0  # and figure can draw
+  assert harness.seconds_to_loss_of(record([[2.0, 1.0], [7.0, 5.0]]), greedy_record) is None
   caption, header, rows = bench_async.details(summary)
   assert len(rows) == 4 and rows[0][0] == GREEDY.run_name and rows[2][3] == "—" and rows[3][3] == 6.5
   assert rows[3][4] == "0.50 / 1.00 / 3.00" and rows[3][5] == "0, 0, 1"
@@ -485,20 +520,27 @@ def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_sum
   (folder / "summary_b100.json").write_text(json.dumps(summary))
   path = figures.straggler(str(tmp_path))
   assert path.endswith(bench_async.BENCHMARK.figure) and os.path.getsize(path) > 10_000
-  hybrid = {"pretrain_seconds": {"p1_r1": spread, "p1_r2": spread},
+  # hybrid: only the measured configurations; the model (no all-reduce cost) only where one replica per stage.
+  hybrid = {"pretrain_seconds": {"p1_r1": spread, "p1_r2": spread, "p2_r1": spread, DP.run_name: spread},
             "model": {"describe": "rate", "predictions": [
                 {"stages": 1, "replicas": 1, "devices": 1, "measured": True, "predicted_seconds": 4.0},
+                {"stages": 2, "replicas": 1, "devices": 2, "measured": True, "predicted_seconds": 2.5},
                 {"stages": 4, "replicas": 4, "devices": 16, "measured": False, "predicted_seconds": 0.5}]}}
-  _, header, rows = bench_hybrid.details(hybrid)
-  assert rows == [[1, 1, 1, spread, 4.0], [4, 4, 16, "not measured", 0.5]] and "a prediction" in header[-1]
+  caption, header, rows = bench_hybrid.details(hybrid)
+  assert rows == [[1, 1, 1, spread, "4 (fit)"], [1, 2, 2, spread, "— (no all-reduce cost)"], [2, 1, 2, spread, "2.5"]]
+  assert "no all-reduce cost" in caption
 
 
-def test_machine_label_names_one_code_once_whatever_its_commits():
-  def record(commit, digest, cpu="AMD EPYC"):
-    return {"environment": {"cpu_model": cpu, "usable_cores": 2, "commit": commit * 40, "code_digest": digest}}
-  rs = [record("b", "x"), record("a", "x"), record("c", "y"), record("d", "x", cpu="Xeon")]
-  assert records.machine_label(rs) == ("AMD EPYC, 2 cores, commit aaaaaaa (+1 of the same code), commit ccccccc; "
+def test_machine_label_names_one_code_once_by_the_commit_its_runs_started_from():
+  def record(commit, digest, when, cpu="AMD EPYC"):
+    return {"environment": {"cpu_model": cpu, "usable_cores": 2, "commit": commit * 40, "code_digest": digest,
+                            **({"date_utc": f"2026-11-2{when}T10:00:00+00:00"} if when else {})}}
+  # Named by the earliest run, not by the smallest hash: b ran first.
+  rs = [record("b", "x", 1), record("a", "x", 3), record("c", "y", 2), record("d", "x", 1, cpu="Xeon")]
+  assert records.machine_label(rs) == ("AMD EPYC, 2 cores, commit bbbbbbb (+1 of the same code), commit ccccccc; "
                                        "Xeon, 2 cores, commit ddddddd")
+  assert records.machine_label([record("a", "x", None), record("b", "x", 5)]).endswith("commit bbbbbbb (+1 of the "
+                                                                                      "same code)")  # undated: last
 
 
 def test_another_machines_documented_provenance_fills_only_what_a_record_lacks(tmp_path):

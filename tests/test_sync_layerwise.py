@@ -23,7 +23,7 @@ def _reference_weights(mnist):
   """Santara et al.'s schedule written out directly for 2 layers and E = 2: step s trains layer 1 on
   epoch s and (from step 1) layer 2 on epoch s through a copy of layer 1 taken at the end of step s - 1."""
   images = tf.constant(mnist.train_images)
-  layers = autoencoder.build_stack(HIDDEN, SEED)
+  layers = autoencoder.build_stack(HIDDEN, SEED, 784)
   copy_of_layer1 = autoencoder.FrozenEncoder(layers[0])
   trainers = [autoencoder.LayerTrainer(layers[0], [], images, SEED, CORRUPTION, BATCH),
               autoencoder.LayerTrainer(layers[1], [copy_of_layer1], images, SEED, CORRUPTION, BATCH)]
@@ -61,7 +61,7 @@ def test_sync_layerwise_matches_the_schedule_written_out_and_differs_from_greedy
   # Not greedy: layer 2 of the reference trained on a layer 1 that was still changing; had it trained on
   # the final layer 1 from the start (greedy with epochs 1..2), it would differ.
   images = tf.constant(mnist.train_images)
-  layers = autoencoder.build_stack(HIDDEN, SEED)
+  layers = autoencoder.build_stack(HIDDEN, SEED, 784)
   layers[0].kernel.assign(want["layer1/kernel"])
   layers[0].bias.assign(want["layer1/bias"])
   trainer = autoencoder.LayerTrainer(layers[1], [layers[0]], images, SEED, CORRUPTION, BATCH)

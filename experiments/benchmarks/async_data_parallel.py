@@ -1,57 +1,40 @@
-"""Benchmark: asynchronous against synchronous data parallelism, with and without a straggler.
-
-greedy on one device, data_parallel on --num_devices workers (`common.launch`: one process per worker,
-MultiWorkerMirroredStrategy) and async_data_parallel on --num_devices workers and one parameter server
-(`common.launch --ps=1`), then data_parallel and async_data_parallel again with worker 0 slowed by
---slow_worker_delay seconds in every step (the benchmark-only `--benchmark_slow_worker_delay_seconds`), every run
-recording the held-out reconstruction loss after each epoch, pretraining only, alternated repeat after repeat
-(`harness`). Measures, per configuration: examples per second, the speedup over greedy (same repeat), the seconds
-until every layer's held-out loss reached greedy's final one (+1%) (`records.loss_curves`), and for the
-asynchronous runs the staleness (mean, 90th percentile, largest) and the rescheduled functions.
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.async_data_parallel --batch_size=100 --slow_worker_delay=0.01
-  python -m experiments.benchmarks.async_data_parallel --batch_size=1000 --slow_worker_delay=0.05
-"""
+"""Benchmark: asynchronous against synchronous data parallelism, with and without a straggler: greedy on one
+device, data_parallel on --num_devices workers (`common.launch`, MultiWorkerMirroredStrategy) and
+async_data_parallel on as many workers and one parameter server, each again with worker 0 sleeping
+--slow_worker_delay seconds every step (`--benchmark_slow_worker_delay_seconds`), recording the held-out loss every
+epoch, alternated. Measures examples per second, the speedup over greedy, the seconds to greedy's final held-out
+loss (+1%, `harness.seconds_to_loss_of`), the staleness and rescheduled functions. Timings are committed.
+  python -m experiments.benchmarks.async_data_parallel --batch_size=100 --slow_worker_delay=0.01"""
 
 import statistics
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from common import programs
-from experiments import records
 from experiments.benchmarks import harness
 
 HELDOUT = "--heldout_every_epoch"
-LOSS_TOLERANCE = 0.01
-SYNC, ASYNC = programs.DATA_PARALLEL, programs.ASYNC_DATA_PARALLEL
+GREEDY, SYNC, ASYNC = programs.GREEDY, programs.DATA_PARALLEL, programs.ASYNC_DATA_PARALLEL
 
 
 def configurations(s: harness.Setting) -> List:
   """greedy; data_parallel and async_data_parallel on W workers, each without and with the straggler."""
   w, delay = s.num_devices, s.options["slow_worker_delay"]
-  runs = [s.run(programs.GREEDY.run_name, programs.GREEDY, 1, extra=(HELDOUT,))]
-  for program, launcher, extra in ((SYNC, (f"--workers={w}",), ("--profile_steps=0",)),
-                                   (ASYNC, (f"--workers={w}", "--ps=1"), ())):
+  runs = [s.spec(GREEDY.run_name, GREEDY, 1, extra=(HELDOUT,))]
+  for program, launcher in ((SYNC, (f"--workers={w}",)), (ASYNC, (f"--workers={w}", "--ps=1"))):
     for suffix, straggler in (("", ()), ("_straggler", (f"--benchmark_slow_worker_delay_seconds={delay}",))):
-      runs.append(s.run(program.run_name + suffix, program, 1, extra=(HELDOUT,) + extra + straggler,
-                        launcher=("common.launch", *launcher)))
+      runs.append(s.spec(program.run_name + suffix, program, 1, extra=(HELDOUT,) + program.timing_flags + straggler,
+                         launcher=("common.launch", *launcher)))
   return runs
-
-
-def _to_greedy_loss(record: dict, greedy: dict) -> Optional[float]:
-  """Seconds until every layer of `record` reached `greedy`'s final held-out loss (+1%); None if one never did."""
-  targets = [layer["epochs"][-1]["heldout_loss"] * (1 + LOSS_TOLERANCE) for layer in greedy["layers"]]
-  return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)[0]
 
 
 def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   """Throughput, speedup over greedy, time to greedy's held-out loss, staleness and faults per configuration."""
-  base = programs.GREEDY.run_name
+  base = GREEDY.run_name
   examples = (s.train_examples // s.batch_size) * s.batch_size * s.pretrain_epochs * len(s.hidden_units)
   out = {"examples_per_second": {n: harness.spread([examples / r["pretrain_seconds"] for r in rs])
                                  for n, rs in found.items()},
-         "speedup_vs_greedy": {n: harness.ratio_spread(found, base, n) for n in found if n != base},
-         "seconds_to_greedy_heldout_loss": {n: [_to_greedy_loss(r, g) for r, g in zip(rs, found[base])]
+         "speedup_vs_greedy": harness.speedups(found, base),
+         "seconds_to_greedy_heldout_loss": {n: [harness.seconds_to_loss_of(r, g) for r, g in zip(rs, found[base])]
                                             for n, rs in found.items()},
          "staleness": {}, "rescheduled_functions": {}}
   for name, rs in found.items():
@@ -79,8 +62,7 @@ def details(summary: Dict):
 
 BENCHMARK = harness.Benchmark(
     name=ASYNC.name, configurations=configurations, summarize=summarize,
-    defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 100, "pretrain_epochs": 3,
-              "train_examples": 22_000, "num_devices": 2, "repeats": 3},
+    defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"slow_worker_delay": (0.01, "Seconds worker 0 sleeps in every step of the straggler configurations.")},
     columns=((f"{SYNC.run_name}_straggler_slowdown", "data parallel: straggler / none"),
              (f"{ASYNC.run_name}_straggler_slowdown", "async: straggler / none")), details=details,

@@ -19,8 +19,8 @@ def _suffixes(s: harness.Setting) -> Dict[str, str]:
 
 def configurations(s: harness.Setting) -> List:
   """greedy; data_parallel on 1 and on s.num_devices replicas (per kernel path), each profiling layer 1."""
-  return [s.run(GREEDY.name, GREEDY, 1)] + [
-      s.run(f"dp_g{g}{suffix}", DP, g, (f"--profile_steps={s.options['profile_steps']}",) + (
+  return [s.spec(GREEDY.name, GREEDY, 1)] + [
+      s.spec(f"dp_g{g}{suffix}", DP, g, (f"--profile_steps={s.options['profile_steps']}",) + (
           (f"--kernels={k}",) if k != "auto" else ())) for k, suffix in _suffixes(s).items() for g in (1, s.num_devices)]
 
 
@@ -28,7 +28,8 @@ def _profile(runs: List[dict]) -> Dict[str, object]:
   return {"seconds_per_epoch": {p: harness.spread([r["profile"]["seconds_per_epoch"][p] for r in runs])
                                 for p in dp_config.PROFILE_PHASES},
           "total_seconds_per_epoch": harness.spread([r["profile"]["total_seconds_per_epoch"] for r in runs]),
-          "measured_seconds_per_epoch": harness.spread([harness.seconds_per_layer_epoch(r) for r in runs]),
+          "measured_seconds_per_epoch": harness.spread([  # pretraining seconds per layer-epoch
+              r["pretrain_seconds"] / sum(len(layer["epochs"]) for layer in r["layers"]) for r in runs]),
           "method": runs[0]["profile"]["method"]}
 
 
@@ -47,16 +48,12 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   }
 
 
-def _name(s: harness.Setting) -> str:
-  return f"b{s.batch_size}" + ("_kernels" if len(_suffixes(s)) > 1 else "")
-
-
 BENCHMARK = harness.Benchmark(
     name=DP.name, configurations=configurations, summarize=summarize,
-    defaults={"hidden_units": "2000", "batch_size": 5000, "pretrain_epochs": 2, "train_examples": 55_000},
+    defaults={"hidden_units": "2000", "batch_size": 5000, "train_examples": 55_000},
     options={"profile_steps": (5, "Steps per timed loop of data_parallel's op profile."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the data_parallel configurations (several: a comparison).")},
-    folder=_name, summary_file=lambda s: f"summary_{_name(s)}.json",
+    folder=lambda s: f"b{s.batch_size}" + ("_kernels" if len(_suffixes(s)) > 1 else ""),
     columns=(("speedup_2_vs_1_replica", "speedup 2 vs 1 replica"),
              ("speedup_2_replicas_vs_greedy", "2 replicas vs greedy"),
              ("one_replica_vs_greedy_slowdown", "1 replica / greedy time")),

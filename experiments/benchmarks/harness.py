@@ -1,6 +1,7 @@
 """One harness for every benchmark: a `Benchmark` maps its command line (`Setting`) to named configurations run
 through `experiments.driver` alternately, repeat after repeat (rotated), then writes a summary of their records
-(setting, command, provenance of one machine and code, load averages, spreads, measures); `main` is its CLI."""
+(setting, command, provenance of one machine and code, load averages, spreads, noisy configurations, measures);
+`main` is its CLI."""
 
 import dataclasses
 import json
@@ -19,13 +20,17 @@ from experiments import presets
 from experiments import records
 
 Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
-PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "usable_cores")
+PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores")
 PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
 # The shared flags' defaults (a benchmark's `defaults` override them), and where records and program logs go by
 # default (<dir>/<benchmark name>, relative to the repository root, where the campaign runs the benchmarks).
-SHARED_DEFAULTS = {"hidden_units": "1000,1000", "batch_size": 1000, "pretrain_epochs": 4, "train_examples": 11_000,
-                   "num_devices": 2, "repeats": 3}
+SHARED_DEFAULTS = {"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 2,
+                   "train_examples": 22_000, "num_devices": 2, "repeats": 3}
 OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")
+# A held-out loss counts as reached at its reference's final one times 1 + this.
+LOSS_TOLERANCE = 0.01
+# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
+NOISE = 0.15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,33 +44,37 @@ class Setting:
   repeats: int
   options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-  def run(self, name: str, program: programs.Program, devices: int, extra: Sequence[str] = (),
-          launcher: Sequence[str] = (), threads: int = 1) -> presets.RunSpec:
-    """A configuration: `program` with this setting's flags on `devices` devices, pretraining only."""
-    return presets.run(name, program, self.hidden_units, self.pretrain_epochs, self.batch_size, devices,
-                       self.train_examples, extra=extra, launcher=launcher, threads=threads)
+  def spec(self, name: str, program: programs.Program, devices: int, extra: Sequence[str] = (),
+           launcher: Sequence[str] = (), threads: int = 1) -> presets.RunSpec:
+    """A configuration: a run of `program` with this setting's flags on `devices` devices, pretraining only."""
+    return presets.spec(name, program, self.hidden_units, self.pretrain_epochs, self.batch_size, devices,
+                        self.train_examples, extra=extra, launcher=launcher, threads=threads)
 
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
   """`name` (module; records default to results/benchmarks/<name>/), `configurations` (Setting -> named RunSpecs),
   `summarize` ((Setting, Records) -> {measure: value}), `defaults` of the shared flags, `options` ({flag: (default:
-  float, int, str or list of str, help)}), `folder`/`summary_file` (Setting -> path), `columns` ((measure, README
-  label)), `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table,
-  cells a spread, a number or text), `figure` (its figure's file under figures/, drawn by `report.figures`),
-  `campaign` (the settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the
-  defaults, shared flags and options alike, as `setting` takes them)."""
+  float, int, str or list of str, help)}), `folder` (Setting -> the records' folder; its summary is
+  summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure, README label)),
+  `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table, cells a
+  spread, a number or text), `figure` (its figure's file under figures/, drawn by `report.figures`), `campaign` (the
+  settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the defaults, shared flags
+  and options alike, as `setting` takes them)."""
   name: str
   configurations: Callable[[Setting], List[presets.RunSpec]]
   summarize: Callable[[Setting, Records], Dict[str, Any]]
   defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   options: Mapping[str, Tuple[Any, str]] = dataclasses.field(default_factory=dict)
   folder: Callable[[Setting], str] = lambda s: f"b{s.batch_size}"
-  summary_file: Callable[[Setting], str] = lambda s: f"summary_b{s.batch_size}.json"
   columns: Sequence[Tuple[str, str]] = ()
   details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
   figure: str = ""
   campaign: Sequence[Mapping[str, Any]] = ({},)
+
+  def summary_file(self, setting: Setting) -> str:
+    folder = self.folder(setting)
+    return "summary.json" if folder == "records" else f"summary_{folder}.json"
 
 
 def spread(values: Sequence[float]) -> Dict[str, object]:
@@ -73,9 +82,10 @@ def spread(values: Sequence[float]) -> Dict[str, object]:
   return {"min": min(values), "median": statistics.median(values), "max": max(values), "values": list(values)}
 
 
-def seconds_per_layer_epoch(record: Mapping[str, Any]) -> float:
-  """Steady-state pretraining seconds of a record divided by its layer-epochs."""
-  return record["pretrain_seconds"] / sum(len(layer["epochs"]) for layer in record["layers"])
+def noisy(summary: Mapping[str, Any]) -> List[str]:
+  """The configurations of a summary whose repeats' pretraining seconds differ by more than NOISE (max / min - 1),
+  computed from its spreads (so summaries made before the summary's "noisy" field get it too)."""
+  return [n for n, s in summary["pretrain_seconds"].items() if s["max"] > (1 + NOISE) * s["min"]]
 
 
 def ratio_spread(found: Records, numerator: str, denominator: str) -> Dict[str, object]:
@@ -83,10 +93,24 @@ def ratio_spread(found: Records, numerator: str, denominator: str) -> Dict[str, 
   return spread([a["pretrain_seconds"] / b["pretrain_seconds"] for a, b in zip(found[numerator], found[denominator])])
 
 
+def speedups(found: Records, base: str) -> Dict[str, Dict[str, object]]:
+  """{configuration: `ratio_spread` of `base` over it} for every configuration but `base`."""
+  return {name: ratio_spread(found, base, name) for name in found if name != base}
+
+
 def cores_busy(rs: Sequence[Mapping[str, Any]]) -> Optional[Dict[str, object]]:
   """Spread of process CPU seconds / wall seconds while pretraining; None for records older than the field."""
   return spread([r["pretrain_cpu_seconds"] / r["pretrain_seconds"] for r in rs]) if all(
       "pretrain_cpu_seconds" in r for r in rs) else None
+
+
+def seconds_to_loss_of(record: Mapping[str, Any], reference: Mapping[str, Any]) -> Optional[float]:
+  """Seconds until every layer of `record` reached `reference`'s final held-out loss (+ LOSS_TOLERANCE); None if one
+  never did or `record` has no held-out loss after every epoch (--heldout_every_epoch)."""
+  if not records.has_heldout_curves(record):
+    return None
+  targets = [layer["epochs"][-1]["heldout_loss"] * (1 + LOSS_TOLERANCE) for layer in reference["layers"]]
+  return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)[0]
 
 
 def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
@@ -109,11 +133,12 @@ def provenance(found: Records) -> Dict[str, Any]:
   same_code = len({e.get("code_digest") for e in envs}) == 1 and envs[0].get("code_digest")
   out["commits"] = sorted({str(e.get("commit")) for e in envs})
   for field in PROVENANCE:
-    values = {e.get(field) for e in envs}
+    values = {tuple(v) if isinstance(v, list) else v for v in (e.get(field) for e in envs)}
     if len(values) > 1 and field != "commit_dirty" and not (field == "commit" and same_code):
       raise ValueError(f"the records disagree on {field} ({', '.join(sorted(map(str, values)))}): not one machine "
                        "and one code; summarize each apart")
-    out[field] = max(values, key=bool)
+    value = max(values, key=bool)
+    out[field] = list(value) if isinstance(value, tuple) else value
   out["configurations"] = {name: {f: rs[0]["environment"].get(f) for f in PER_CONFIGURATION}
                            for name, rs in found.items()}
   return out
@@ -121,11 +146,13 @@ def provenance(found: Records) -> Dict[str, Any]:
 
 def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-  """The summary of `jobs`' records in alternation order; ValueError for several machines or codes."""
+  """The summary of `jobs`' records in alternation order, its `noisy` configurations flagged; ValueError for several
+  machines or codes."""
   configurations = benchmark.configurations(setting)
   ordered = sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
-  found: Records = {c.name: [records.load(j.record) for j in ordered if j.run.name == c.name] for c in configurations}
+  found: Records = {c.name: [records.load(j.record) for j in ordered if j.spec.name == c.name] for c in configurations}
   first = next(iter(found.values()))[0]["environment"]
+  seconds = {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()}
   return {
       "benchmark": benchmark.name, "command": command,
       "setting": {**{k: v for k, v in dataclasses.asdict(setting).items() if k != "options"}, **setting.options,
@@ -133,9 +160,9 @@ def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job]
       "provenance": provenance(found),
       "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()] for c in configurations},
       "order": [j.run_name for j in jobs], "machine_load": machine_load,
-      "pretrain_seconds": {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()},
+      "pretrain_seconds": seconds, "noisy": noisy({"pretrain_seconds": seconds}),
       **benchmark.summarize(setting, found),
-      "records": {name: [j.record for j in ordered if j.run.name == name] for name in found},
+      "records": {name: [j.record for j in ordered if j.spec.name == name] for name in found},
   }
 
 
@@ -168,17 +195,15 @@ def defaults(benchmark: Benchmark) -> Dict[str, Any]:
 
 
 def _parsed(name: str, default: Any, value: Any) -> Any:
-  """`value` of flag `name` as the flag holds it: a list of str (from a list or "a,b") for a list flag (hidden_units
-  and the options whose default is a list), else the default's type."""
+  """`value` as flag `name` holds it: a list of str (from a list or "a,b") for a list flag, else the default's type."""
   if isinstance(default, (list, tuple)) or name == "hidden_units":
     return value.split(",") if isinstance(value, str) else [str(v) for v in value]
   return type(default)(value)
 
 
 def setting(benchmark: Benchmark, overrides: Mapping[str, Any]) -> Setting:
-  """The Setting of `benchmark`'s command line with `overrides` ({flag: value}; a value as the flag holds it, as
-  `defaults` write it or as the command line spells it: hidden_units "1000,1000" or a list, lists as lists or
-  "a,b") over its defaults; ValueError for a flag the benchmark does not have."""
+  """The Setting of `benchmark`'s command line with `overrides` ({flag: value}, as the flag holds it or as the
+  command line spells it: lists as lists or "a,b") over its defaults; ValueError for a flag it does not have."""
   d = defaults(benchmark)
   unknown = sorted(set(overrides) - set(d))
   if unknown:

@@ -9,16 +9,15 @@ from typing import List, Mapping, Optional, Sequence
 from common import programs
 from experiments.benchmarks import harness
 
-# Every registered program that runs both paths: on one device, or on --num_devices.
 PROGRAMS = tuple(p for p in programs.PROGRAMS if len(p.kernel_paths) > 1)
 PATHS = ("xla", "tf")
+F32 = programs.PRECISIONS[0]
 
 
 def configurations(s: harness.Setting) -> List:
-  """Every program with each kernel path: <program>_xla and <program>_tf."""
-  return [s.run(f"{p.name}_{path}", p, 1 if p.one_device else s.num_devices,
-                extra=(f"--kernels={path}", f"--precision={s.options['precision']}")
-                + (("--profile_steps=0",) if p is programs.DATA_PARALLEL else ()))
+  """Every program with each kernel path, timed: <program>_xla and <program>_tf."""
+  return [s.spec(f"{p.name}_{path}", p, p.devices_for(s.num_devices),
+                 extra=(f"--kernels={path}", f"--precision={s.options['precision']}") + p.timing_flags)
           for p in PROGRAMS for path in PATHS]
 
 
@@ -28,37 +27,31 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   for p in PROGRAMS:
     ratio = harness.ratio_spread(runs, f"{p.name}_xla", f"{p.name}_tf")
     faster = min(PATHS, key=lambda path: statistics.median(r["pretrain_seconds"] for r in runs[f"{p.name}_{path}"]))
-    out[p.name] = {"devices": 1 if p.one_device else s.num_devices, "xla_over_tf": ratio,
+    out[p.name] = {"devices": p.devices_for(s.num_devices), "xla_over_tf": ratio,
                    "cores_busy": {path: harness.cores_busy(runs[f"{p.name}_{path}"]) for path in PATHS},
                    "faster": faster, "all_repeats_agree": all((v > 1) == (faster == "tf") for v in ratio["values"])}
   return {"programs": out, **{f"xla_over_tf_{p.name}": out[p.name]["xla_over_tf"] for p in PROGRAMS}}
 
 
-def _suffix(s: harness.Setting) -> str:
-  return "" if s.options["precision"] == programs.PRECISIONS[0] else f"_{s.options['precision']}"
-
-
 def precision_of(summary: Mapping) -> str:
   """The precision a kernels summary measured (summaries before the option: float32)."""
-  return summary.get("setting", {}).get("precision", programs.PRECISIONS[0])
+  return summary.get("setting", {}).get("precision", F32)
 
 
-def choice(summaries: Sequence[Mapping], program: str, precision: str = programs.PRECISIONS[0]) -> Optional[str]:
+def choice(summaries: Sequence[Mapping], program: str, precision: str = F32) -> Optional[str]:
   """The default kernel path of `program` at `precision` by the summaries: the path faster in every repeat of more
-  summaries than the other, None when neither is (no measured difference); tests/test_reproduce.py checks the
-  registry against it."""
-  mine = [s for s in summaries if precision_of(s) == precision]
+  summaries than the other, None when neither is (no measured difference, or not measured); tests/test_reproduce.py
+  checks the registry against it."""
+  mine = [s for s in summaries if precision_of(s) == precision and program in s["programs"]]
   wins = {path: sum(s["programs"][program]["all_repeats_agree"] and s["programs"][program]["faster"] == path
                     for s in mine) for path in PATHS}
   return None if wins["xla"] == wins["tf"] else max(PATHS, key=wins.get)
 
 
 BENCHMARK = harness.Benchmark(
-    name="kernels", configurations=configurations, summarize=summarize,
-    defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 100, "pretrain_epochs": 2,
-              "train_examples": 22_000, "num_devices": 2, "repeats": 3},
-    options={"precision": (programs.PRECISIONS[0], "Precision (--precision) of every run.")},
-    folder=lambda s: f"b{s.batch_size}" + _suffix(s), summary_file=lambda s: f"summary_b{s.batch_size}{_suffix(s)}.json",
+    name="kernels", configurations=configurations, summarize=summarize, defaults={"batch_size": 100},
+    options={"precision": (F32, "Precision (--precision) of every run.")},
+    folder=lambda s: f"b{s.batch_size}" + ("" if s.options["precision"] == F32 else f"_{s.options['precision']}"),
     columns=tuple((f"xla_over_tf_{p.name}", f"{p.name}: xla s / tf s") for p in PROGRAMS),
     campaign=({"batch_size": 100}, {"batch_size": 1000}, {"batch_size": 5000, "train_examples": 55_000},
               *({"batch_size": b, "precision": programs.PRECISIONS[1]} for b in (100, 1000))))

@@ -1,14 +1,9 @@
-"""One core's matrix-product rate at the shapes of a pretraining step, in float32 and in bfloat16.
-
-Every product of one step of every layer of a stack at a batch: encode [B, n_in]·[n_in, n_out], decode
-[B, n_out]·[n_in, n_out]ᵀ, the hidden units' gradient [B, n_in]·[n_in, n_out] and the kernel's gradient
-[2B, n_in]ᵀ·[2B, n_out] (`DenoisingAutoencoder.loss_and_gradients`). Each product runs `--iterations` times in one
-`tf.while_loop` on 1 intra-op thread, each iteration on another of 4 operand pairs (so grappler cannot merge the
-repeated products into one), after an untimed call. Prints JSON: per precision the step's products' FLOPs over
-their seconds (GFLOP/s), and per shape its own rate.
-
-Usage: python -m experiments.benchmarks.matmul_rates --hidden_units=1000,1000,1000,1000 --batch_size=1000
-"""
+"""One core's matrix-product rate at the shapes of a pretraining step, in float32 and in bfloat16: every product of
+one step of every layer (encode, decode, the hidden units' and the kernel's gradients,
+`DenoisingAutoencoder.loss_and_gradients`), each `--iterations` times in one `tf.while_loop` on 1 intra-op thread over
+4 operand pairs (so grappler cannot merge them), after an untimed call. Prints JSON: per precision the products'
+FLOPs over their seconds (GFLOP/s), and per shape its own rate. Run by the precision benchmark:
+  python -m experiments.benchmarks.matmul_rates --hidden_units=1000,1000,1000,1000 --batch_size=1000"""
 
 import json
 import time

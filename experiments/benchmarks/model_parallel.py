@@ -12,7 +12,6 @@ from experiments import records
 from experiments.benchmarks import harness
 
 GREEDY, SYNC, MP = programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARALLEL
-PROGRAMS = (GREEDY, SYNC, MP)
 
 
 def _variants(s: harness.Setting) -> Dict[str, Tuple[str, str]]:
@@ -23,8 +22,8 @@ def _variants(s: harness.Setting) -> Dict[str, Tuple[str, str]]:
 
 def configurations(s: harness.Setting) -> List:
   """greedy and sync_layerwise on one device, model_parallel on s.num_devices (one per kernels x thread pool)."""
-  return [s.run(p.name, p, 1) for p in (GREEDY, SYNC)] + [
-      s.run(name, MP, s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}")) for name, (k, t) in
+  return [s.spec(p.name, p, 1) for p in (GREEDY, SYNC)] + [
+      s.spec(name, MP, s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}")) for name, (k, t) in
       _variants(s).items()]
 
 
@@ -103,13 +102,10 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   return out
 
 
-def _folder(s: harness.Setting) -> str:
-  return f"b{s.batch_size}" + ("_variants" if len(_variants(s)) > 1 else "")
-
-
 BENCHMARK = harness.Benchmark(
     name=MP.name, configurations=configurations, summarize=summarize,
-    folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",
+    defaults={"hidden_units": "1000,1000", "pretrain_epochs": 4, "train_examples": 11_000},
+    folder=lambda s: f"b{s.batch_size}" + ("_variants" if len(_variants(s)) > 1 else ""),
     options={"target_speedup": (1.4, "Speedup over sync_layerwise whose reachability is reported."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the model_parallel configurations."),
              "thread_pool": (["auto"], "Thread pools (--thread_pool) of the model_parallel configurations.")},

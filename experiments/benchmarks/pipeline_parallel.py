@@ -27,12 +27,12 @@ def configurations(s: harness.Setting) -> List:
   """The baselines (unless --baselines=0) and pipeline_parallel on G devices for each chunk size and kernel path."""
   variants = _variants(s)
   flags = {name: (f"--pipeline_chunk_steps={k}", f"--kernels={kern}") for name, (k, kern) in variants.items()}
-  runs = [s.run(name, PP, s.num_devices, extra=extra) for name, extra in flags.items()]
+  runs = [s.spec(name, PP, s.num_devices, extra=extra) for name, extra in flags.items()]
   main = next(iter(flags.values()))
   if s.options["baselines"]:
-    runs = [s.run(GREEDY.name, GREEDY, 1), s.run(MP.name, MP, s.num_devices), *runs,
-            s.run(f"{PIPELINE}_1_device", PP, 1, extra=main),
-            dataclasses.replace(s.run(f"{PIPELINE}_checkpoints", PP, s.num_devices, extra=main), resumable=True)]
+    runs = [s.spec(GREEDY.name, GREEDY, 1), s.spec(MP.name, MP, s.num_devices), *runs,
+            s.spec(f"{PIPELINE}_1_device", PP, 1, extra=main),
+            dataclasses.replace(s.spec(f"{PIPELINE}_checkpoints", PP, s.num_devices, extra=main), resumable=True)]
   return runs
 
 
@@ -64,20 +64,15 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   return out
 
 
-def _folder(s: harness.Setting) -> str:
-  return (f"b{s.batch_size}" + ("_chunks" if len(s.options["chunk_steps"]) > 1 else "")
-          + ("_kernels" if len(s.options["kernels"]) > 1 else ""))
-
-
 BENCHMARK = harness.Benchmark(
     name=PIPELINE, configurations=configurations, summarize=summarize,
-    defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 3,
-              "train_examples": 55_000, "num_devices": 2, "repeats": 3},
+    defaults={"pretrain_epochs": 3, "train_examples": 55_000},
     options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline configurations."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline configurations."),
              "baselines": (1, "1: also greedy, model_parallel, the one-device pipeline and checkpoints; 0: only "
                               "pipeline_parallel at each chunk size.")},
-    folder=_folder, summary_file=lambda s: f"summary_{_folder(s)}.json",
+    folder=lambda s: (f"b{s.batch_size}" + ("_chunks" if len(s.options["chunk_steps"]) > 1 else "")
+                      + ("_kernels" if len(s.options["kernels"]) > 1 else "")),
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_model_parallel", "speedup vs model_parallel"),
              ("one_device_speedup_vs_greedy", "1 device vs greedy"),
              ("fraction_of_flop_bound", "fraction of FLOP bound")),

@@ -1,29 +1,17 @@
-"""Benchmark: every program in float32 and in mixed_bfloat16, side by side, and the fraction of one core's
-bfloat16 matrix-product rate each reaches.
-
-Each registered program runs with its default devices and threads (one device for the one-device programs,
---num_devices for the others, 1 thread each) once with `--precision=float32` and once with
-`--precision=mixed_bfloat16`, pretraining only, alternated repeat after repeat (`harness`). Measures:
-  * per program, float32 seconds / mixed_bfloat16 seconds in the same repeat (> 1: bfloat16 faster);
-  * pipeline_parallel in mixed_bfloat16 against greedy in float32 (the same repeat);
-  * one core's float32 and bfloat16 matrix-product rates at the step's shapes (`matmul_rates`, measured once
-    after the runs, on one thread), and per program and precision the FLOPs it computed per second per device
-    (`common.cost`, from the record's layer-epochs) as a fraction of one core's bfloat16 rate.
-
-Usage (timings are committed: run alone on the machine):
-  python -m experiments.benchmarks.precision --batch_size=100
-  python -m experiments.benchmarks.precision --batch_size=1000
-  python -m experiments.benchmarks.precision --batch_size=5000
-"""
+"""Benchmark: every program in float32 and in mixed_bfloat16 side by side (on its devices of --num_devices, 1 thread
+each, pretraining only, alternated repeat after repeat): per program float32 seconds / bfloat16 seconds in the same
+repeat; the pipeline in bfloat16 against greedy in float32; one core's matrix-product rates at the step's shapes
+(`matmul_rates`, after the runs) and, per program and precision, the FLOPs it computed per second per device
+(`common.cost`) as a fraction of one core's bfloat16 rate. Timings are committed: run alone on the machine.
+  python -m experiments.benchmarks.precision --batch_size=1000   (and 100, 5000)"""
 
 import json
-import subprocess
 import sys
 from typing import Dict, List
 
 from common import cost
 from common import programs
-from experiments import ROOT
+from experiments import driver
 from experiments.benchmarks import harness
 
 
@@ -32,16 +20,15 @@ def _name(program: programs.Program, precision: str) -> str:
 
 
 def configurations(s: harness.Setting) -> List:
-  """Every registered program in each precision."""
-  return [s.run(_name(p, precision), p, 1 if p.one_device else s.num_devices,
-                extra=(f"--precision={precision}",) + (("--profile_steps=0",) if p is programs.DATA_PARALLEL else ()))
-          for p in programs.PROGRAMS for precision in programs.PRECISIONS]
+  """Every registered program in each precision, timed."""
+  return [s.spec(_name(p, precision), p, p.devices_for(s.num_devices), extra=(f"--precision={precision}",)
+                 + p.timing_flags) for p in programs.PROGRAMS for precision in programs.PRECISIONS]
 
 
 def flops(record: dict) -> float:
   """FLOPs of a record's pretraining: every layer-epoch it trained at its schedule's cost (`common.cost`)."""
   c = record["config"]
-  per_epoch = (cost.pipeline_layer_epoch_flops if record["strategy"] == programs.PIPELINE_PARALLEL.name
+  per_epoch = (cost.pipeline_layer_epoch_flops if programs.get(record["strategy"]).pipelined
                else cost.layer_epoch_flops)
   examples = (c["train_examples"] // c["batch_size"]) * c["batch_size"]
   return sum(len(layer["epochs"]) * per_epoch(c["hidden_units"], i + 1, examples)
@@ -49,10 +36,12 @@ def flops(record: dict) -> float:
 
 
 def matmul_rates(s: harness.Setting) -> Dict:
-  """{precision: {"gflops_per_second", "shapes"}} of one core at the step's shapes (a subprocess on one thread)."""
-  done = subprocess.run([sys.executable, "-m", "experiments.benchmarks.matmul_rates",
-                         f"--hidden_units={','.join(map(str, s.hidden_units))}", f"--batch_size={s.batch_size}"],
-                        cwd=ROOT, capture_output=True, text=True, check=True)
+  """{precision: {"gflops_per_second", "shapes"}} of one core at the step's shapes (a process of its own, one thread);
+  RuntimeError when it fails."""
+  done = driver.call([sys.executable, "-m", "experiments.benchmarks.matmul_rates", f"--batch_size={s.batch_size}",
+                      f"--hidden_units={','.join(map(str, s.hidden_units))}"], capture=True)
+  if done.returncode:
+    raise RuntimeError(f"matmul_rates failed (exit status {done.returncode}):\n{done.stderr[-3000:]}")
   return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -64,7 +53,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   out = {"matmul_rates": rates, "bf16_over_f32_matmul_rate": rates[bf16]["gflops_per_second"] /
          rates[f32]["gflops_per_second"], "programs": {}}
   for p in programs.PROGRAMS:
-    devices = 1 if p.one_device else s.num_devices
+    devices = p.devices_for(s.num_devices)
     out["programs"][p.name] = {
         "devices": devices,
         "speedup_bf16_over_f32": harness.ratio_spread(found, _name(p, f32), _name(p, bf16)),
@@ -92,9 +81,7 @@ def details(summary: Dict):
 
 
 BENCHMARK = harness.Benchmark(
-    name="precision", configurations=configurations, summarize=summarize,
-    defaults={"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 2,
-              "train_examples": 55_000, "num_devices": 2, "repeats": 3},
+    name="precision", configurations=configurations, summarize=summarize, defaults={"train_examples": 55_000},
     columns=tuple((f"speedup_{p.name}", f"{p.label}: f32 s / bf16 s") for p in programs.PROGRAMS)
     + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details,
     campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)))

@@ -1,5 +1,6 @@
 """Every figure: <output_dir>/figures/<entry>.png of each entry with records (its `Entry.figure` is one of the
-functions below) and the equal-cores figure; a footer names preset and hardware, oversubscribed points are hollow."""
+functions below) and the equal-cores figure; a footer names preset, dataset and hardware, oversubscribed points are
+hollow."""
 
 import os
 import re
@@ -46,11 +47,11 @@ def new(ncols: int = 1, width: float = 6.4, height: float = 4.8):
 
 def finish(fig, data: records.EntryData, extra: str = "", presets_shown: Sequence[str] = (),
            more: Sequence[records.EntryData] = ()) -> None:
-  """Titles the figure; footer: preset and what it shrinks, hardware, hollow markers, other machines `more`."""
+  """Titles the figure; footer: preset and what it shrinks, dataset, hardware, hollow markers, other machines `more`."""
   fig.suptitle(presets.get(data.entry).title, fontsize=12)
   rs = [r for p in (presets_shown or [data.preset]) for r in series.by_preset(data)[p].values()]
   lines = [series.preset_note(data.entry, p) for p in (presets_shown or [data.preset])]
-  lines.append(f"ours: {records.hardware(rs)}; 1 thread per device" + (
+  lines.append(f"ours: dataset {records.datasets(rs)}; {records.hardware(rs)}; 1 thread per device" + (
       "; hollow markers/hatched bars: more devices than cores (oversubscribed)"
       if any(records.oversubscribed(r) for r in rs) else ""))
   lines += [f"also: {records.hardware(list(o.runs.values()))} (diamonds, dotted), preset {o.preset}" for o in more]
@@ -184,7 +185,7 @@ def _phases(ax, rows: Dict[int, Dict[str, float]], over: Dict[int, bool]) -> Non
 def dp_op_profile(data: records.EntryData, others=None):
   """Stacked seconds per epoch by phase vs devices: ours (left) and the report's (right)."""
   fig, (left, right) = new(2)
-  rows = series.profile_rows(data)
+  rows = tables.profile_rows(data)
   methods = sorted({re.sub(r"all \d+ replica\(s\)", "all G replicas", str((r.get("profile") or {}).get("method", "?")))
                     for r in data.runs.values()})  # One note for all device counts.
   if rows:
@@ -227,7 +228,7 @@ def strategy_comparison(data: records.EntryData, others=None):
   """Bars of pretraining seconds per program with speedups over greedy; ours and the report's."""
   fig, (left, right) = new(2, width=5.5)
   rs, rep = series.strategy_records(data), reported.STRATEGY_COMPARISON
-  base = rs.get(GREEDY.run_name)
+  base = rs.get(programs.baseline().run_name)
   ours = [(series.strategy(r), r["pretrain_seconds"], records.oversubscribed(r),
            tables.fmt(records.ratio(base, r), "×")[:-1] if base else "") for r in rs.values()]
   theirs = [(p, s, False, f"{rep[GREEDY.name] / s:.2f}") for p, s in rep.items()]
@@ -316,6 +317,24 @@ def dp_accuracy(data: records.EntryData, others=None):
     ax.set(xlim=(-0.6, len(rows) - 0.4), ylim=(0, 1.35), yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0], ylabel="test accuracy")
     ax.legend(fontsize=7, loc="upper left", ncol=2)
   finish(fig, data, f"dotted: greedy - {series.DP_TOLERANCE} (the data-parallel goal)", presets_shown=list(shown))
+  return fig
+
+
+def fashion_mnist_accuracy(data: records.EntryData, others=None):
+  """Bars of test accuracy per program, each dataset of the entry side by side; the published baselines dashed."""
+  fig, (ax,) = new(1, width=8)
+  acc, names, e = series.dataset_accuracy(data), [p.name for p in presets.ACCURACY_COMPARED], series.most_epochs(data)
+  for j, (dataset, by) in enumerate(acc.items()):
+    bars(ax, [i + (j + 0.5 - len(acc) / 2) * 0.8 / len(acc) for i, n in enumerate(names) if n in by],
+         [by[n] for n in names if n in by], 0.8 / len(acc), COLORS[j], f"ours, {records.dataset_label(dataset)}",
+         annotate="{:.3f}")
+  for k, (d, m, a) in enumerate((d, m, a) for d in acc for m, a in reported.PUBLISHED_BASELINES.get(d, {}).items()):
+    ax.axhline(a, ls=("--", ":")[k % 2], color="0.3", lw=1, label=f"published, {records.dataset_label(d)}: {m} {a}")
+  ax.set_xticks(range(len(names)), [series.program_name(n) for n in names], fontsize=8)
+  ax.set(ylim=(min([0.85] + [a for by in acc.values() for a in by.values()]) - 0.05, 1.06), ylabel="test accuracy")
+  ax.legend(fontsize=7, loc="upper center", ncol=2)
+  finish(fig, data, f"{e}+{e} epochs, single runs; MNIST: accuracy_vs_epochs' runs; published baselines: other models "
+                    "(the Fashion-MNIST benchmark table), not the report's numbers")
   return fig
 
 

@@ -1,8 +1,10 @@
 """The headline of results/README.md and of the top README: a table of at most 8 rows, cells of at most 140
-characters, each result ours beside the report's, with the machine and code of the records behind it."""
+characters, each result ours beside the report's, with the machine and code of the records behind it; a program
+shows only where it has records, and a benchmark's number only where none of its configurations is noisy
+(`harness.noisy`: the cell says "too noisy ‡" instead)."""
 
 import os
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from common import programs
 from experiments import presets
@@ -16,6 +18,13 @@ from experiments.report import series
 from experiments.report import tables
 
 GREEDY, DP, PP = programs.GREEDY, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
+CELL = 140  # characters a cell may have
+
+
+def _per_program(values: List[Tuple[programs.Program, str]], suffix: str = "") -> str:
+  """"<label> <value>, ..." + suffix, or by run names ("mp 1.71×") where labels would pass `CELL` characters."""
+  cell = ", ".join(f"{p.label} {v}" for p, v in values) + suffix
+  return cell if len(cell) <= CELL else ", ".join(f"{p.run_name} {v}" for p, v in values) + suffix
 
 
 def _cell(*parts: Optional[str]) -> str:
@@ -41,23 +50,26 @@ def _scaling(output_dir: str, data: series.Data, used: List[dict]) -> str:
   return _cell(*parts)
 
 
-def _benchmark(output_dir: str, name: str, file: str, measures: List[str], used: List[dict],
-               variant: str = "") -> Optional[str]:
-  """"m1 / m2": median (min–max) of a benchmark summary's measures (of one of its variants if given)."""
+def _noisy(summary: dict, label: str = "") -> Optional[str]:
+  """"<label>too noisy ‡" when a configuration of the summary is `harness.noisy`, else None."""
+  return f"{label}too noisy ‡" if harness.noisy(summary) else None
+
+
+def _benchmark(output_dir: str, name: str, file: str, measures: List[str], used: List[dict]) -> Optional[str]:
+  """"m1 / m2": median (min–max) of a benchmark summary's measures."""
   folder = os.path.join(output_dir, "benchmarks", name)
   summary = records.load(os.path.join(folder, file))
   if summary is None:
     return None
   used += harness.flat_records(folder, summary)
-  summary = summary["variants"][variant] if variant else summary
-  return " / ".join(f"{tables.fmt(summary[m], 'spread')}×" for m in measures)
+  return _noisy(summary) or " / ".join(f"{tables.fmt(summary[m], 'spread')}×" for m in measures)
 
 
 def _accuracy(data: series.Data, program: programs.Program, entry: presets.Entry, used: List[dict],
               recipe: str = "") -> Optional[str]:
   """"cpu / full": test accuracy of `program` at an accuracy entry's most epochs, and of its full-size runs whose
   name contains `recipe`."""
-  shown, acc, full = [], data[entry.name], data[presets.FULL_SIZE.name]
+  shown, acc, full, base = [], data[entry.name], data[presets.FULL_SIZE.name], programs.baseline().name
   if acc is not None:
     if recipe:
       rows = series.dp_accuracy_rows(acc.runs, acc.preset)
@@ -65,56 +77,56 @@ def _accuracy(data: series.Data, program: programs.Program, entry: presets.Entry
     else:
       values = series.accuracy_series(acc.runs).get(program.name)
       shown.append(values[-1][1] if values else None)
-    used += [r for r in acc.runs.values() if series.strategy(r) in (program.name, GREEDY.name)]
+    used += [r for r in acc.runs.values() if series.strategy(r) in (program.name, base)]
   mine = [r for n, r in (full.runs.items() if full else ()) if series.strategy(r) == program.name and recipe in n
-          and r["config"].get("precision", programs.PRECISIONS[0]) == programs.PRECISIONS[0]]
+          and r["config"].get("precision", programs.PRECISIONS[0]) == programs.PRECISIONS[0]
+          and records.dataset(r) == presets.MNIST]
   used += mine
   shown += [records.test_accuracy(r) for r in mine]
   return " / ".join(tables.fmt(a, "acc") for a in shown) if any(a is not None for a in shown) else None
 
 
 def _strategies(output_dir: str, used: List[dict]) -> Optional[str]:
-  """Every compared program's median speedup over greedy in the strategies benchmark (alternated repeats)."""
-  folder = os.path.join(output_dir, "benchmarks", strategies_bench.BENCHMARK.name)
+  """Every compared program's median speedup over the baseline in the strategies benchmark (alternated repeats)."""
   summaries = harness.load_summaries(output_dir, strategies_bench.BENCHMARK)
   if not summaries:
     return None
-  summary = next(iter(summaries.values()))
-  used += harness.flat_records(folder, summary)
-  names = {p.run_name: p.label for p in programs.PROGRAMS}
-  return ", ".join(f"{names[n]} {s['median']:.2f}×" for n, s in summary["speedup_vs_greedy"].items()) + (
-      f" (medians of {summary['setting']['repeats']} alternated repeats)")
+  summary, by_run_name = next(iter(summaries.values())), {p.run_name: p for p in programs.PROGRAMS}
+  used += harness.flat_records(os.path.join(output_dir, "benchmarks", strategies_bench.BENCHMARK.name), summary)
+  return _noisy(summary) or _per_program([(by_run_name[n], f"{s['median']:.2f}×") for n, s in summary[
+      "speedup_vs_greedy"].items()], f" (medians of {summary['setting']['repeats']} alternated repeats)")
 
 
 def _precision(output_dir: str, data: series.Data, used: List[dict]) -> Optional[str]:
   """bfloat16 over float32 in the precision benchmark at batch 1000, and the pipeline's test accuracy in both
   precisions in `precision_accuracy` (the full-size runs are in results/README.md, on other machines)."""
   folder = os.path.join(output_dir, "benchmarks", precision_bench.BENCHMARK.name)
-  summary = records.load(os.path.join(folder, "summary_b1000.json"))
-  speed = ""
+  summary, speed, f32 = records.load(os.path.join(folder, "summary_b1000.json")), "", programs.PRECISIONS[0]
   if summary:
     used += harness.flat_records(folder, summary)
     ratios = {n: m["speedup_bf16_over_f32"]["median"] for n, m in summary["programs"].items()}
-    speed = (f"{GREEDY.label} {ratios[GREEDY.name]:.2f}× (every program ≥ {min(ratios.values()):.2f}×); "
-             f"{PP.label} bf16 / greedy f32 {summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}×")
-  acc, f32 = data[presets.PRECISION_ACCURACY.name], programs.PRECISIONS[0]
+    speed = _noisy(summary, "speed ") or (
+        f"{GREEDY.label} {ratios[GREEDY.name]:.2f}× (every program ≥ {min(ratios.values()):.2f}×); "
+        f"{PP.label} bf16 / greedy f32 {summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}×")
+  acc = data[presets.PRECISION_ACCURACY.name]
   pp = {r["config"].get("precision", f32): r for r in (acc.runs.values() if acc else ()) if series.strategy(r) == PP.name}
   if len(pp) < 2:
     return speed or None
   used += list(pp.values())
   bf16, base = (tables.fmt(records.test_accuracy(pp[p]), "acc") for p in programs.PRECISIONS[::-1])
-  return f"{speed}, its test accuracy {bf16} (f32: {base})" if speed else f"{PP.label} test accuracy {bf16} (f32: {base})"
+  return (f"{speed}, its" if speed and "‡" not in speed else f"{speed}; {PP.label}" if speed else PP.label) + (
+      f" test accuracy {bf16} (f32: {base})")
 
 
 def _comparison(data: series.Data, used: List[dict]) -> Optional[str]:
-  sc = data[presets.STRATEGY_COMPARISON.name]
+  """Every compared program's speedup over the baseline in `strategy_comparison` (single runs)."""
+  sc, base = data[presets.STRATEGY_COMPARISON.name], programs.baseline().run_name
   rs = series.strategy_records(sc) if sc else {}
-  if GREEDY.run_name not in rs:
+  if base not in rs:
     return None
   used += rs.values()
-  return ", ".join(f"{series.program_name(series.strategy(r))} "
-                   f"{tables.fmt(records.ratio(rs[GREEDY.run_name], r), '×')}"
-                   for n, r in rs.items() if n != GREEDY.run_name) + " (single runs)"
+  return _per_program([(programs.get(series.strategy(r)), tables.fmt(records.ratio(rs[base], r), "×"))
+                       for n, r in rs.items() if n != base], " (single runs)")
 
 
 def _equal_cores(output_dir: str, used: List[dict]) -> Optional[str]:
@@ -124,10 +136,10 @@ def _equal_cores(output_dir: str, used: List[dict]) -> Optional[str]:
   parts, last = [], None
   for (cores, batch), s in found.items():
     program = equal_cores_bench.program_of(s["fastest_program"])
-    parts.append(f"{'' if program == last else series.program_name(program) + ' '}"
+    parts.append(_noisy(s, f"batch {batch} ") or f"{'' if program == last else series.program_name(program) + ' '}"
                  f"{series.ratios_to_baseline(s, s['fastest_program'])['median']:.2f}× at "
                  f"{'' if last else 'batch '}{batch}")
-    last = program
+    last = None if harness.noisy(s) else program
   return ", ".join(parts) + f" ({'/'.join(sorted({str(c) for c, _ in found}))} cores)" if parts else None
 
 
@@ -163,8 +175,8 @@ def headline(output_dir: str, data: series.Data) -> str:
        "benchmark, medians)", "—", _cell(_equal_cores(output_dir, used[3]))],
       [f"Test accuracy, batch 100, {_most_epochs(data, presets.ACCURACY_VS_EPOCHS)} / full size 30+30 (single runs)",
        report_acc + f" (30+30 / 60+60; text: model parallel ~{reported.MP_ACCURACY_TEXT})",
-       _cell(", ".join(f"{p.label} {a}" for p in presets.ACCURACY_COMPARED
-                       for a in [_accuracy(data, p, presets.ACCURACY_VS_EPOCHS, used[4])] if a))],
+       _cell(_per_program([(p, a) for p in presets.ACCURACY_COMPARED
+                           for a in [_accuracy(data, p, presets.ACCURACY_VS_EPOCHS, used[4])] if a]))],
       ["Data parallel test accuracy at a large batch, report's recipe; large-batch recipe (`dp_accuracy` "
        f"{_most_epochs(data, presets.DP_ACCURACY)} / full size 30+30)",
        f"{reported.DP_ACCURACY[30]} / {reported.DP_ACCURACY[60]} (30+30 / 60+60, batch 5000 per tower)",
@@ -174,4 +186,5 @@ def headline(output_dir: str, data: series.Data) -> str:
                                                                                                used[6]))],
   ]
   rows = [row + [records.machine_label(rs) or "—"] for row, rs in zip(rows, used)]
-  return tables.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows) + "\n\n" + tables.DAGGER
+  table = tables.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows)
+  return table + "\n\n" + tables.DAGGER + ("\n\n" + tables.NOISY if "‡" in table else "")

@@ -28,9 +28,11 @@ BEYOND_CORES, BEYOND_CORES_COMMIT = "devices_beyond_cores", "452f604"
 
 
 def budget_table(output_dir: str) -> str:
-  """Estimated vs measured minutes per entry of the cpu preset."""
-  entries, rates = presets.build("cpu"), driver.fit_rates(output_dir)
-  jobs, measured = driver.plan(entries, "cpu", output_dir, "", rates), {}
+  """Estimated vs measured minutes per entry of the cpu preset, over its runs that have records."""
+  rates, measured = driver.fit_rates(output_dir), {}
+  entries = {name: presets.EntryRuns(name, tuple(r for r in e.runs if os.path.exists(
+      records.record_path(output_dir, "cpu", r)))) for name, e in presets.build("cpu").items()}
+  jobs = driver.plan(entries, "cpu", output_dir, "", rates)
   estimated = {name: sum(j.estimate for j in jobs if j.group == name) for name in entries}
   for line in (x for x in records.driver_log(output_dir) if x["preset"] == "cpu"):
     measured[line["entry"]] = measured.get(line["entry"], 0.0) + line["wall_seconds"]
@@ -68,29 +70,33 @@ def model_line(name: str, d: Optional[records.EntryData]) -> str:
 
 
 def benchmark_section(output_dir: str) -> str:
-  """Every benchmark summary of this machine and the others: each configuration's seconds and the measures."""
+  """Every benchmark summary of this machine and the others: each configuration's seconds and the measures (the
+  columns some summary has)."""
   parts = []
   for benchmark in catalog.BENCHMARKS:
+    found = [(os.path.join(where, "benchmarks", benchmark.name), file, summary)
+             for where in [output_dir] + [os.path.join(output_dir, m) for m in records.OTHER_MACHINES]
+             for file, summary in harness.load_summaries(where, benchmark).items()]
+    columns = [(key, label) for key, label in benchmark.columns if any(key in summary for *_, summary in found)]
     rows, details = [], []
-    for where in [output_dir] + [os.path.join(output_dir, m) for m in records.OTHER_MACHINES]:
-      folder = os.path.join(where, "benchmarks", benchmark.name)
-      for file, summary in harness.load_summaries(where, benchmark).items():
-        link = os.path.relpath(os.path.join(folder, file), output_dir)
-        rows.append([records.machine_label(harness.flat_records(folder, summary)), harness.setting_of(summary),
-                     "; ".join(f"{n} {tables.fmt(s, 'spread')}" for n, s in summary["pretrain_seconds"].items()),
-                     *[tables.fmt(summary.get(key), "spread") for key, _ in benchmark.columns], f"[`{link}`]({link})"])
-        if benchmark.details:  # the benchmark's own measures, a table per summary
-          caption, header, cells = benchmark.details(summary)
-          details.append(f"*`{link}`: {caption}*\n\n" + tables.md_table(header, [
-              [tables.fmt(c, "spread") if isinstance(c, dict) else f"{c:.3g}" if isinstance(c, float) else c
-               for c in row] for row in cells]))
+    for folder, file, summary in found:
+      link = os.path.relpath(os.path.join(folder, file), output_dir)
+      rows.append([records.machine_label(harness.flat_records(folder, summary)), harness.setting_of(summary),
+                   "; ".join(f"{n} {tables.fmt(s, 'spread')}" + (" ‡" if n in harness.noisy(summary) else "")
+                             for n, s in summary["pretrain_seconds"].items()),
+                   *[tables.fmt(summary.get(key), "spread") for key, _ in columns], f"[`{link}`]({link})"])
+      if benchmark.details:  # the benchmark's own measures, a table per summary
+        caption, header, cells = benchmark.details(summary)
+        details.append(f"*`{link}`: {caption}*\n\n" + tables.md_table(header, [
+            [tables.fmt(c, "spread") if isinstance(c, dict) else f"{c:.3g}" if isinstance(c, float) else c
+             for c in row] for row in cells]))
     if rows:
       parts.append(f"**`{benchmark.name}`** (`python -m experiments.benchmarks.{benchmark.name}`; each summary's "
                    "`command` field has its flags; summaries made before the benchmarks moved to "
                    f"`experiments/benchmarks/` name the module `experiments.bench_{benchmark.name}`, same flags and "
                    "configurations):\n\n" + tables.md_table(
                        ["machine, code", "setting", "pretraining s per configuration"]
-                       + [label for _, label in benchmark.columns] + ["summary"], rows) + "".join(
+                       + [label for _, label in columns] + ["summary"], rows) + "".join(
                            "\n\n" + d for d in details) + (
                            f"\n\n![{benchmark.name}](figures/{benchmark.figure})" if benchmark.figure else ""))
   return "\n\n".join(parts) or "No benchmark records yet."
@@ -135,12 +141,13 @@ def equal_cores_section(output_dir: str) -> List[str]:
     r, fastest = series.ratios_to_baseline(s, s["fastest_program"]), set(s["fastest_configuration"].values())
     best.append(f"at batch {batch}, `{equal_cores_bench.program_of(s['fastest_program'])}` with "
                 f"`{equal_cores_bench.flags_of(s['fastest_program'])}` ({r['median']:.2f}× greedy on all {cores} cores, "
-                f"{r['min']:.2f}–{r['max']:.2f})")
+                f"{r['min']:.2f}–{r['max']:.2f})" + (" ‡" if harness.noisy(s) else ""))
     for name, secs in sorted(s["pretrain_seconds"].items(), key=lambda kv: kv[1]["median"]):
       t, bold = (s.get("seconds_to_greedy_heldout_loss") or {}).get(name), "**" if name in fastest else ""
       rows.append([cores, batch, bold + series.program_name(equal_cores_bench.program_of(name)) + bold,
                    f"`{equal_cores_bench.flags_of(name)}`",
-                   tables.fmt(secs, "spread"), tables.fmt(series.ratios_to_baseline(s, name), "spread"),
+                   tables.fmt(secs, "spread") + (" ‡" if name in harness.noisy(s) else ""),
+                   tables.fmt(series.ratios_to_baseline(s, name), "spread"),
                    "—" if not t or None in t else f"{statistics.median(t):.1f}"])
   return [
       "Not in the report. The report asks \"G devices against one\"; a CPU user asks \"I have N cores: which "
@@ -152,7 +159,8 @@ def equal_cores_section(output_dir: str) -> List[str]:
       "never did.", "",
       f"On {records.machine_label(rs) or 'a machine its summaries do not name'}, with 4 × 1000 units and "
       f"{next(iter(found.values()))['setting']['train_examples']:,} images, the program that finishes pretraining "
-      "first is: " + "; ".join(best) + ".", "", f"![equal cores](figures/{series.EQUAL_CORES})", "",
+      "first is: " + "; ".join(best) + "." + (f" {tables.NOISY}" if any(map(harness.noisy, found.values())) else ""),
+      "", f"![equal cores](figures/{series.EQUAL_CORES})", "",
       tables.md_table(["cores", "batch", "program (bold: its fastest configuration)", "flags", "pretraining s",
                 "× greedy on all cores", "s to greedy's held-out loss"], rows)]
 
@@ -198,16 +206,17 @@ def entry_section(output_dir: str, name: str, data: Optional[records.EntryData])
   if entry.figure:
     lines += [f"![{name}]({os.path.relpath(series.figure_path(output_dir, name), output_dir)})", ""]
   table, sentences = load(entry.table)(data, records.other_machines(output_dir, name))
-  lines += [f"*{series.preset_note(name, data.preset)}; {records.hardware(list(data.runs.values()))}.*", "", table, "",
+  lines += [f"*{series.preset_note(name, data.preset)}; dataset {records.datasets(list(data.runs.values()))}; "
+            f"{records.hardware(list(data.runs.values()))}.*", "", table, "",
             " ".join(x for x in sentences if x), ""]
   entries, rel = presets.build(data.preset), os.path.relpath(os.path.abspath(output_dir), ROOT)
   rel = output_dir if rel.startswith("..") else rel  # the output directory as the commands name it
   jobs = driver.plan(entries, data.preset, rel, "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
-  mine = {(r.home, r.stored_name) for r in entries[name].runs}
+  mine = {(r.home, r.stored_name) for r in entries[name].runs if r.name in data.runs}  # the runs with records
   lines += [f"Command: `python -m experiments.reproduce --preset={data.preset} --only={name} "
             f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
             f"{len(mine)} program commands</summary>", "", "```"]
-  lines += ["python " + " ".join(driver.command(j)[1:]) for j in jobs if (j.run.home, j.run.stored_name) in mine]
+  lines += ["python " + " ".join(driver.command(j)[1:]) for j in jobs if (j.spec.home, j.spec.stored_name) in mine]
   return "\n".join(lines + ["```", "</details>", ""])
 
 
@@ -254,8 +263,8 @@ def text(output_dir: str) -> str:
       "\n\n".join(models), "",
       "## Benchmarks", "",
       "Configurations alternated repeat after repeat in one run (`experiments/benchmarks/harness.py`); median "
-      "(min–max) over repeats; a speedup is the ratio of the same repeat's runs. Notes on what they show: "
-      "[docs/model_parallel.md](../docs/model_parallel.md), [docs/data_parallel.md](../docs/data_parallel.md), "
+      f"(min–max) over repeats; a speedup is the ratio of the same repeat's runs. {tables.NOISY} Notes on what they "
+      "show: [docs/model_parallel.md](../docs/model_parallel.md), [docs/data_parallel.md](../docs/data_parallel.md), "
       "[docs/multi_host.md](../docs/multi_host.md).", "",
       benchmark_section(output_dir), "", devices_beyond_cores(output_dir), "",
       "## Equal cores: which program finishes first on this machine", "", *equal_cores_section(output_dir), ""]

@@ -1,21 +1,28 @@
 """Per entry a markdown table beside the report's numbers with sentences: a function of (the entry's records,
 {machine: records}) returning (table, [sentences]), named by `Entry.table`; and the number formats every table
-uses (`fmt`, `md_table`). † marks oversubscription (more logical devices than cores)."""
+uses (`fmt`, `md_table`). † marks oversubscription (more logical devices than cores), ‡ a noisy configuration."""
 
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from common import programs
+from data_parallel import config as dp_config
 from experiments import perf_model
 from experiments import presets
 from experiments import records
 from experiments import reported
+from experiments.benchmarks import harness
 from experiments.report import series
 
 Others = Mapping[str, records.EntryData]
 Table = Tuple[str, List[str]]
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
+PHASES = dp_config.PROFILE_PHASES
 SINGLE = "Single runs."
+PUBLISHED = ("Published baselines: test accuracies of other models in the Fashion-MNIST benchmark table "
+             "(`reported.PUBLISHED_BASELINES`), not the report's numbers nor ours.")
 DAGGER = "† more logical devices than cores the process could use (oversubscribed)."
+NOISY = (f"‡ repeats more than {harness.NOISE:.0%} apart (max / min − 1 of a configuration's pretraining seconds): "
+         "shown with its spread, never in the headline; the campaign measures such a setting once more.")
 
 
 def fmt(x, kind: str = "s") -> str:
@@ -68,7 +75,8 @@ def scaling(data: records.EntryData, others: Others) -> Table:
   """Seconds and speedup per (machine, layers, devices), ours beside the report's and the model's."""
   report, rows = reported.MP_SCALING.get(data.entry, {}), []
   for machine, d in [("", data)] + list(others.items()):
-    predicted = {(len(p.hidden_units), p.devices): p for p in series.model_predictions(d)}
+    model, _ = perf_model.calibrated(d.runs)
+    predicted = {(len(p.hidden_units), p.devices): p for p in (perf_model.predictions(model, d.runs) if model else [])}
     for h, by_g in series.stacks(d).items():
       rep = {} if machine else report.get(h, {})  # The report's numbers once, beside this machine's.
       for g in sorted(set(by_g) | set(rep)):
@@ -105,16 +113,23 @@ def dp_batch_sweep(data: records.EntryData, others: Others) -> Table:
       f"Ours ran {examples:,} examples per epoch (report: 55,000): compare examples per second. Single runs."]
 
 
+def profile_rows(data: records.EntryData) -> Dict[int, Tuple[Dict[str, float], bool]]:
+  """{devices: ({phase: seconds per epoch}, oversubscribed)} from data_parallel's op profiles in the records."""
+  out = {records.devices(r): ({p: float(phases.get(p, 0.0)) for p in PHASES}, records.oversubscribed(r))
+         for r in data.runs.values() for phases in [(r.get("profile") or {}).get("seconds_per_epoch")] if phases}
+  return dict(sorted(out.items()))
+
+
 def dp_op_profile(data: records.EntryData, others: Others) -> Table:
   """Seconds per epoch of each phase per device count, ours and the report's."""
-  ours, rows = series.profile_rows(data), []
+  ours, rows = profile_rows(data), []
   for g in sorted(set(ours) | set(reported.DP_OP_PROFILE)):
     (phases, over), rep = ours.get(g, ({}, False)), reported.DP_OP_PROFILE.get(g)
-    rows.append([g] + [f"{phases[p]:.3f}" if p in phases else "—" for p in series.PHASES]
+    rows.append([g] + [f"{phases[p]:.3f}" if p in phases else "—" for p in PHASES]
                 + [(f"{sum(phases.values()):.3f}" if phases else "—") + (" †" if over else ""),
                    f"{rep['forward_loss'] + rep['gradients']:.1f}" if rep else "—", f"{rep['allreduce']:.1f}" if rep
                    else "—", f"{reported.DP_OP_PROFILE_TOTAL.get(g, '—')}"])
-  return md_table(["devices"] + [f"ours {p}" for p in series.PHASES] + [
+  return md_table(["devices"] + [f"ours {p}" for p in PHASES] + [
       "ours total", "report loss+gradient", "report accumulate+average", "report total"], rows), [
           f"Ours: {series.batch_label(list(data.runs.values()))}; {reported.DP_BATCH_NOTE}.", cores_note(data, others)]
 
@@ -141,10 +156,10 @@ def accuracy_vs_epochs(data: records.EntryData, others: Others) -> Table:
     # Each layer's held-out reconstruction loss at the end of pretraining against greedy's at the same epochs.
     runs, worst = runs.values(), {}
     greedy = {r["config"]["pretrain_epochs"]: r.get("heldout_reconstruction") for r in runs
-              if series.strategy(r) == GREEDY.name}
+              if series.strategy(r) == programs.baseline().name}
     for r in runs:
       e, program, ours = r["config"]["pretrain_epochs"], series.strategy(r), r.get("heldout_reconstruction")
-      if program != GREEDY.name and ours and greedy.get(e):
+      if program != programs.baseline().name and ours and greedy.get(e):
         worst[program] = max([worst.get(program, (0.0, 0))] + [
             (abs(a["loss"] / b["loss"] - 1), e) for a, b in zip(ours, greedy[e])])
     if worst:
@@ -200,7 +215,7 @@ def dp_accuracy(data: records.EntryData, others: Others) -> Table:
 def strategy_comparison(data: records.EntryData, others: Others) -> Table:
   """Seconds and speedup over greedy per program, ours and the report's."""
   rs, rep = series.strategy_records(data), reported.STRATEGY_COMPARISON
-  base = rs.get(GREEDY.run_name)
+  base = rs.get(programs.baseline().run_name)
   rows = [[series.program_name(p), series.batch_label([r]), _seconds(r),
            fmt(records.ratio(base, r) if base else None, "×"), rep.get(p, "—"),
            fmt(rep[GREEDY.name] / rep[p], "×") if p in rep else "—"]
@@ -235,7 +250,7 @@ def large_batch(data: records.EntryData, others: Others) -> Table:
             series.batch_label([row["record"]]), f"{rates.get('pretrain', c['pretrain_learning_rate']):.3g}",
             f"{c.get('finetune_optimizer', 'sgd')} {rates.get('finetune', c['finetune_learning_rate']):.3g}",
             ", ".join(f"{x:.1f}" for x in row["losses"]), fmt(row["validation"], "acc"),
-            fmt(row["test"], "acc") if row["run"] == chosen or row["program"] != DP.name else "not used"]
+            fmt(row["test"], "acc") if row["run"] == chosen or not row["candidate"] else "not used"]
            for row in rows for rates, c in [(row["record"].get("learning_rates") or {}, row["record"]["config"])]]
   return md_table(["run", "program", "batch", "pretraining rate", "finetuning", "last loss per layer",
                    "validation accuracy", "test accuracy"], table), [
@@ -244,23 +259,42 @@ def large_batch(data: records.EntryData, others: Others) -> Table:
 
 
 def full_size(data: records.EntryData, others: Others) -> Table:
-  """The full-size runs: test accuracy beside the report's at the same epochs, and time."""
+  """Every declared full-size run (not run yet where it has no record), each row labelled with its dataset and machine:
+  test accuracy beside the report's (MNIST) or the goal and published baselines (other datasets), and time."""
   report = {GREEDY.name: f"{reported.ACCURACY[GREEDY.name][30]} (greedy 30+30, conres2.png)",
             MP.name: f"{reported.MP_ACCURACY_TEXT} (model parallel, \"around 96.62%\" in the text)",
             DP.name: f"{reported.DP_ACCURACY[30]} (data parallel, batch 5000 per tower, 30+30)"}
-  rows = [[f"`{name}`", series.batch_label([r]), fmt(records.test_accuracy(r), "acc"),
-           report.get(series.strategy(r), "—"),
-           f"{r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f} min"]
-          for name, r in data.runs.items()]
+  rows = [[f"`{run.name}`", records.dataset_label(run.dataset), series.batch_label([r]) if r else "—",
+           fmt(records.test_accuracy(r), "acc") if r else "not run yet",
+           report.get(run.program, "—") if run.dataset == presets.MNIST else series.accuracy_goal(run.dataset),
+           f"{r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f} min" if r else "—",
+           records.machine_label([r]) if r else "—"]
+          for run in presets.build(data.preset)[data.entry].runs for r in [data.runs.get(run.name)]]
   short = [f"`{name}`" for name, r in data.runs.items()
            if r.get("run_seconds", r.get("total_seconds", float("inf"))) < r["pretrain_seconds"]]
-  return md_table(["run", "batch", "test accuracy", "report", "pretraining + finetuning"], rows), [
+  return md_table(["run", "dataset", "batch", "test accuracy", "report, or goal and published baselines",
+                   "pretraining + finetuning", "machine, code"], rows), [
       f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so their "
       "total_seconds (and run_seconds, where present) are the last process's only (smaller than the pretraining "
       "seconds); the minutes shown are pretraining and finetuning." if short else "",
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
-      "in the `cpu` preset. Times are not benchmarks (these ran at low priority beside other work). Single runs. The "
-      "large-batch recipe is the one chosen on validation accuracy in `large_batch`."]
+      "in the `cpu` preset. Times are not benchmarks (these ran at low priority beside other work), and each row names "
+      "its machine: compare minutes within one machine only. Single runs. The large-batch recipe is the one chosen on "
+      "validation accuracy in `large_batch`. " + PUBLISHED]
+
+
+def fashion_mnist_accuracy(data: records.EntryData, others: Others) -> Table:
+  """Test accuracy per program on each dataset of the entry (MNIST's: accuracy_vs_epochs' runs), the published
+  baselines beside it."""
+  acc, e = series.dataset_accuracy(data), series.most_epochs(data)
+  baselines = dict.fromkeys(m for d in acc for m in reported.PUBLISHED_BASELINES.get(d, {}))
+  rows = [[series.program_name(p.name), f"{e}+{e}"] + [fmt(a[p.name], "acc") if p.name in a else "not run yet"
+                                                      for a in acc.values()] for p in presets.ACCURACY_COMPARED]
+  rows += [[f"published: {m}", "—"] + [reported.PUBLISHED_BASELINES.get(d, {}).get(m, "—") for d in acc]
+           for m in baselines]
+  return md_table(["program", "epochs"] + [f"{records.dataset_label(d)} test accuracy" for d in acc], rows), [
+      "The strategies of `accuracy_vs_epochs` at its size and most epochs on each dataset; MNIST's runs are that "
+      f"entry's (shared records). {SINGLE} {PUBLISHED}"]
 
 
 def pp_scaling(data: records.EntryData, others: Others) -> Table:
