@@ -12,6 +12,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+from common import autoencoder
 from common import config as config_lib
 from common import data
 from common import epochs as epochs_lib
@@ -31,6 +32,11 @@ PLACEMENTS = config_lib.FINETUNE_PLACEMENTS[1:]
 # The placement of --finetune_placement=auto per precision: the fastest at batch 100 in the finetune benchmark
 # (experiments/benchmarks/finetune.py; docs/kernels_and_threads.md, "Finetuning").
 DEFAULT_PLACEMENT = {"float32": "replicas", "mixed_bfloat16": "replicas"}
+# The kernel path of a finetuning step per precision (`common.autoencoder.compile_step`): XLA in float32, TensorFlow's
+# oneDNN kernels in bfloat16, where they ran pretraining 1.8-2.5x as fast as XLA's on an AMX processor (the kernels
+# benchmark, docs/kernels_and_threads.md) and where finetuning on XLA gained nothing over float32 (docs/design.md,
+# "Mixed precision"; the gain of this path is not yet measured: it needs a processor with native bfloat16).
+KERNELS = {"float32": "xla", "mixed_bfloat16": "tf"}
 
 
 class Classifier(tf.Module):
@@ -132,6 +138,9 @@ class Finetuner(tf.Module):
     self.seed, self.batch_size, self.device = seed, batch_size, device
     self.num_examples = int(images.shape[0])
     self.steps_per_epoch = self.num_examples // batch_size
+    kernels = KERNELS[classifier.precision]
+    self.train_step = autoencoder.compile_step(self._train_step, kernels)
+    self.loss_and_gradients = autoencoder.compile_step(self._loss_and_gradients_of_share, kernels)
 
   def _loss_and_gradients(self, images, labels, global_batch_size):
     with tf.GradientTape() as tape:
@@ -139,13 +148,11 @@ class Finetuner(tf.Module):
       loss = tf.reduce_sum(per_example) / tf.cast(global_batch_size, tf.float32)
     return loss, tape.gradient(loss, self.classifier.weights)
 
-  @tf.function(jit_compile=True)
-  def loss_and_gradients(self, images, labels, global_batch_size):
+  def _loss_and_gradients_of_share(self, images, labels, global_batch_size):
     """(loss share float32, gradients) of a batch share: images [b, D], labels int32 [b]."""
     return self._loss_and_gradients(images, labels, global_batch_size)
 
-  @tf.function(jit_compile=True)
-  def train_step(self, example_indices: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
+  def _train_step(self, example_indices: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
     """One fused SGD step on int32 [B] example indices; returns the batch's mean loss."""
     images = tf.gather(self.images, example_indices)
     labels = tf.gather(self.labels, example_indices)
