@@ -28,6 +28,14 @@ REPORT = "report"
 # experiments.reproduce's --work_dir default: where the presets' resumable runs keep their checkpoints.
 REPRODUCE_WORK_DIR = os.path.join("scratch", "reproduce")
 _UNFITTED = {driver.POOLED: driver.FALLBACK}  # rates for listing runs whose estimates nobody reads
+BFLOAT16_FLAG = "--precision=mixed_bfloat16"
+
+
+def native_bfloat16() -> bool:
+  """Whether this processor has native bfloat16 arithmetic (`common.precision`; the programs refuse bfloat16 without).
+  """
+  from common import precision  # pylint: disable=g-import-not-at-top  (TensorFlow loads only when asked)
+  return precision.native_cpu_bfloat16(*precision.read_cpu_flags()) is not None
 
 
 class StepFailedError(Exception):
@@ -49,6 +57,11 @@ class Step:
   @property
   def group(self) -> str:  # the benchmark's name, "preset" or "report"
     return self.name.split("/")[0]
+
+  @property
+  def bfloat16(self) -> bool:
+    """Whether a run of the step computes in mixed_bfloat16 (it needs a processor with native bfloat16)."""
+    return any(BFLOAT16_FLAG in j.spec.arguments() for j in self.plan(_UNFITTED))
 
 
 def _argument(path: str) -> str:
@@ -124,6 +137,25 @@ def _delete(paths: Sequence[str], out: Callable[[str], None], why: str = "--repl
   return deleted
 
 
+def runnable(chosen: Sequence[Step], bfloat16: bool, out: Callable[[str], None] = print) -> List[Step]:
+  """`chosen` as this processor can measure it: without native bfloat16 (`bfloat16` False) a benchmark step computing
+  in bfloat16 is skipped, and a preset's bfloat16 runs keep their records (--replace leaves them; a missing one makes
+  the preset fail); each named with why. Their records stay from the machine that measured them."""
+  kept = []
+  for s in chosen:
+    if bfloat16 or not s.bfloat16:
+      kept.append(s)
+    elif s.group == "preset":
+      mine = {j.record for j in s.plan(_UNFITTED) if BFLOAT16_FLAG in j.spec.arguments()}
+      out(f"[campaign] {s.name}: its {len(mine)} bfloat16 runs keep their records, not measured again: this "
+          "processor has no native bfloat16 (the programs refuse it)")
+      kept.append(dataclasses.replace(s, owned=tuple(p for p in s.owned if p not in mine)))
+    else:
+      out(f"[campaign] skipping {s.name}: it computes in bfloat16 and this processor has no native bfloat16 (the "
+          "programs refuse it); its records stay as they are")
+  return kept
+
+
 def dry_run(chosen: Sequence[Step], output_dir: str, replacing: bool = False,
             out: Callable[[str], None] = print) -> float:
   """Prints each step's command, runs (recorded ones apart; with `replacing` they run again) and estimated minutes,
@@ -184,7 +216,7 @@ def main() -> None:
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
     try:
-      chosen = select(steps(output.value), only.value)
+      chosen = runnable(select(steps(output.value), only.value), native_bfloat16())
       (dry_run if dry.value else run)(chosen, output.value, replacing.value)
     except (ValueError, StepFailedError) as e:
       print(f"error: {e}", file=sys.stderr)

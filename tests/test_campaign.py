@@ -143,17 +143,37 @@ def test_only_selects_steps_and_an_unknown_name_is_refused():
   assert len(bad.stderr.strip().splitlines()) == 1 and bad.stderr.startswith("error: unknown campaign step 'nope'")
 
 
+def test_without_native_bfloat16_bfloat16_benchmarks_are_skipped_and_presets_keep_their_bfloat16_records(tmp_path):
+  every = campaign.steps(str(tmp_path))
+  assert campaign.runnable(every, True, lambda _: None) == every
+  lines = []
+  kept = campaign.runnable(every, False, lines.append)
+  by_name = {s.name: s for s in kept}
+  assert "precision/b100" not in by_name and "kernels/b100_mixed_bfloat16" not in by_name
+  assert "kernels/b100" in by_name and "report" in by_name
+  assert any(line.startswith("[campaign] skipping precision/b100: ") for line in lines)
+  cpu, before = by_name["preset/cpu"], next(s for s in every if s.name == "preset/cpu")
+  bf16 = {j.record for j in before.plan(UNFITTED) if campaign.BFLOAT16_FLAG in j.spec.arguments()}
+  assert bf16 and bf16 <= set(before.owned) and not bf16 & set(cpu.owned)
+  assert set(cpu.owned) == set(before.owned) - bf16
+  assert all(not s.bfloat16 or s.group == "preset" for s in kept)
+
+
 def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):
   out = tmp_path / "out"
   dry = _campaign("--dry_run", f"--output_dir={out}")
   assert dry.returncode == 0, dry.stderr[-2000:]
-  steps = campaign.steps(str(out))
+  every = campaign.steps(str(out))
+  steps = campaign.runnable(every, campaign.native_bfloat16(), lambda _: None)
   for s in steps:
     assert f"{s.name}: " in dry.stdout and f"  {' '.join(s.command)}\n" in dry.stdout, s.name
+  for s in every:
+    if s not in steps and s.group != "preset":
+      assert f"skipping {s.name}: it computes in bfloat16" in dry.stdout, s.name
   assert f"total: {len(steps)} steps, " in dry.stdout and " estimated " in dry.stdout
   assert not out.exists()
   # Recorded runs are counted apart; with --replace they run again.
-  step = next(s for s in steps if s.name == "kernels/b100")
+  step = next(s for s in every if s.name == "kernels/b100")
   _touch(step.plan(UNFITTED)[0].record)
   n = len(step.plan(UNFITTED))  # 2 kernel paths x 3 repeats of every program that runs both
   assert n == 6 * len(bench_kernels.PROGRAMS)

@@ -7,6 +7,7 @@ from experiments.benchmarks import equal_cores
 from experiments.benchmarks import finetune
 from experiments.benchmarks import hybrid
 from experiments.benchmarks import kernels
+from experiments.benchmarks import limit
 from experiments.benchmarks import model_parallel
 from experiments.benchmarks import pipeline_parallel
 from experiments.benchmarks import precision
@@ -14,4 +15,4 @@ from experiments.benchmarks import strategies
 
 BENCHMARKS = (strategies.BENCHMARK, precision.BENCHMARK, model_parallel.BENCHMARK, pipeline_parallel.BENCHMARK,
               hybrid.BENCHMARK, data_parallel.BENCHMARK, async_data_parallel.BENCHMARK, finetune.BENCHMARK,
-              cluster.BENCHMARK, equal_cores.BENCHMARK, kernels.BENCHMARK)
+              limit.BENCHMARK, cluster.BENCHMARK, equal_cores.BENCHMARK, kernels.BENCHMARK)
