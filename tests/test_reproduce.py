@@ -495,6 +495,19 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   assert summary["configurations"]["pipeline_shared"]["finetune_fraction_of_limit"]["median"] == pytest.approx(
       fine / 1.0 / 2e6)
   assert [row[0] for row in bench_limit.details(summary)[2]] == [r.name for r in runs]
+  # async_functions: the async program on W workers at each K; the fastest K by examples per second.
+  from experiments.benchmarks import async_functions as bench_functions
+  s = harness.Setting((32,), 100, 1, 400, 2, 2, {"steps_per_function_values": ["1", "2", "4"]})
+  runs = bench_functions.configurations(s)
+  assert [r.name for r in runs] == ["k1", "k2", "k4"] and "--steps_per_function=4" in runs[2].extra_flags
+  assert all("--workers=2" in r.launcher and "--ps=1" in r.launcher for r in runs)
+  found = {f"k{k}": [{"pretrain_seconds": t, "async": {"steps_per_function": min(k, 2)},
+                      "staleness": {"mean": 0.5, "max": m}}] * 2 for k, t, m in ((1, 4.0, 1), (2, 2.0, 2), (4, 2.5, 3))}
+  summary = bench_functions.summarize(s, found)
+  assert summary["choice"] == 2 and summary["fastest_vs_smallest"]["median"] == pytest.approx(2.0)
+  assert summary["functions"]["k4"]["steps_per_function"] == 2 and summary["functions"]["k4"]["staleness_max"] == 3
+  assert summary["functions"]["k1"]["examples_per_second"]["median"] == pytest.approx(400 / 4.0)
+  assert [row[6] for row in bench_functions.details(summary)[2]] == ["", "yes", ""]
   # hybrid: on 2 cores (P, R) with P R <= 2, and data parallel; the model predicts every (P, R).
   monkeypatch.setattr(bench_hybrid.provenance, "usable_cores", lambda: 2)
   s = harness.Setting((32, 32, 32, 32), 100, 1, 400, 2, 2, {"stages": ["1", "2", "4"], "replicas": ["1", "2"]})

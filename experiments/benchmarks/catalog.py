@@ -1,6 +1,7 @@
 """Every benchmark, in the order results/README.md shows them. A new benchmark module is added here."""
 
 from experiments.benchmarks import async_data_parallel
+from experiments.benchmarks import async_functions
 from experiments.benchmarks import cluster
 from experiments.benchmarks import data_parallel
 from experiments.benchmarks import equal_cores
@@ -14,5 +15,5 @@ from experiments.benchmarks import precision
 from experiments.benchmarks import strategies
 
 BENCHMARKS = (strategies.BENCHMARK, precision.BENCHMARK, model_parallel.BENCHMARK, pipeline_parallel.BENCHMARK,
-              hybrid.BENCHMARK, data_parallel.BENCHMARK, async_data_parallel.BENCHMARK, finetune.BENCHMARK,
-              limit.BENCHMARK, cluster.BENCHMARK, equal_cores.BENCHMARK, kernels.BENCHMARK)
+              hybrid.BENCHMARK, data_parallel.BENCHMARK, async_data_parallel.BENCHMARK, async_functions.BENCHMARK,
+              finetune.BENCHMARK, limit.BENCHMARK, cluster.BENCHMARK, equal_cores.BENCHMARK, kernels.BENCHMARK)
