@@ -12,18 +12,16 @@ On a processor without native bfloat16 TensorFlow's bfloat16 kernels are several
 (tensorflow#42422, #45441), so mixed_bfloat16 is refused there before any work (`check_supported`).
 """
 
-import platform
 from typing import Callable, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
 from common import errors
+from common import provenance
 from common import programs
 
 FLOAT32, MIXED_BFLOAT16 = programs.PRECISIONS
-# x86 CPU flags of native bfloat16 arithmetic (AVX-512 BF16, AMX BF16); aarch64's feature is "bf16".
-X86_FLAGS = ("avx512_bf16", "amx_bf16")
-ARM_FEATURE = "bf16"
+X86_FLAGS, ARM_FEATURE = provenance.BFLOAT16_X86_FLAGS, provenance.BFLOAT16_ARM_FEATURE
 # GPUs with native bfloat16 tensor cores: compute capability 8.0 (Ampere) and later.
 MIN_GPU_CAPABILITY = (8, 0)
 
@@ -42,24 +40,8 @@ def matmul(a: tf.Tensor, b: tf.Tensor, precision: str, transpose_a: bool = False
   return tf.cast(product, tf.float32) if precision == MIXED_BFLOAT16 else product
 
 
-def read_cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> Tuple[str, Sequence[str]]:
-  """(machine, CPU flags): `platform.machine()` and the "flags" (x86) or "Features" (aarch64) of the first
-  processor in `cpuinfo`; no flags when the file cannot be read."""
-  try:
-    with open(cpuinfo) as f:
-      for line in f:
-        key, _, value = line.partition(":")
-        if key.strip() in ("flags", "Features"):
-          return platform.machine(), value.split()
-  except OSError:
-    pass
-  return platform.machine(), ()
-
-
-def native_cpu_bfloat16(machine: str, flags: Sequence[str]) -> Optional[str]:
-  """The CPU flag that gives native bfloat16 arithmetic (e.g. "avx512_bf16"), or None."""
-  wanted = (ARM_FEATURE,) if machine in ("aarch64", "arm64") else X86_FLAGS
-  return next((flag for flag in wanted if flag in flags), None)
+# Which processors have native bfloat16: TensorFlow-free, in `common.provenance` (the campaign asks before any run).
+read_cpu_flags, native_cpu_bfloat16 = provenance.read_cpu_flags, provenance.native_cpu_bfloat16
 
 
 def _gpu_capabilities() -> list:

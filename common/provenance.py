@@ -11,7 +11,7 @@ import hashlib
 import os
 import platform
 import subprocess
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # What a change may touch without changing the code that is measured.
@@ -102,13 +102,33 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> List[str]:
   """The `DECISIVE_FLAGS` the processor lists (first "flags" or "Features" line of `cpuinfo`), in that order; [] when
   unreadable. A bfloat16 speedup means nothing without them: AMX runs bfloat16 products ~4x float32, AVX-512 BF16
   ~1.7x (docs/design.md, "Mixed precision")."""
+  listed = set(read_cpu_flags(cpuinfo)[1])
+  return [flag for flag in DECISIVE_FLAGS if flag in listed]
+
+
+# x86 CPU flags of native bfloat16 arithmetic (AVX-512 BF16, AMX BF16); aarch64's feature is "bf16".
+BFLOAT16_X86_FLAGS = ("avx512_bf16", "amx_bf16")
+BFLOAT16_ARM_FEATURE = "bf16"
+
+
+def read_cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> Tuple[str, Sequence[str]]:
+  """(machine, CPU flags): `platform.machine()` and the "flags" (x86) or "Features" (aarch64) of the first
+  processor in `cpuinfo`; no flags when the file cannot be read."""
   try:
     with open(cpuinfo) as f:
-      line = next((l for l in f if l.split(":")[0].strip() in ("flags", "Features")), "")
+      for line in f:
+        key, _, value = line.partition(":")
+        if key.strip() in ("flags", "Features"):
+          return platform.machine(), value.split()
   except OSError:
-    return []
-  listed = set(line.split(":", 1)[-1].split())
-  return [flag for flag in DECISIVE_FLAGS if flag in listed]
+    pass
+  return platform.machine(), ()
+
+
+def native_cpu_bfloat16(machine: str, flags: Sequence[str]) -> Optional[str]:
+  """The CPU flag that gives native bfloat16 arithmetic (e.g. "avx512_bf16"), or None."""
+  wanted = (BFLOAT16_ARM_FEATURE,) if machine in ("aarch64", "arm64") else BFLOAT16_X86_FLAGS
+  return next((flag for flag in wanted if flag in flags), None)
 
 
 def instruction_set(flags: Optional[List[str]]) -> Optional[str]:

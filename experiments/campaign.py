@@ -1,6 +1,7 @@
 """The measurement campaign: every number of the project measured again on one machine and one code. Its steps derive
 from the registries: every benchmark of `catalog.BENCHMARKS` at each of its `campaign` settings, then the presets cpu
-and mid (`experiments.reproduce`), then the report. Each step runs the command a user would type, from the repository
+and mid (`experiments.reproduce`), the whole job at full size with the fastest program and precision (`end_to_end`:
+pretraining plus finetuning, `presets.END_TO_END`), the full preset's other full-size runs, then the report. Each step runs the command a user would type, from the repository
 root, its output streamed; a run whose record exists is not rerun (`--replace` deletes them first). A benchmark step
 whose new summary flags a noisy configuration (`harness.noisy`) is measured once more, its records replaced.
   python -m experiments.campaign --dry_run                      # steps, commands, runs and estimated minutes
@@ -16,6 +17,8 @@ from typing import Callable, List, Sequence, Tuple
 from absl import app
 from absl import flags
 
+from common import programs
+from common import provenance
 from experiments import ROOT
 from experiments import driver
 from experiments import presets
@@ -23,8 +26,10 @@ from experiments import records
 from experiments.benchmarks import catalog
 from experiments.benchmarks import harness
 
-PRESETS = ("cpu", "mid")
+PRESETS = ("cpu", "mid", "full")
 REPORT = "report"
+# The whole job at full size (`presets.END_TO_END`), a step of its own before the full preset, which leaves its record.
+END_TO_END, FULL = "end_to_end", "full"
 # experiments.reproduce's --work_dir default: where the presets' resumable runs keep their checkpoints.
 REPRODUCE_WORK_DIR = os.path.join("scratch", "reproduce")
 _UNFITTED = {driver.POOLED: driver.FALLBACK}  # rates for listing runs whose estimates nobody reads
@@ -32,10 +37,9 @@ BFLOAT16_FLAG = "--precision=mixed_bfloat16"
 
 
 def native_bfloat16() -> bool:
-  """Whether this processor has native bfloat16 arithmetic (`common.precision`; the programs refuse bfloat16 without).
-  """
-  from common import precision  # pylint: disable=g-import-not-at-top  (TensorFlow loads only when asked)
-  return precision.native_cpu_bfloat16(*precision.read_cpu_flags()) is not None
+  """Whether this processor has native bfloat16 arithmetic (`common.provenance`, without TensorFlow; the programs
+  refuse bfloat16 without it, unless on a GPU, which the campaign does not run on)."""
+  return provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
 
 
 class StepFailedError(Exception):
@@ -69,9 +73,10 @@ def _argument(path: str) -> str:
   return os.path.relpath(path, ROOT) if os.path.commonpath([path, ROOT]) == ROOT else path
 
 
-def steps(output_dir: str = "results") -> List[Step]:
-  """Every step in campaign order (records under `output_dir`, benchmarks' under <output_dir>/benchmarks/<name>/);
-  ValueError if two share a name (two settings of a benchmark writing one records folder)."""
+def steps(output_dir: str = "results", bfloat16: bool = True) -> List[Step]:
+  """Every step in campaign order (records under `output_dir`, benchmarks' under <output_dir>/benchmarks/<name>/;
+  the end-to-end run in bfloat16 if `bfloat16`, the processor having it natively, else in float32); ValueError if two
+  share a name (two settings of a benchmark writing one records folder)."""
   out, found = os.path.abspath(output_dir), []
   for b in catalog.BENCHMARKS:
     folder, work = os.path.join(out, "benchmarks", b.name), os.path.join(ROOT, harness.WORK_DIR, b.name)
@@ -82,11 +87,15 @@ def steps(output_dir: str = "results") -> List[Step]:
       found.append(Step(f"{b.name}/{b.folder(s)}", tuple(harness.command(b, overrides) + moved),
                         functools.partial(harness.plan, b, s, folder, work),
                         (os.path.join(folder, b.folder(s)), summary), summary, (os.path.join(work, b.folder(s)),)))
-  reproduce = ("python", "-m", "experiments.reproduce")
-  for p in PRESETS:
-    plan = functools.partial(driver.plan, presets.build(p), p, out, os.path.join(ROOT, REPRODUCE_WORK_DIR))
-    found.append(Step(f"preset/{p}", (*reproduce, f"--preset={p}", f"--output_dir={_argument(out)}"), plan,
-                      tuple(j.record for j in plan(_UNFITTED))))
+  reproduce, work, owned = ("python", "-m", "experiments.reproduce"), os.path.join(ROOT, REPRODUCE_WORK_DIR), set()
+  end_to_end = f"{presets.FULL_SIZE.name}/{presets.END_TO_END[programs.PRECISIONS[1 if bfloat16 else 0]]}"
+  for name, p, only in [(f"preset/{p}", p, ()) for p in PRESETS if p != FULL] + [
+      (END_TO_END, FULL, (f"--only={end_to_end}",)), (f"preset/{FULL}", FULL, ())]:
+    plan = functools.partial(driver.plan, presets.select(presets.build(p), [o.split("=", 1)[1] for o in only]), p,
+                             out, work)
+    mine = tuple(r for r in (j.record for j in plan(_UNFITTED)) if r not in owned)
+    owned.update(mine)
+    found.append(Step(name, (*reproduce, f"--preset={p}", *only, f"--output_dir={_argument(out)}"), plan, mine))
   found.append(Step(REPORT, (*reproduce, "--figures_only", f"--output_dir={_argument(out)}"), lambda rates: []))
   names = [s.name for s in found]
   twice = sorted({n for n in names if names.count(n) > 1})
@@ -216,7 +225,8 @@ def main() -> None:
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
     try:
-      chosen = runnable(select(steps(output.value), only.value), native_bfloat16())
+      bfloat16 = native_bfloat16()
+      chosen = runnable(select(steps(output.value, bfloat16), only.value), bfloat16)
       (dry_run if dry.value else run)(chosen, output.value, replacing.value)
     except (ValueError, StepFailedError) as e:
       print(f"error: {e}", file=sys.stderr)

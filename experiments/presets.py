@@ -255,6 +255,11 @@ LARGE_BATCH = Entry(
 FULL_SIZE = Entry("full_size", "Full size: the report's network on all 55,000 images", dict(
     full=dict(examples=55_000, epochs=30, hidden=CONFIG_1, batch=100, dp_batch=5000, devices=2)),
     _full_size, figure=None, kind="study", layout="full_size/{run}.json")
+# The whole job at full size with the fastest program, per precision (pretraining plus finetuning: a full_size run):
+# the campaign's end-to-end step runs the one of the fastest precision the processor has.
+_FULL = FULL_SIZE.sizes["full"]
+END_TO_END = {precision: f"{PP.name}_g{_FULL['devices']}_b{_FULL['batch']}_e{_FULL['epochs']}{suffix}"
+              for precision, suffix in zip(programs.PRECISIONS, ("", "_bf16"))}
 
 ENTRIES: Tuple[Entry, ...] = (MP_SCALING_B100, MP_SCALING_B5000, DP_SCALING, DP_BATCH_SWEEP, DP_OP_PROFILE, MP_VS_DP,
                               ACCURACY_VS_EPOCHS, FASHION_MNIST_ACCURACY, DP_ACCURACY, STRATEGY_COMPARISON, CONVERGENCE,

@@ -44,16 +44,25 @@ def test_the_steps_derive_from_the_catalog_and_the_presets(tmp_path, monkeypatch
   steps = campaign.steps(str(tmp_path))
   names = [s.name for s in steps]
   assert len(names) == len(set(names))
-  assert names[-3:] == ["preset/cpu", "preset/mid", "report"]
+  assert names[-5:] == ["preset/cpu", "preset/mid", "end_to_end", "preset/full", "report"]
   # Every benchmark, each of its campaign settings once, in catalog order.
-  assert [s.group for s in steps[:-3]] == [b.name for b in catalog.BENCHMARKS for _ in b.campaign]
+  assert [s.group for s in steps[:-5]] == [b.name for b in catalog.BENCHMARKS for _ in b.campaign]
   for b in catalog.BENCHMARKS:
     mine = [s for s in steps if s.group == b.name]
     assert [s.name for s in mine] == [f"{b.name}/{b.folder(harness.setting(b, o))}" for o in b.campaign]
     assert [s.command for s in mine] == [tuple(harness.command(b, o)) + (
         f"--output_dir={tmp_path / 'benchmarks' / b.name}",) for o in b.campaign]
   assert "kernels/b100_mixed_bfloat16" in names and "equal_cores/n%d_b5000" % (os.cpu_count() or 1) in names
-  assert steps[-3].command == ("python", "-m", "experiments.reproduce", "--preset=cpu", f"--output_dir={tmp_path}")
+  assert steps[-5].command == ("python", "-m", "experiments.reproduce", "--preset=cpu", f"--output_dir={tmp_path}")
+  # The whole job at full size: the fastest program in the fastest precision the processor has, one run of the full
+  # preset, whose step leaves that run's record to it.
+  for bfloat16, run in ((True, "pipeline_parallel_g2_b100_e30_bf16"), (False, "pipeline_parallel_g2_b100_e30")):
+    by_name = {s.name: s for s in campaign.steps(str(tmp_path), bfloat16)}
+    e2e, full = by_name["end_to_end"], by_name["preset/full"]
+    assert e2e.command[3:5] == ("--preset=full", f"--only=full_size/{run}")
+    assert [os.path.basename(p) for p in e2e.owned] == [f"{run}.json"]
+    assert set(e2e.owned).isdisjoint(full.owned) and len(full.owned) == len(full.plan(UNFITTED)) - 1
+    assert [j.spec.flag("finetune_epochs") for j in e2e.plan(UNFITTED)] == [30]
   assert steps[-1].command == ("python", "-m", "experiments.reproduce", "--figures_only", f"--output_dir={tmp_path}")
   # In the committed results (the default), the commands are the ones a user types.
   default = {s.name: s.command for s in campaign.steps(os.path.join(ROOT, "results"))}
@@ -63,7 +72,7 @@ def test_the_steps_derive_from_the_catalog_and_the_presets(tmp_path, monkeypatch
   # A benchmark joins the campaign through the catalog alone; two settings writing one folder are refused.
   extra = dataclasses.replace(bench_kernels.BENCHMARK, name="extra", campaign=({"batch_size": 7},))
   monkeypatch.setattr(catalog, "BENCHMARKS", catalog.BENCHMARKS + (extra,))
-  assert [s.name for s in campaign.steps(str(tmp_path))][-4] == "extra/b7"
+  assert [s.name for s in campaign.steps(str(tmp_path))][-6] == "extra/b7"
   monkeypatch.setattr(catalog, "BENCHMARKS", (dataclasses.replace(extra, campaign=({}, {"repeats": 5})),))
   with pytest.raises(ValueError, match="named twice .*: extra/b100"):
     campaign.steps(str(tmp_path))
@@ -133,7 +142,7 @@ def test_replace_deletes_exactly_a_steps_records_and_summary(tmp_path, monkeypat
 def test_only_selects_steps_and_an_unknown_name_is_refused():
   steps = campaign.steps(os.path.join(ROOT, "results"))
   assert [s.name for s in campaign.select(steps, ["report", "kernels/b100"])] == ["kernels/b100", "report"]
-  assert [s.name for s in campaign.select(steps, ["preset"])] == ["preset/cpu", "preset/mid"]
+  assert [s.name for s in campaign.select(steps, ["preset"])] == ["preset/cpu", "preset/mid", "preset/full"]
   assert len(campaign.select(steps, ["kernels"])) == len(bench_kernels.BENCHMARK.campaign)
   assert campaign.select(steps, []) == steps
   with pytest.raises(ValueError, match="unknown campaign step 'nope'"):
@@ -163,7 +172,7 @@ def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):
   out = tmp_path / "out"
   dry = _campaign("--dry_run", f"--output_dir={out}")
   assert dry.returncode == 0, dry.stderr[-2000:]
-  every = campaign.steps(str(out))
+  every = campaign.steps(str(out), campaign.native_bfloat16())
   steps = campaign.runnable(every, campaign.native_bfloat16(), lambda _: None)
   for s in steps:
     assert f"{s.name}: " in dry.stdout and f"  {' '.join(s.command)}\n" in dry.stdout, s.name
