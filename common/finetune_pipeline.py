@@ -4,7 +4,8 @@ The hidden layers and the output layer form contiguous stages of least maximal c
 their FLOPs), one per device. Each step's global batch is cut into M micro-batches; each micro-batch runs forward
 through the stages and back, its gradient written out (the same mathematics as `tf.GradientTape` on the one-device
 classifier: sigmoid hidden layers, softmax cross-entropy summed over the batch and divided by B), every op on its
-layer's device; the micro-batches' gradients are summed and applied once per step. Nothing waits for a whole batch,
+layer's device; each layer's weight gradient is then one product over the whole batch (the micro-batches' sum),
+applied once per step. Nothing waits for a whole batch,
 so while stage 2 computes micro-batch m, stage 1 computes micro-batch m + 1 (TensorFlow's executor runs every op whose
 inputs are ready, one device each). The weights are those of one-device finetuning up to float rounding (tested,
 1e-5). GPipe: Huang et al. 2019, "GPipe: Efficient Training of Giant Neural Networks using Pipeline Parallelism",
@@ -60,9 +61,10 @@ class PipelinedFinetuner(tf.Module):
     self.steps_per_epoch = self.num_examples // batch_size
     self.micro = micro_batches(batch_size)
 
-  def _gradients(self, x: tf.Tensor, y: tf.Tensor):
-    """(summed loss / B, [d kernel_1 .. d kernel_L], [d bias_1 ..], d output kernel, d output bias) of a micro-batch
-    x float32 [b, D], y int32 [b], written out layer by layer on the layers' devices."""
+  def _backward(self, x: tf.Tensor, y: tf.Tensor):
+    """Forward and backward of a micro-batch x float32 [b, D], y int32 [b], on the layers' devices: (summed loss / B,
+    each layer's input [b, n_in] (the output layer's last), each hidden layer's pre-activation gradient [b, n_out],
+    the logits' gradient dz [b, K]), the gradients written out (sigmoid hidden layers, softmax cross-entropy)."""
     c, p, dev = self.classifier, self.classifier.precision, self.devices
     hs = [x]
     for k, (kernel, bias) in enumerate(zip(c.kernels, c.biases)):
@@ -73,30 +75,36 @@ class PipelinedFinetuner(tf.Module):
       logits = precision_lib.matmul(hs[-1], c.output_kernel, p) + c.output_bias
       loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)) * scale
       dz = (tf.nn.softmax(logits) - tf.one_hot(y, tf.shape(logits)[1])) * scale
-      d_out = precision_lib.matmul(hs[-1], dz, p, transpose_a=True), tf.reduce_sum(dz, 0)
       dh = precision_lib.matmul(dz, c.output_kernel, p, transpose_b=True)
-    d_kernels, d_biases = [None] * len(c.kernels), [None] * len(c.kernels)
+    das = [None] * len(c.kernels)
     for k in reversed(range(len(c.kernels))):
       with tf.device(dev[k]):
-        da = dh * hs[k + 1] * (1.0 - hs[k + 1])
-        d_kernels[k] = precision_lib.matmul(hs[k], da, p, transpose_a=True)
-        d_biases[k] = tf.reduce_sum(da, 0)
+        das[k] = dh * hs[k + 1] * (1.0 - hs[k + 1])
         if k:
-          dh = precision_lib.matmul(da, c.kernels[k], p, transpose_b=True)
-    return loss, d_kernels, d_biases, d_out
+          dh = precision_lib.matmul(das[k], c.kernels[k], p, transpose_b=True)
+    return loss, hs, das, dz
 
   def _step(self, indices: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
-    """One SGD step on int32 [B] example indices: M micro-batches, their gradients summed, applied once."""
+    """One SGD step on int32 [B] example indices: M micro-batches forward and back through the stages, then each
+    layer's weight gradient in one product over the whole batch (its micro-batches' inputs and gradients joined in
+    order: the sum of their products, without M products of depth B / M each), applied once."""
     with tf.device(self.devices[0]):
       images = tf.gather(self.images, indices)
     with tf.device(self.devices[-1]):
       labels = tf.gather(self.labels, indices)
-    b, total, summed = self.batch_size // self.micro, tf.constant(0.0), None
+    b, total, parts = self.batch_size // self.micro, tf.constant(0.0), []
     for m in range(self.micro):
-      loss, dk, db, (dv, dd) = self._gradients(images[m * b:(m + 1) * b], labels[m * b:(m + 1) * b])
-      grads = dk + db + [dv, dd]
+      loss, hs, das, dz = self._backward(images[m * b:(m + 1) * b], labels[m * b:(m + 1) * b])
       total += loss
-      summed = grads if summed is None else [a + g for a, g in zip(summed, grads)]
+      parts.append((hs, das, dz))
+    c, p, grads = self.classifier, self.classifier.precision, {}
+    for k in range(len(c.kernels) + 1):  # the hidden layers, then the output layer
+      with tf.device(self.devices[k]):
+        inputs = tf.concat([hs[k] for hs, _, _ in parts], 0)
+        delta = tf.concat([das[k] if k < len(c.kernels) else dz for _, das, dz in parts], 0)
+        grads[k] = precision_lib.matmul(inputs, delta, p, transpose_a=True), tf.reduce_sum(delta, 0)
+    last = len(c.kernels)
+    summed = [grads[k][0] for k in range(last)] + [grads[k][1] for k in range(last)] + list(grads[last])
     for var, grad in zip(self.classifier.weights, summed):  # kernels, biases, output kernel, output bias
       with tf.device(var.device):
         var.assign_sub(learning_rate * grad)
