@@ -6,11 +6,12 @@ from typing import Any, Mapping
 
 from common import config as config_lib
 
-# Steps per scheduled function, K. Every function costs the coordinator a dispatch on its Python thread and the
-# worker a round trip; a larger K amortises them but makes the last functions of an epoch (whatever work is left
-# when one worker is done) longer. Chosen by a short sanity comparison (docs/async_data_parallel.md, "Steps per
-# function"): 1 function per step was much slower, and 8 about as fast as 16 or 32 at batch 100.
-DEFAULT_STEPS_PER_FUNCTION = 8
+# Steps per scheduled function, K (at most a worker's share of an epoch: larger values run as that share). Every
+# function costs the coordinator a dispatch on its Python thread and the worker a round trip; a larger K amortises
+# them but makes the last functions of an epoch longer. The fastest by median of the async_functions benchmark
+# (batch 100, 4 x 1000 units, 2 workers; docs/async_data_parallel.md, "Steps per function"): 1.61x K = 1, its
+# spread overlapping K = 8's (1.45x) but apart from K = 1's and 4's.
+DEFAULT_STEPS_PER_FUNCTION = 32
 DEFAULT_WORKER_RECOVERY_SECONDS = 60.0
 
 

@@ -362,8 +362,8 @@ def start(config: config_lib.Config, program: programs.Program,
   elif program.cluster == "parameter_server":
     finetune_device = parameter_server.COORDINATOR_DEVICE
   mirrored = program.cluster == "multi_worker"
-  placement = finetune.DEFAULT_PLACEMENT[config.precision] if config.finetune_placement == "auto" else \
-      config.finetune_placement
+  placement = finetune.auto_placement(config.precision, device_setup.thread_pool, len(device_setup.names)) if \
+      config.finetune_placement == "auto" else config.finetune_placement
   finetune_distribution, finetune_devices = distribution if mirrored else None, None
   if not mirrored and placement == "replicas":
     finetune_distribution = _finetune_distribution(config, device_setup)

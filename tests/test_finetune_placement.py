@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from common import cost
+from common import finetune
 from common import finetune_pipeline
 from common import programs
 from common import runlog
@@ -44,3 +45,15 @@ def test_pipelined_stages_balance_the_classifiers_layers():
   assert finetune_pipeline.layer_devices((48, 24), 784, 10, names) == names
   assert finetune_pipeline.micro_batches(100) == 4 and finetune_pipeline.micro_batches(30) == 3
   assert cost.partition([1, 1, 1, 1], 2) == [[0, 1], [2, 3]]
+
+
+def test_auto_is_the_benchmarks_choice_where_its_threads_are_there(tmp_path):
+  for precision, chosen in finetune.DEFAULT_PLACEMENT.items():
+    assert chosen in finetune.PLACEMENTS
+    assert finetune.auto_placement(precision, "shared", 2) == chosen
+    assert finetune.auto_placement(precision, "per_device", 1) == chosen
+    # One device of a per-device pool has one device's threads: not what the benchmark measured as one_device.
+    assert finetune.auto_placement(precision, "per_device", 2) == ("replicas" if chosen == "one_device" else chosen)
+  for pool in ("per_device", "shared"):
+    fine, _ = _finetuned(tmp_path, pool, num_devices=2, thread_pool=pool)
+    assert fine["placement"] == finetune.auto_placement(programs.PRECISIONS[0], pool, 2)
