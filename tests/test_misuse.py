@@ -181,14 +181,22 @@ def test_exported_weights_log_the_file_written(diverged):
 
 # ---------------------------------------------------------------- items 2 and 10: a second run on a busy model_dir, Ctrl-C
 
+def _as_from_a_terminal():
+  """In the child before exec: SIGINT handled and unblocked, as a shell's foreground job has it. The pytest worker
+  may have it blocked or ignored by then (code of earlier tests in the same process), and a child inherits both."""
+  signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+  signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class _Watched:
-  """A program started in the background whose stderr is collected line by line."""
+  """A program started in the background whose stderr is collected line by line; Ctrl-C reaches it as it would
+  from a terminal."""
 
   def __init__(self, *flags):
     self.lines = []
     self.proc = subprocess.Popen([sys.executable, "-m", programs.GREEDY.module, *flags], cwd=ROOT,
                                  env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True)
+                                 stderr=subprocess.PIPE, text=True, preexec_fn=_as_from_a_terminal)
     self._reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stderr.readline, "")),
                                     daemon=True)
     self._reader.start()
