@@ -63,8 +63,8 @@ class PipelinedFinetuner(tf.Module):
 
   def _backward(self, x: tf.Tensor, y: tf.Tensor):
     """Forward and backward of a micro-batch x float32 [b, D], y int32 [b], on the layers' devices: (summed loss / B,
-    each layer's input [b, n_in] (the output layer's last), each hidden layer's pre-activation gradient [b, n_out],
-    the logits' gradient dz [b, K]), the gradients written out (sigmoid hidden layers, softmax cross-entropy)."""
+    each layer's input [b, n_in], each layer's pre-activation gradient [b, n_out]; hidden layers then the output
+    layer, whose gradient is the logits' dz [b, K]), written out (sigmoid hidden layers, softmax cross-entropy)."""
     c, p, dev = self.classifier, self.classifier.precision, self.devices
     hs = [x]
     for k, (kernel, bias) in enumerate(zip(c.kernels, c.biases)):
@@ -76,13 +76,13 @@ class PipelinedFinetuner(tf.Module):
       loss = tf.reduce_sum(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)) * scale
       dz = (tf.nn.softmax(logits) - tf.one_hot(y, tf.shape(logits)[1])) * scale
       dh = precision_lib.matmul(dz, c.output_kernel, p, transpose_b=True)
-    das = [None] * len(c.kernels)
+    deltas = [None] * len(c.kernels) + [dz]
     for k in reversed(range(len(c.kernels))):
       with tf.device(dev[k]):
-        das[k] = dh * hs[k + 1] * (1.0 - hs[k + 1])
+        deltas[k] = dh * hs[k + 1] * (1.0 - hs[k + 1])
         if k:
-          dh = precision_lib.matmul(das[k], c.kernels[k], p, transpose_b=True)
-    return loss, hs, das, dz
+          dh = precision_lib.matmul(deltas[k], c.kernels[k], p, transpose_b=True)
+    return loss, hs, deltas
 
   def _step(self, indices: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
     """One SGD step on int32 [B] example indices: M micro-batches forward and back through the stages, then each
@@ -94,18 +94,19 @@ class PipelinedFinetuner(tf.Module):
       labels = tf.gather(self.labels, indices)
     b, total, parts = self.batch_size // self.micro, tf.constant(0.0), []
     for m in range(self.micro):
-      loss, hs, das, dz = self._backward(images[m * b:(m + 1) * b], labels[m * b:(m + 1) * b])
+      loss, hs, deltas = self._backward(images[m * b:(m + 1) * b], labels[m * b:(m + 1) * b])
       total += loss
-      parts.append((hs, das, dz))
-    c, p, grads = self.classifier, self.classifier.precision, {}
-    for k in range(len(c.kernels) + 1):  # the hidden layers, then the output layer
-      with tf.device(self.devices[k]):
-        inputs = tf.concat([hs[k] for hs, _, _ in parts], 0)
-        delta = tf.concat([das[k] if k < len(c.kernels) else dz for _, das, dz in parts], 0)
-        grads[k] = precision_lib.matmul(inputs, delta, p, transpose_a=True), tf.reduce_sum(delta, 0)
-    last = len(c.kernels)
-    summed = [grads[k][0] for k in range(last)] + [grads[k][1] for k in range(last)] + list(grads[last])
-    for var, grad in zip(self.classifier.weights, summed):  # kernels, biases, output kernel, output bias
+      parts.append((hs, deltas))
+    kernel_grads, bias_grads = [], []
+    for k, device in enumerate(self.devices):  # the hidden layers, then the output layer
+      with tf.device(device):
+        inputs = tf.concat([hs[k] for hs, _ in parts], 0)
+        delta = tf.concat([deltas[k] for _, deltas in parts], 0)
+        kernel_grads.append(precision_lib.matmul(inputs, delta, self.classifier.precision, transpose_a=True))
+        bias_grads.append(tf.reduce_sum(delta, 0))
+    # In `Classifier.weights` order: kernels, biases, output kernel, output bias.
+    grads = kernel_grads[:-1] + bias_grads[:-1] + [kernel_grads[-1], bias_grads[-1]]
+    for var, grad in zip(self.classifier.weights, grads):
       with tf.device(var.device):
         var.assign_sub(learning_rate * grad)
     return total
