@@ -63,9 +63,13 @@ class Step:
     return self.name.split("/")[0]
 
   @property
+  def bfloat16_records(self) -> frozenset:
+    """The records of its runs that compute in mixed_bfloat16 (they need a processor with native bfloat16)."""
+    return frozenset(j.record for j in self.plan(_UNFITTED) if BFLOAT16_FLAG in j.spec.arguments())
+
+  @property
   def bfloat16(self) -> bool:
-    """Whether a run of the step computes in mixed_bfloat16 (it needs a processor with native bfloat16)."""
-    return any(BFLOAT16_FLAG in j.spec.arguments() for j in self.plan(_UNFITTED))
+    return bool(self.bfloat16_records)
 
 
 def _argument(path: str) -> str:
@@ -89,13 +93,13 @@ def steps(output_dir: str = "results", bfloat16: bool = True) -> List[Step]:
                         (os.path.join(folder, b.folder(s)), summary), summary, (os.path.join(work, b.folder(s)),)))
   reproduce, work, owned = ("python", "-m", "experiments.reproduce"), os.path.join(ROOT, REPRODUCE_WORK_DIR), set()
   end_to_end = f"{presets.FULL_SIZE.name}/{presets.END_TO_END[programs.PRECISIONS[1 if bfloat16 else 0]]}"
-  for name, p, only in [(f"preset/{p}", p, ()) for p in PRESETS if p != FULL] + [
-      (END_TO_END, FULL, (f"--only={end_to_end}",)), (f"preset/{FULL}", FULL, ())]:
-    plan = functools.partial(driver.plan, presets.select(presets.build(p), [o.split("=", 1)[1] for o in only]), p,
-                             out, work)
-    mine = tuple(r for r in (j.record for j in plan(_UNFITTED)) if r not in owned)
+  for name, p, only in [(f"preset/{p}", p, []) for p in PRESETS if p != FULL] + [
+      (END_TO_END, FULL, [end_to_end]), (f"preset/{FULL}", FULL, [])]:
+    plan = functools.partial(driver.plan, presets.select(presets.build(p), only), p, out, work)
+    mine = tuple(r for r in (j.record for j in plan(_UNFITTED)) if r not in owned)  # a record has one owner
     owned.update(mine)
-    found.append(Step(name, (*reproduce, f"--preset={p}", *only, f"--output_dir={_argument(out)}"), plan, mine))
+    found.append(Step(name, (*reproduce, f"--preset={p}", *(f"--only={o}" for o in only),
+                          f"--output_dir={_argument(out)}"), plan, mine))
   found.append(Step(REPORT, (*reproduce, "--figures_only", f"--output_dir={_argument(out)}"), lambda rates: []))
   names = [s.name for s in found]
   twice = sorted({n for n in names if names.count(n) > 1})
@@ -155,7 +159,7 @@ def runnable(chosen: Sequence[Step], bfloat16: bool, out: Callable[[str], None] 
     if bfloat16 or not s.bfloat16:
       kept.append(s)
     elif s.group == "preset":
-      mine = {j.record for j in s.plan(_UNFITTED) if BFLOAT16_FLAG in j.spec.arguments()}
+      mine = s.bfloat16_records
       out(f"[campaign] {s.name}: its {len(mine)} bfloat16 runs keep their records, not measured again: this "
           "processor has no native bfloat16 (the programs refuse it)")
       kept.append(dataclasses.replace(s, owned=tuple(p for p in s.owned if p not in mine)))
