@@ -35,15 +35,19 @@ PLACEMENTS = config_lib.FINETUNE_PLACEMENTS[1:]
 DEFAULT_PLACEMENT = {"float32": "one_device", "mixed_bfloat16": "replicas"}
 # The kernel path of a finetuning step per precision (`common.autoencoder.compile_step`): XLA in float32, TensorFlow's
 # oneDNN kernels in bfloat16, where they ran pretraining 1.8-2.5x as fast as XLA's on an AMX processor (the kernels
-# benchmark, docs/kernels_and_threads.md) and where finetuning on XLA gained nothing over float32 (docs/design.md,
-# "Mixed precision"; the gain of this path is not yet measured: it needs a processor with native bfloat16).
+# benchmark, docs/kernels_and_threads.md) and where finetuning on XLA was slower than float32 (docs/design.md,
+# "Finetuning on every device"; the gain of this path is not yet measured: it needs native bfloat16).
 KERNELS = {"float32": "xla", "mixed_bfloat16": "tf"}
 
 
 def auto_placement(precision: str, thread_pool: str, num_devices: int) -> str:
   """The placement of --finetune_placement=auto: `DEFAULT_PLACEMENT[precision]`, except "replicas" for "one_device"
   on several devices with one intra-op pool per device (`thread_pool` "per_device"), where one device would finetune
-  on one device's threads: the benchmark's one_device ran one device with every core's thread."""
+  on one device's threads: the benchmark's one_device ran one device with every core's thread.
+
+  Raises:
+    KeyError: a precision not in `DEFAULT_PLACEMENT`.
+  """
   chosen = DEFAULT_PLACEMENT[precision]
   return "replicas" if chosen == "one_device" and thread_pool != "shared" and num_devices > 1 else chosen
 
