@@ -201,7 +201,7 @@ def test_large_batch_choice_uses_validation_accuracy_only(output_dir):
 
 
 def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
-  table, _ = tables.full_size(_data(output_dir, "full_size"), {})
+  table, sentences = tables.full_size(_data(output_dir, "full_size"), {})
   assert "| `model_parallel_g2_b100_e30` | MNIST | batch 100 |" in table
   assert f"{reported.MP_ACCURACY_TEXT} (model parallel" in table
   assert "global batch 5000 (2500 per device on 2)" in table
@@ -209,6 +209,10 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
   row = next(line for line in table.splitlines() if line.startswith(f"| `fashion_mnist_{programs.GREEDY.name}_b100_e30`"))
   assert "| Fashion-MNIST | batch 100 |" in row and "Fixture CPU, AVX2, 2 cores, commit 0123456" in row
   assert "goal ≥ 0.89; published: MLP 256-128-100 0.8833, SVC (C=10, RBF) 0.897" in row
+  # Minutes are never set side by side across machines: one sentence line per machine, none in the table.
+  assert " min" not in table
+  minutes = next(s for s in sentences if s.startswith("Minutes of pretraining + finetuning"))
+  assert minutes.count("Fixture CPU, AVX2, 2 cores: ") == 1 and "`fashion_mnist_greedy_b100_e30` " in minutes
   # A declared run without a record is listed as not run yet.
   data = _data(output_dir, "full_size")
   del data.runs[f"fashion_mnist_{programs.GREEDY.name}_b100_e30"]

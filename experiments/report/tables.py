@@ -267,20 +267,25 @@ def full_size(data: records.EntryData, others: Others) -> Table:
   rows = [[f"`{run.name}`", records.dataset_label(run.dataset), series.batch_label([r]) if r else "—",
            fmt(records.test_accuracy(r), "acc") if r else "not run yet",
            report.get(run.program, "—") if run.dataset == presets.MNIST else series.accuracy_goal(run.dataset),
-           f"{r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f} min" if r else "—",
            records.machine_label([r]) if r else "—"]
           for run in presets.build(data.preset)[data.entry].runs for r in [data.runs.get(run.name)]]
+  by_machine: Dict[str, List[str]] = {}  # minutes of one machine per line, never two machines' side by side
+  for name, r in data.runs.items():
+    by_machine.setdefault(records.host(r), []).append(
+        f"`{name}` {r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f}")
   short = [f"`{name}`" for name, r in data.runs.items()
            if r.get("run_seconds", r.get("total_seconds", float("inf"))) < r["pretrain_seconds"]]
   return md_table(["run", "dataset", "batch", "test accuracy", "report, or goal and published baselines",
-                   "pretraining + finetuning", "machine, code"], rows), [
+                   "machine, code"], rows), [
       f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so their "
       "total_seconds (and run_seconds, where present) are the last process's only (smaller than the pretraining "
       "seconds); the minutes shown are pretraining and finetuning." if short else "",
+      "Minutes of pretraining + finetuning, one machine per line (compare within a line only; the runs whose "
+      "records name no commit or processor ran at low priority beside other work): " + " ".join(
+          f"{host}: {', '.join(runs)}." for host, runs in sorted(by_machine.items())),
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
-      "in the `cpu` preset. Times are not benchmarks (these ran at low priority beside other work), and each row names "
-      "its machine: compare minutes within one machine only. Single runs. The large-batch recipe is the one chosen on "
-      "validation accuracy in `large_batch`. " + PUBLISHED]
+      "in the `cpu` preset. Single runs. The large-batch recipe is the one chosen on validation accuracy in "
+      "`large_batch`. " + PUBLISHED]
 
 
 def fashion_mnist_accuracy(data: records.EntryData, others: Others) -> Table:
