@@ -209,7 +209,7 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
   row = next(line for line in table.splitlines() if line.startswith(f"| `fashion_mnist_{programs.GREEDY.name}_b100_e30`"))
   assert "| Fashion-MNIST | batch 100 |" in row and "Fixture CPU, AVX2, 2 cores, commit 0123456" in row
   assert "goal ≥ 0.89; published: MLP 256-128-100 0.8833, SVC (C=10, RBF) 0.897" in row
-  # Minutes are never set side by side across machines: one sentence line per machine, none in the table.
+  # Minutes are never set side by side across machines: grouped by machine in a sentence, none in the table.
   assert " min" not in table
   minutes = next(s for s in sentences if s.startswith("Minutes of pretraining + finetuning"))
   assert minutes.count("Fixture CPU, AVX2, 2 cores: ") == 1 and "`fashion_mnist_greedy_b100_e30` " in minutes

@@ -269,7 +269,7 @@ def full_size(data: records.EntryData, others: Others) -> Table:
            report.get(run.program, "—") if run.dataset == presets.MNIST else series.accuracy_goal(run.dataset),
            records.machine_label([r]) if r else "—"]
           for run in presets.build(data.preset)[data.entry].runs for r in [data.runs.get(run.name)]]
-  by_machine: Dict[str, List[str]] = {}  # minutes of one machine per line, never two machines' side by side
+  by_machine: Dict[str, List[str]] = {}  # minutes grouped by machine, never two machines' side by side
   for name, r in data.runs.items():
     by_machine.setdefault(records.host(r), []).append(
         f"`{name}` {r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f}")
@@ -280,9 +280,9 @@ def full_size(data: records.EntryData, others: Others) -> Table:
       f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so their "
       "total_seconds (and run_seconds, where present) are the last process's only (smaller than the pretraining "
       "seconds); the minutes shown are pretraining and finetuning." if short else "",
-      "Minutes of pretraining + finetuning, one machine per line (compare within a line only; the runs whose "
-      "records name no commit or processor ran at low priority beside other work): " + " ".join(
-          f"{host}: {', '.join(runs)}." for host, runs in sorted(by_machine.items())),
+      "Minutes of pretraining + finetuning by machine (compare within one machine only; the runs whose records name "
+      "no commit or processor ran at low priority beside other work): " + "; ".join(
+          f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
       "in the `cpu` preset. Single runs. The large-batch recipe is the one chosen on validation accuracy in "
       "`large_batch`. " + PUBLISHED]
