@@ -269,26 +269,29 @@ def test_headline_has_at_most_8_rows_of_cells_at_most_140_characters(output_dir)
   assert not any("not run yet" in row[2] for row in rows)  # the fixtures have every record a row needs
 
 
-def test_the_strategies_cell_gives_the_staleness_an_asynchronous_programs_updates_had(tmp_path):
-  # A strategies summary whose asynchronous runs had staleness 0 and 1 (concurrent updates), one run with 0 only.
-  folder, adp = tmp_path / "benchmarks" / "strategies", programs.get("async_data_parallel").run_name
+def test_the_strategies_cell_gives_the_staleness_a_programs_updates_had(tmp_path):
+  # A strategies summary whose runs of one program had staleness 0 and 1 (concurrent updates, as an asynchronous
+  # program's records say), the baseline's records none.
+  folder, base = tmp_path / "benchmarks" / "strategies", programs.baseline()
+  other = next(p for p in programs.PROGRAMS if p is not base)
   (folder / "b5000").mkdir(parents=True)
-  histograms = {f"{adp}_r0": [[0, 40], [1, 40]], f"{adp}_r1": [[0, 80], [1, 0]], "greedy_r0": None, "greedy_r1": None}
+  histograms = {f"{other.run_name}_r0": [[0, 40], [1, 40]], f"{other.run_name}_r1": [[0, 80], [1, 0]],
+                f"{base.run_name}_r0": None, f"{base.run_name}_r1": None}
   for name, histogram in histograms.items():
     staleness = {"histogram": histogram, "max": max(k for k, c in histogram if c)} if histogram else None
     (folder / "b5000" / f"{name}.json").write_text(json.dumps({"pretrain_seconds": 1.0, "staleness": staleness}))
   spread = {"min": 1.0, "median": 1.0, "max": 1.0, "values": [1.0, 1.0]}
   (folder / "summary_b5000.json").write_text(json.dumps({
-      "setting": {"repeats": 2}, "pretrain_seconds": {"greedy": spread, adp: spread},
-      "speedup_vs_greedy": {adp: dict(spread, median=1.62)},
-      "records": {n: [f"results/benchmarks/strategies/b5000/{n}_r{i}.json" for i in (0, 1)] for n in ("greedy", adp)}}))
+      "setting": {"repeats": 2}, "pretrain_seconds": {base.run_name: spread, other.run_name: spread},
+      "speedup_vs_greedy": {other.run_name: dict(spread, median=1.62)},
+      "records": {n: [f"results/benchmarks/strategies/b5000/{n}_r{i}.json" for i in (0, 1)]
+                  for n in (base.run_name, other.run_name)}}))
   used = []
-  cell = headline._strategies(str(tmp_path), used)
-  assert cell == f"{programs.get('async_data_parallel').label} 1.62× (staleness 0–1); medians of 2 repeats"
+  assert headline._strategies(str(tmp_path), used) == f"{other.label} 1.62× (staleness 0–1); medians of 2 repeats"
   assert len(used) == 4
   # Workers that only took turns: staleness 0 alone, said as such.
   for i in (0, 1):
-    (folder / "b5000" / f"{adp}_r{i}.json").write_text(json.dumps(
+    (folder / "b5000" / f"{other.run_name}_r{i}.json").write_text(json.dumps(
         {"pretrain_seconds": 1.0, "staleness": {"histogram": [[0, 80]], "max": 0}}))
   assert "1.62× (staleness 0);" in headline._strategies(str(tmp_path), [])
 
