@@ -94,12 +94,15 @@ def _strategies(output_dir: str, used: List[dict]) -> Optional[str]:
   summary, by_run_name = next(iter(summaries.values())), {p.run_name: p for p in programs.PROGRAMS}
   found = harness.records_of(os.path.join(output_dir, "benchmarks", strategies_bench.BENCHMARK.name), summary)
   used += [r for rs in found.values() for r in rs]
-  # An asynchronous program's cell gives the range of staleness its updates had ("0" alone: its workers took turns).
-  stale = {n: sorted({k for r in rs for k, count in r["staleness"]["histogram"] if count}) for n, rs in found.items()
-           if all(r.get("staleness") for r in rs)}
-  return _noisy(summary) or _per_program([(by_run_name[n], f"{s['median']:.2f}×" + (
-      f" (staleness {'–'.join(map(str, dict.fromkeys((stale[n][0], stale[n][-1]))))})" if n in stale else ""))
-      for n, s in summary["speedup_vs_greedy"].items()], f"; medians of {summary['setting']['repeats']} repeats")
+
+  def staleness(rs: List[dict]) -> str:  # the range an asynchronous program's updates had ("0" alone: they took turns)
+    if not all(r.get("staleness") for r in rs):
+      return ""
+    seen = sorted({k for r in rs for k, count in r["staleness"]["histogram"] if count})
+    return f" (staleness {seen[0]}{'' if seen[0] == seen[-1] else f'–{seen[-1]}'})"
+  return _noisy(summary) or _per_program([(by_run_name[n], f"{s['median']:.2f}×{staleness(found[n])}")
+                                          for n, s in summary["speedup_vs_greedy"].items()],
+                                         f"; medians of {summary['setting']['repeats']} repeats")
 
 
 def _precision(output_dir: str, data: series.Data, used: List[dict]) -> Optional[str]:
