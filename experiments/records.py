@@ -146,12 +146,16 @@ def instruction_set(record: Mapping) -> Optional[str]:
   return provenance.instruction_set(record["environment"].get("cpu_flags"))
 
 
+NO_ISA = "instruction set not recorded"  # the label of a record without `environment.cpu_flags`
+
+
 def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str:
-  """The machine a run ran on, "<processor>, <instruction set>, <its cores> cores" (the instruction set where the
-  record names it, `isa`; ratios are taken within one, `comparable`); with `usable` (cores runs of it could use) fewer
-  than the machine's: "<processor>, 5 of 16 cores" or "5–6 of 16"."""
+  """The machine a run ran on, "<processor>, <instruction set>, <its cores> cores" (with `isa`; "instruction set not
+  recorded" for a record made before records kept the processor's flags; ratios are taken within one, `comparable`);
+  with `usable` (cores runs of it could use) fewer than the machine's: "<processor>, ..., 5 of 16 cores" or "5–6 of
+  16"."""
   total, name = host_cores(record), processor(record["environment"].get("cpu_model"))
-  name += f", {instruction_set(record)}" if isa and instruction_set(record) else ""
+  name += f", {instruction_set(record) or NO_ISA}" if isa else ""
   if not usable or usable == {total}:
     return f"{name}, {total} cores"
   low, high = min(usable), max(usable)

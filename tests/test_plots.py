@@ -313,7 +313,7 @@ def test_labels_name_a_processor_without_trademarks_or_clock():
   assert records.processor(None) == records.processor("unknown") == "unknown processor"
   xeon = {"environment": {"cpu_model": "Intel(R) Xeon(R) Processor", "usable_cores": 2, "commit": "cd" * 20,
                           "code_digest": "d1"}}
-  assert records.machine_label([xeon]) == "Intel Xeon, 2 cores, commit cdcdcdc"
+  assert records.machine_label([xeon]) == "Intel Xeon, instruction set not recorded, 2 cores, commit cdcdcdc"
   # The instruction set, where a record names its processor's flags (`common.provenance.instruction_set`).
   amx = {"environment": dict(xeon["environment"], cpu_flags=["avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"])}
   assert records.machine_label([amx]) == "Intel Xeon, AMX, 2 cores, commit cdcdcdc"
@@ -325,6 +325,16 @@ def test_labels_name_a_processor_without_trademarks_or_clock():
   assert records.ratio(dict(avx2, pretrain_seconds=2.0), dict(amx, pretrain_seconds=1.0)) is None
 
 
+def test_the_headline_marks_a_record_without_its_instruction_set_with_a_section_sign():
+  env = {"cpu_model": "Intel(R) Xeon(R) Processor", "usable_cores": 2, "commit": "cd" * 20, "code_digest": "d1"}
+  old = {"environment": dict(env, date_utc="2026-11-20")}
+  new = {"environment": dict(env, commit="ef" * 20, date_utc="2026-11-21")}  # the same code, a later commit
+  flagged = {"environment": dict(env, cpu_flags=["avx2"])}
+  assert headline._short(records.machine_label([old, new])) == "Intel Xeon §, 2 cores, commit cdcdcdc (+1, same code)"
+  assert headline._short(records.machine_label([flagged])) == "Intel Xeon, AVX2, 2 cores, commit cdcdcdc"
+  assert headline.NO_ISA.startswith("§ instruction set not recorded")
+
+
 def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_path):
   cpuinfo = tmp_path / "cpuinfo"
   cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC 9B45\n\nprocessor\t: 1\nmodel name\t: AMD EPYC 9B45\n")
@@ -332,11 +342,13 @@ def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_p
   old = {"environment": {"device_kind": "CPU-logical", "cpu_count": 16, "tensorflow": "2.21.0"}, "config": {"num_devices": 4}}
   new = {"environment": dict(old["environment"], cpu_model="AMD EPYC 9B45", usable_cores=2, commit="ab" * 20,
                              commit_dirty=True, code_digest="d1"), "config": {"num_devices": 4}}
-  assert records.machine_label([old]) == "unknown processor, 16 cores, commit unknown"
+  assert records.machine_label([old]) == "unknown processor, instruction set not recorded, 16 cores, commit unknown"
   # The new record's process was pinned to 2 of the 16 cores (CPU affinity).
-  assert records.machine_label([new, old]) == ("AMD EPYC 9B45, 2 of 16 cores, commit abababa+dirty; "
-                                               "unknown processor, 16 cores, commit unknown")
-  assert records.hardware([old]) == "unknown processor, 16 cores, commit unknown; CPU-logical devices, TF 2.21.0"
+  assert records.machine_label([new, old]) == (
+      "AMD EPYC 9B45, instruction set not recorded, 2 of 16 cores, commit abababa+dirty; "
+      "unknown processor, instruction set not recorded, 16 cores, commit unknown")
+  assert records.hardware([old]) == ("unknown processor, instruction set not recorded, 16 cores, commit unknown; "
+                                     "CPU-logical devices, TF 2.21.0")
   # 4 devices: not more than the 16 cores of the old record, more than the 2 the new record's process could use.
   assert not records.oversubscribed(old) and records.oversubscribed(new)
   assert not records.comparable(old, new) and records.ratio(dict(old, pretrain_seconds=2.0),

@@ -572,8 +572,9 @@ def test_machine_label_names_one_code_once_by_the_commit_its_runs_started_from()
                             **({"date_utc": f"2026-11-2{when}T10:00:00+00:00"} if when else {})}}
   # Named by the earliest run, not by the smallest hash: b ran first.
   rs = [record("b", "x", 1), record("a", "x", 3), record("c", "y", 2), record("d", "x", 1, cpu="Xeon")]
-  assert records.machine_label(rs) == ("AMD EPYC, 2 cores, commit bbbbbbb (+1 of the same code), commit ccccccc; "
-                                       "Xeon, 2 cores, commit ddddddd")
+  assert records.machine_label(rs) == (
+      "AMD EPYC, instruction set not recorded, 2 cores, commit bbbbbbb (+1 of the same code), commit ccccccc; "
+      "Xeon, instruction set not recorded, 2 cores, commit ddddddd")
   assert records.machine_label([record("a", "x", None), record("b", "x", 5)]).endswith("commit bbbbbbb (+1 of the "
                                                                                       "same code)")  # undated: last
 
@@ -591,9 +592,9 @@ def test_another_machines_documented_provenance_fills_only_what_a_record_lacks(t
   g1, g4, own = (records.load(str(folder / "runs" / "scaling" / n)) for n in ("g1.json", "g4.json", "own.json"))
   assert g1["environment"]["usable_cores"] == 5 and g4["environment"]["usable_cores"] == 3  # longest prefix wins
   assert own["environment"]["commit"] == "a" * 40 and own["environment"]["usable_cores"] == 16  # never overridden
-  assert records.machine_label([g1]) == "Intel Xeon, 5 of 16 cores, commit fffffff"
-  assert records.machine_label([g1, g4]) == "Intel Xeon, 3–5 of 16 cores, commit fffffff"
-  assert records.machine_label([own]) == "Intel Xeon, 16 cores, commit aaaaaaa"
+  assert records.machine_label([g1]) == "Intel Xeon, instruction set not recorded, 5 of 16 cores, commit fffffff"
+  assert records.machine_label([g1, g4]) == "Intel Xeon, instruction set not recorded, 3–5 of 16 cores, commit fffffff"
+  assert records.machine_label([own]) == "Intel Xeon, instruction set not recorded, 16 cores, commit aaaaaaa"
   assert records.oversubscribed(g4) and not records.oversubscribed(g1)  # 4 devices on 3 and on 5 pinned cores
   assert records.comparable(g1, g4)  # one machine and commit, pinned to different cores
   assert not records.comparable(g1, own)  # another commit

@@ -159,8 +159,17 @@ def _most_epochs(data: series.Data, entry: presets.Entry) -> str:
   return f"{preset} preset {e}+{e}"
 
 
+NO_ISA = (f"§ {records.NO_ISA}: the record was made before records kept the processor's flags; bfloat16 speed depends "
+          "on them (docs/design.md, Mixed precision).")
+
+
+def _short(label: str) -> str:
+  """A `records.machine_label` as a headline cell: "§" for "instruction set not recorded", "(+2, same code)"."""
+  return label.replace(f", {records.NO_ISA}", " §").replace(" of the same code)", ", same code)")
+
+
 def headline(output_dir: str, data: series.Data) -> str:
-  """The headline table (module docstring) and the meaning of †."""
+  """The headline table (module docstring) and the meaning of its marks (†, ‡, §)."""
   used: List[List[dict]] = [[] for _ in range(7)]
   rep = reported.STRATEGY_COMPARISON
   report_acc = ", ".join(f"{p.label} {reported.ACCURACY[p.name][30]} / {reported.ACCURACY[p.name][60]}"
@@ -193,6 +202,7 @@ def headline(output_dir: str, data: series.Data) -> str:
        f"test accuracy, {_most_epochs(data, presets.PRECISION_ACCURACY)}", "—", _cell(_precision(output_dir, data,
                                                                                                used[6]))],
   ]
-  rows = [row + [records.machine_label(rs) or "—"] for row, rs in zip(rows, used)]
+  rows = [row + [_short(records.machine_label(rs) or "—")] for row, rs in zip(rows, used)]
   table = tables.md_table(["result", "report (4× GRID K520)", "ours", "machine, code"], rows)
-  return table + "\n\n" + tables.DAGGER + ("\n\n" + tables.NOISY if "‡" in table else "")
+  return table + "\n\n" + tables.DAGGER + ("\n\n" + tables.NOISY if "‡" in table else "") + (
+      "\n\n" + NO_ISA if "§" in table else "")
