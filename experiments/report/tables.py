@@ -277,10 +277,9 @@ def full_size(data: records.EntryData, others: Others) -> Table:
            if r.get("run_seconds", r.get("total_seconds", float("inf"))) < r["pretrain_seconds"]]
   return md_table(["run", "dataset", "batch", "test accuracy", "report, or goal and published baselines",
                    "machine, code"], rows), [
-      f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so "
-      f"{'its' if len(short) == 1 else 'their'} total_seconds (and run_seconds, where present) "
-      f"{'is' if len(short) == 1 else 'are'} the last process's only (smaller than the pretraining seconds); the "
-      "minutes shown are pretraining and finetuning." if short else "",
+      f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so each one's "
+      "total_seconds (and run_seconds, where present) is the last process's only (smaller than the pretraining "
+      "seconds); the minutes shown are pretraining and finetuning." if short else "",
       "Minutes of pretraining + finetuning by machine (compare within one machine only; the runs whose records name "
       "no commit or processor ran at low priority beside other work): " + "; ".join(
           f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
