@@ -18,7 +18,6 @@ from absl import app
 from absl import flags
 
 from common import programs
-from common import provenance
 from experiments import ROOT
 from experiments import driver
 from experiments import presets
@@ -33,13 +32,7 @@ END_TO_END, FULL = "end_to_end", "full"
 # experiments.reproduce's --work_dir default: where the presets' resumable runs keep their checkpoints.
 REPRODUCE_WORK_DIR = os.path.join("scratch", "reproduce")
 _UNFITTED = {driver.POOLED: driver.FALLBACK}  # rates for listing runs whose estimates nobody reads
-BFLOAT16_FLAG = "--precision=mixed_bfloat16"
-
-
-def native_bfloat16() -> bool:
-  """Whether this processor has native bfloat16 arithmetic (`common.provenance`, without TensorFlow; the programs
-  refuse bfloat16 without it, unless on a GPU, which the campaign does not run on)."""
-  return provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
+BFLOAT16_FLAG, native_bfloat16 = driver.BFLOAT16_FLAG, driver.native_bfloat16
 
 
 class StepFailedError(Exception):
@@ -65,7 +58,7 @@ class Step:
   @property
   def bfloat16_records(self) -> frozenset:
     """The records of its runs that compute in mixed_bfloat16 (they need a processor with native bfloat16)."""
-    return frozenset(j.record for j in self.plan(_UNFITTED) if BFLOAT16_FLAG in j.spec.arguments())
+    return frozenset(j.record for j in self.plan(_UNFITTED) if driver.computes_in_bfloat16(j.spec))
 
   @property
   def bfloat16(self) -> bool:
@@ -152,8 +145,9 @@ def _delete(paths: Sequence[str], out: Callable[[str], None], why: str = "--repl
 
 def runnable(chosen: Sequence[Step], bfloat16: bool, out: Callable[[str], None] = print) -> List[Step]:
   """`chosen` as this processor can measure it: without native bfloat16 (`bfloat16` False) a benchmark step computing
-  in bfloat16 is skipped, and a preset's bfloat16 runs keep their records (--replace leaves them; a missing one makes
-  the preset fail); each named with why. Their records stay from the machine that measured them."""
+  in bfloat16 is skipped, and a preset's bfloat16 runs keep their records (--replace leaves them; one without a
+  record is left out, `driver.runnable_here`); each named with why. Their records stay from the machine that
+  measured them."""
   kept = []
   for s in chosen:
     if bfloat16 or not s.bfloat16:

@@ -17,6 +17,7 @@ from typing import IO, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequ
 
 from common import cost
 from common import programs
+from common import provenance
 from experiments import ROOT
 from experiments import presets
 from experiments import records
@@ -77,12 +78,47 @@ def _least_squares(points: Sequence[Tuple[float, float]]) -> Optional[Rate]:
   return Rate(my - slope * mx, 1.0 / slope, n) if slope > 0 and my - slope * mx >= 0 else None
 
 
-def fit_rates(output_dir: str) -> Dict[str, Rate]:
+BFLOAT16_FLAG = "--precision=mixed_bfloat16"
+
+
+def native_bfloat16() -> bool:
+  """Whether this processor has native bfloat16 arithmetic (`common.provenance`, without TensorFlow; the programs
+  refuse bfloat16 without it, unless on a GPU, which the driver does not run on)."""
+  return provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
+
+
+def computes_in_bfloat16(spec: presets.RunSpec) -> bool:
+  return BFLOAT16_FLAG in spec.arguments()
+
+
+def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> List["Job"]:
+  """`jobs`, but on a processor without native bfloat16 those that compute in bfloat16 and have no record (the
+  programs would refuse them), left out with one line naming them."""
+  native = native_bfloat16()
+  left = [j for j in jobs if not native and computes_in_bfloat16(j.spec) and records.load(j.record) is None]
+  if left:
+    out(f"[driver] leaving out {len(left)} bfloat16 run(s) without a record ({', '.join(j.run_name for j in left)}): "
+        "this processor has no native bfloat16, which the programs need for them")
+  return [j for j in jobs if j not in left]
+
+
+def this_machine() -> str:
+  """This machine as a driver-log line names it, e.g. "AMD EPYC, AVX2, 2 cores" (processor, instruction set, cores
+  this process can use; `records.host`'s words)."""
+  isa = provenance.instruction_set(provenance.cpu_flags()) or records.NO_ISA
+  return f"{records.processor(provenance.cpu_model())}, {isa}, {provenance.usable_cores()} cores"
+
+
+def fit_rates(output_dir: str, machine: Optional[str] = None, every_machine: bool = False) -> Dict[str, Rate]:
   """{POOLED, and every program a driver log under the folder names: Rate} fitted to the last line of each run in
-  <folder>/runs/driver_log.jsonl (folder: `output_dir` if it has one, else results/); a program with fewer than two
+  <folder>/runs/driver_log.jsonl (folder: `output_dir` if it has one, else results/): of the lines of `machine`
+  (default `this_machine()`) where it has two runs or more, else (or with `every_machine`, for what must not depend
+  on where it is computed) of every line (machines differ several-fold per core); a program with fewer than two
   runs there gets the pooled rate, the pool FALLBACK."""
   folder, last = output_dir if records.driver_log(output_dir) else os.path.join(ROOT, "results"), {}
-  for line in records.driver_log(folder):
+  lines = records.driver_log(folder)
+  mine = [] if every_machine else [line for line in lines if line.get("machine") == (machine or this_machine())]
+  for line in mine if len({(line["entry"], line["run"]) for line in mine}) > 1 else lines:
     program = _program_of(line)
     if program is not None:
       args = dict(a[2:].split("=", 1) for a in line["command"] if a.startswith("--") and "=" in a)
@@ -180,7 +216,7 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
     stale = records.mismatches(records.load(j.record), j.spec)
     if stale:
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
-  lock, started = threading.Lock(), time.perf_counter()
+  lock, started, here = threading.Lock(), time.perf_counter(), this_machine()
   done = {"runs": 0, "measured": 0.0, "estimated": 0.0, "left": sum(j.estimate for j in todo)}
 
   def eta() -> float:  # the estimate of the runs left, scaled by measured / estimated so far
@@ -213,7 +249,7 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
                   left=done["left"] - j.estimate)
       if driver_log:
         with open(driver_log, "a") as f:
-          f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.spec.stored_name,
+          f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.spec.stored_name, "machine": here,
                               "wall_seconds": round(seconds, 3), "estimated_seconds": round(j.estimate, 3),
                               "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
                                   datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")

@@ -12,7 +12,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from common import provenance
 from experiments import presets
 
-OTHER_MACHINES = ("xeon16",)
+# Folders of records kept beside this machine's, each documented by its README.md and `PROVENANCE_FILE`: a 16-core
+# machine's, and `EARLIER`: records of earlier code on machines no longer at hand whose instruction set was not
+# recorded (every table labels them by their own environment; the headline cites none of them).
+EARLIER = "earlier"
+OTHER_MACHINES = ("xeon16", EARLIER)
 # In an other machine's folder: what its README documents of records that predate provenance (`documented_provenance`).
 PROVENANCE_FILE = "provenance.json"
 # Config fields compared between a stored record and the run that would make it.
@@ -63,6 +67,12 @@ def documented_provenance(path: str) -> Dict[str, Any]:
   out, relative = dict(doc.get("environment", {})), "/".join(parts[at + 1:])
   cores = [(len(prefix), n) for prefix, n in doc.get("usable_cores", {}).items() if relative.startswith(prefix)]
   return dict(out, usable_cores=max(cores)[1]) if cores else out
+
+
+def folder_summary(output_dir: str, machine: str) -> str:
+  """What another folder of `OTHER_MACHINES` holds, in a phrase: its `PROVENANCE_FILE`'s "summary" ("" without)."""
+  doc = _read_json(os.path.join(output_dir, machine, PROVENANCE_FILE))
+  return str(doc.get("summary", "")) if isinstance(doc, dict) else ""
 
 
 def _comparable_value(v: Any) -> Any:

@@ -45,7 +45,7 @@ def main(argv):
     except ValueError as e:
       _fail(str(e))
     rates = driver.fit_rates(output_dir)
-    jobs = driver.plan(entries, preset, output_dir, _WORK_DIR.value, rates)
+    jobs = driver.runnable_here(driver.plan(entries, preset, output_dir, _WORK_DIR.value, rates))
     if _DRY_RUN.value:
       estimates = {name: sum(j.estimate for j in jobs if j.group == name) for name in entries}
       for name, entry in entries.items():

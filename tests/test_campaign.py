@@ -12,6 +12,7 @@ import pytest
 
 from experiments import campaign
 from experiments import driver
+from experiments import presets
 from experiments.benchmarks import catalog
 from experiments.benchmarks import harness
 from experiments.benchmarks import kernels as bench_kernels
@@ -166,6 +167,22 @@ def test_without_native_bfloat16_bfloat16_benchmarks_are_skipped_and_presets_kee
   assert bf16 and bf16 <= set(before.owned) and not bf16 & set(cpu.owned)
   assert set(cpu.owned) == set(before.owned) - bf16
   assert all(not s.bfloat16 or s.group == "preset" for s in kept)
+
+
+def test_without_native_bfloat16_a_preset_leaves_out_its_bfloat16_runs_that_have_no_record(tmp_path, monkeypatch):
+  jobs = driver.plan(presets.select(presets.build("cpu"), ["precision_accuracy"]), "cpu", str(tmp_path),
+                     str(tmp_path / "work"), UNFITTED)
+  bf16 = [j for j in jobs if driver.computes_in_bfloat16(j.spec)]
+  assert bf16 and len(bf16) < len(jobs)
+  monkeypatch.setattr(driver, "native_bfloat16", lambda: True)
+  assert driver.runnable_here(jobs, lambda _: None) == jobs
+  monkeypatch.setattr(driver, "native_bfloat16", lambda: False)
+  os.makedirs(os.path.dirname(bf16[0].record))
+  with open(bf16[0].record, "w") as f:
+    json.dump({"environment": {}}, f)  # one has a record: kept (the driver skips it), the others are left out
+  lines = []
+  assert driver.runnable_here(jobs, lines.append) == [j for j in jobs if j not in bf16[1:]]
+  assert len(lines) == 1 and all(j.run_name in lines[0] for j in bf16[1:]) and "no native bfloat16" in lines[0]
 
 
 def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):

@@ -296,6 +296,32 @@ def test_the_strategies_cell_gives_the_staleness_a_programs_updates_had(tmp_path
   assert "1.62× (staleness 0);" in headline._strategies(str(tmp_path), [])
 
 
+def test_an_earlier_folders_records_get_tables_of_their_own_and_no_headline_cell(output_dir, tmp_path):
+  # The full-size bfloat16 run moved to `records.EARLIER`, with a precision benchmark folder there and none here.
+  out, run = str(tmp_path / "results"), presets.END_TO_END[programs.PRECISIONS[1]]
+  shutil.copytree(output_dir, out)
+  earlier = os.path.join(out, records.EARLIER)
+  os.makedirs(os.path.join(earlier, "full_size"))
+  os.makedirs(os.path.join(earlier, "benchmarks", "precision"))
+  shutil.move(os.path.join(out, "full_size", f"{run}.json"), os.path.join(earlier, "full_size", f"{run}.json"))
+  with open(os.path.join(earlier, records.PROVENANCE_FILE), "w") as f:
+    json.dump({"summary": "records of earlier code", "environment": {}, "usable_cores": {}}, f)
+  text = readme.text(out)
+  assert f"[`{records.EARLIER}/`]({records.EARLIER}/README.md), records of earlier code" in text
+  assert f"## More records of the {records.EARLIER} machine" not in text  # no folder of single runs there
+  section = text.split("### `full_size`")[1].split("\n### ")[0]
+  here, apart = section.split(f"*In [`{records.EARLIER}/`]({records.EARLIER}/README.md): ")
+  rows = lambda part: [line for line in part.splitlines() if line.startswith("| `")]
+  assert len(rows(here)) == len(presets.build("full")["full_size"].runs)  # every declared run, the moved one too:
+  assert [r for r in rows(here) if f"`{run}`" in r and "not run yet" in r]  # not run yet in this folder
+  assert len(rows(apart)) == 1 and f"`{run}`" in rows(apart)[0] and "not run yet" not in apart  # only its record
+  cell = [line for line in headline.headline(out, series.load_all(out)).splitlines() if "bfloat16" in line][0]
+  assert "speed: no record that names its instruction set (earlier ones: results/README.md)" in cell
+  os.rmdir(os.path.join(earlier, "benchmarks", "precision"))  # no earlier precision records: nothing said of speed
+  assert "speed" not in [line for line in headline.headline(out, series.load_all(out)).splitlines()
+                         if "bfloat16" in line][0].split(" | ")[2]
+
+
 def test_the_committed_headline_has_at_most_8_rows_of_cells_at_most_140_characters():
   # The same limits on the records committed today, whatever they are (the fixtures above have every row).
   table = headline.headline(RESULTS, series.load_all(RESULTS)).split("\n\n")[0]

@@ -1,5 +1,6 @@
 """Every number names its machine and code: a record written today carries its provenance, and every committed record
-but the exempt ones (older machines and studies, kept as they were) names a commit and a processor."""
+but the exempt ones (older machines and studies, kept as they were) names a commit and a processor (a full-size one
+its processor's flags too)."""
 
 import json
 import os
@@ -12,9 +13,11 @@ from greedy import pretrain as greedy
 from conftest import ROOT, SLICE_EXAMPLES
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
-# Kept as they were (each table labels them): full-size accuracy runs, the 16-core machine's records of commit 4a53c80,
-# and the devices_beyond_cores study (commit f0f06ab and its fix).
-EXEMPT = ("results/full_size/", "results/xeon16/", "results/benchmarks/devices_beyond_cores/")
+# Kept as they were (each table labels them): the 16-core machine's records of commit 4a53c80 and the
+# devices_beyond_cores study (commit f0f06ab and its fix).
+EXEMPT = ("results/xeon16/", "results/benchmarks/devices_beyond_cores/")
+# Folders whose every record names the processor's flags too (made after records kept them).
+WITH_FLAGS = ("results/full_size/",)
 FIELDS = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores", "kernels", "thread_pool", "precision")
 
 
@@ -69,15 +72,17 @@ def test_a_changed_record_or_doc_is_not_dirty_code_a_changed_code_file_is():
   assert provenance.status_has_code("R  common/old.py -> common/new.py\n")
 
 
-def test_every_committed_record_names_a_commit_and_a_processor():
+def test_every_committed_record_names_a_commit_and_a_processor_and_a_full_size_one_its_flags():
   missing = []
   for folder, _, names in os.walk(os.path.join(ROOT, "results")):
-    for name in (n for n in names if n.endswith(".json")):
+    for name in (n for n in names if n.endswith(".json") and n != "provenance.json"):  # a folder's, not a record
       path = os.path.relpath(os.path.join(folder, name), ROOT).replace(os.sep, "/")
       record = json.load(open(os.path.join(ROOT, path)))
       env = record.get("environment") if isinstance(record, dict) else None
       if env is None or path.startswith(EXEMPT):
         continue  # summaries and driver logs name their records; those are checked themselves
-      if not HEX40.match(str(env.get("commit"))) or not env.get("cpu_model"):
+      if not HEX40.match(str(env.get("commit"))) or not env.get("cpu_model") or (
+          path.startswith(WITH_FLAGS) and not isinstance(env.get("cpu_flags"), list)):
         missing.append(path)
-  assert not missing, f"{len(missing)} records without a commit or a processor, e.g. {missing[:5]}"
+  assert not missing, f"{len(missing)} records without a commit, a processor or (in {WITH_FLAGS}) the processor's " \
+                      f"flags, e.g. {missing[:5]}"

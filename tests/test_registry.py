@@ -5,6 +5,7 @@ generic code names no program at all, no strategy imports another, and the regis
 import ast
 import concurrent.futures
 import os
+import re
 import subprocess
 import sys
 
@@ -98,6 +99,16 @@ def test_no_strategy_imports_another():
         else:
           continue
         assert not {m.split(".")[0] for m in modules} & others, (path, node.lineno, modules)
+
+
+def test_the_readme_layout_names_every_common_module():
+  """Every module of `common/` (but `__init__.py`) is named in the README's Layout block."""
+  with open(os.path.join(ROOT, "README.md")) as f:
+    layout = f.read().split("## Layout", 1)[1].split("```")[1]
+  modules = [os.path.basename(p) for p in _python_files()
+             if os.path.dirname(p) == "common" and not p.endswith("__init__.py")]
+  assert len(modules) > 30
+  assert [m for m in modules if re.search(rf"(?<![\w.]){re.escape(m)}", layout) is None] == []
 
 
 def test_every_program_has_its_declaration_entry_point_and_hooks():

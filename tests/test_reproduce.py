@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from common import programs
+from common import provenance
 from experiments import driver
 from experiments import presets
 from experiments import records
@@ -68,14 +69,15 @@ def test_presets_are_consistent_and_paper_matches_the_report():
 
 
 def test_the_studies_are_presets_whose_committed_records_match_their_runs():
-  # The large-batch study and the full-size runs are presets of the run list; their committed records (the full-size
-  # ones made before they were) must be found where the presets put them and match the flags, or reproduce would
-  # refuse them. The full-size records are kept as they were; the study's are remade by the measurement campaign.
+  # The large-batch study and the full-size runs are presets of the run list; their committed records must be found
+  # where the presets put them (here or in the earlier records' folder) and match the flags, or reproduce would
+  # refuse them. Every MNIST full-size run has one; the study's are remade by the measurement campaign.
   for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 8)):
     runs = presets.build(preset)[entry].runs
     assert len(runs) == count
     for run in runs:
-      record = records.load(records.record_path(RESULTS, preset, run))
+      record = next(filter(None, (records.load(records.record_path(folder, preset, run))
+                                  for folder in (RESULTS, os.path.join(RESULTS, records.EARLIER)))), None)
       assert record is not None or preset == "mid" or run.dataset != "mnist", (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
@@ -100,11 +102,12 @@ def test_the_compared_programs_derive_from_the_registry():
   assert [r.flag("num_devices") for r in runs] == [1 if r.program in one_device else 2 for r in runs]
 
 
-def _log(folder, lines):
+def _log(folder, lines, machines=()):
   os.makedirs(os.path.join(folder, "runs"), exist_ok=True)
   with open(os.path.join(folder, "runs", "driver_log.jsonl"), "w") as f:
     for i, (program, hidden, wall) in enumerate(lines):
-      f.write(json.dumps({"entry": "e", "run": f"r{i}", "wall_seconds": wall, "command": [
+      f.write(json.dumps({"entry": "e", "run": f"r{i}", "wall_seconds": wall,
+                          **({"machine": machines[i]} if i < len(machines) else {}), "command": [
           program.module, f"--hidden_units={hidden}", "--pretrain_epochs=2", "--finetune_epochs=0",
           "--train_examples=1000", f"--run_name=r{i}"]}) + "\n")
 
@@ -127,6 +130,16 @@ def test_budget_fits_fixed_seconds_and_rate_per_program_to_the_driver_log(tmp_pa
   # A fit that would need a negative start-up is not used.
   _log(str(tmp_path), [(GREEDY, "100", 1.0), (GREEDY, "100,100", 1.0 + 2 * (large - small) / 1e9)])
   assert driver.fit_rates(str(tmp_path))[GREEDY.name] is driver.fit_rates(str(tmp_path))[driver.POOLED]
+  # Lines of several machines: a machine with two runs or more is fitted on its own lines (3x slower here), another
+  # machine (or this one, unnamed in the log) on every line.
+  _log(str(tmp_path), [(GREEDY, "100", 5 + small / 1e9), (GREEDY, "100,100", 5 + large / 1e9),
+                       (GREEDY, "100", 5 + 3 * small / 1e9), (GREEDY, "100,100", 5 + 3 * large / 1e9)],
+       machines=["fast", "fast", "slow", "slow"])
+  assert driver.fit_rates(str(tmp_path), "slow")[GREEDY.name].flops_per_second == pytest.approx(1e9 / 3)
+  assert driver.fit_rates(str(tmp_path), "fast")[GREEDY.name].flops_per_second == pytest.approx(1e9)
+  assert driver.fit_rates(str(tmp_path), "other")[GREEDY.name].runs == 4
+  assert driver.fit_rates(str(tmp_path), "slow", every_machine=True)[GREEDY.name].runs == 4
+  assert driver.this_machine().endswith(f", {provenance.usable_cores()} cores")
   # No log here: the committed results' log, or the stated fallback.
   assert driver.fit_rates(str(tmp_path / "none"))[driver.POOLED].runs > 0 or driver.FALLBACK.runs == 0
 

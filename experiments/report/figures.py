@@ -26,7 +26,7 @@ REPORT_COLOR = "0.45"
 REPORT_LABEL = reported.HARDWARE
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 # Markers and line styles of the machines a scaling figure shows: this one (""), then the others.
-MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":")}
+MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":"), records.EARLIER: ("s", "-.")}
 PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
 PHASES = {"input": ("input (gather + corrupt)", "tab:blue"), "forward_loss": ("forward + loss", "tab:orange"),
           "gradients": ("gradients", "0.6"), "allreduce": ("all-reduce (accumulate + average)", "gold"),
@@ -106,7 +106,8 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
   for machine, d in [("", data)] + list(others.items()):
     marker, line = MACHINE_STYLES[machine]
     model, _ = perf_model.calibrated(d.runs)
-    single, cores = len(series.stacks(d)) == 1, f"{series.cores(d)} cores"
+    single = len(series.stacks(d)) == 1
+    cores = f"{series.cores(d)} cores" + (", earlier code" if machine == records.EARLIER else "")
     for i, (h, by_g) in enumerate(series.stacks(d).items()):
       c, gs, label = DP.color if single else COLORS[i], list(by_g), f"{'' if single else f'{h} layers, '}{cores}"
       over = [records.oversubscribed(by_g[g]) for g in gs]

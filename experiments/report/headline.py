@@ -34,9 +34,9 @@ def _cell(*parts: Optional[str]) -> str:
 
 def _scaling(output_dir: str, data: series.Data, used: List[dict]) -> str:
   """Per machine, each scaling entry's deepest stack's speedup over 1 device on 2 / 4 devices (with † where
-  oversubscribed), e.g. "2 cores: 1.28× / 1.47× †, ...; 16 cores (...)"."""
+  oversubscribed), e.g. "2 cores: 1.28× / 1.47× †, ...; 16 cores (...)"; never the `records.EARLIER` folder's."""
   parts = []
-  for machine in ("",) + records.OTHER_MACHINES:
+  for machine in ("",) + tuple(m for m in records.OTHER_MACHINES if m != records.EARLIER):
     found, cells = [records.EntryData.load(os.path.join(output_dir, machine), n) if machine else data[n]
                     for n in series.SCALING], []
     for by_g in (list(series.stacks(d).values())[-1] if d and d.runs else {} for d in found):
@@ -106,8 +106,9 @@ def _strategies(output_dir: str, used: List[dict]) -> Optional[str]:
 
 
 def _precision(output_dir: str, data: series.Data, used: List[dict]) -> Optional[str]:
-  """bfloat16 over float32 in the precision benchmark at batch 1000, and the pipeline's test accuracy in both
-  precisions in `precision_accuracy` (the full-size runs are in results/README.md, on other machines)."""
+  """bfloat16 over float32 in the precision benchmark at batch 1000 (where only `records.EARLIER` has it: says so,
+  cites none), and the pipeline's test accuracy in both precisions in `precision_accuracy` (the full-size runs are in
+  results/README.md, on other machines)."""
   folder = os.path.join(output_dir, "benchmarks", precision_bench.BENCHMARK.name)
   summary, speed, f32 = records.load(os.path.join(folder, "summary_b1000.json")), "", programs.PRECISIONS[0]
   if summary:
@@ -116,13 +117,16 @@ def _precision(output_dir: str, data: series.Data, used: List[dict]) -> Optional
     speed = _noisy(summary, "speed ") or (
         f"{GREEDY.label} {ratios[GREEDY.name]:.2f}× (every program ≥ {min(ratios.values()):.2f}×); "
         f"{PP.label} bf16 / greedy f32 {summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}×")
+  elif os.path.isdir(os.path.join(output_dir, records.EARLIER, "benchmarks", precision_bench.BENCHMARK.name)):
+    speed = "speed: no record that names its instruction set (earlier ones: results/README.md)"
   acc = data[presets.PRECISION_ACCURACY.name]
   pp = {r["config"].get("precision", f32): r for r in (acc.runs.values() if acc else ()) if series.strategy(r) == PP.name}
   if len(pp) < 2:
     return speed or None
   used += list(pp.values())
   bf16, base = (tables.fmt(records.test_accuracy(pp[p]), "acc") for p in programs.PRECISIONS[::-1])
-  return (f"{speed}, its" if speed and "‡" not in speed else f"{speed}; {PP.label}" if speed else PP.label) + (
+  measured = bool(summary) and "‡" not in speed
+  return (f"{speed}, its" if measured else f"{speed}; {PP.label}" if speed else PP.label) + (
       f" test accuracy {bf16} (f32: {base})")
 
 

@@ -29,7 +29,7 @@ BEYOND_CORES, BEYOND_CORES_COMMIT = "devices_beyond_cores", "452f604"
 
 def budget_table(output_dir: str) -> str:
   """Estimated vs measured minutes per entry of the cpu preset, over its runs that have records."""
-  rates, measured = driver.fit_rates(output_dir), {}
+  rates, measured = driver.fit_rates(output_dir, every_machine=True), {}  # the same table wherever it is made
   entries = {name: presets.EntryRuns(name, tuple(r for r in e.runs if os.path.exists(
       records.record_path(output_dir, "cpu", r)))) for name, e in presets.build("cpu").items()}
   jobs = driver.plan(entries, "cpu", output_dir, "", rates)
@@ -168,8 +168,8 @@ def equal_cores_section(output_dir: str) -> List[str]:
 def machine_section(output_dir: str, machine: str) -> str:
   """Another machine's folders of single runs: a table each, with the model fitted on its G <= 2 runs."""
   root, parts = os.path.join(output_dir, machine), []
-  for folder in (f for f in sorted(os.listdir(root)) if f not in ("runs", "benchmarks")
-                 and os.path.isdir(os.path.join(root, f))):
+  entry_roots = {e.layout.split("/")[0] for e in presets.ENTRIES} | {"benchmarks"}  # folders tabled elsewhere
+  for folder in (f for f in sorted(os.listdir(root)) if f not in entry_roots and os.path.isdir(os.path.join(root, f))):
     rs = {f[:-len(".json")]: records.load(os.path.join(root, folder, f))
           for f in sorted(os.listdir(os.path.join(root, folder))) if f.endswith(".json")}
     base = {len(r["config"]["hidden_units"]): r for r in rs.values() if records.devices(r) == 1}
@@ -196,28 +196,43 @@ def machine_section(output_dir: str, machine: str) -> str:
   return "\n\n".join(parts)
 
 
+def _table_lines(name: str, data: records.EntryData, table: str, sentences: List[str], where: str = "") -> List[str]:
+  """An entry's table with its caption (preset, dataset, hardware; `where`: the folder it comes from) and sentences."""
+  return [f"*{where}{series.preset_note(name, data.preset)}; dataset {records.datasets(list(data.runs.values()))}; "
+          f"{records.hardware(list(data.runs.values()))}.*", "", table, "", " ".join(x for x in sentences if x), ""]
+
+
 def entry_section(output_dir: str, name: str, data: Optional[records.EntryData]) -> str:
-  """One entry: figure, preset, table, sentences, commands."""
-  entry = presets.get(name)
-  lines = [f"### `{name}`: {entry.title}", ""]
+  """One entry: figure, preset, table, sentences, commands; then a table of each other folder's records of it
+  (`records.OTHER_MACHINES`) unless the entry's table sets them beside this machine's (`tables.WITH_OTHERS`)."""
+  entry, table_of = presets.get(name), load(presets.get(name).table)
+  lines, others = [f"### `{name}`: {entry.title}", ""], records.other_machines(output_dir, name)
+  apart = {} if table_of in tables.WITH_OTHERS else others
   if data is None:
     preset = [p for p in presets.PRESETS if p in entry.sizes][0 if entry.kind == "study" else 1]
-    return "\n".join(lines + [f"No records yet: run `python -m experiments.reproduce --preset={preset} --only={name}`.", ""])
-  if entry.figure:
-    lines += [f"![{name}]({os.path.relpath(series.figure_path(output_dir, name), output_dir)})", ""]
-  table, sentences = load(entry.table)(data, records.other_machines(output_dir, name))
-  lines += [f"*{series.preset_note(name, data.preset)}; dataset {records.datasets(list(data.runs.values()))}; "
-            f"{records.hardware(list(data.runs.values()))}.*", "", table, "",
-            " ".join(x for x in sentences if x), ""]
-  entries, rel = presets.build(data.preset), os.path.relpath(os.path.abspath(output_dir), ROOT)
-  rel = output_dir if rel.startswith("..") else rel  # the output directory as the commands name it
-  jobs = driver.plan(entries, data.preset, rel, "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
-  mine = {(r.home, r.stored_name) for r in entries[name].runs if r.name in data.runs}  # the runs with records
-  lines += [f"Command: `python -m experiments.reproduce --preset={data.preset} --only={name} "
-            f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
-            f"{len(mine)} program commands</summary>", "", "```"]
-  lines += ["python " + " ".join(driver.command(j)[1:]) for j in jobs if (j.spec.home, j.spec.stored_name) in mine]
-  return "\n".join(lines + ["```", "</details>", ""])
+    lines += [f"No records yet: run `python -m experiments.reproduce --preset={preset} --only={name}`.", ""]
+  else:
+    if entry.figure:
+      lines += [f"![{name}]({os.path.relpath(series.figure_path(output_dir, name), output_dir)})", ""]
+    lines += _table_lines(name, data, *table_of(data, others))
+    entries, rel = presets.build(data.preset), os.path.relpath(os.path.abspath(output_dir), ROOT)
+    rel = output_dir if rel.startswith("..") else rel  # the output directory as the commands name it
+    jobs = driver.plan(entries, data.preset, rel, "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
+    mine = {(r.home, r.stored_name) for r in entries[name].runs if r.name in data.runs}  # the runs with records
+    lines += [f"Command: `python -m experiments.reproduce --preset={data.preset} --only={name} "
+              f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
+              f"{len(mine)} program commands</summary>", "", "```"]
+    lines += ["python " + " ".join(driver.command(j)[1:]) for j in jobs if (j.spec.home, j.spec.stored_name) in mine]
+    lines += ["```", "</details>", ""]
+  for machine, d in apart.items():
+    lines += _table_lines(name, d, *table_of(d, tables.APART), where=f"In [`{machine}/`]({machine}/README.md): ")
+  return "\n".join(lines)
+
+
+def _folder(output_dir: str, machine: str) -> str:
+  """Another folder of records as results/README.md introduces it: its link and `records.folder_summary`."""
+  summary = records.folder_summary(output_dir, machine)
+  return f"[`{machine}/`]({machine}/README.md)" + (f", {summary}" if summary else "")
 
 
 def text(output_dir: str) -> str:
@@ -237,10 +252,9 @@ def text(output_dir: str) -> str:
       "study and the full-size runs. Device counts above the core count run as logical devices sharing the cores and "
       "are marked oversubscribed (hollow markers, hatched bars, †). Unless a row says repeats, a number is one run.", ""]
   if machines:
-    text += [f"Records of a second machine are in {', '.join(f'`{m}/`' for m in machines)} (16 cores, see "
-             f"{', '.join(f'[`{m}/README.md`]({m}/README.md)' for m in machines)} for how they were made); the scaling "
-             "figures and tables show them beside this machine's. Per-core speed differs between the machines: "
-             "compare ratios within one machine.", ""]
+    text += ["Records kept in folders of their own, each labelled by its records' own machine and code wherever shown: "
+             + "; ".join(_folder(output_dir, m) for m in machines)
+             + ". Per-core speed differs between machines: compare ratios within one machine.", ""]
   text += [
       "## Headline", "", headline.headline(output_dir, data), "",
       "## Reproduce", "", "```",
@@ -268,10 +282,10 @@ def text(output_dir: str) -> str:
       "[docs/multi_host.md](../docs/multi_host.md).", "",
       benchmark_section(output_dir), "", devices_beyond_cores(output_dir), "",
       "## Equal cores: which program finishes first on this machine", "", *equal_cores_section(output_dir), ""]
-  for machine in machines:
+  for machine, section in ((m, machine_section(output_dir, m)) for m in machines):
     text += [f"## More records of the {machine} machine", "",
              "Single runs outside the run list, each folder made by one command (see the machine's README).", "",
-             machine_section(output_dir, machine), ""]
+             section, ""] if section else []
   text += ["## Entries", ""] + [entry_section(output_dir, name, data[name]) for name in presets.NAMES]
   return re.sub(r"\n{3,}", "\n\n", "\n".join(text)).rstrip() + "\n"
 

@@ -2,6 +2,7 @@
 {machine: records}) returning (table, [sentences]), named by `Entry.table`; and the number formats every table
 uses (`fmt`, `md_table`). † marks oversubscription (more logical devices than cores), ‡ a noisy configuration."""
 
+import types
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from common import programs
@@ -14,6 +15,9 @@ from experiments.benchmarks import harness
 from experiments.report import series
 
 Others = Mapping[str, records.EntryData]
+# The `others` of a table drawn from another folder's records alone (`readme.entry_section`): empty, and telling a
+# table that lists its entry's declared runs to leave out those the folder has no record of.
+APART: Others = types.MappingProxyType({})
 Table = Tuple[str, List[str]]
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
 PHASES = dp_config.PROFILE_PHASES
@@ -259,7 +263,8 @@ def large_batch(data: records.EntryData, others: Others) -> Table:
 
 
 def full_size(data: records.EntryData, others: Others) -> Table:
-  """Every declared full-size run (not run yet where it has no record), each row labelled with its dataset and machine:
+  """Every declared full-size run (not run yet where it has no record; of another folder's, `APART`, those it has),
+  each row labelled with its dataset and machine:
   test accuracy beside the report's (MNIST) or the goal and published baselines (other datasets), and time."""
   report = {GREEDY.name: f"{reported.ACCURACY[GREEDY.name][30]} (greedy 30+30, conres2.png)",
             MP.name: f"{reported.MP_ACCURACY_TEXT} (model parallel, \"around 96.62%\" in the text)",
@@ -268,7 +273,8 @@ def full_size(data: records.EntryData, others: Others) -> Table:
            fmt(records.test_accuracy(r), "acc") if r else "not run yet",
            report.get(run.program, "—") if run.dataset == presets.MNIST else series.accuracy_goal(run.dataset),
            records.machine_label([r]) if r else "—"]
-          for run in presets.build(data.preset)[data.entry].runs for r in [data.runs.get(run.name)]]
+          for run in presets.build(data.preset)[data.entry].runs for r in [data.runs.get(run.name)]
+          if r or others is not APART]
   by_machine: Dict[str, List[str]] = {}  # minutes grouped by machine, never two machines' side by side
   for name, r in data.runs.items():
     by_machine.setdefault(records.host(r), []).append(
@@ -280,8 +286,9 @@ def full_size(data: records.EntryData, others: Others) -> Table:
       f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so each one's "
       "total_seconds (and run_seconds, where present) is the last process's only (smaller than the pretraining "
       "seconds); the minutes shown are pretraining and finetuning." if short else "",
-      "Minutes of pretraining + finetuning by machine (compare within one machine only; the runs whose records name "
-      "no commit or processor ran at low priority beside other work): " + "; ".join(
+      "Minutes of pretraining + finetuning by machine (compare within one machine only" + (
+          "; the runs whose records name no commit or processor ran at low priority beside other work" if any(
+              records.code(r) == "commit unknown" for r in data.runs.values()) else "") + "): " + "; ".join(
           f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
       "in the `cpu` preset. Single runs. The large-batch recipe is the one chosen on validation accuracy in "
@@ -318,3 +325,8 @@ def pp_scaling(data: records.EntryData, others: Others) -> Table:
       "Single runs. Cores busy = process CPU seconds / wall seconds while pretraining.",
       f"Model error on the points not used for the fit, up to the core count: largest {100 * max(errors):.0f}% (the "
       "model has no co-run slowdown)." if errors else "", DAGGER]
+
+
+# The tables that set other folders' records (`records.OTHER_MACHINES`) beside this machine's; any other entry's
+# records in another folder get a table of their own (`readme.entry_section`).
+WITH_OTHERS = (scaling,)
