@@ -88,6 +88,7 @@ def native_bfloat16() -> bool:
 
 
 def computes_in_bfloat16(spec: presets.RunSpec) -> bool:
+  """Whether the run's flags ask for mixed_bfloat16 (`BFLOAT16_FLAG`), which needs `native_bfloat16`."""
   return BFLOAT16_FLAG in spec.arguments()
 
 
