@@ -32,7 +32,6 @@ END_TO_END, FULL = "end_to_end", "full"
 # experiments.reproduce's --work_dir default: where the presets' resumable runs keep their checkpoints.
 REPRODUCE_WORK_DIR = os.path.join("scratch", "reproduce")
 _UNFITTED = {driver.POOLED: driver.FALLBACK}  # rates for listing runs whose estimates nobody reads
-BFLOAT16_FLAG, native_bfloat16 = driver.BFLOAT16_FLAG, driver.native_bfloat16
 
 
 class StepFailedError(Exception):
@@ -223,7 +222,7 @@ def main() -> None:
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
     try:
-      bfloat16 = native_bfloat16()
+      bfloat16 = driver.native_bfloat16()
       chosen = runnable(select(steps(output.value, bfloat16), only.value), bfloat16)
       (dry_run if dry.value else run)(chosen, output.value, replacing.value)
     except (ValueError, StepFailedError) as e:

@@ -163,7 +163,7 @@ def test_without_native_bfloat16_bfloat16_benchmarks_are_skipped_and_presets_kee
   assert "kernels/b100" in by_name and "report" in by_name
   assert any(line.startswith("[campaign] skipping precision/b100: ") for line in lines)
   cpu, before = by_name["preset/cpu"], next(s for s in every if s.name == "preset/cpu")
-  bf16 = {j.record for j in before.plan(UNFITTED) if campaign.BFLOAT16_FLAG in j.spec.arguments()}
+  bf16 = {j.record for j in before.plan(UNFITTED) if driver.BFLOAT16_FLAG in j.spec.arguments()}
   assert bf16 and bf16 <= set(before.owned) and not bf16 & set(cpu.owned)
   assert set(cpu.owned) == set(before.owned) - bf16
   assert all(not s.bfloat16 or s.group == "preset" for s in kept)
@@ -189,8 +189,8 @@ def test_dry_run_prints_every_step_and_runs_nothing(tmp_path):
   out = tmp_path / "out"
   dry = _campaign("--dry_run", f"--output_dir={out}")
   assert dry.returncode == 0, dry.stderr[-2000:]
-  every = campaign.steps(str(out), campaign.native_bfloat16())
-  steps = campaign.runnable(every, campaign.native_bfloat16(), lambda _: None)
+  every = campaign.steps(str(out), driver.native_bfloat16())
+  steps = campaign.runnable(every, driver.native_bfloat16(), lambda _: None)
   for s in steps:
     assert f"{s.name}: " in dry.stdout and f"  {' '.join(s.command)}\n" in dry.stdout, s.name
   for s in every:
