@@ -30,13 +30,14 @@ from common import timing
 # (the classifier's layers in stages over the devices, micro-batches: `common.finetune_pipeline`).
 PLACEMENTS = config_lib.FINETUNE_PLACEMENTS[1:]
 # The placement of --finetune_placement=auto per precision: the fastest at batch 100 in the finetune benchmark
-# (experiments/benchmarks/finetune.py; docs/kernels_and_threads.md, "Finetuning"): float32 measured on an AMD EPYC
-# with AVX2; bfloat16 not measured since the placements exist (it needs native bfloat16), so it keeps replicas.
-DEFAULT_PLACEMENT = {"float32": "one_device", "mixed_bfloat16": "replicas"}
+# (experiments/benchmarks/finetune.py; docs/kernels_and_threads.md, "Finetuning"): one_device in both, on an Intel
+# Xeon with AMX (results/benchmarks/finetune/summary_b100.json; float32 also on an AMD EPYC with AVX2 before it).
+DEFAULT_PLACEMENT = {"float32": "one_device", "mixed_bfloat16": "one_device"}
 # The kernel path of a finetuning step per precision (`common.autoencoder.compile_step`): XLA in float32, TensorFlow's
 # oneDNN kernels in bfloat16, where they ran pretraining 1.8-2.5x as fast as XLA's on an AMX processor (the kernels
 # benchmark, docs/kernels_and_threads.md) and where finetuning on XLA was slower than float32 (docs/design.md,
-# "Finetuning on every device"; the gain of this path is not yet measured: it needs native bfloat16).
+# "Finetuning on every device"); on this path bfloat16 finetuning on one core took 0.64 of float32's time there (medians of the
+# finetune benchmark; XLA in bfloat16 was not measured again).
 KERNELS = {"float32": "xla", "mixed_bfloat16": "tf"}
 
 
