@@ -36,8 +36,8 @@ DEFAULT_PLACEMENT = {"float32": "one_device", "mixed_bfloat16": "one_device"}
 # The kernel path of a finetuning step per precision (`common.autoencoder.compile_step`): XLA in float32, TensorFlow's
 # oneDNN kernels in bfloat16, where they ran pretraining 1.8-2.5x as fast as XLA's on an AMX processor (the kernels
 # benchmark, docs/kernels_and_threads.md) and where finetuning on XLA was slower than float32 (docs/design.md,
-# "Finetuning on every device"); on this path bfloat16 finetuning on one core took 0.64 of float32's time there (medians of the
-# finetune benchmark; XLA in bfloat16 was not measured again).
+# "Finetuning on every device"); on this path bfloat16 finetuning on one core took 0.64 of float32's time on an
+# Intel Xeon with AMX (medians of the finetune benchmark; XLA in bfloat16 was not measured again).
 KERNELS = {"float32": "xla", "mixed_bfloat16": "tf"}
 
 
