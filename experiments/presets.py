@@ -173,11 +173,9 @@ def _large_batch(s) -> List[RunSpec]:
 
 def _full_size(s) -> List[RunSpec]:
   e, b, g = s["epochs"], s["batch"], s["devices"]
-  return [spec(f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}", p, s["hidden"], e, b, g, s["examples"], e,
-               extra=_HELDOUT if p is PP else (), resumable=True)
-          for p in (GREEDY, MP, PP)] + [  # the programs its committed records ran
-      spec(f"{PP.name}_g{g}_b{b}_e{e}_bf16", PP, s["hidden"], e, b, g, s["examples"], e, extra=_HELDOUT + (BF16,),
-           resumable=True)] + [
+  return [spec(f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}{suffix}", p, s["hidden"], e, b, g,
+               s["examples"], e, extra=(_HELDOUT if p is PP else ()) + extra, resumable=True)
+          for suffix, extra in (("", ()), ("_bf16", (BF16,))) for p in (GREEDY, MP, PP)] + [
       spec(f"dp_b{s['dp_batch']}_e{e}_{recipe}", DP, s["hidden"], e, s["dp_batch"], g, s["examples"], e,
            extra=_NO_PROFILE + flags, resumable=True) for recipe, flags in _RECIPES] + [
       spec(f"{FASHION}_{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}", p, s["hidden"], e, b, g, s["examples"], e,

@@ -71,19 +71,25 @@ def test_presets_are_consistent_and_paper_matches_the_report():
 def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # The large-batch study and the full-size runs are presets of the run list; their committed records must be found
   # where the presets put them (here or in the earlier records' folder) and match the flags, or reproduce would
-  # refuse them. Every MNIST full-size run has one; the study's are remade by the measurement campaign.
-  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 8)):
+  # refuse them. Every MNIST float32 full-size run has one; the study's are remade by the measurement campaign, and
+  # bfloat16's where the processor has native bfloat16 (the campaign skips them elsewhere).
+  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 10)):
     runs = presets.build(preset)[entry].runs
     assert len(runs) == count
     for run in runs:
       record = next(filter(None, (records.load(records.record_path(folder, preset, run))
                                   for folder in (RESULTS, os.path.join(RESULTS, records.EARLIER)))), None)
-      assert record is not None or preset == "mid" or run.dataset != "mnist", (preset, run.name)
+      assert record is not None or preset == "mid" or run.dataset != "mnist" or presets.BF16 in run.extra_flags, \
+          (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
   full = {r.name: r for r in presets.build("full")["full_size"].runs}
   assert full["dp_b5000_e30_large_batch"].extra_flags[-len(presets.LARGE_BATCH_CANDIDATES[-1][1]):] == \
       presets.LARGE_BATCH_CANDIDATES[-1][1]
+  # Greedy, model parallel and the pipeline in both precisions, the same runs otherwise.
+  for name in ("greedy_b100_e30", "model_parallel_g2_b100_e30", "pipeline_parallel_g2_b100_e30"):
+    assert full[f"{name}_bf16"].flags == full[name].flags
+    assert full[f"{name}_bf16"].extra_flags == full[name].extra_flags + (presets.BF16,)
   # The two Fashion-MNIST full-size runs: greedy and the pipeline on 2 devices, the MNIST runs' sizes otherwise.
   fashion = {n: r for n, r in full.items() if r.dataset == presets.FASHION}
   assert sorted(fashion) == ["fashion_mnist_greedy_b100_e30", "fashion_mnist_pipeline_parallel_g2_b100_e30"]
@@ -405,7 +411,7 @@ def test_command_line_errors():
   dry = run("--preset=cpu", "--dry_run", "--only=dp_scaling")
   assert dry.returncode == 0 and "dp_scaling: 4 runs, estimated" in dry.stdout
   dry = run("--preset=full", "--dry_run")
-  assert dry.returncode == 0 and "full_size: 8 runs" in dry.stdout
+  assert dry.returncode == 0 and "full_size: 10 runs" in dry.stdout
   assert "results/full_size/greedy_b100_e30.json" in dry.stdout and "full_size/fashion_mnist_greedy_b100_e30" in dry.stdout
 
 
