@@ -34,7 +34,7 @@ PLACEMENTS = config_lib.FINETUNE_PLACEMENTS[1:]
 # Xeon with AMX (results/benchmarks/finetune/summary_b100.json; float32 also on an AMD EPYC with AVX2 before it).
 DEFAULT_PLACEMENT = {"float32": "one_device", "mixed_bfloat16": "one_device"}
 # The kernel path of a finetuning step per precision (`common.autoencoder.compile_step`): XLA in float32, TensorFlow's
-# oneDNN kernels in bfloat16, where they ran pretraining 1.8-2.5x as fast as XLA's on an AMX processor (the kernels
+# oneDNN kernels in bfloat16, where they ran pretraining 1.5-2.3x as fast as XLA's on an AMX Xeon (medians, the kernels
 # benchmark, docs/kernels_and_threads.md) and where finetuning on XLA was slower than float32 (docs/design.md,
 # "Finetuning on every device"); on this path bfloat16 finetuning on one core took 0.64 of float32's time on an
 # Intel Xeon with AMX (medians of the finetune benchmark; XLA in bfloat16 was not measured again).
