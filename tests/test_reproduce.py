@@ -71,16 +71,14 @@ def test_presets_are_consistent_and_paper_matches_the_report():
 def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # The large-batch study and the full-size runs are presets of the run list; their committed records must be found
   # where the presets put them (here or in the earlier records' folder) and match the flags, or reproduce would
-  # refuse them. Every MNIST float32 full-size run has one; the study's are remade by the measurement campaign, and
-  # bfloat16's where the processor has native bfloat16 (the campaign skips them elsewhere).
+  # refuse them. Every MNIST full-size run has one; the study's are remade by the measurement campaign.
   for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 10)):
     runs = presets.build(preset)[entry].runs
     assert len(runs) == count
     for run in runs:
       record = next(filter(None, (records.load(records.record_path(folder, preset, run))
                                   for folder in (RESULTS, os.path.join(RESULTS, records.EARLIER)))), None)
-      assert record is not None or preset == "mid" or run.dataset != "mnist" or presets.BF16 in run.extra_flags, \
-          (preset, run.name)
+      assert record is not None or preset == "mid" or run.dataset != "mnist", (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
   full = {r.name: r for r in presets.build("full")["full_size"].runs}
