@@ -153,10 +153,13 @@ def _dp_accuracy(s) -> List[RunSpec]:
       if r.program == GREEDY.name and r.flag("pretrain_epochs") in s["epochs"]]
 
 
+_BY_PRECISION = (("", ()), ("_bf16", (BF16,)))  # (run-name suffix, extra flags) per precision, float32 first
+
+
 def _precision(s) -> List[RunSpec]:  # float32's runs are accuracy_vs_epochs' at its most epochs
   e = s["epochs"]
   return [spec(f"{p.run_name}_e{e}{suffix}", p, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
-               extra=extra, resumable=True) for p in (GREEDY, PP) for suffix, extra in (("", ()), ("_bf16", (BF16,)))]
+               extra=extra, resumable=True) for p in (GREEDY, PP) for suffix, extra in _BY_PRECISION]
 
 
 def _comparison(s) -> List[RunSpec]:
@@ -173,12 +176,13 @@ def _large_batch(s) -> List[RunSpec]:
 
 def _full_size(s) -> List[RunSpec]:
   e, b, g = s["epochs"], s["batch"], s["devices"]
-  return [spec(f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}{suffix}", p, s["hidden"], e, b, g,
-               s["examples"], e, extra=(_HELDOUT if p is PP else ()) + extra, resumable=True)
-          for suffix, extra in (("", ()), ("_bf16", (BF16,))) for p in (GREEDY, MP, PP)] + [
+  name = lambda p: f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}"  # noqa: E731
+  return [spec(f"{name(p)}{suffix}", p, s["hidden"], e, b, g, s["examples"], e,
+               extra=(_HELDOUT if p is PP else ()) + extra, resumable=True)
+          for suffix, extra in _BY_PRECISION for p in (GREEDY, MP, PP)] + [
       spec(f"dp_b{s['dp_batch']}_e{e}_{recipe}", DP, s["hidden"], e, s["dp_batch"], g, s["examples"], e,
            extra=_NO_PROFILE + flags, resumable=True) for recipe, flags in _RECIPES] + [
-      spec(f"{FASHION}_{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}", p, s["hidden"], e, b, g, s["examples"], e,
+      spec(f"{FASHION}_{name(p)}", p, s["hidden"], e, b, g, s["examples"], e,
            extra=(_HELDOUT if p is PP else ()) + (f"--dataset={FASHION}",), resumable=True) for p in (GREEDY, PP)]
 
 
