@@ -11,10 +11,11 @@ import dataclasses
 import datetime
 import math
 import sys
-from typing import Any, Callable, ClassVar, Mapping, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, Mapping, Optional, Tuple
 
 from common import datasets
 from common import provenance
+from common import recipes
 
 # More logical CPU devices than this only oversubscribes the cores further.
 MAX_LOGICAL_CPU_DEVICES = 64
@@ -29,12 +30,15 @@ KERNELS = ("auto", "xla", "tf")
 THREAD_POOLS = ("auto", "per_device", "shared")
 # Where finetuning runs (`common.finetune.PLACEMENTS`), or "auto": the measured default per precision.
 FINETUNE_PLACEMENTS = ("auto", "replicas", "one_device", "pipelined")
+# The finetuning learning-rate schedules (`common.finetune.lr_schedule`).
+FINETUNE_SCHEDULES = ("constant", "cosine")
 PROGRESS = {"auto": None, "bar": True, "log": False}  # --progress: None = a bar when stderr is a terminal
 
 
 def setting(default: Any, help: str, *, check: Optional[Callable[[str, Any], None]] = None, kind: Optional[type] = None,
             choices: Optional[Tuple[str, ...]] = None, training: bool = True, flag: Optional[str] = None,
-            flag_default: Any = dataclasses.MISSING, parse: Optional[Callable[[Any], Any]] = None) -> Any:
+            flag_default: Any = dataclasses.MISSING, parse: Optional[Callable[[Any], Any]] = None,
+            recipe: bool = False) -> Any:
   """A `Config` field declared once, for the library and the command line.
 
   Args:
@@ -47,11 +51,22 @@ def setting(default: Any, help: str, *, check: Optional[Callable[[str, Any], Non
     training: False when the value does not change the mathematics (a resumed run may change it).
     flag: the flag's name when it differs from the field's, or "" for a field that is no flag.
     flag_default, parse: the flag's default and the function from its value to the field's, when they differ.
+    recipe: True when a recipe may set it (`common.recipes`): the field then defaults to None, "the recipe's value",
+      which `Config` resolves on construction (`default` is the report's value, used when the recipe leaves it out).
   """
   meta = {"help": help, "check": check, "kind": kind or type(default), "choices": choices, "training": training,
           "flag": flag, "flag_default": default if flag_default is dataclasses.MISSING else flag_default,
-          "parse": parse}
+          "parse": parse, "recipe": recipe, "report": default}
+  if recipe:
+    meta["help"] = f"{help} Default: the recipe's value (report: {_shown(default)})."
+    meta["flag_default"] = None
+    meta["check"] = _optional(check) if check else None
+    return dataclasses.field(default=None, metadata=meta)
   return dataclasses.field(default=default, metadata=meta)
+
+
+def _shown(value: Any) -> str:
+  return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
 
 
 # Per-field checks: check(flag name, value) raises ValueError with one line naming the flag.
@@ -147,17 +162,22 @@ class Config:
   A program with settings of its own subclasses it (`<program>/program.py`), declaring each with `setting`.
   """
   # The flags `check_together` reads (its cross-field rules), in the order its error line lists them.
-  TOGETHER: ClassVar[Tuple[str, ...]] = ("dataset", "hidden_units", "batch_size", "finetune_batch_size",
+  TOGETHER: ClassVar[Tuple[str, ...]] = ("recipe", "dataset", "hidden_units", "batch_size", "finetune_batch_size",
                                          "train_examples", "finetune_epochs")
 
   program: str = setting("", "The registered program (`common.programs`); the run record's \"strategy\".", flag="")
   hidden_units: Tuple[int, ...] = setting(
       (2000, 2000, 2000, 2000), "Hidden units of each autoencoder layer, bottom to top, separated by commas.",
       check=_hidden_units, flag_default=["2000", "2000", "2000", "2000"], parse=_ints)
+  recipe: str = setting(recipes.DEFAULT, "A named set of hyperparameters (" + "; ".join(
+      f"{r.name}: {r.summary}" for r in recipes.RECIPES) + "); flags given explicitly override its values "
+      "(python -m common.recipes prints them).", choices=recipes.NAMES)
   pretrain_epochs: int = setting(30, "Epochs of unsupervised pretraining per layer (the last layer of a model-parallel "
-                                 "group trains exactly this many).", check=at_most(MAX_EPOCHS))
+                                 "group trains exactly this many); 0: no pretraining, finetuning starts from the "
+                                 "initial weights.", check=at_most(MAX_EPOCHS, non_negative_int(" (0: no pretraining)")),
+                                 recipe=True)
   finetune_epochs: int = setting(30, "Epochs of supervised finetuning of the whole stack; 0 skips finetuning.",
-                                 check=at_most(MAX_EPOCHS, non_negative_int(" (0 skips finetuning)")))
+                                 check=at_most(MAX_EPOCHS, non_negative_int(" (0 skips finetuning)")), recipe=True)
   batch_size: int = setting(100, "Global pretraining batch size: examples per step summed over all devices.",
                             check=positive_int)
   finetune_batch_size: Optional[int] = setting(None, "Global finetuning batch size; defaults to --batch_size.",
@@ -167,9 +187,18 @@ class Config:
   threads_per_device: int = setting(1, "Intra-op threads given to each logical CPU device (ignored on GPUs).",
                                     check=_threads)
   corruption: float = setting(0.5, "Fraction of input pixels set to zero by the masking noise, in [0, 1).",
-                              check=_corruption)
-  pretrain_learning_rate: float = setting(1e-4, "SGD learning rate of layer-wise pretraining.", check=positive)
-  finetune_learning_rate: float = setting(0.1, "SGD learning rate of supervised finetuning.", check=positive)
+                              check=_corruption, recipe=True)
+  pretrain_learning_rate: float = setting(1e-4, "SGD learning rate of layer-wise pretraining.", check=positive,
+                                          recipe=True)
+  finetune_learning_rate: float = setting(0.1, "SGD learning rate of supervised finetuning (its largest, under a "
+                                          "schedule).", check=positive, recipe=True)
+  finetune_lr_schedule: str = setting(
+      "constant", "The finetuning learning rate over the steps: constant, or cosine (from --finetune_learning_rate "
+      "down to 0 at the last step: Loshchilov and Hutter 2017, 'SGDR', without restarts; Keras' CosineDecay).",
+      choices=FINETUNE_SCHEDULES, recipe=True)
+  finetune_keep_best: bool = setting(
+      False, "Keep the classifier of the finetuning epoch with the best validation accuracy (early stopping on the "
+      "validation split, recorded as finetune.best_epoch) instead of the last epoch's.", recipe=True)
   finetune_placement: str = setting(
       "auto", "Where finetuning runs on several devices: replicas (each a share of every batch, gradients "
       "all-reduced), one_device (the first, with the run's intra-op threads), pipelined (the classifier's layers in "
@@ -230,6 +259,9 @@ class Config:
       parse=lambda v: sys.stderr.isatty() if PROGRESS[v] is None else PROGRESS[v])
 
   def __post_init__(self):
+    for name, value in self._recipe_values(self.recipe).items():
+      if getattr(self, name) is None:
+        object.__setattr__(self, name, value)
     object.__setattr__(self, "hidden_units", _ints(self.hidden_units))
     values = dataclasses.asdict(self)
     for f in dataclasses.fields(self):
@@ -238,6 +270,39 @@ class Config:
       if f.metadata.get("choices") and not f.metadata.get("parse") and values[f.name] not in f.metadata["choices"]:
         raise ValueError(f"--{f.name} must be one of {', '.join(f.metadata['choices'])}, got {values[f.name]!r}.")
     self.check_together(values)
+
+  @classmethod
+  def _recipe_values(cls, name: str) -> Dict[str, Any]:
+    """{field: value} of every recipe setting of this class under recipe `name`: the recipe's, else the report's.
+
+    Raises:
+      ValueError: one line, for an unknown recipe or one that sets a setting this class lacks.
+    """
+    recipe = recipes.get(name)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.metadata.get("recipe")}
+    foreign = sorted(set(recipe.values) - set(fields))
+    if foreign:
+      from common import programs  # noqa: only to name the programs that have the settings
+      owners = [p.name for p in programs.PROGRAMS
+                if set(recipe.values) <= {f.name for f in dataclasses.fields(p.config)}]
+      raise ValueError(f"--recipe={name} sets {', '.join(f'--{k}' for k in foreign)}, which this program does not "
+                       f"have: it is a recipe of {', '.join(owners) or 'no registered program'}.")
+    return {k: recipe.values.get(k, f.metadata["report"]) for k, f in fields.items()}
+
+  def recipe_values(self) -> Dict[str, Any]:
+    """{field: resolved value} of the settings a recipe may set (what `python -m common.recipes` prints)."""
+    return {k: getattr(self, k) for k in self._recipe_values(self.recipe)}
+
+  @classmethod
+  def resolve(cls, values: Mapping[str, Any]) -> Dict[str, Any]:
+    """`values` ({field: value}, None for "the recipe's") with each None recipe setting given its recipe's value
+    (`values["recipe"]`, default report): what `check_together` sees from the command line. An unknown recipe is
+    left to the recipe flag's own check."""
+    try:
+      resolved = cls._recipe_values(values.get("recipe") or recipes.DEFAULT)
+    except ValueError:
+      return dict(values)
+    return {k: resolved[k] if v is None and k in resolved else v for k, v in values.items()}
 
   @classmethod
   def check_together(cls, values: Mapping[str, Any]) -> None:
@@ -251,6 +316,8 @@ class Config:
     Raises:
       ValueError: one line naming the flags.
     """
+    if values.get("recipe") in recipes.NAMES:
+      cls._recipe_values(values["recipe"])  # A recipe of settings this class lacks is refused.
     info = datasets.known(values.get("dataset"))
     if info is not None:
       _check_data(values, info)

@@ -6,6 +6,7 @@ learning rate 0.1; accuracy on the validation and test images (MNIST: 5,000 and 
 sigmoid to the logits before the softmax; that defect is not mirrored.
 """
 
+import contextlib
 import math
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -101,6 +102,18 @@ class Classifier(tf.Module):
     if self.slots_rule != rule.name:
       raise ValueError(f"the classifier's slots belong to {self.slots_rule}, not {rule.name}")
     return self.slots
+
+  def best_copy(self) -> List[tf.Variable]:
+    """Per weight, a copy holding the weights of the best validation epoch so far (`--finetune_keep_best`), created
+    (in the current device or strategy scope, each beside its weight) on the first call; saved and restored with the
+    classifier."""
+    if not hasattr(self, "best"):
+      with self.name_scope:
+        self.best = []
+        for i, w in enumerate(self.weights):
+          with contextlib.nullcontext() if tf.distribute.has_strategy() else tf.device(w.device):
+            self.best.append(tf.Variable(tf.zeros(w.shape), trainable=False, name=f"best_{i}"))
+    return self.best
 
   def load_pretrained(self, layers: Sequence) -> None:
     """Copies kernel and bias of each pretrained `DenoisingAutoencoder` into the hidden layers."""
@@ -226,6 +239,29 @@ def accuracy(classifier: Classifier, images: np.ndarray, labels: np.ndarray, bat
   return correct / len(images)
 
 
+def lr_schedule(schedule: str, total_steps: int) -> Optional[Callable[[tf.Tensor], tf.Tensor]]:
+  """The factor of the finetuning learning rate at each step (int32, counted from the first step of finetuning) under
+  `--finetune_lr_schedule`: None for "constant"; for "cosine", 1 at step 0 decaying to 0 at `total_steps`
+  (Loshchilov and Hutter 2017, "SGDR: Stochastic Gradient Descent with Warm Restarts", eq. 5 without restarts;
+  Keras' `CosineDecay`).
+
+  Raises:
+    ValueError: an unknown schedule.
+  """
+  if schedule == "constant":
+    return None
+  if schedule != "cosine":
+    raise ValueError(f"unknown finetuning schedule {schedule!r}; one of {', '.join(config_lib.FINETUNE_SCHEDULES)}")
+  return tf.keras.optimizers.schedules.CosineDecay(1.0, max(total_steps, 1))
+
+
+def _product(a: Optional[Callable], b: Optional[Callable]) -> Optional[Callable]:
+  """The pointwise product of two learning-rate factors (None: the factor 1)."""
+  if a is None or b is None:
+    return a or b
+  return lambda step: a(step) * b(step)
+
+
 def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Dataset, config: config_lib.Config,
                    state: Dict[str, Any], save: Callable[[Dict[str, Any]], float], timer: timing.PhaseTimer,
                    device: Optional[str] = None, strategy: Optional[tf.distribute.Strategy] = None,
@@ -251,7 +287,8 @@ def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Datas
       replica computes its example indices (`replica_steps.replica_positions`).
     chunks_per_epoch: calls per epoch (more gives a smoother progress bar).
     learning_rate: the SGD learning rate (after the warm-up); None uses config.finetune_learning_rate.
-    lr_multiplier: None, or the factor of `learning_rate` at each step (see `Finetuner.run_steps`).
+    lr_multiplier: None, or the factor of `learning_rate` at each step (see `Finetuner.run_steps`): a program's warm-up,
+      multiplied by config.finetune_lr_schedule's factor (`lr_schedule`).
     rule: the update rule (`common.optimizers.UpdateRule`, plain SGD by default; others with `strategy` only);
       its slot variables are saved with the classifier.
     summaries: a `common.summaries.Summaries` receiving each epoch's scalars, or None.
@@ -259,8 +296,10 @@ def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Datas
       strategy), else None.
 
   Returns:
-    {"epochs", "batch_size", "learning_rate", "placement" ("replicas", "one_device" or "pipelined"), "replicas",
-     "seconds", "validation_accuracy", "test_accuracy", "history": [{"loss", "validation_accuracy", "seconds"}, ...]}.
+    {"epochs", "batch_size", "learning_rate", "lr_schedule", "placement" ("replicas", "one_device" or "pipelined"),
+     "replicas", "seconds", "validation_accuracy", "test_accuracy", "history": [{"loss", "validation_accuracy",
+     "seconds"}, ...]}, and with config.finetune_keep_best "best_epoch" (1-based: the epoch whose weights were kept,
+     the first of the highest validation accuracy) and "last_epoch_validation_accuracy".
 
   Raises:
     TrainingDivergedError: the loss became NaN or infinite (the last good checkpoint is kept).
@@ -292,8 +331,13 @@ def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Datas
   else:
     with strategy.scope() if strategy is not None else tf.device(device):
       finetuner = Finetuner(classifier, images, labels, config.seed, batch, device, rule)
-  epoch_fn = tf.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, lr_multiplier))
   steps = finetuner.steps_per_epoch
+  best = None
+  if config.finetune_keep_best:
+    with strategy.scope() if strategy is not None else contextlib.nullcontext():
+      best = classifier.best_copy()
+  lr_multiplier = _product(lr_multiplier, lr_schedule(config.finetune_lr_schedule, epochs * steps))
+  epoch_fn = tf.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, lr_multiplier))
   with timer.phase(timing.FINETUNE_COMPILE_PHASE):
     epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
   progress = progress_lib.Progress(epochs, "finetune", config.show_progress, done_work=done)
@@ -306,17 +350,33 @@ def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Datas
     with timer.phase("finetune_evaluate"):
       val = accuracy(classifier, dataset.validation_images, dataset.validation_labels)
     fine["history"].append({"loss": loss, "validation_accuracy": val, "seconds": seconds})
+    if best is not None and val > fine.get("best_validation_accuracy", -1.0):
+      with timer.phase("finetune_evaluate"):
+        _copy(classifier.weights, best)
+      fine["best_epoch"], fine["best_validation_accuracy"] = epoch + 1, val
     if summaries is not None:
       summaries.finetune_epoch(epoch + 1, fine["history"][-1], steps * batch)
     timer.add("checkpoint", save(state))
     progress.log(f"finetune epoch {epoch + 1}/{epochs} loss {loss:.4f} validation accuracy {val:.4f}",
                  steps * batch, seconds)
   progress.close()
+  kept = {}
+  if best is not None and fine["history"]:
+    kept = {"best_epoch": fine["best_epoch"], "last_epoch_validation_accuracy": fine["history"][-1]["validation_accuracy"]}
+    if fine["best_epoch"] < len(fine["history"]):
+      _copy(best, classifier.weights)
   with timer.phase("finetune_evaluate"):
     val = accuracy(classifier, dataset.validation_images, dataset.validation_labels)
     test = accuracy(classifier, dataset.test_images, dataset.test_labels)
   return {"epochs": epochs, "batch_size": batch, "learning_rate": learning_rate, "update_rule": rule.describe(),
+          "lr_schedule": config.finetune_lr_schedule, **kept,
           "placement": "pipelined" if devices else "replicas" if strategy is not None else "one_device",
           "replicas": strategy.num_replicas_in_sync if strategy is not None else 1,
           "seconds": sum(h["seconds"] for h in fine["history"]), "validation_accuracy": val,
           "test_accuracy": test, "history": fine["history"]}
+
+
+def _copy(source: Sequence[tf.Variable], target: Sequence[tf.Variable]) -> None:
+  """Assigns each variable of `source` to the one of `target` at its position (each on its own device)."""
+  for a, b in zip(source, target):
+    b.assign(a)

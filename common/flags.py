@@ -51,7 +51,7 @@ def define(config_cls: Type[config_lib.Config]) -> List[str]:
 
   def check_together(values: Dict[str, Any]) -> bool:
     try:
-      config_cls.check_together({fields[n].name: _parsed(fields[n], v) for n, v in values.items()})
+      config_cls.check_together(config_cls.resolve({fields[n].name: _parsed(fields[n], v) for n, v in values.items()}))
     except ValueError as e:
       raise flags.ValidationError(str(e)) from None
     return True

@@ -38,16 +38,18 @@ class Schedule:
   Attributes:
     num_layers: H.
     num_devices: G (devices available to the schedule; a group uses min(G, layers left) of them).
-    epochs: E, the epochs of the top layer of each group.
+    epochs: E, the epochs of the top layer of each group (0: no pretraining).
   """
   num_layers: int
   num_devices: int
   epochs: int
 
   def __post_init__(self):
-    for name in ("num_layers", "num_devices", "epochs"):
+    for name in ("num_layers", "num_devices"):
       if getattr(self, name) < 1:
         raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
+    if self.epochs < 0:
+      raise ValueError(f"epochs must be non-negative (0: no pretraining), got {self.epochs}.")
 
   @property
   def groups(self) -> List[List[int]]:
@@ -64,8 +66,8 @@ class Schedule:
     return layer % self.num_devices
 
   def steps_in_group(self, group: int) -> int:
-    """E + g - 1 for a group of g layers."""
-    return self.epochs + len(self.groups[group]) - 1
+    """E + g - 1 for a group of g layers (none when E = 0: no pretraining, the schedule only places the layers)."""
+    return self.epochs + len(self.groups[group]) - 1 if self.epochs else 0
 
   def epochs_of(self, layer: int) -> int:
     """Epochs layer `layer` trains: E + g - 1 - j for position j in a group of g layers."""

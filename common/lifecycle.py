@@ -304,9 +304,18 @@ def train(program: programs.Program, config: config_lib.Config,
     config = dataclasses.replace(config, program=program.name)
   hooks = program.load_hooks()
   run = start(config, program, on_checkpoint)
-  record = hooks.pretrain(run)
+  record = hooks.pretrain(run) if config.pretrain_epochs else no_pretraining(run)
   options = hooks.finetune_options(run) if hasattr(hooks, "finetune_options") else {}
   return finish(run, dict(record, strategy=program.name), **options)
+
+
+def no_pretraining(run: Run) -> Dict[str, Any]:
+  """The program's part of the record of a run with --pretrain_epochs=0, instead of its schedule: every layer keeps its
+  initial weights (the ones pretraining would have started from), so finetuning starts from the initialization."""
+  logging.info("No pretraining (--pretrain_epochs=0): finetuning starts from the initial weights.")
+  return {"layers": [{"index": i + 1, "units": u, "device": d, "epochs": []}
+                     for i, (u, d) in enumerate(zip(run.config.hidden_units, run.layer_devices))],
+          "pretrain_seconds": 0.0, "pretrained": False}
 
 
 def start(config: config_lib.Config, program: programs.Program,

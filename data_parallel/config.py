@@ -1,6 +1,7 @@
 """The data-parallel configuration: the shared `Config` plus the large-batch recipe and the op profile.
 
-The large-batch recipe (off by default, so the report's recipe stays reproducible) follows Goyal et
+The large-batch recipe (`--recipe=large_batch`, `common.recipes`; off by default, so the report's recipe stays
+reproducible) follows Goyal et
 al. 2017, "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour": when the global batch B is k
 times the reference batch (100, the report's), multiply the learning rate by k (linear scaling rule,
 their section 2.1) or by sqrt(k) (Krizhevsky 2014, "One weird trick for parallelizing convolutional
@@ -22,11 +23,6 @@ from common import config as config_lib
 SCALINGS = ("none", "linear", "sqrt")
 OPTIMIZERS = ("sgd", "adam")
 
-# The large-batch recipe, chosen by measurement (docs/data_parallel.md; results/large_batch/): the
-# pretraining learning rate scaled linearly with the batch, finetuning with Adam at 4e-4 for the reference
-# batch scaled by the square root, both reached by a linear warm-up over 2 epochs.
-LARGE_BATCH_RECIPE = ("--pretrain_lr_scaling=linear", "--finetune_optimizer=adam", "--finetune_learning_rate=0.0004",
-                      "--finetune_lr_scaling=sqrt", "--warmup_epochs=2")
 
 # The phases of the op profile of layer 1 (`data_parallel.profile`), in the order of its record.
 PROFILE_PHASES = ("input", "forward_loss", "gradients", "allreduce", "apply")
@@ -51,19 +47,20 @@ class DataParallelConfig(config_lib.Config):
 
   pretrain_lr_scaling: str = config_lib.setting(
       "none", "Multiply --pretrain_learning_rate by k (linear) or sqrt(k) (sqrt), k = batch / --reference_batch_size.",
-      choices=SCALINGS)
+      choices=SCALINGS, recipe=True)
   finetune_lr_scaling: str = config_lib.setting(
-      "none", "The same for --finetune_learning_rate, with k from the finetuning batch.", choices=SCALINGS)
+      "none", "The same for --finetune_learning_rate, with k from the finetuning batch.", choices=SCALINGS,
+      recipe=True)
   reference_batch_size: int = config_lib.setting(
       100, "The batch the given learning rates are tuned for (the report's 100).", check=config_lib.positive_int)
   warmup_epochs: float = config_lib.setting(
       0.0, "Epochs of linear warm-up from the given to the scaled learning rate, per layer and for finetuning.",
-      check=_warmup)
+      check=_warmup, recipe=True)
   finetune_momentum: float = config_lib.setting(
-      0.0, "Momentum of finetuning's SGD, in [0, 1) (0: plain SGD as in the report).", check=_momentum)
+      0.0, "Momentum of finetuning's SGD, in [0, 1) (0: plain SGD as in the report).", check=_momentum, recipe=True)
   finetune_optimizer: str = config_lib.setting(
       "sgd", "Finetuning's update rule: sgd (plain, or with --finetune_momentum) or adam (Kingma and Ba 2015).",
-      choices=OPTIMIZERS)
+      choices=OPTIMIZERS, recipe=True)
   profile_steps: int = config_lib.setting(
       20, "Steps timed per phase in the op profile of layer 1 (0: no profile).", check=config_lib.non_negative_int(" (0: no op profile)"),
       training=False)

@@ -204,6 +204,22 @@ def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
           *([f"--model_dir={j.model_dir}"] if j.model_dir else [])]
 
 
+def failure_record(j: Job, cmd: Sequence[str], code: int) -> Dict:
+  """Writes and returns the record of a run allowed to fail (`RunSpec.may_fail`, e.g. a sweep's candidate whose
+  training diverged) that exited with status `code`: its program, flags, machine and the error line of its log, so
+  the failure is a result and the driver goes on."""
+  with open(j.log) as log:
+    errors = [line.strip() for line in log if line.startswith("error: ")]
+  record = {"strategy": j.spec.program, "run_name": j.run_name, "failed": errors[-1][7:] if errors else
+            f"exit status {code}", "exit_status": code, "command": list(cmd[2:]),
+            "config": {k: list(v) if isinstance(v, tuple) else v for k, v in j.spec.flags},
+            "environment": provenance.fields()}
+  record["config"].update(f.lstrip("-").partition("=")[::2] for f in j.spec.extra_flags if "=" in f)
+  with open(j.record, "w") as f:
+    json.dump(record, f, indent=1)
+  return record
+
+
 def _clock(seconds: float) -> str:
   return str(datetime.timedelta(seconds=int(round(max(seconds, 0.0)))))
 
@@ -239,6 +255,8 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
       log.flush()
       code = call(cmd, log).returncode
     seconds, record = time.perf_counter() - t0, records.load(j.record)
+    if (code != 0 or record is None) and j.spec.may_fail:
+      record = failure_record(j, cmd, code)
     if code != 0 or record is None:
       with open(j.log) as log:
         tail = "".join(log.readlines()[-LOG_TAIL_LINES:])
@@ -254,8 +272,8 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
                               "wall_seconds": round(seconds, 3), "estimated_seconds": round(j.estimate, 3),
                               "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
                                   datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")
-    progress(j, f"done in {_clock(seconds)} (estimate {_clock(j.estimate)}), pretraining "
-                f"{record['pretrain_seconds']:.2f} s")
+    progress(j, f"failed: {record['failed']}" if record.get("failed") else
+             f"done in {_clock(seconds)} (estimate {_clock(j.estimate)}), pretraining {record['pretrain_seconds']:.2f} s")
 
   out(f"[{title}] {len(jobs) - len(todo)} of {len(jobs)} records exist; running {len(todo)} (estimate {_clock(eta())})")
   if driver_log:

@@ -8,7 +8,8 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Seq
 
 from common import datasets
 from common import programs
-from data_parallel import config as dp_config
+from common import recipes
+from experiments import pretraining
 
 PRESETS = ("smoke", "cpu", "paper", "mid", "full")
 CONFIG_1, CONFIG_2 = (2000, 2000, 2000, 2000), (2000, 1000, 500, 100)
@@ -23,7 +24,8 @@ _HELDOUT = ("--heldout_every_epoch",)
 _NO_PROFILE = ("--profile_steps=0",)
 _DP_FLAGS = {"paper": (), "cpu": (), "smoke": ("--profile_steps=1", "--profile_repeats=1"), "mid": _NO_PROFILE,
              "full": _NO_PROFILE}
-_LARGE = dp_config.LARGE_BATCH_RECIPE
+# The large-batch recipe's values as explicit flags, as its records were made before --recipe existed.
+_LARGE = recipes.as_flags("large_batch")
 # The large-batch study's candidates: data_parallel at the large global batch with these flags.
 LARGE_BATCH_CANDIDATES = (("dp_report", ()), ("dp_linear_warmup2", ("--pretrain_lr_scaling=linear",
                           "--finetune_lr_scaling=linear", "--warmup_epochs=2")),
@@ -45,6 +47,7 @@ class RunSpec:
   home: str = ""
   stored_name: str = ""
   launcher: Tuple[str, ...] = ()
+  may_fail: bool = False
 
   def flag(self, name: str) -> Any:
     """The value of shared flag `name`."""
@@ -73,12 +76,12 @@ class RunSpec:
 
 def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: int, batch: int, devices: int,
          examples: int, finetune_epochs: int = 0, extra: Sequence[str] = (), resumable: bool = False,
-         launcher: Sequence[str] = (), threads: int = 1) -> RunSpec:
-  """The RunSpec of a run with every shared flag set (seed 0), on `program.devices_for(devices)` devices."""
+         launcher: Sequence[str] = (), threads: int = 1, seed: int = 0, may_fail: bool = False) -> RunSpec:
+  """The RunSpec of a run with every shared flag set, on `program.devices_for(devices)` devices."""
   flags = (("hidden_units", tuple(hidden)), ("pretrain_epochs", epochs), ("finetune_epochs", finetune_epochs),
            ("batch_size", batch), ("num_devices", program.devices_for(devices)),
-           ("threads_per_device", threads), ("train_examples", examples), ("seed", 0))
-  return RunSpec(name, program.name, flags, tuple(extra), resumable, launcher=tuple(launcher))
+           ("threads_per_device", threads), ("train_examples", examples), ("seed", seed))
+  return RunSpec(name, program.name, flags, tuple(extra), resumable, launcher=tuple(launcher), may_fail=may_fail)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +97,7 @@ class Entry:
   figure: Optional[str] = ""
   kind: str = "report"
   layout: str = "runs/{entry}/{preset}_{run}.json"
+  timed: bool = True
 
   def __post_init__(self):
     for field, module in (("table", "tables"), ("figure", "figures")):
@@ -186,6 +190,15 @@ def _full_size(s) -> List[RunSpec]:
            extra=(_HELDOUT if p is PP else ()) + (f"--dataset={FASHION}",), resumable=True) for p in (GREEDY, PP)]
 
 
+def _pretraining_sweep(s) -> List[RunSpec]:
+  c = s["coarse"]
+  return [spec(pretraining.run_name("coarse", d, cand, seed), GREEDY, c["hidden"], c["epochs"] if cand.pretrained else 0,
+               c["batch"], 1, c["examples"], c["epochs"], extra=cand.flags + (f"--dataset={d}",), seed=seed,
+               may_fail=True)
+          for cand in pretraining.coarse_candidates(s.get("grid_points")) for d in pretraining.DATASETS
+          for seed in s.get("seeds", pretraining.SEEDS)]
+
+
 # Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
 # 2000, fewer examples (>= 2 steps per epoch), 12 of 19 sweep batches, comparisons on 2 devices; accuracy entries:
 # epochs / 5, 11,000 examples, 4 x 500 units, data-parallel global batch 1000. smoke: entries share runs.
@@ -257,6 +270,11 @@ LARGE_BATCH = Entry(
 FULL_SIZE = Entry("full_size", "Full size: the report's network on all 55,000 images", dict(
     full=dict(examples=55_000, epochs=30, hidden=CONFIG_1, batch=100, dp_batch=5000, devices=2)),
     _full_size, figure=None, kind="study", layout="full_size/{run}.json")
+PRETRAINING_SWEEP = Entry(
+    "pretraining_sweep", "Pretraining sweep: the tuned recipe chosen on validation accuracy", dict(
+        cpu=dict(coarse=dict(examples=5500, epochs=6, hidden=(500,) * 4, batch=100)),
+        smoke=dict(coarse=dict(examples=400, epochs=1, hidden=(16, 16), batch=40), grid_points=2, seeds=(0, 1))),
+    _pretraining_sweep, figure=None, kind="study", layout="pretraining/sweep/{preset}/{run}.json", timed=False)
 # The whole job at full size with the fastest program, per precision (pretraining plus finetuning: a full_size run):
 # the campaign's end-to-end step runs the one of the fastest precision the processor has.
 _FULL = FULL_SIZE.sizes["full"]
@@ -265,7 +283,7 @@ END_TO_END = {precision: f"{PP.name}_g{_FULL['devices']}_b{_FULL['batch']}_e{_FU
 
 ENTRIES: Tuple[Entry, ...] = (MP_SCALING_B100, MP_SCALING_B5000, DP_SCALING, DP_BATCH_SWEEP, DP_OP_PROFILE, MP_VS_DP,
                               ACCURACY_VS_EPOCHS, FASHION_MNIST_ACCURACY, DP_ACCURACY, STRATEGY_COMPARISON, CONVERGENCE,
-                              PP_SCALING, PRECISION_ACCURACY, LARGE_BATCH, FULL_SIZE)
+                              PP_SCALING, PRECISION_ACCURACY, LARGE_BATCH, FULL_SIZE, PRETRAINING_SWEEP)
 NAMES = tuple(e.name for e in ENTRIES)
 REPORT_ENTRIES = tuple(e.name for e in ENTRIES if e.kind == "report")
 BEYOND = tuple(e.name for e in ENTRIES if e.kind == "beyond")

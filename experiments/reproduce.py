@@ -37,8 +37,10 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
   preset, output_dir = _PRESET.value, _OUTPUT_DIR.value
-  if _JOBS.value > 1 and preset != "smoke":
-    _fail("--jobs > 1 runs programs side by side and distorts their timings; use it only with --preset=smoke.")
+  untimed = _ONLY.value and all(presets.get(name.partition("/")[0]).timed is False for name in _ONLY.value)
+  if _JOBS.value > 1 and preset != "smoke" and not untimed:
+    _fail("--jobs > 1 runs programs side by side and distorts their timings; use it only with --preset=smoke or "
+          "with --only naming entries whose runs are not timed (the pretraining studies).")
   if not _FIGURES_ONLY.value:
     try:
       entries = presets.select(presets.build(preset), _ONLY.value)

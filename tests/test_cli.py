@@ -17,7 +17,11 @@ BAD = {
     "batch_zero": (["--batch_size=0"], "--batch_size=0: must be a positive integer"),
     "batch_negative": (["--batch_size=-5"], "must be a positive integer"),
     "batch_fraction": (["--batch_size=1.5"], "--batch_size=1.5"),
-    "epochs_zero": (["--pretrain_epochs=0"], "--pretrain_epochs=0: must be a positive integer"),
+    "epochs_negative": (["--pretrain_epochs=-1"], "--pretrain_epochs=-1: must be a non-negative integer"),
+    "recipe_unknown": (["--recipe=fast"], "--recipe=fast: value should be one of <report|tuned|large_batch>"),
+    "recipe_of_another_program": (["--recipe=large_batch"], "--recipe=large_batch sets --finetune_lr_scaling, "
+                                  "--finetune_optimizer, --pretrain_lr_scaling, --warmup_epochs, which this program "
+                                  "does not have: it is a recipe of data_parallel."),
     "epochs_word": (["--pretrain_epochs=two"], "--pretrain_epochs"),
     "finetune_epochs_negative": (["--finetune_epochs=-1"], "non-negative"),
     "hidden_zero": (["--hidden_units=100,0"], "positive integers"),
@@ -43,7 +47,7 @@ BAD = {
 # The shared flags are defined and checked once (common/flags.py): greedy gets every case above, the
 # other programs a sample of them (one of each kind of check) plus their own flags (each case is one
 # process start, ~4 s).
-SAMPLE = ("batch_zero", "epochs_zero", "corruption_one", "devices_too_many", "examples_too_many", "batch_above_examples",
+SAMPLE = ("batch_zero", "epochs_negative", "recipe_unknown", "corruption_one", "devices_too_many", "examples_too_many", "batch_above_examples",
           "unknown_flag", "stray_argument")
 OWN = {
     programs.PIPELINE_PARALLEL.module: {
