@@ -4,7 +4,7 @@ staleness-aware learning rate, the wait for lost workers, and the benchmark-only
 import dataclasses
 from typing import Any, Mapping
 
-from common import config as config_lib
+from common.settings import config as config_lib
 
 # Steps per scheduled function, K (at most a worker's share of an epoch: larger values run as that share). Every
 # function costs the coordinator a dispatch on its Python thread and the worker a round trip; a larger K amortises

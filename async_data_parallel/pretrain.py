@@ -3,7 +3,7 @@ the coordinator.
 
 Greedy layer order (`greedy.pretrain`): layer 1 for E epochs, then layer 2 on the frozen layer 1, and so on. The
 layers' variables live on the parameter server(s) (`tf.distribute.ParameterServerStrategy`,
-`common.parameter_server`); for each layer the coordinator (this process) schedules functions of K =
+`common.distribute.parameter_server`); for each layer the coordinator (this process) schedules functions of K =
 --steps_per_function steps on whichever worker is free (`scheduling.Scheduler`), and every step reads the current
 weights, computes one batch's gradient on its worker and applies it at once (`worker_steps.LayerSteps`): the
 asynchronous SGD of Dean et al. 2012, "Large scale distributed deep networks", section 4.1. Step t draws greedy's
@@ -13,7 +13,7 @@ which updates land depends on timing: the run is not deterministic (compare held
 Each update's staleness is measured with a version counter on the parameter server; the record's "staleness"
 and "faults" fields (`ledger.record_fields`) hold them per layer and epoch. Finetuning is synchronous SGD of the
 whole stack on the coordinator's own device, after the pretrained weights are copied out of the parameter
-server (`common.lifecycle.finish`).
+server (`common.run.lifecycle.finish`).
 """
 
 from typing import Any, Callable, Dict, Optional
@@ -26,11 +26,11 @@ from async_data_parallel import ledger as ledger_lib
 from async_data_parallel import program
 from async_data_parallel import scheduling
 from async_data_parallel import worker_steps
-from common import autoencoder
-from common import cost
-from common import lifecycle
-from common import progress as progress_lib
-from common import timing
+from common.base import progress as progress_lib
+from common.measure import cost
+from common.measure import timing
+from common.model import autoencoder
+from common.run import lifecycle
 
 # Errors of a lost task: a parameter server (TensorFlow raises them to the coordinator), or any remote call of the
 # coordinator's own (reading counters, checkpointing, copying the weights out).
@@ -45,7 +45,7 @@ def _lost_task(error: BaseException) -> bool:
 def train(config: config_lib.AsyncConfig,
           on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains with asynchronous SGD, finetunes on the coordinator, exports, and writes the run record
-  (`common.lifecycle.train`).
+  (`common.run.lifecycle.train`).
 
   Args:
     config: the run's configuration; without TF_CONFIG `num_devices` workers (and one parameter server) run in
@@ -53,13 +53,13 @@ def train(config: config_lib.AsyncConfig,
     on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
 
   Returns:
-    The run record (`common.runlog`) plus "staleness", "faults" and "async" (the cluster and settings), and with
+    The run record (`common.artifacts.runlog`) plus "staleness", "faults" and "async" (the cluster and settings), and with
     the benchmark-only straggler, "benchmark_only".
 
   Raises:
     scheduling.ClusterLostError: a parameter server was lost, or no worker for --worker_recovery_seconds.
     ValueError: a TF_CONFIG without a "ps" or "chief" task, or --num_devices != 1 with TF_CONFIG.
-    common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
+    common.base.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
   try:
     return lifecycle.train(program.PROGRAM, config, on_checkpoint)

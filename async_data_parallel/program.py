@@ -1,7 +1,7 @@
-"""Asynchronous data-parallel pretraining on a parameter server: its registry entry (`common.programs`)."""
+"""Asynchronous data-parallel pretraining on a parameter server: its registry entry (`common.settings.programs`)."""
 
 from async_data_parallel import config
-from common import programs
+from common.settings import programs
 
 PROGRAM = programs.Program(
     name="async_data_parallel", run_name="adp", label="asynchronous data parallel", color="tab:brown",

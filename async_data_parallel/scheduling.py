@@ -18,8 +18,8 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from common import errors
-from common import ports
+from common.base import errors
+from common.base import ports
 
 # Seconds between two looks at the coordinator's queue while waiting.
 POLL_SECONDS = 0.005

@@ -15,7 +15,7 @@ coordinator.
 Usage: python -m async_data_parallel.train --num_devices=2 [--steps_per_function=8 --staleness_aware_lr ...]
 """
 
-from common import cli
+from common.run import cli
 from async_data_parallel import program
 
 if __name__ == "__main__":

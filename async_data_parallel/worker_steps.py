@@ -7,7 +7,7 @@ on whichever worker runs it,
   1. reads the version counter v0 (an int64 variable on a parameter server), then the layer's three variables
      (kernel, bias, decoder bias) once each: three reads, not atomic together, so another worker's update may
      land between them;
-  2. draws the batch and the masking noise of step t exactly as greedy does (`common.data.Batches`: a pure
+  2. draws the batch and the masking noise of step t exactly as greedy does (`common.data.loader.Batches`: a pure
      function of seed, epoch and step, passed in as the step index, so the data a step sees never depends on
      which worker runs it), passes it through this worker's copies of the frozen layers below, and computes the
      loss and the written-out gradient at the weights it read (`DenoisingAutoencoder.loss_and_gradients`);
@@ -23,15 +23,15 @@ between that read and the apply is missed by s' but counted by s.
 
 The training images and the frozen layers below are per-worker variables (a copy on every worker, made once per
 layer), so a step moves only the layer's weights and gradient over the network. A counter of function starts on
-the parameter server tells how many functions ran more than once (`common.parameter_server`).
+the parameter server tells how many functions ran more than once (`common.distribute.parameter_server`).
 """
 
 from typing import List, Sequence, Tuple
 
 import tensorflow as tf
 
-from common import autoencoder
-from common import timing
+from common.measure import timing
+from common.model import autoencoder
 
 
 
@@ -75,7 +75,7 @@ class LayerSteps(tf.Module):
     frozen: per-worker `FrozenEncoder` copies of the layers below, bottom first (`per_worker_copies`).
     images: float32 [N, 784] in [0, 1], a per-worker variable holding the training images.
     counters: the `Counters`.
-    seed, corruption, batch_size: as every program's (greedy's batches: `common.data.Batches`).
+    seed, corruption, batch_size: as every program's (greedy's batches: `common.data.loader.Batches`).
     kernels: the kernel path of the gradient: "tf" (XLA cannot compile reads of per-worker variables).
     staleness_aware: divide the learning rate of each update by its staleness + 1.
     slow_worker_delay: benchmark-only seconds worker `timing.SLOW_WORKER` sleeps in each step between its gradient and

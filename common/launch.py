@@ -3,13 +3,13 @@
 Usage: python -m common.launch [--workers=N] [--ps=P] <program>.train [the program's flags...]
 
 Only the programs that use several workers are accepted (`PROGRAMS`: those whose registry entry,
-`common.programs`, has a cluster shape); any other would run once per worker, every copy doing the same work.
+`common.settings.programs`, has a cluster shape); any other would run once per worker, every copy doing the same work.
 
   python -m common.launch --workers=2 data_parallel.train --batch_size=200 --model_dir=/tmp/dp
   python -m common.launch --workers=2 model_parallel.train --hidden_units=1000,1000
   python -m common.launch --workers=2 --ps=1 async_data_parallel.train --num_devices=1
 
-Every process runs the same command with its own TF_CONFIG (`common.cluster`), exactly as on real
+Every process runs the same command with its own TF_CONFIG (`common.distribute.cluster`), exactly as on real
 machines (docs/multi_host.md): data_parallel gets N "worker" tasks running
 `tf.distribute.MultiWorkerMirroredStrategy`; model_parallel gets N "worker" tasks that serve
 (`tf.distribute.Server`) plus one "chief" task, the client that runs the schedule on them, started
@@ -37,8 +37,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
-from common import ports
-from common import programs
+from common.base import ports
+from common.settings import programs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

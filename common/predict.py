@@ -1,4 +1,4 @@
-"""Runs an exported model (`--export_model`, `common.export`) on new data: encode, reconstruct or classify it.
+"""Runs an exported model (`--export_model`, `common.model.export`) on new data: encode, reconstruct or classify it.
 
   python -m common.predict --model=models/mnist --signature=predict --dataset=mnist --split=test --output=classes.npy
   python -m common.predict --model=models/mnist --signature=encode --input=my_images.npy --output=codes.npy
@@ -20,8 +20,8 @@ from absl import flags
 
 import numpy as np
 
-from common import datasets
-from common import errors
+from common.base import errors
+from common.data import sources as datasets
 
 MAIN_OUTPUT = {"encode": "codes", "reconstruct": "reconstruction", "predict": "probabilities"}
 SPLITS = ("train", "validation", "test")
@@ -44,7 +44,7 @@ def read_inputs(path: Optional[str], dataset: Optional[str], split: str,
     errors.DataError: missing or unreadable file, another rank or dtype, values outside [0, 1], NaN (one line).
   """
   if dataset:
-    from common import data  # noqa: imports TensorFlow
+    from common.data import loader as data  # noqa: imports TensorFlow
     d = data.load(dataset, data_dir)
     return getattr(d, f"{split}_images"), getattr(d, f"{split}_labels")
   if not path or not os.path.isfile(path):

@@ -1,6 +1,6 @@
 """The data-parallel configuration: the shared `Config` plus the large-batch recipe and the op profile.
 
-The large-batch recipe (`--recipe=large_batch`, `common.recipes`; off by default, so the report's recipe stays
+The large-batch recipe (`--recipe=large_batch`, `common.settings.recipes`; off by default, so the report's recipe stays
 reproducible) follows Goyal et
 al. 2017, "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour": when the global batch B is k
 times the reference batch (100, the report's), multiply the learning rate by k (linear scaling rule,
@@ -18,7 +18,7 @@ import dataclasses
 import math
 from typing import Any, Mapping
 
-from common import config as config_lib
+from common.settings import config as config_lib
 
 SCALINGS = ("none", "linear", "sqrt")
 OPTIMIZERS = ("sgd", "adam")
@@ -42,7 +42,7 @@ def _momentum(name: str, value: Any) -> None:
 @dataclasses.dataclass(frozen=True)
 class DataParallelConfig(config_lib.Config):
   """`Config` plus the data-parallel program's own settings (module docstring: the large-batch recipe; the op
-  profile of layer 1, `data_parallel.profile`; the benchmark-only straggler, `common.timing.straggle`)."""
+  profile of layer 1, `data_parallel.profile`; the benchmark-only straggler, `common.measure.timing.straggle`)."""
   TOGETHER = config_lib.Config.TOGETHER + ("num_devices", "finetune_optimizer", "finetune_momentum")
 
   pretrain_lr_scaling: str = config_lib.setting(
@@ -96,7 +96,7 @@ class DataParallelConfig(config_lib.Config):
 
   def finetune_update_rule(self) -> "optimizers.UpdateRule":
     """Finetuning's update rule: Adam, SGD with momentum, or plain SGD."""
-    from common import optimizers  # imports TensorFlow: not while the flags are parsed
+    from common.model import optimizers  # imports TensorFlow: not while the flags are parsed
     if self.finetune_optimizer == "adam":
       return optimizers.UpdateRule("adam")
     return optimizers.UpdateRule("momentum", self.finetune_momentum) if self.finetune_momentum else optimizers.SGD

@@ -3,9 +3,9 @@
 Greedy layer order (`greedy.pretrain`): layer 1 for E epochs, then layer 2 on the frozen layer 1, and
 so on; but every step the global batch B is split over the G replicas of a
 `tf.distribute.MirroredStrategy` (G GPUs or G logical CPU devices; with TF_CONFIG,
-`tf.distribute.MultiWorkerMirroredStrategy` over the workers of a cluster, `common.cluster`) and the
+`tf.distribute.MultiWorkerMirroredStrategy` over the workers of a cluster, `common.distribute.cluster`) and the
 replicas' gradients are summed and applied once (`data_parallel.replicas`). With the same seed and B
-this computes what greedy computes, up to float rounding. Finetuning runs data parallel too (`common.finetune`).
+this computes what greedy computes, up to float rounding. Finetuning runs data parallel too (`common.training.finetune`).
 
 The learning rates are the given ones unless the large-batch recipe is asked for
 (`data_parallel.config`); layer 1's step is profiled phase by phase (`data_parallel.profile`) into the
@@ -16,12 +16,12 @@ from typing import Any, Callable, Dict, Optional
 
 from absl import logging
 
-from common import autoencoder
-from common import cost
-from common import lifecycle
-from common import progress as progress_lib
-from common import replica_steps
-from common import timing
+from common.base import progress as progress_lib
+from common.distribute import replica_steps
+from common.measure import cost
+from common.measure import timing
+from common.model import autoencoder
+from common.run import lifecycle
 from data_parallel import config as config_lib
 from data_parallel import profile as profile_lib
 from data_parallel import program
@@ -31,7 +31,7 @@ from data_parallel import replicas
 def train(config: config_lib.DataParallelConfig,
           on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains data parallel, finetunes data parallel, exports, and writes the run record
-  (`common.lifecycle.train`).
+  (`common.run.lifecycle.train`).
 
   Args:
     config: the run's configuration; `num_devices` replicas (per worker with TF_CONFIG), `batch_size`
@@ -39,12 +39,12 @@ def train(config: config_lib.DataParallelConfig,
     on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
 
   Returns:
-    The run record (`common.runlog`) plus "profile" (layer 1's op profile, when profile_steps > 0) and
+    The run record (`common.artifacts.runlog`) plus "profile" (layer 1's op profile, when profile_steps > 0) and
     "learning_rates" (the recipe as applied); "layers"[i]["device"] lists every replica's device.
 
   Raises:
     ValueError: a global batch is not divisible by the replicas, or the devices cannot be made.
-    common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
+    common.base.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
   return lifecycle.train(program.PROGRAM, config, on_checkpoint)
 

@@ -3,7 +3,7 @@
 As the report measured its data-parallel code ("we run one op after another several times to get an
 estimate of time taken by every op", the report, "Baselines and Model Correctness checks"), every phase of a step runs alone,
 for `steps` steps over all replicas inside one compiled loop, and is timed `repeats` times after an
-untimed call that traces and compiles it (`common.timing.time_repeated`):
+untimed call that traces and compiles it (`common.measure.timing.time_repeated`):
 
   input         the replica's positions and example indices (`DataParallelTrainer.replica_indices`),
                 gather of its images from its copy of the training set, corruption mask
@@ -22,10 +22,10 @@ from typing import Any, Callable, Dict
 
 import tensorflow as tf
 
-from common import autoencoder
-from common import data
-from common import optimizers
-from common import timing
+from common.data import loader as data
+from common.measure import timing
+from common.model import autoencoder
+from common.model import optimizers
 from data_parallel import config as config_lib
 from data_parallel import replicas
 

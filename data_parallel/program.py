@@ -1,6 +1,6 @@
-"""Data-parallel pretraining: its registry entry (`common.programs`)."""
+"""Data-parallel pretraining: its registry entry (`common.settings.programs`)."""
 
-from common import programs
+from common.settings import programs
 from data_parallel import config
 
 PROGRAM = programs.Program(

@@ -1,26 +1,26 @@
 """Data-parallel SGD of one autoencoder layer over the replicas of a `tf.distribute` strategy.
 
-Each step (the report's "dataparallel" branch; Goyal et al. 2017, section 3): the global batch of B
-examples is split over the G replicas, replica r taking positions [r B/G, (r+1) B/G) of the epoch's
-order, which it computes itself (`common.replica_steps.replica_positions`, `common.data.epoch_indices`: no input
-pipeline); every replica gathers its examples from its copy of the training images, corrupts them
-(masks keyed by seed, epoch and example index), runs the frozen layers below and computes the loss summed over its examples
-divided by B (`tf.nn.compute_average_loss` semantics) and its gradients in one XLA computation
-(`LayerTrainer.loss_and_gradients`); the gradients are summed over the replicas (all-reduce) and
-applied once to the mirrored weights (`common.optimizers.apply_update`). The summed gradient is the gradient of
-the global batch, so G replicas compute what greedy computes at batch B, up to float rounding.
+Each step (the report's "dataparallel" branch; Goyal et al. 2017, section 3): the global batch of B examples is
+split over the G replicas, replica r taking positions [r B/G, (r+1) B/G) of the epoch's order, which it computes
+itself (`common.distribute.replica_steps.replica_positions`, `common.data.loader.epoch_indices`: no input pipeline);
+every replica gathers its examples from its copy of the training images, corrupts them (masks keyed by seed, epoch
+and example index), runs the frozen layers below and computes the loss summed over its examples divided by B
+(`tf.nn.compute_average_loss` semantics) and its gradients in one XLA computation
+(`LayerTrainer.loss_and_gradients`); the gradients are summed over the replicas (all-reduce) and applied once to the
+mirrored weights (`common.model.optimizers.apply_update`). The summed gradient is the gradient of the global batch,
+so G replicas compute what greedy computes at batch B, up to float rounding.
 """
 
 from typing import Callable, Optional, Tuple
 
 import tensorflow as tf
 
-from common import autoencoder
-from common import config as common_config
-from common import data
-from common import optimizers
-from common import replica_steps
-from common import timing
+from common.data import loader as data
+from common.distribute import replica_steps
+from common.measure import timing
+from common.model import autoencoder
+from common.model import optimizers
+from common.settings import config as common_config
 
 
 class DataParallelTrainer:
@@ -29,7 +29,7 @@ class DataParallelTrainer:
   Args:
     strategy: the strategy; the layer's variables were created in its scope (mirrored).
     trainer: the layer's `LayerTrainer`, built with the global batch B as `batch_size` and images that
-      every replica can read (`common.replica_steps.replica_resident`).
+      every replica can read (`common.distribute.replica_steps.replica_resident`).
     lr_multiplier: None, or the learning-rate warm-up: a function of the step index counted from the
       layer's first step (int32) returning the factor of the learning rate (float32).
     slow_replica_delay: benchmark-only seconds replica 0 sleeps in every step before the all-reduce (0: none).
@@ -73,5 +73,5 @@ class DataParallelTrainer:
 
   def epoch_function(self) -> Callable[..., Tuple[tf.Tensor]]:
     """`fn(epoch, first_step, num_steps, learning_rate) -> (sum of the steps' batch losses,)` for
-    `common.lifecycle.run_epoch`; any (epoch, step range) may be run, in any order."""
+    `common.run.lifecycle.run_epoch`; any (epoch, step range) may be run, in any order."""
     return lambda epoch, first_step, num_steps, lr: (self._compiled(epoch, first_step, num_steps, lr),)

@@ -9,7 +9,7 @@ learning rates with the batch and warms them up (Goyal et al. 2017).
 Usage: python -m data_parallel.train --num_devices=2 --batch_size=5000 [--pretrain_lr_scaling=linear ...]
 """
 
-from common import cli
+from common.run import cli
 from data_parallel import program
 
 if __name__ == "__main__":

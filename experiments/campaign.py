@@ -17,7 +17,7 @@ from typing import Callable, List, Sequence, Tuple
 from absl import app
 from absl import flags
 
-from common import programs
+from common.settings import programs
 from experiments import ROOT
 from experiments import driver
 from experiments import presets

@@ -15,9 +15,9 @@ import threading
 import time
 from typing import IO, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from common import cost
-from common import programs
-from common import provenance
+from common.measure import cost
+from common.measure import provenance
+from common.settings import programs
 from experiments import ROOT
 from experiments import presets
 from experiments import records
@@ -58,7 +58,7 @@ Rates = Mapping[str, Rate]
 
 
 def flops(program: str, flags: Mapping) -> float:
-  """FLOPs of a run of `program` with shared `flags` (hidden_units, epochs, train_examples), by `common.cost`."""
+  """FLOPs of a run of `program` with shared `flags` (hidden_units, epochs, train_examples), by `common.measure.cost`."""
   hidden, examples = list(flags["hidden_units"]), int(flags["train_examples"])
   pretrain = cost.pretraining_flops(hidden, int(flags["pretrain_epochs"]), examples,
                                     pipelined=programs.get(program).pipelined)
@@ -82,7 +82,7 @@ BFLOAT16_FLAG = "--precision=mixed_bfloat16"
 
 
 def native_bfloat16() -> bool:
-  """Whether this processor has native bfloat16 arithmetic (`common.provenance`, without TensorFlow; the programs
+  """Whether this processor has native bfloat16 arithmetic (`common.measure.provenance`, without TensorFlow; the programs
   refuse bfloat16 without it, unless on a GPU, which the driver does not run on)."""
   return provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
 

@@ -5,9 +5,9 @@ import dataclasses
 import statistics
 from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from common import cost
-from common import layerwise_schedule as schedule_lib
-from common import programs
+from common.layerwise import schedule as schedule_lib
+from common.measure import cost
+from common.settings import programs
 from experiments import load
 from experiments import records as records_lib
 from pipeline_parallel import config as pp_config

@@ -6,9 +6,9 @@ import dataclasses
 import os
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from common import datasets
-from common import programs
-from common import recipes
+from common.data import sources as datasets
+from common.settings import programs
+from common.settings import recipes
 from experiments import pretraining
 
 PRESETS = ("smoke", "cpu", "paper", "mid", "full")

@@ -1,4 +1,4 @@
-"""Run records (`common/runlog.py`) and where they come from: `EntryData` of an entry, other machines' records,
+"""Run records (`common/artifacts/runlog.py`) and where they come from: `EntryData` of an entry, other machines' records,
 `machine_label` (the label of machine, instruction set and code every table and figure uses), `datasets` (of the data),
 and `ratio`/`same_source`, which refuse records of different machines, instruction sets or codes."""
 
@@ -9,7 +9,7 @@ import re
 import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from common import provenance
+from common.measure import provenance
 from experiments import presets
 
 # Folders of records kept beside this machine's, each documented by its README.md and `PROVENANCE_FILE`: a 16-core
@@ -152,7 +152,7 @@ def processor(cpu_model: Optional[str]) -> str:
 
 
 def instruction_set(record: Mapping) -> Optional[str]:
-  """The record's instruction set ("AMX", "AVX2", ...: `common.provenance`), None for a record without cpu_flags."""
+  """The record's instruction set ("AMX", "AVX2", ...: `common.measure.provenance`), None for a record without cpu_flags."""
   return provenance.instruction_set(record["environment"].get("cpu_flags"))
 
 

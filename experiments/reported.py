@@ -2,7 +2,7 @@
 Hardware: AWS g2.8xlarge, 4 x GRID K520; its data-parallel batch was per GPU (global batch = 4 x batch). Apart from
 them, `PUBLISHED_BASELINES`: other datasets' published numbers, for context."""
 
-from common import programs
+from common.settings import programs
 
 GREEDY, MP, DP = programs.GREEDY.name, programs.MODEL_PARALLEL.name, programs.DATA_PARALLEL.name
 HARDWARE = "report (4× GRID K520)"

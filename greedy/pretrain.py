@@ -11,28 +11,28 @@ from typing import Any, Callable, Dict, Optional
 from absl import logging
 import tensorflow as tf
 
-from common import autoencoder
-from common import cost
-from common import config as config_lib
-from common import lifecycle
-from common import progress as progress_lib
-from common import timing
+from common.base import progress as progress_lib
+from common.measure import cost
+from common.measure import timing
+from common.model import autoencoder
+from common.run import lifecycle
+from common.settings import config as config_lib
 from greedy import program
 
 
 def train(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None
           ) -> Dict[str, Any]:
-  """Pretrains greedily, finetunes, exports, and writes the run record (`common.lifecycle.train`).
+  """Pretrains greedily, finetunes, exports, and writes the run record (`common.run.lifecycle.train`).
 
   Args:
     config: the run's configuration (`num_devices` > 1 is allowed; only the first device is used).
     on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
 
   Returns:
-    The run record (see `common.runlog`); "layers" holds every layer's per-epoch loss and seconds.
+    The run record (see `common.artifacts.runlog`); "layers" holds every layer's per-epoch loss and seconds.
 
   Raises:
-    common.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
+    common.base.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
   return lifecycle.train(program.PROGRAM, config, on_checkpoint)
 

@@ -6,7 +6,7 @@ stack plus a 10-way output layer is finetuned and evaluated on the test set.
 Usage: python -m greedy.train [--hidden_units=2000,2000 --pretrain_epochs=30 ...]
 """
 
-from common import cli
+from common.run import cli
 from greedy import program
 
 if __name__ == "__main__":

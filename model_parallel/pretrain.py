@@ -2,7 +2,7 @@
 of G = --num_devices layers, in a group every active layer trains its epoch concurrently on its own
 device, all on the same batches, with a per-epoch weight copy into the frozen copies of the layers above.
 
-The schedule (`common.layerwise_schedule`) and its execution (`common.layerwise_training.run_schedule`) are
+The schedule (`common.layerwise.schedule`) and its execution (`common.layerwise.training.run_schedule`) are
 shared with `sync_layerwise`, which is the same schedule with all H layers in one group on one device,
 executed one layer after another: this module only places layer j of a group on device j and runs them
 concurrently.
@@ -12,20 +12,20 @@ from typing import Any, Callable, Dict, List, Optional
 
 from absl import logging
 
-from common import config as config_lib
-from common import devices as devices_lib
-from common import layerwise_schedule as schedule_lib
-from common import layerwise_training
-from common import lifecycle
+from common.distribute import devices as devices_lib
+from common.layerwise import schedule as schedule_lib
+from common.layerwise import training as layerwise_training
+from common.run import lifecycle
+from common.settings import config as config_lib
 from model_parallel import program
 
 
 def train(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None
           ) -> Dict[str, Any]:
   """Pretrains model-parallel on `config.num_devices` devices, finetunes, exports, writes the run record
-  (`common.lifecycle.train`).
+  (`common.run.lifecycle.train`).
 
-  Layer i (0-based) goes to group i // G and device i % G. With TF_CONFIG (`common.cluster`) the
+  Layer i (0-based) goes to group i // G and device i % G. With TF_CONFIG (`common.distribute.cluster`) the
   "worker" tasks only serve their devices and block, and the "chief" task runs the same schedule as a
   client with the workers' devices: G = workers x num_devices, device j on worker j // num_devices,
   so the per-epoch weight copy crosses the network (docs/multi_host.md).
@@ -39,14 +39,14 @@ def train(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle
     seconds) and per-layer "group" and per-epoch "step" (see `layerwise_training.run_schedule`).
 
   Raises:
-    ValueError: the devices cannot be made. common.errors.UserError subclasses for missing data,
+    ValueError: the devices cannot be made. common.base.errors.UserError subclasses for missing data,
       divergence, or a mismatched checkpoint.
   """
   return lifecycle.train(program.PROGRAM, config, on_checkpoint)
 
 
 def plan(config: config_lib.Config, setup: devices_lib.DeviceSetup, dataset=None) -> schedule_lib.Schedule:
-  """The layout hook: groups of G = the run's devices layers (`common.layerwise_schedule`)."""
+  """The layout hook: groups of G = the run's devices layers (`common.layerwise.schedule`)."""
   return schedule_lib.Schedule(len(config.hidden_units), len(setup.names), config.pretrain_epochs)
 
 

@@ -1,6 +1,6 @@
-"""Model-parallel pretraining: its registry entry (`common.programs`)."""
+"""Model-parallel pretraining: its registry entry (`common.settings.programs`)."""
 
-from common import programs
+from common.settings import programs
 
 PROGRAM = programs.Program(
     name="model_parallel", run_name="mp", label="model parallel", color="tab:orange", cluster="client_server",

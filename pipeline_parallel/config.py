@@ -4,7 +4,7 @@ import dataclasses
 import os
 from typing import Any, Mapping
 
-from common import config as config_lib
+from common.settings import config as config_lib
 
 # Steps per chunk, K: the fastest of 1..32 at the default batch (100) in the sweep of docs/pipeline_parallel.md,
 # "Speed" (at batch 1000, K = 1 was fastest). A smaller K shortens

@@ -3,7 +3,7 @@
 The H layers are split into P = min(devices / R, H) contiguous stages, each on R devices (R replicas per stage,
 `--replicas_per_stage`; stage p's replicas on devices p R .. p R + R - 1), so that the costliest
 stage is as cheap as possible (the classic linear partition problem, solved exactly by dynamic
-programming); costs come from `common.cost.pipeline_layer_epoch_flops`. The steps t = 0 .. T-1 of the
+programming); costs come from `common.measure.cost.pipeline_layer_epoch_flops`. The steps t = 0 .. T-1 of the
 run are cut into chunks of K steps; in tick k, stage p trains on chunk k - p (if it exists), so the
 pipeline fills during the first P - 1 ticks and drains during the last P - 1 (GPipe's "bubble", Huang et
 al. 2019, "GPipe: Efficient Training of Giant Neural Networks using Pipeline Parallelism", section 2.3).
@@ -12,10 +12,10 @@ al. 2019, "GPipe: Efficient Training of Giant Neural Networks using Pipeline Par
 import dataclasses
 from typing import List, Sequence, Tuple
 
-from common import cost
+from common.measure import cost
 
 
-# The exact contiguous split of the layers into stages (shared with the pipelined finetuning: `common.cost`).
+# The exact contiguous split of the layers into stages (shared with the pipelined finetuning: `common.measure.cost`).
 partition = cost.partition
 
 
@@ -48,7 +48,7 @@ class Plan:
 
   @property
   def layer_costs(self) -> List[float]:
-    """FLOPs of each layer per training example in the pipelined schedule (`common.cost`)."""
+    """FLOPs of each layer per training example in the pipelined schedule (`common.measure.cost`)."""
     return [cost.pipeline_layer_epoch_flops(self.hidden_units, n, 1, self.input_units)
             for n in range(1, len(self.hidden_units) + 1)]
 

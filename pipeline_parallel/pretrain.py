@@ -4,7 +4,7 @@ This is not the report's schedule; it is this project's extension of it. The sch
 
   * Steps t = 0 .. E*S - 1 (S = N // B steps per epoch); step t belongs to epoch e = t // S and uses the
     batch at position t % S of epoch e's shuffling order, with epoch e's masking noise: exactly the batch
-    greedy draws at that step of an epoch (`common.data`).
+    greedy draws at that step of an epoch (`common.data.loader`).
   * At step t, layer 1 trains one SGD step on (corrupted images, clean images) and emits the pair
     (h1(corrupted), h1(clean)) computed with the weights it had at the start of that step: the corrupted
     encoding is the forward pass of its own training step, reused; the clean one is one extra forward.
@@ -12,7 +12,7 @@ This is not the report's schedule; it is this project's extension of it. The sch
     path, target = the clean path, as in greedy where both come from the frozen layers below) and emits
     its own pair. No layer ever runs the layers below it: per example, layer n costs its 5 products plus
     1 for the clean encoding it emits (none for the top layer), against greedy's 5 + 2(n-1)
-    (`common.cost`).
+    (`common.measure.cost`).
   * Nothing of this depends on the devices, the placement or the chunk size, so every placement and
     every --pipeline_chunk_steps computes the same weights (tested). Layer 1 is exactly greedy's layer 1.
 
@@ -38,13 +38,13 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from common import autoencoder
-from common import cost
-from common import devices as devices_lib
-from common import errors
-from common import lifecycle
-from common import progress as progress_lib
-from common import timing
+from common.base import errors
+from common.base import progress as progress_lib
+from common.distribute import devices as devices_lib
+from common.measure import cost
+from common.measure import timing
+from common.model import autoencoder
+from common.run import lifecycle
 from pipeline_parallel import config as config_lib
 from pipeline_parallel import placement
 from pipeline_parallel import program
@@ -108,9 +108,9 @@ def make_plan(config: config_lib.PipelineConfig, num_devices: int, input_units: 
 def train(config: config_lib.PipelineConfig,
           on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains layer-pipelined on `config.num_devices` devices, finetunes, exports, writes the run record
-  (`common.lifecycle.train`).
+  (`common.run.lifecycle.train`).
 
-  With TF_CONFIG (`common.cluster`, started by `python -m common.launch`) the "worker" tasks serve their
+  With TF_CONFIG (`common.distribute.cluster`, started by `python -m common.launch`) the "worker" tasks serve their
   devices and the "chief" task runs the pipeline on them as a client: stage p on device p of the
   workers' devices (worker 0's first, then worker 1's, ...), so activations cross the network between
   stages (docs/multi_host.md).
@@ -127,7 +127,7 @@ def train(config: config_lib.PipelineConfig,
     reading the in-graph clock).
 
   Raises:
-    ValueError: the devices cannot be made. common.errors.UserError subclasses for missing data,
+    ValueError: the devices cannot be made. common.base.errors.UserError subclasses for missing data,
       divergence, or a mismatched checkpoint.
   """
   return lifecycle.train(program.PROGRAM, config, on_checkpoint)

@@ -1,6 +1,6 @@
-"""Layer-pipelined pretraining: its registry entry (`common.programs`)."""
+"""Layer-pipelined pretraining: its registry entry (`common.settings.programs`)."""
 
-from common import programs
+from common.settings import programs
 from pipeline_parallel import config
 
 PROGRAM = programs.Program(

@@ -19,7 +19,7 @@ this way). All R replicas of a stage run in the one loop (one loop per replica d
 `Pipeline.tick` is one `tf.function` holding every stage's `run_chunk`, each in its own nested `tf.function`
 under its device: the stages read only the previous tick's outputs and touch disjoint variables, so nothing orders
 them and the runtime runs them side by side (the mechanism measured for model parallel,
-`common/layerwise_training.py`).
+`common/layerwise/training.py`).
 """
 
 import itertools
@@ -27,8 +27,8 @@ from typing import List, Optional, Sequence
 
 import tensorflow as tf
 
-from common import autoencoder
-from common import data
+from common.data import loader as data
+from common.model import autoencoder
 
 # Group and instance keys of the stages' collectives: one process-wide sequence, so that pipelines built one
 # after another in a process (tests) never reuse a key; far above the keys tf.distribute allocates itself.

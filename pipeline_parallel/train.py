@@ -9,7 +9,7 @@ the report's schedule (see pipeline_parallel/pretrain.py).
 Usage: python -m pipeline_parallel.train --num_devices=2 [--hidden_units=2000,2000 --pretrain_epochs=30 ...]
 """
 
-from common import cli
+from common.run import cli
 from pipeline_parallel import program
 
 if __name__ == "__main__":

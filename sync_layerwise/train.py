@@ -8,7 +8,7 @@ another. Then the whole stack is finetuned and evaluated on the test set.
 Usage: python -m sync_layerwise.train [--hidden_units=2000,2000 --pretrain_epochs=30 ...]
 """
 
-from common import cli
+from common.run import cli
 from sync_layerwise import program
 
 if __name__ == "__main__":

@@ -20,9 +20,9 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from async_data_parallel import worker_steps  # noqa: E402
-from common import autoencoder  # noqa: E402
-from common import parameter_server  # noqa: E402
-from common import programs  # noqa: E402
+from common.distribute import parameter_server  # noqa: E402
+from common.model import autoencoder  # noqa: E402
+from common.settings import programs  # noqa: E402
 
 STALE = 5
 DELAY_SECONDS = 3.0  # the step sleeps this long; the counter moves 1 s into it

@@ -28,7 +28,7 @@ assert len(tf.config.list_logical_devices("CPU")) == NUM_TEST_DEVICES
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
-from common import data  # noqa: E402
+from common.data import loader as data  # noqa: E402
 
 # A small slice of real MNIST, enough to learn from in seconds.
 SLICE_EXAMPLES = 2000

@@ -14,8 +14,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app  # noqa: E402
 from absl import flags  # noqa: E402
 
-from common import flags as common_flags  # noqa: E402
-from common import programs  # noqa: E402
+from common.settings import flags as common_flags  # noqa: E402
+from common.settings import programs  # noqa: E402
 
 _LIBRARY = flags.DEFINE_string("library", None, "Module with train(config, on_checkpoint=...).", required=True)
 _KILL_AFTER = flags.DEFINE_integer("kill_after_checkpoint", 1, "Checkpoint after which to SIGKILL.")

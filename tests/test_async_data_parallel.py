@@ -22,14 +22,14 @@ import time
 import numpy as np
 import pytest
 
-from common import cluster
-from common import config as config_lib
-from common import errors
+from common.artifacts import runlog
+from common.base import errors
+from common.base import ports
+from common.distribute import cluster
 from common import launch
-from common import ports
-from common import precision as precision_lib
-from common import programs
-from common import runlog
+from common.model import precision as precision_lib
+from common.settings import config as config_lib
+from common.settings import programs
 from greedy import pretrain as greedy
 from conftest import ROOT, SLICE_EXAMPLES, run_module, shared_keys
 

@@ -5,9 +5,9 @@ import math
 import numpy as np
 import tensorflow as tf
 
-from common import autoencoder
-from common import cost
-from common import finetune
+from common.measure import cost
+from common.model import autoencoder
+from common.training import finetune
 
 
 def _count(variables):

@@ -5,8 +5,8 @@ import concurrent.futures
 
 import pytest
 
-from common import data
-from common import programs
+from common.data import loader as data
+from common.settings import programs
 
 from conftest import run_module
 
@@ -44,7 +44,7 @@ BAD = {
 }
 
 
-# The shared flags are defined and checked once (common/flags.py): greedy gets every case above, the
+# The shared flags are defined and checked once (common/settings/flags.py): greedy gets every case above, the
 # other programs a sample of them (one of each kind of check) plus their own flags (each case is one
 # process start, ~4 s).
 SAMPLE = ("batch_zero", "epochs_negative", "recipe_unknown", "corruption_one", "devices_too_many", "examples_too_many", "batch_above_examples",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import data
+from common.data import loader as data
 
 
 def test_mnist_slice_shapes_and_ranges(mnist):
@@ -24,7 +24,7 @@ def test_missing_data_names_tfds_data_dir(tmp_path, monkeypatch):
   monkeypatch.setenv("TFDS_DATA_DIR", str(tmp_path))
   import tensorflow_datasets as tfds
   monkeypatch.setattr(tfds, "load", lambda *a, **k: (_ for _ in ()).throw(OSError("offline")))
-  from common import errors
+  from common.base import errors
   with pytest.raises(errors.DataUnavailableError, match="TFDS_DATA_DIR"):
     data.load_mnist()
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import autoencoder
-from common import config as common_config
-from common import optimizers
-from common import runlog
-from common import programs
+from common.artifacts import runlog
+from common.model import autoencoder
+from common.model import optimizers
+from common.settings import config as common_config
+from common.settings import programs
 from data_parallel import config as config_lib
 from data_parallel import pretrain
 from data_parallel import profile as profile_lib

@@ -1,4 +1,4 @@
-"""Any data in (`--dataset`, `common.datasets`): Fashion-MNIST through every program, an equivalence on it, your own
+"""Any data in (`--dataset`, `common.data.sources`): Fashion-MNIST through every program, an equivalence on it, your own
 arrays giving MNIST's weights when they hold MNIST, the record naming its data, the pictures, and every bad dataset
 refused in one line before any training with nothing written."""
 
@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import data
-from common import datasets
-from common import errors
-from common import programs
-from common import runlog
+from common.artifacts import runlog
+from common.base import errors
+from common.data import loader as data
+from common.data import sources as datasets
+from common.settings import programs
 
 from conftest import run_module, shared_keys
 

@@ -1,4 +1,4 @@
-"""A model out (`--export_model`, `common.export`; `common.predict`): a SavedModel loadable without this repository
+"""A model out (`--export_model`, `common.model.export`; `common.predict`): a SavedModel loadable without this repository
 that gives the run's test accuracy, follows the equivalences of the weights, survives a SIGKILL and a resume, holds
 float32 variables after bfloat16 training, and a command for new data that refuses bad input in one line."""
 
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import autoencoder
-from common import export
-from common import finetune
-from common import precision
-from common import programs
-from common import runlog
+from common.artifacts import runlog
+from common.model import autoencoder
+from common.model import export
+from common.model import precision
+from common.settings import programs
+from common.training import finetune
 
 from conftest import SLICE_EXAMPLES, run_module
 

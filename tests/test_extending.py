@@ -1,7 +1,7 @@
 """Extending the project the way docs/experiments.md says: a seventh program (its folder plus its name in
-`common/programs.PACKAGES`) and a new shared setting (one field of `common.config.Config`), each made in a copy of
-the repository and then used there as a user would: `--help`, a tiny run on real MNIST, the run record, the
-registry's tests, the experiments' run lists, the figures and tables."""
+`common/settings/programs.PACKAGES`) and a new shared setting (one field of `common.settings.config.Config`), each
+made in a copy of the repository and then used there as a user would: `--help`, a tiny run on real MNIST, the run
+record, the registry's tests, the experiments' run lists, the figures and tables."""
 
 import dataclasses
 import json
@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from common import config as config_lib
-from common import programs
+from common.settings import config as config_lib
+from common.settings import programs
 
 from conftest import ROOT
 
@@ -49,7 +49,7 @@ def _run(root, *args, timeout=900):
 
 def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
   """A toy multi-device program (model_parallel's schedule under another name), added by the documented step:
-  its folder and its name appended to `common.programs.PACKAGES`. In that copy: `--help` parses, a tiny run on real
+  its folder and its name appended to `common.settings.programs.PACKAGES`. In that copy: `--help` parses, a tiny run on real
   MNIST writes a complete record, the registry's tests accept it, the experiments' run lists of every
   multi-device program include it, and the figures and tables regenerate from fixtures with it present; no other
   file of the copy changed (the fixtures regenerate there)."""
@@ -62,8 +62,9 @@ def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
       text = (text.replace(f'name="{mp.name}"', 'name="toy_parallel"').replace(f'run_name="{mp.run_name}"', 'run_name="toy"')
               .replace(f'label="{mp.label}"', 'label="toy parallel"').replace(f'color="{mp.color}"', 'color="tab:olive"'))
     path.write_text(text)
-  registry = (root / "common" / "programs.py").read_text()
-  (root / "common" / "programs.py").write_text(re.sub(r'(PACKAGES = \([^)]*)\)', r'\1, "toy_parallel")', registry, 1))
+  registry_path = root / "common" / "settings" / "programs.py"
+  registry = registry_path.read_text()
+  registry_path.write_text(re.sub(r'(PACKAGES = \([^)]*)\)', r'\1, "toy_parallel")', registry, 1))
 
   helped = _run(root, "-m", "toy_parallel.train", "--helpshort")
   assert "--hidden_units:" in helped.stdout and "Traceback" not in helped.stderr, helped.stderr[-2000:]
@@ -93,14 +94,14 @@ def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
 
   changed = {line[3:] for line in _git(root, "status", "--porcelain", "--untracked-files=all").splitlines()}
   outside = {p for p in changed if not p.startswith(("toy_parallel/", "tests/fixtures/")) and "__pycache__" not in p}
-  assert outside == {"common/programs.py"}, sorted(outside)
+  assert outside == {"common/settings/programs.py"}, sorted(outside)
 
 
 def test_a_new_setting_is_one_field(tmp_path):
-  """A shared setting added as one `setting` field of `common.config.Config` is a flag of every program (`--help`),
+  """A shared setting added as one `setting` field of `common.settings.config.Config` is a flag of every program (`--help`),
   is validated by its check before any work, and lands in the run record's config."""
   root = _copy(tmp_path)
-  path = root / "common" / "config.py"
+  path = root / "common" / "settings" / "config.py"
   text = path.read_text()
   anchor = "  tensorboard_dir: Optional[str] = setting("
   assert anchor in text

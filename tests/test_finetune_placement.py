@@ -5,11 +5,11 @@ mathematics of one-device finetuning: from the same pretrained weights, the fine
 import numpy as np
 import pytest
 
-from common import cost
-from common import finetune
-from common import finetune_pipeline
-from common import programs
-from common import runlog
+from common.artifacts import runlog
+from common.measure import cost
+from common.settings import programs
+from common.training import finetune
+from common.training import finetune_pipeline
 
 from conftest import SLICE_EXAMPLES
 

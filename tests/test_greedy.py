@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import config as config_lib
-from common import errors
-from common import runlog
-from common import programs
+from common.artifacts import runlog
+from common.base import errors
+from common.settings import config as config_lib
+from common.settings import programs
 from greedy import pretrain
 from conftest import SLICE_EXAMPLES, run_module, shared_keys
 
@@ -35,7 +35,7 @@ def test_finetuning_beats_chance_by_far_and_record_is_complete(tmp_path):
   # The reconstruction loss falls from epoch to epoch.
   losses = [e["loss"] for e in record["layers"][0]["epochs"]]
   assert losses[-1] < losses[0]
-  # Every field of the run record (common/runlog.py), in the file on disk.
+  # Every field of the run record (common/artifacts/runlog.py), in the file on disk.
   on_disk = json.load(open(tmp_path / "runs" / "run.json"))
   for field in runlog.REQUIRED_FIELDS:
     assert field in on_disk, field

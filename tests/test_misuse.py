@@ -17,16 +17,16 @@ import time
 import numpy as np
 import pytest
 
-from common import config as config_lib
-from common import datasets
-from common import devices
-from common import errors
-from common import memory
-from common import outputs
-from common import progress
-from common import runlog
-from common import programs
-from common import provenance
+from common.artifacts import outputs
+from common.artifacts import runlog
+from common.base import errors
+from common.base import progress
+from common.data import sources as datasets
+from common.distribute import devices
+from common.measure import memory
+from common.measure import provenance
+from common.settings import config as config_lib
+from common.settings import programs
 from greedy import pretrain as greedy
 
 from conftest import ROOT, run_module
@@ -378,8 +378,8 @@ def test_data_parallel_reads_no_input_iterator(mnist, tmp_path, monkeypatch):
   (pretraining and finetuning) on the 4 logical devices of conftest (2x the cores of CI) creates no
   distributed dataset, and no iterator op appears in its steps."""
   import tensorflow as tf
-  from common import autoencoder
-  from common import replica_steps
+  from common.distribute import replica_steps
+  from common.model import autoencoder
   from data_parallel import config as dp_config
   from data_parallel import pretrain as dp_pretrain
   from data_parallel import replicas
@@ -417,7 +417,9 @@ def test_cores_follow_the_cpu_affinity():
   if not hasattr(os, "sched_setaffinity") or provenance.usable_cores() < 2:
     pytest.skip("needs CPU affinity and at least 2 cores")
   code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
-          "from common import config, devices, provenance\n"
+          "from common.settings import config\n"
+          "from common.distribute import devices\n"
+          "from common.measure import provenance\n"
           "print(provenance.usable_cores(), devices.oversubscription(2, 1) is not None)\n"
           "config.check_threads(2)\n")
   proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import autoencoder
-from common import config as config_lib
-from common import errors
-from common import runlog
+from common.artifacts import runlog
+from common.base import errors
+from common.model import autoencoder
+from common.settings import config as config_lib
 from greedy import pretrain as greedy
 from model_parallel import pretrain as model_parallel
-from common import layerwise_schedule as schedule_lib
-from common import programs
+from common.layerwise import schedule as schedule_lib
+from common.settings import programs
 from sync_layerwise import pretrain as sync_layerwise
 from conftest import SLICE_EXAMPLES, run_module, shared_keys
 

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import autoencoder
-from common import cluster
-from common import config as config_lib
-from common import runlog
-from common import programs
+from common.artifacts import runlog
+from common.distribute import cluster
+from common.model import autoencoder
+from common.settings import config as config_lib
+from common.settings import programs
 from greedy import pretrain as greedy
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import pretrain as pipeline

@@ -4,9 +4,9 @@ import dataclasses
 
 import pytest
 
-from common import cost
-from common import layerwise_schedule as schedule_lib
-from common import programs
+from common.layerwise import schedule as schedule_lib
+from common.measure import cost
+from common.settings import programs
 from experiments import perf_model
 
 # Parameters of a 784 -> 10 layer (kernel 7840, bias 10, decoder bias 784) and of a 10 -> 10 layer.

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from common import programs
-from common import provenance
+from common.measure import provenance
+from common.settings import programs
 from experiments import load
 from experiments import check_ratios
 from experiments import presets
@@ -340,7 +340,7 @@ def test_labels_name_a_processor_without_trademarks_or_clock():
   xeon = {"environment": {"cpu_model": "Intel(R) Xeon(R) Processor", "usable_cores": 2, "commit": "cd" * 20,
                           "code_digest": "d1"}}
   assert records.machine_label([xeon]) == "Intel Xeon, instruction set not recorded, 2 cores, commit cdcdcdc"
-  # The instruction set, where a record names its processor's flags (`common.provenance.instruction_set`).
+  # The instruction set, where a record names its processor's flags (`common.measure.provenance.instruction_set`).
   amx = {"environment": dict(xeon["environment"], cpu_flags=["avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16"])}
   assert records.machine_label([amx]) == "Intel Xeon, AMX, 2 cores, commit cdcdcdc"
   avx2 = {"environment": dict(xeon["environment"], cpu_flags=["avx2"])}

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import autoencoder
-from common import config as config_lib
-from common import errors
-from common import precision
-from common import programs
-from common import runlog
+from common.artifacts import runlog
+from common.base import errors
+from common.model import autoencoder
+from common.model import precision
+from common.settings import config as config_lib
+from common.settings import programs
 from data_parallel import config as dp_config
 from data_parallel import pretrain as data_parallel
 from greedy import pretrain as greedy

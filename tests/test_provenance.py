@@ -6,9 +6,9 @@ import json
 import os
 import re
 
-from common import config as config_lib
-from common import programs
-from common import provenance
+from common.measure import provenance
+from common.settings import config as config_lib
+from common.settings import programs
 from greedy import pretrain as greedy
 from conftest import ROOT, SLICE_EXAMPLES
 
@@ -67,7 +67,7 @@ def test_the_code_digest_ignores_results_docs_and_markdown(tmp_path, monkeypatch
 def test_a_changed_record_or_doc_is_not_dirty_code_a_changed_code_file_is():
   # The first line keeps its leading status column: " M results/..." once read as the code file "esults/...".
   assert not provenance.status_has_code(" M results/runs/driver_log.jsonl\n?? docs/new.md\n M README.md\n")
-  assert provenance.status_has_code(" M results/runs/driver_log.jsonl\n M common/data.py\n")
+  assert provenance.status_has_code(" M results/runs/driver_log.jsonl\n M common/data/loader.py\n")
   assert provenance.status_has_code("?? experiments/new.py\n")
   assert provenance.status_has_code("R  common/old.py -> common/new.py\n")
 

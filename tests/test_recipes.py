@@ -1,4 +1,4 @@
-"""Recipes (`--recipe`, common/recipes.py), no pretraining (`--pretrain_epochs=0`), and finetuning's schedule and
+"""Recipes (`--recipe`, common/settings/recipes.py), no pretraining (`--pretrain_epochs=0`), and finetuning's schedule and
 best-validation epoch: the values a recipe resolves to, explicit flags over a recipe, a refused recipe in one line,
 every program finetuning from the same initial weights without pretraining, resume and export of such a run."""
 
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import autoencoder
-from common import config as config_lib
-from common import finetune
-from common import programs
-from common import recipes
-from common import runlog
+from common.artifacts import runlog
+from common.model import autoencoder
+from common.settings import config as config_lib
+from common.settings import programs
+from common.settings import recipes
+from common.training import finetune
 from conftest import run_module
 
 # The report's values (the original implementation's flags): --recipe=report must resolve to exactly these.
@@ -85,7 +85,7 @@ def test_command_line_explicit_flag_beats_the_recipe_and_the_command_prints_it(t
   config = json.load(open(tmp_path / "r.json"))["config"]
   assert config["recipe"] == "tuned" and config[key] == REPORT[key]
   assert all(config[k] == v for k, v in recipes.get("tuned").values.items() if k != key)
-  proc = run_module("common.recipes", "tuned", "--program=data_parallel", timeout=120)
+  proc = run_module("common.settings.recipes", "tuned", "--program=data_parallel", timeout=120)
   assert proc.returncode == 0, proc.stderr[-2000:]
   for k, v in recipes.get("tuned").values.items():
     assert f"--{k}={v}" in proc.stdout

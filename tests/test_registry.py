@@ -1,4 +1,4 @@
-"""The program registry (`common/programs.py`, each program's `<name>/program.py`) is the one place a program is
+"""The program registry (`common/settings/programs.py`, each program's `<name>/program.py`) is the one place a program is
 declared: every registered program runs from the command line, nothing else names a program by a string, the
 generic code names no program at all, no strategy imports another, and the registry imports no TensorFlow."""
 
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from common import launch
-from common import programs
+from common.settings import programs
 
 from conftest import ROOT, run_module
 
@@ -43,12 +43,12 @@ def test_every_registered_program_parses_help():
 
 
 def test_no_string_names_a_program_outside_the_registry():
-  """A list of programs, a comparison or a test names a program through `common.programs`, never by a string
+  """A list of programs, a comparison or a test names a program through `common.settings.programs`, never by a string
   literal equal to its name or its module (prose inside longer strings and docstrings is not such a literal); only
   the registry and the program's own folder spell its name."""
   found = []
   for path in _python_files():
-    if path in (os.path.join("common", "programs.py"), EXTENDING):
+    if path in (os.path.join("common", "settings", "programs.py"), EXTENDING):
       continue
     names = {n for p in programs.PROGRAMS if not path.startswith(p.name + os.sep) for n in (p.name, p.module)}
     for node in ast.walk(_tree(path)):
@@ -59,9 +59,9 @@ def test_no_string_names_a_program_outside_the_registry():
 
 # The test that registers a seventh program by name in a copy of the repository (its name is a program's there).
 EXTENDING = os.path.join("tests", "test_extending.py")
-# The generic code: it asks a program's capabilities (`common.programs.Program`) and names none.
-GENERIC = ("common/lifecycle.py", "common/cli.py", "common/flags.py", "common/config.py", "common/cost.py",
-           "common/launch.py", "experiments/driver.py", "experiments/campaign.py", "experiments/records.py",
+# The generic code: it asks a program's capabilities (`common.settings.programs.Program`) and names none.
+GENERIC = ("common/run/lifecycle.py", "common/run/cli.py", "common/settings/flags.py", "common/settings/config.py",
+           "common/measure/cost.py", "common/launch.py", "experiments/driver.py", "experiments/campaign.py", "experiments/records.py",
            "experiments/reproduce.py", "experiments/benchmarks/harness.py", "experiments/report/series.py")
 
 
@@ -81,7 +81,7 @@ def test_generic_code_names_no_program():
 
 def test_the_registry_imports_no_tensorflow():
   """Flags are parsed before TensorFlow loads: the registry and every program's declaration import none of it."""
-  code = ("import sys; from common import programs; programs.PROGRAMS; "
+  code = ("import sys; from common.settings import programs; programs.PROGRAMS; "
           "assert 'tensorflow' not in sys.modules, sorted(m for m in sys.modules if 'tensorflow' in m)[:5]")
   proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
   assert proc.returncode == 0, proc.stderr[-2000:]
@@ -101,14 +101,15 @@ def test_no_strategy_imports_another():
         assert not {m.split(".")[0] for m in modules} & others, (path, node.lineno, modules)
 
 
-def test_the_readme_layout_names_every_common_module():
-  """Every module of `common/` (but `__init__.py`) is named in the README's Layout block."""
+def test_the_readme_layout_names_every_common_package():
+  """Every sub-package of `common/` and every module at its top level (but `__init__.py`) is named in the README's
+  Layout block."""
   with open(os.path.join(ROOT, "README.md")) as f:
     layout = f.read().split("## Layout", 1)[1].split("```")[1]
-  modules = [os.path.basename(p) for p in _python_files()
-             if os.path.dirname(p) == "common" and not p.endswith("__init__.py")]
-  assert len(modules) > 30
-  assert [m for m in modules if re.search(rf"(?<![\w.]){re.escape(m)}", layout) is None] == []
+  common = [p.split(os.sep)[1:] for p in _python_files() if p.startswith("common" + os.sep)]
+  names = {f"{parts[0]}/" if len(parts) > 1 else parts[0] for parts in common} - {"__init__.py"}
+  assert len(names) >= 12, sorted(names)
+  assert [n for n in sorted(names) if re.search(rf"(?<![\w./]){re.escape(n)}", layout) is None] == []
 
 
 def test_every_program_has_its_declaration_entry_point_and_hooks():

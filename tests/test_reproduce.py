@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from common import programs
-from common import provenance
+from common.measure import provenance
+from common.settings import programs
 from experiments import driver
 from experiments import presets
 from experiments import records
@@ -415,9 +415,9 @@ def test_command_line_errors():
 
 def _entries_this_machine_runs(preset):
   """The preset's entries this machine can run: without native bfloat16 the programs refuse --precision=mixed_bfloat16
-  by design (`common.precision.check_supported`), so the bfloat16 entry is left out."""
-  from common import errors
-  from common import precision
+  by design (`common.model.precision.check_supported`), so the bfloat16 entry is left out."""
+  from common.base import errors
+  from common.model import precision
   try:
     precision.check_supported(programs.PRECISIONS[1])
     return list(presets.build(preset))

@@ -2,8 +2,8 @@
 
 The reference is plain Python and NumPy: the model-parallel schedule of the report ("Parallelizing Pretraining
 of Deep Neural Networks using Stacked Autoencoders", the "multigpu" schedule), written out loop by loop
-without `common.layerwise_schedule`, and the tied-weight denoising autoencoder's SGD step with its gradients
-derived by hand (float64). Only the data order and the masking noise come from `common.data` (tested in
+without `common.layerwise.schedule`, and the tied-weight denoising autoencoder's SGD step with its gradients
+derived by hand (float64). Only the data order and the masking noise come from `common.data.loader` (tested in
 test_data.py), so both sides see the same batches. The program runs on 2 logical devices with op determinism
 (tests/conftest.py); its exported weights must match the reference's within 1e-5.
 """
@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from common import autoencoder
-from common import config as config_lib
-from common import data
-from common import runlog
-from common import programs
+from common.artifacts import runlog
+from common.data import loader as data
+from common.model import autoencoder
+from common.settings import config as config_lib
+from common.settings import programs
 from model_parallel import pretrain as model_parallel
 from conftest import SLICE_EXAMPLES, shared_keys
 

@@ -4,10 +4,10 @@ reference built from common/ parts, and how it differs from greedy."""
 import numpy as np
 import tensorflow as tf
 
-from common import autoencoder
-from common import config as config_lib
-from common import runlog
-from common import programs
+from common.artifacts import runlog
+from common.model import autoencoder
+from common.settings import config as config_lib
+from common.settings import programs
 from sync_layerwise import pretrain as sync_layerwise
 from conftest import SLICE_EXAMPLES
 

@@ -9,7 +9,7 @@ loss (+1%, `harness.seconds_to_loss_of`), the staleness and rescheduled function
 import statistics
 from typing import Dict, List
 
-from common import programs
+from common.settings import programs
 from experiments.benchmarks import harness
 
 HELDOUT = "--heldout_every_epoch"

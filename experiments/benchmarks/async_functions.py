@@ -9,7 +9,7 @@ K (`choice`; async_data_parallel/config.py DEFAULT_STEPS_PER_FUNCTION is set fro
 import statistics
 from typing import Dict, List
 
-from common import programs
+from common.settings import programs
 from experiments.benchmarks import harness
 
 ASYNC = programs.ASYNC_DATA_PARALLEL

@@ -1,12 +1,12 @@
 """Benchmark: model_parallel on a cluster of H local workers (`common.launch`, gRPC on loopback, one layer each)
 against in-process on H devices (docs/multi_host.md): the cluster's overhead per repeat (goal <= 10%), each run's
-phases, and the bytes that cross the network (`common.cost.network_bytes`) beside data parallel's.
+phases, and the bytes that cross the network (`common.measure.cost.network_bytes`) beside data parallel's.
   python -m experiments.benchmarks.cluster"""
 
 from typing import List
 
-from common import cost
-from common import programs
+from common.measure import cost
+from common.settings import programs
 from experiments.benchmarks import harness
 from experiments.benchmarks import model_parallel
 
@@ -30,7 +30,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
           "model_parallel_per_run": mp["bytes_per_epoch_step"] * steps, "epoch_steps": steps,
           "data_parallel_gradient_bytes_per_epoch_same_batch":
               moved[programs.DATA_PARALLEL.network]["gradient_bytes_per_epoch"],
-          "method": "from the parameter shapes, float32 (common.cost.network_bytes); data parallel: per "
+          "method": "from the parameter shapes, float32 (common.measure.cost.network_bytes); data parallel: per "
                     "worker with a ring all-reduce over 2 workers"},
       "phases": {name: [model_parallel.phases(r) for r in rs] for name, rs in runs.items()},
   }

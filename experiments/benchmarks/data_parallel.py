@@ -4,7 +4,7 @@ profiles (`data_parallel.profile`); several --kernels: both replica counts on ea
 
 from typing import Dict, List
 
-from common import programs
+from common.settings import programs
 from data_parallel import config as dp_config
 from experiments.benchmarks import harness
 

@@ -8,7 +8,7 @@ import os
 import re
 from typing import Dict, List
 
-from common import programs
+from common.settings import programs
 from experiments import records
 from experiments.benchmarks import harness
 

@@ -1,19 +1,19 @@
-"""Benchmark: where finetuning runs fastest (`--finetune_placement`, `common.finetune`). pipeline_parallel (finetuning
-is every program's same code; its weights do not depend on its devices) pretrains briefly and finetunes, in each
-precision of --precisions:
+"""Benchmark: where finetuning runs fastest (`--finetune_placement`, `common.training.finetune`). pipeline_parallel
+(finetuning is every program's same code; its weights do not depend on its devices) pretrains briefly and finetunes,
+in each precision of --precisions:
   one_core    one device, one thread: the baseline;
   replicas    --num_devices one-thread devices, a MirroredStrategy splitting every batch;
   one_device  one device with --num_devices threads (every core's thread in one device);
   pipelined   --num_devices one-thread devices, the classifier's layers in stages, micro-batches (GPipe).
 Measures per precision: each placement's finetuning seconds, one_core seconds / its seconds (same repeat), and the
-fastest placement (`choice`, the default of --finetune_placement=auto: common/finetune.py DEFAULT_PLACEMENT).
+fastest placement (`choice`, the default of --finetune_placement=auto: common/training/finetune.py DEFAULT_PLACEMENT).
 Alternated repeat after repeat; timings are committed: run alone on the machine.
   python -m experiments.benchmarks.finetune"""
 
 import statistics
 from typing import Dict, List
 
-from common import programs
+from common.settings import programs
 from experiments.benchmarks import harness
 
 PLACEMENTS = ("replicas", "one_device", "pipelined")

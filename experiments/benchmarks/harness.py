@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
-from common import programs
+from common.settings import programs
 from experiments import driver
 from experiments import presets
 from experiments import records

@@ -10,8 +10,8 @@ so it predicts nothing with R > 1. Timings are committed: run alone on the machi
 import re
 from typing import Dict, List, Tuple
 
-from common import programs
-from common import provenance
+from common.measure import provenance
+from common.settings import programs
 from experiments import perf_model
 from experiments.benchmarks import harness
 

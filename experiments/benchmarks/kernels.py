@@ -6,7 +6,7 @@ whether every repeat agreed (`choice`: the registry's default per program and pr
 import statistics
 from typing import List, Mapping, Optional, Sequence
 
-from common import programs
+from common.settings import programs
 from experiments.benchmarks import harness
 
 PROGRAMS = tuple(p for p in programs.PROGRAMS if len(p.kernel_paths) > 1)

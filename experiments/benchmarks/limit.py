@@ -2,15 +2,15 @@
 step's shapes (`matmul_rates`, one thread, per precision; the limit of C cores is C times it), and the fraction of
 that limit reached by greedy (one device, one thread: one core), by pipeline_parallel on --num_devices one-thread
 devices with each intra-op pool (per_device: one thread each; shared: one pool of all their threads, so the
-lighter stage's core helps the heavier one), pretraining (FLOPs from `common.cost`: the record's layer-epochs)
-and finetuning (`common.cost.finetune_epoch_flops` of its epochs, evaluation left out), at --precision.
+lighter stage's core helps the heavier one), pretraining (FLOPs from `common.measure.cost`: the record's layer-epochs)
+and finetuning (`common.measure.cost.finetune_epoch_flops` of its epochs, evaluation left out), at --precision.
 Alternated repeat after repeat; timings are committed: run alone on the machine.
   python -m experiments.benchmarks.limit --batch_size=100   (and 1000)"""
 
 from typing import Dict, List
 
-from common import cost
-from common import programs
+from common.measure import cost
+from common.settings import programs
 from experiments.benchmarks import harness
 from experiments.benchmarks import precision as precision_bench
 

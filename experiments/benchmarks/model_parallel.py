@@ -5,9 +5,9 @@ bound with shared cores, phases, co-run slowdowns; several --kernels or --thread
 
 from typing import Dict, List, Tuple
 
-from common import cost
-from common import layerwise_schedule as schedule_lib
-from common import programs
+from common.layerwise import schedule as schedule_lib
+from common.measure import cost
+from common.settings import programs
 from experiments import records
 from experiments.benchmarks import harness
 

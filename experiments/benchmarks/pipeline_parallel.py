@@ -6,8 +6,8 @@
 import dataclasses
 from typing import Dict, List, Tuple
 
-from common import cost
-from common import programs
+from common.measure import cost
+from common.settings import programs
 from experiments.benchmarks import harness
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement

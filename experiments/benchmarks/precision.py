@@ -2,15 +2,15 @@
 each, pretraining only, alternated repeat after repeat): per program float32 seconds / bfloat16 seconds in the same
 repeat; the pipeline in bfloat16 against greedy in float32; one core's matrix-product rates at the step's shapes
 (`matmul_rates`, after the runs) and, per program and precision, the FLOPs it computed per second per device
-(`common.cost`) as a fraction of one core's bfloat16 rate. Timings are committed: run alone on the machine.
+(`common.measure.cost`) as a fraction of one core's bfloat16 rate. Timings are committed: run alone on the machine.
   python -m experiments.benchmarks.precision --batch_size=1000   (and 100, 5000)"""
 
 import json
 import sys
 from typing import Dict, List
 
-from common import cost
-from common import programs
+from common.measure import cost
+from common.settings import programs
 from experiments import driver
 from experiments.benchmarks import harness
 
@@ -26,7 +26,7 @@ def configurations(s: harness.Setting) -> List:
 
 
 def flops(record: dict) -> float:
-  """FLOPs of a record's pretraining: every layer-epoch it trained at its schedule's cost (`common.cost`)."""
+  """FLOPs of a record's pretraining: every layer-epoch it trained at its schedule's cost (`common.measure.cost`)."""
   c = record["config"]
   per_epoch = (cost.pipeline_layer_epoch_flops if programs.get(record["strategy"]).pipelined
                else cost.layer_epoch_flops)

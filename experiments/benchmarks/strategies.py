@@ -5,7 +5,7 @@ the baseline in the same repeat, the entry's single runs with a spread. Timings 
 
 from typing import Dict, List
 
-from common import programs
+from common.settings import programs
 from experiments import presets
 from experiments.benchmarks import harness
 

@@ -10,7 +10,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 from matplotlib import figure as mpl_figure
 
-from common import programs
+from common.settings import programs
 from experiments import load
 from experiments import perf_model
 from experiments import presets

@@ -6,7 +6,7 @@ shows only where it has records, and a benchmark's number only where none of its
 import os
 from typing import List, Optional, Tuple
 
-from common import programs
+from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments import reported

@@ -5,7 +5,7 @@ the scaling entries, the figures' paths, `load_all`. Programs are known by their
 import os
 from typing import Dict, List, Optional, Tuple
 
-from common import programs
+from common.settings import programs
 from experiments import perf_model
 from experiments import presets
 from experiments import records

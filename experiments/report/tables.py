@@ -5,7 +5,7 @@ uses (`fmt`, `md_table`). † marks oversubscription (more logical devices than 
 import types
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from common import programs
+from common.settings import programs
 from data_parallel import config as dp_config
 from experiments import perf_model
 from experiments import presets

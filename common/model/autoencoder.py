@@ -1,0 +1,316 @@
+"""The tied-weight denoising autoencoder layer, its frozen copy, and the compiled training of one layer.
+
+Model (Vincent et al. 2008, "Extracting and composing robust features with denoising autoencoders";
+as in the report's original implementation):
+  h = sigmoid(x W + b)                     encoder, W float32 [n_in, n_hidden]
+  r = sigmoid(h W^T + c)                   decoder with tied weights and its own bias c [n_in]
+  loss = mean over batch of sum over units of binary cross-entropy(target, r)
+Layer n is trained on corrupted image -> frozen copies of layers 1..n-1 -> layer n, with target
+clean image -> the same frozen copies. The cross-entropy is computed from the logits
+(`tf.nn.sigmoid_cross_entropy_with_logits`), the stable form of the original's clipped log.
+
+`LayerTrainer.run_steps` is the hot path every speedup is measured against: a `tf.while_loop` over
+steps whose body gathers the batch from a device-resident copy of the images and runs one step
+(corruption mask, frozen forward passes, loss, gradient and SGD update), compiled by XLA into one fused
+computation or run on TensorFlow's default (oneDNN) kernels: the kernel path (`KERNEL_PATHS`), one
+setting of every program (`--kernels`).
+"""
+
+import math
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+from tensorflow.python.framework import config  # is_op_determinism_enabled has no public alias.
+
+from common.data import loader as data
+from common.model import precision as precision_lib
+
+# Kernel paths of the pretraining steps: "xla" compiles each step with XLA (`jit_compile=True`), "tf" runs
+# TensorFlow's default kernels (oneDNN on CPU). The mathematics is the same; float rounding differs.
+KERNEL_PATHS = ("xla", "tf")
+
+
+def compile_step(fn, kernels: str):
+  """`fn` as a `tf.function` compiled by XLA (kernels "xla") or on TensorFlow's default kernels ("tf").
+
+  Raises:
+    ValueError: an unknown kernel path.
+  """
+  if kernels not in KERNEL_PATHS:
+    raise ValueError(f"unknown kernel path {kernels!r}; one of {', '.join(KERNEL_PATHS)}")
+  return tf.function(fn, jit_compile=kernels == "xla")
+
+
+def sigmoid_glorot_uniform(fan_in: int, fan_out: int, seed: int, layer_index: int) -> tf.Tensor:
+  """float32 [fan_in, fan_out] uniform in +-4 sqrt(6 / (fan_in + fan_out)), the sigmoid Glorot range.
+
+  Glorot & Bengio 2010 (the factor 4 is their recommendation for sigmoid units). Stateless: a pure
+  function of (seed, layer_index), so every device and program draws the same initial weights.
+  """
+  limit = 4.0 * math.sqrt(6.0 / (fan_in + fan_out))
+  return tf.random.stateless_uniform([fan_in, fan_out], seed=[seed, 7919 + layer_index],
+                                     minval=-limit, maxval=limit, dtype=tf.float32)
+
+
+class DenoisingAutoencoder(tf.Module):
+  """One tied-weight sigmoid denoising autoencoder layer.
+
+  Attributes:
+    index: 1-based position in the stack.
+    kernel: float32 [input_units, hidden_units] variable, shared by encoder and decoder.
+    bias: float32 [hidden_units] encoder bias.
+    decoder_bias: float32 [input_units] decoder bias.
+    precision: of the matrix products (`common.model.precision`): "float32", or "mixed_bfloat16" (bfloat16 operands,
+      everything else float32).
+  """
+
+  def __init__(self, input_units: int, hidden_units: int, index: int, seed: int,
+               precision: str = precision_lib.FLOAT32):
+    super().__init__(name=f"layer{index}")
+    self.index = index
+    self.input_units = input_units
+    self.hidden_units = hidden_units
+    self.precision = precision
+    with self.name_scope:
+      self.kernel = tf.Variable(sigmoid_glorot_uniform(input_units, hidden_units, seed, index), name="kernel")
+      self.bias = tf.Variable(tf.zeros([hidden_units]), name="bias")
+      self.decoder_bias = tf.Variable(tf.zeros([input_units]), name="decoder_bias")
+
+  @property
+  def weights(self) -> List[tf.Variable]:
+    """[kernel, bias, decoder_bias], the order of every gradient list."""
+    return [self.kernel, self.bias, self.decoder_bias]
+
+  def encode(self, x: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
+    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the products at `precision` (default:
+    the layer's)."""
+    return tf.sigmoid(precision_lib.matmul(x, self.kernel, precision or self.precision) + self.bias)
+
+  def per_example_loss(self, corrupted: tf.Tensor, target: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
+    """Reconstruction loss of each example: float32 [b], cross-entropy summed over the input units.
+
+    Args:
+      corrupted: float32 [b, input_units], the corrupted input after the frozen layers below.
+      target: float32 [b, input_units] in [0, 1], the clean input after the same frozen layers.
+      precision: of the products (default: the layer's).
+    """
+    return self.reconstruction_loss(self.encode(corrupted, precision), target, precision)
+
+  def decoder_logits(self, hidden: tf.Tensor, precision: Optional[str] = None, kernel: Optional[tf.Tensor] = None,
+                     decoder_bias: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """float32 [b, hidden_units] -> the decoder's logits hidden W^T + c, float32 [b, input_units] (`kernel`: W
+    already cast to the product operand, to cast it once per step; `decoder_bias`: c already read, else the
+    variable's)."""
+    w = self.kernel if kernel is None else kernel
+    c = self.decoder_bias if decoder_bias is None else decoder_bias
+    return precision_lib.matmul(hidden, w, precision or self.precision, transpose_b=True) + c
+
+  def reconstruction_loss(self, hidden: tf.Tensor, target: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
+    """float32 [b]: cross-entropy between `target` [b, input_units] and the decoding of `hidden`
+    [b, hidden_units] (sigmoid(hidden W^T + c)), summed over the input units, from the float32 logits."""
+    return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(
+        labels=target, logits=self.decoder_logits(hidden, precision)), axis=1)
+
+  def sgd_step(self, inputs: tf.Tensor, target: tf.Tensor, learning_rate: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """One SGD step on a batch; returns (mean loss float32, encoding of `inputs` before the update).
+
+    Args:
+      inputs: float32 [b, input_units], the corrupted input (after the layers below).
+      target: float32 [b, input_units] in [0, 1], the clean input (after the same layers).
+      learning_rate: float32 scalar.
+
+    Returns:
+      (the batch's mean reconstruction loss, float32 [b, hidden_units] = sigmoid(inputs W + b) with the
+      weights as they were at the start of the step: the forward pass of the step, reused by the
+      layer-pipelined schedule as the corrupted path it passes up).
+    """
+    loss, hidden, grads = self.loss_and_gradients(inputs, target, tf.shape(inputs)[0])
+    for var, grad in zip(self.weights, grads):
+      # var -= learning_rate * grad in one pass over the weights (one kernel on TensorFlow's path, where
+      # assign_sub(learning_rate * grad) makes two).
+      tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=learning_rate, delta=grad)
+    return loss, hidden
+
+  def loss_and_gradients(self, inputs: tf.Tensor, target: tf.Tensor, divisor: tf.Tensor,
+                         weights: Optional[Sequence[tf.Tensor]] = None) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
+    """The reconstruction loss summed over the batch / `divisor`, and its gradients, written out.
+
+    With h = sigmoid(x W + b), logits z = h W^T + c and the cross-entropy from the logits, d loss / d z =
+    (sigmoid(z) - target) / divisor =: dz, d loss / d(x W + b) = (dz W) h (1 - h) =: da, and the tied kernel
+    collects both uses: d W = x^T da + dz^T h. That sum is computed as one matrix product,
+    [x; dz]^T [da; h] (the two stacked along the batch), instead of two products and their sum (what
+    `tf.GradientTape` builds): one pass over the [input_units, hidden_units] result instead of three, which is
+    most of a step's per-step cost at small batches (docs/design.md, "Speed of the hot path"). The same
+    mathematics; float rounding differs from the tape's. Under mixed_bfloat16 the four products take bfloat16
+    operands (the kernel cast once) and return float32; the sigmoids, the loss and the sums stay float32.
+
+    Args:
+      inputs: float32 [b, input_units], the corrupted input (after the layers below).
+      target: float32 [b, input_units] in [0, 1], the clean input (after the same layers).
+      divisor: int32 scalar: b for a whole batch, the global batch for one replica's share of it.
+      weights: None to use the variables, or their values (kernel, bias, decoder_bias) read once: each
+        variable is then read exactly once per step, as asynchronous SGD needs when they live on a parameter
+        server that other workers update meanwhile (`async_data_parallel`).
+
+    Returns:
+      (loss float32 scalar, hidden float32 [b, hidden_units] = h, [d kernel, d bias, d decoder_bias] with
+      the weights' shapes).
+    """
+    p = self.precision
+    kernel, bias, decoder_bias = self.weights if weights is None else weights
+    w = precision_lib.operand(kernel, p)
+    hidden = tf.sigmoid(precision_lib.matmul(inputs, w, p) + bias)
+    logits = self.decoder_logits(hidden, p, w, decoder_bias)
+    scale = 1.0 / tf.cast(divisor, tf.float32)
+    loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)) * scale
+    d_logits = (tf.sigmoid(logits) - target) * scale
+    d_pre = precision_lib.matmul(d_logits, w, p) * hidden * (1.0 - hidden)
+    d_kernel = precision_lib.matmul(tf.concat([inputs, d_logits], 0), tf.concat([d_pre, hidden], 0), p,
+                                    transpose_a=True)
+    return loss, hidden, [d_kernel, tf.reduce_sum(d_pre, 0), tf.reduce_sum(d_logits, 0)]
+
+  def numpy_weights(self) -> Dict[str, np.ndarray]:
+    """{"layerN/kernel": [in, hidden], "layerN/bias": [hidden], "layerN/decoder_bias": [in]}, float32."""
+    p = f"layer{self.index}"
+    return {f"{p}/kernel": self.kernel.numpy(), f"{p}/bias": self.bias.numpy(),
+            f"{p}/decoder_bias": self.decoder_bias.numpy()}
+
+
+class FrozenEncoder(tf.Module):
+  """A non-trainable copy of a layer's encoder (kernel, bias), kept on the device that reads it.
+
+  Model-parallel and synchronized layer-wise pretraining refresh it from the live layer at the end of
+  every epoch-step (`assign_from`); greedy uses the trained layers themselves instead.
+  """
+
+  def __init__(self, layer: DenoisingAutoencoder):
+    super().__init__(name=f"frozen_layer{layer.index}")
+    self.index = layer.index
+    self.precision = layer.precision
+    with self.name_scope:
+      self.kernel = tf.Variable(layer.kernel, trainable=False, name="kernel")
+      self.bias = tf.Variable(layer.bias, trainable=False, name="bias")
+
+  def assign_from(self, layer: DenoisingAutoencoder) -> None:
+    """Copies the layer's current kernel and bias into this copy (a cross-device copy if placed apart)."""
+    self.kernel.assign(layer.kernel)
+    self.bias.assign(layer.bias)
+
+  def encode(self, x: tf.Tensor) -> tf.Tensor:
+    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the product at the layer's precision."""
+    return tf.sigmoid(precision_lib.matmul(x, self.kernel, self.precision) + self.bias)
+
+
+def build_stack(hidden_units: Sequence[int], seed: int, input_units: int, devices: Optional[Sequence[str]] = None,
+                precision: str = precision_lib.FLOAT32) -> List[DenoisingAutoencoder]:
+  """Creates the layers of the stack on `input_units` inputs (D, the data's), layer n on devices[n-1] (all on the
+  default device if None), their products at `precision`."""
+  layers, n_in = [], input_units
+  for i, units in enumerate(hidden_units):
+    with tf.device(devices[i] if devices else None):
+      layers.append(DenoisingAutoencoder(n_in, units, i + 1, seed, precision))
+    n_in = units
+  return layers
+
+
+class LayerTrainer(tf.Module):
+  """Trains one layer on top of frozen encoders, on one device, with SGD.
+
+  Args:
+    layer: the layer being trained.
+    frozen: the encoders of layers 1..n-1, bottom first, on the same device (layers or FrozenEncoders).
+    images: float32 [N, D] in [0, 1], the training images, already on `device`.
+    seed: the run's seed (shuffling order and corruption masks).
+    corruption: masking-noise fraction in [0, 1).
+    batch_size: examples per step B; an epoch is N // B steps (the remainder is dropped, differently
+      each epoch since the order changes).
+    device: device name the trainer's ops run on, or None for the default.
+    kernels: the kernel path of `train_step` and `loss_and_gradients`, one of `KERNEL_PATHS`.
+  """
+
+  def __init__(self, layer: DenoisingAutoencoder, frozen: Sequence, images: tf.Tensor, seed: int,
+               corruption: float, batch_size: int, device: Optional[str] = None, kernels: str = "tf"):
+    super().__init__(name=f"trainer{layer.index}")
+    self.layer = layer
+    self.frozen = list(frozen)
+    self.batches = data.Batches(images, seed, corruption, batch_size)
+    self.seed, self.batch_size, self.device, self.kernels = seed, batch_size, device, kernels
+    self.num_examples, self.steps_per_epoch = self.batches.num_examples, self.batches.steps_per_epoch
+    self.train_step = compile_step(self._train_step, kernels)
+    self.loss_and_gradients = compile_step(self._loss_and_gradients, kernels)
+
+  def corrupted_batch(self, example_indices: tf.Tensor, epoch: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """(corrupted, clean): float32 [b, D] images of int32 [b] `example_indices`, masked as in `epoch`."""
+    return self.batches.corrupted(example_indices, epoch)
+
+  def through_frozen(self, corrupted: tf.Tensor, clean: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+    """Both batches through the frozen layers below: the layer's (input, target), float32 [b, input_units]."""
+    if not self.frozen:
+      return corrupted, clean
+    b = tf.shape(clean)[0]
+    both = tf.concat([corrupted, clean], axis=0)
+    for encoder in self.frozen:
+      both = encoder.encode(both)
+    return both[:b], both[b:]
+
+  def _loss_and_gradients(self, example_indices: tf.Tensor, epoch: tf.Tensor,
+                          global_batch_size: tf.Tensor) -> Tuple[tf.Tensor, List[tf.Tensor]]:
+    """Loss and gradients of a (replica's share of a) batch, without updating the weights
+    (`loss_and_gradients` is this function compiled on the trainer's kernel path).
+
+    Args:
+      example_indices: int32 [b], the examples of this batch (or of this replica's slice of it).
+      epoch: int32 scalar, keys the corruption masks.
+      global_batch_size: int32 scalar, the divisor of the summed per-example losses (b for one
+        device; the global batch when b is one replica's share, as in `tf.nn.compute_average_loss`).
+
+    Returns:
+      (loss float32 scalar, [d kernel, d bias, d decoder_bias] with the layer's weight shapes).
+    """
+    corrupted, clean = self.through_frozen(*self.corrupted_batch(example_indices, epoch))
+    loss, _, grads = self.layer.loss_and_gradients(corrupted, clean, global_batch_size)
+    return loss, grads
+
+  def _train_step(self, example_indices: tf.Tensor, epoch: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
+    """One SGD step on the batch `example_indices` (int32 [B]); returns the batch's mean loss (float32).
+    (`train_step` is this function compiled on the trainer's kernel path.)"""
+    loss, _ = self.layer.sgd_step(*self.through_frozen(*self.corrupted_batch(example_indices, epoch)), learning_rate)
+    return loss
+
+  def run_steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor,
+                learning_rate: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Runs steps first_step .. first_step + num_steps - 1 of an epoch (graph code: call it in a tf.function).
+
+    Args:
+      epoch: int32 scalar, selects the epoch's order and masks (the step index s for model parallel).
+      first_step, num_steps: int32 scalars, a range of steps within 0..steps_per_epoch-1.
+      learning_rate: float32 scalar; 0 leaves the weights unchanged (used to warm up compilation).
+
+    Returns:
+      (sum of the steps' mean batch losses float32, start and end float64 wall-clock seconds
+      (`tf.timestamp`) of the loop on this trainer's device; both -1 when op determinism is enabled,
+      which forbids `tf.timestamp`).
+    """
+    with tf.device(self.device):
+      start = timestamp()
+      with tf.control_dependencies([start]):
+        first_step = tf.identity(first_step)
+      stop = first_step + num_steps
+      offsets = tf.range(self.batch_size)
+
+      def body(step, total):
+        indices = self.batches.indices(step * self.batch_size + offsets, epoch)
+        return step + 1, total + self.train_step(indices, epoch, learning_rate)
+
+      _, total = tf.while_loop(lambda step, _: step < stop, body, (first_step, tf.constant(0.0)))
+      with tf.control_dependencies([total]):
+        end = timestamp()
+    return total, start, end
+
+
+def timestamp() -> tf.Tensor:
+  """float64 wall-clock seconds when the op runs, or -1 when op determinism forbids reading the clock."""
+  if config.is_op_determinism_enabled():
+    return tf.constant(-1.0, tf.float64)
+  return tf.timestamp()

@@ -1,0 +1,79 @@
+"""The entry point every `*/train.py` calls (`main`): key flags, stray arguments, the library call, error
+reporting and the summary line."""
+
+import sys
+from typing import Any, Callable, Dict
+
+from absl import app
+from absl import flags
+
+from common.base import errors
+from common.settings import flags as common_flags
+from common.settings import programs
+
+
+def main(program: programs.Program) -> None:
+  """Runs a training program from the command line: `python -m <program>.train [flags]`.
+
+  Its flags derive from its `Config` class (`common.settings.flags.define`: the shared settings and its own), all listed as
+  its key flags (`--helpshort`). Once they are valid, its hooks' module (and with it TensorFlow) is imported and its
+  `train(config)` called (`run_program`; `common.run.lifecycle.train`), so a bad flag is refused before TensorFlow starts.
+
+  Args:
+    program: the registered program.
+  """
+  for name in common_flags.define(program.config):
+    flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
+
+  def _main(argv):
+    reject_extra_args(argv)
+    config = common_flags.config_from_flags(program)
+    run_program(program.load_hooks().train, config)
+
+  app.run(_main)
+
+
+def reject_extra_args(argv) -> None:
+  """Exits with status 2 and one line (not absl's usage page, which lists every flag since --help shows the
+  shared flags) when positional arguments follow the program name."""
+  if len(argv) > 1:
+    print(f"error: Unexpected positional arguments: {' '.join(argv[1:])} (flags are --name=value; --helpshort "
+          "lists them)", file=sys.stderr)
+    sys.exit(2)
+
+
+def run_program(run: Callable[..., Dict[str, Any]], config: Any) -> Dict[str, Any]:
+  """Calls `run(config)` and prints its summary line.
+
+  A UserError or ValueError becomes one "error: ..." line and exit status 1. Ctrl-C (KeyboardInterrupt,
+  raised between two chunks of steps) becomes one line saying how to resume, and exit status 130 (the
+  shell's code for SIGINT); the partial epoch is discarded, and a resumed run restarts it from the last
+  epoch checkpoint, exactly.
+
+  Returns:
+    The run record. Prints the headline numbers, and the record's warnings.
+  """
+  try:
+    record = run(config)
+  except (errors.UserError, ValueError) as e:
+    print(f"error: {e}", file=sys.stderr)
+    sys.exit(1)
+  except KeyboardInterrupt:
+    if config.model_dir:
+      how = (f"the checkpoints in --model_dir={config.model_dir} are kept: rerun the same command to resume "
+             "from the last finished epoch.")
+    else:
+      how = "nothing was saved (no --model_dir); give --model_dir to make a run resumable."
+    print(f"\ninterrupted: {how}", file=sys.stderr, flush=True)
+    sys.exit(130)
+  summary = f"pretraining {record['pretrain_seconds']:.1f} s"
+  if record.get("finetune"):
+    f = record["finetune"]
+    summary += f", finetuning {f['seconds']:.1f} s, test accuracy {f['test_accuracy']:.4f}"
+  total = f"this process {record['total_seconds']:.1f} s"
+  if record.get("resumed"):
+    total += f"; whole run {record['run_seconds']:.1f} s over {record['run_processes']} processes"
+  print(f"{config.program}: {summary} ({total})")
+  for warning in record.get("warnings", []):
+    print(f"WARNING: {warning}", file=sys.stderr)
+  return record

@@ -1,0 +1,75 @@
+"""The absl flags of a program, derived from its `Config` class (`common.settings.config`): one flag per `setting` field,
+shared and its own alike, each validated by its field's check, plus the class's cross-field check.
+
+Only `common.run.cli` calls `define`, before TensorFlow loads; libraries take a `Config`. A bad value stops the program
+with one line (absl's "FATAL Flags parsing error: ...") before any work starts.
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Type
+
+from absl import flags
+
+from common.settings import config as config_lib
+
+_DEFINE = {int: flags.DEFINE_integer, float: flags.DEFINE_float, str: flags.DEFINE_string, bool: flags.DEFINE_bool,
+           tuple: flags.DEFINE_list}
+
+
+def _fields(config_cls: Type[config_lib.Config]) -> List[dataclasses.Field]:
+  return [f for f in dataclasses.fields(config_cls) if config_lib.flag_name(f)]
+
+
+def _parsed(field: dataclasses.Field, value: Any) -> Any:
+  """A flag's value as its field holds it (the field's parser, if it has one, applied)."""
+  parse = field.metadata.get("parse")
+  return parse(value) if parse and value is not None else value
+
+
+def define(config_cls: Type[config_lib.Config]) -> List[str]:
+  """Defines every flag of `config_cls` (those not defined yet: absl keeps one flag per name in a process) with its
+  validators; returns their names, in declaration order.
+
+  A field's flag: its kind (`setting`'s kind or choices), its default (`flag_default`), its help; its validator calls
+  the field's check on the parsed value, so the error names just that flag; `config_cls.check_together` is one
+  validator of the flags of `config_cls.TOGETHER`.
+  """
+  names = []
+  for f in _fields(config_cls):
+    name, meta = config_lib.flag_name(f), f.metadata
+    names.append(name)
+    if name in flags.FLAGS:
+      continue
+    if meta["choices"]:
+      flags.DEFINE_enum(name, meta["flag_default"], list(meta["choices"]), meta["help"])
+    else:
+      _DEFINE[meta["kind"]](name, meta["flag_default"], meta["help"])
+    if meta["check"]:
+      _validate(name, f)
+  together = [n for n in config_cls.TOGETHER if n in names]
+  fields = {config_lib.flag_name(f): f for f in _fields(config_cls)}
+
+  def check_together(values: Dict[str, Any]) -> bool:
+    try:
+      config_cls.check_together(config_cls.resolve({fields[n].name: _parsed(fields[n], v) for n, v in values.items()}))
+    except ValueError as e:
+      raise flags.ValidationError(str(e)) from None
+    return True
+  flags.register_multi_flags_validator(together, check_together)
+  return names
+
+
+def _validate(name: str, field: dataclasses.Field) -> None:
+  def checker(value):
+    try:
+      field.metadata["check"](name, list(value) if isinstance(value, list) else _parsed(field, value))
+    except ValueError as e:
+      raise flags.ValidationError(str(e).replace(f"--{name} ", "", 1)) from None
+    return True
+  flags.register_validator(name, checker)
+
+
+def config_from_flags(program) -> config_lib.Config:
+  """The run's configuration from the parsed flags of `program` (a `common.settings.programs.Program`)."""
+  return program.make_config(**{f.name: _parsed(f, flags.FLAGS[config_lib.flag_name(f)].value)
+                                for f in _fields(program.config)})

@@ -1,0 +1,97 @@
+"""Recipes: named sets of hyperparameters (`--recipe=NAME`), each declared once here.
+
+A recipe gives values to settings declared with `recipe=True` (`common.settings.config.setting`); a setting the recipe leaves
+out keeps its declared default, which is the report's value, so `report` is the empty recipe. A flag given
+explicitly overrides the recipe's value. The run record's config holds the recipe's name and every resolved value,
+and the recipe is a training setting (a resumed run must use the same one).
+
+`python -m common.settings.recipes [NAME] [--program=PROGRAM]` prints a recipe's resolved values.
+
+  report       the report's original implementation: plain SGD at 1e-4 for pretraining, 0.1 for finetuning,
+               masking noise 0.5, 30 + 30 epochs (reference/original implementation values; docs/pretraining.md).
+  tuned        chosen on the validation splits of MNIST and Fashion-MNIST together by the `pretraining_sweep`
+               study (docs/pretraining.md): the same model and update rule, other rates, corruption and schedule.
+  large_batch  data_parallel at a large global batch (Goyal et al. 2017, "Accurate, Large Minibatch SGD", sections
+               2.1-2.2): chosen on validation accuracy by the `large_batch` study (docs/data_parallel.md).
+"""
+
+import dataclasses
+import sys
+from typing import Any, Mapping, Tuple
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+  """A named set of hyperparameters.
+
+  Attributes:
+    name: the value of `--recipe`.
+    summary: one line for `--help` and the docs.
+    values: {Config field: value} for the settings it changes from their declared (the report's) defaults.
+  """
+  name: str
+  summary: str
+  values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+RECIPES: Tuple[Recipe, ...] = (
+    Recipe("report", "the report's values (plain SGD, pretraining rate 1e-4, finetuning rate 0.1, corruption 0.5, "
+           "30 + 30 epochs)"),
+    Recipe("tuned", "chosen on validation accuracy of MNIST and Fashion-MNIST by the pretraining_sweep study",
+           {"pretrain_learning_rate": 0.1, "corruption": 0.25, "finetune_learning_rate": 1.0,
+            "finetune_lr_schedule": "cosine", "finetune_keep_best": True}),
+    Recipe("large_batch", "data_parallel at a large global batch: pretraining rate scaled linearly with the batch, "
+           "finetuning with Adam at 4e-4 scaled by sqrt, 2 warm-up epochs",
+           {"pretrain_lr_scaling": "linear", "finetune_optimizer": "adam", "finetune_learning_rate": 0.0004,
+            "finetune_lr_scaling": "sqrt", "warmup_epochs": 2.0}),
+)
+NAMES = tuple(r.name for r in RECIPES)
+DEFAULT = NAMES[0]
+
+
+def get(name: str) -> Recipe:
+  """The recipe called `name`.
+
+  Raises:
+    ValueError: one line naming the recipes, for an unknown name.
+  """
+  for recipe in RECIPES:
+    if recipe.name == name:
+      return recipe
+  raise ValueError(f"--recipe must be one of {', '.join(NAMES)}, got {name!r}.")
+
+
+def as_flags(name: str) -> Tuple[str, ...]:
+  """The values recipe `name` changes from the report's, as explicit flags ("--name=value"): what a command gives to
+  run them without naming the recipe (records made before `--recipe` existed)."""
+  return tuple(f"--{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in get(name).values.items())
+
+
+def main(argv=None) -> None:
+  """Prints the resolved values of a recipe (default: every recipe) for a program (default: greedy)."""
+  from absl import app, flags  # noqa: only the command needs them
+  from common.settings import programs
+
+  flags.DEFINE_string("program", "greedy", "The program whose settings are printed (its own settings included).")
+  flags.DEFINE_bool("only_changed", False, "Print only the values the recipe changes from the report's.")
+
+  def _main(args):
+    program = programs.get(flags.FLAGS.program)
+    for name in args[1:] or NAMES:
+      try:
+        config = program.make_config(recipe=name)
+      except ValueError as e:
+        print(f"{name}: {e}")
+        continue
+      report = program.make_config().to_dict() if name != DEFAULT else None
+      print(f"--recipe={name} ({program.name}): {get(name).summary}")
+      for key, value in config.recipe_values().items():
+        if flags.FLAGS.only_changed and report is not None and report.get(key) == value:
+          continue
+        print(f"  --{key}={','.join(map(str, value)) if isinstance(value, tuple) else value}")
+
+  app.run(_main, argv or sys.argv)
+
+
+if __name__ == "__main__":
+  main()
