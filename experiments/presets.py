@@ -3,15 +3,17 @@ cpu, smoke; the studies mid and full) by name, the function building its runs (`
 table and figure by dotted path."""
 
 import dataclasses
+import json
 import os
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from common.data import sources as datasets
 from common.settings import programs
 from common.settings import recipes
+from experiments import ROOT
 from experiments import pretraining
 
-PRESETS = ("smoke", "cpu", "paper", "mid", "full")
+PRESETS = ("smoke", "cpu", "paper", "mid", "full", "pretraining")
 CONFIG_1, CONFIG_2 = (2000, 2000, 2000, 2000), (2000, 1000, 500, 100)
 # Entries about given programs (the report's figures, and the studies' committed records) name them.
 GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
@@ -191,12 +193,41 @@ def _full_size(s) -> List[RunSpec]:
 
 
 def _pretraining_sweep(s) -> List[RunSpec]:
-  c = s["coarse"]
-  return [spec(pretraining.run_name("coarse", d, cand, seed), GREEDY, c["hidden"], c["epochs"] if cand.pretrained else 0,
-               c["batch"], 1, c["examples"], c["epochs"], extra=cand.flags + (f"--dataset={d}",), seed=seed,
-               may_fail=True)
-          for cand in pretraining.coarse_candidates(s.get("grid_points")) for d in pretraining.DATASETS
-          for seed in s.get("seeds", pretraining.SEEDS)]
+  """The coarse stage's runs, then (once every coarse record exists in s["output_dir"]) the confirm stage's."""
+  datasets_ = s.get("datasets", pretraining.DATASETS)
+
+  def runs(stage, size, candidates):
+    return [spec(pretraining.run_name(stage, d, cand, seed), GREEDY, size["hidden"],
+                 size["epochs"] if cand.pretrained else 0, size["batch"], 1, size["examples"], size["epochs"],
+                 extra=cand.flags + (f"--dataset={d}",), seed=seed, may_fail=True)
+            for cand in candidates for d in datasets_ for seed in s.get("seeds", pretraining.SEEDS)]
+  coarse = runs("coarse", s["coarse"], pretraining.coarse_candidates(s.get("grid_points")))
+  found = {r.name: load_json(os.path.join(s["output_dir"], "runs", "pretraining_sweep", f"{s['preset']}_{r.name}.json"))
+           for r in coarse}
+  if any(v is None for v in found.values()):
+    return coarse
+  confirm = pretraining.confirm_candidates(pretraining.rows(found, "coarse", datasets_))
+  return coarse + runs("confirm", s["confirm"], confirm)
+
+
+def _pretraining_ablation(s) -> List[RunSpec]:
+  """Its own runs, and the sweep's confirm-stage runs of its best candidate without pretraining (shared)."""
+  sweep = _pretraining_sweep(dict(PRETRAINING_SWEEP.sizes[s["preset"]], preset=s["preset"], output_dir=s["output_dir"]))
+  own = [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.flag('seed')}", may_fail=False)
+         for r in sweep if r.name.startswith("confirm_") and r.name.split("_")[2] == "none"]
+  return pretraining.ablation_runs(spec, s) + own
+
+
+def _pretraining_programs(s) -> List[RunSpec]:
+  return pretraining.comparison_runs(spec, s)
+
+
+def load_json(path: str) -> Optional[dict]:
+  """The JSON object at `path`, None when there is no file."""
+  if not os.path.exists(path):
+    return None
+  with open(path) as f:
+    return json.load(f)
 
 
 # Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
@@ -270,11 +301,23 @@ LARGE_BATCH = Entry(
 FULL_SIZE = Entry("full_size", "Full size: the report's network on all 55,000 images", dict(
     full=dict(examples=55_000, epochs=30, hidden=CONFIG_1, batch=100, dp_batch=5000, devices=2)),
     _full_size, figure=None, kind="study", layout="full_size/{run}.json")
+# The pretraining studies (docs/pretraining.md): at the cpu preset's accuracy size, 3 seeds, MNIST and Fashion-MNIST.
+_CPU_ACCURACY = dict(examples=11_000, epochs=12, hidden=(500,) * 4, batch=100)
+_SMOKE_ACCURACY = dict(examples=400, epochs=1, hidden=(16, 16), batch=40, seeds=(0,), datasets=(MNIST,))
 PRETRAINING_SWEEP = Entry(
-    "pretraining_sweep", "Pretraining sweep: the tuned recipe chosen on validation accuracy", dict(
-        cpu=dict(coarse=dict(examples=5500, epochs=6, hidden=(500,) * 4, batch=100)),
-        smoke=dict(coarse=dict(examples=400, epochs=1, hidden=(16, 16), batch=40), grid_points=2, seeds=(0, 1))),
-    _pretraining_sweep, figure=None, kind="study", layout="pretraining/sweep/{preset}/{run}.json", timed=False)
+    "pretraining_sweep", "Pretraining sweep: the tuned recipe, chosen on validation accuracy", dict(
+        pretraining=dict(coarse=dict(examples=5500, epochs=6, hidden=(500,) * 4, batch=100), confirm=_CPU_ACCURACY),
+        smoke=dict(coarse=_SMOKE_ACCURACY, confirm=_SMOKE_ACCURACY, grid_points=1, seeds=(0,), datasets=(MNIST,))),
+    _pretraining_sweep, table="experiments.pretraining.sweep_table", figure=None, kind="study", timed=False)
+PRETRAINING_ABLATION = Entry(
+    "pretraining_ablation", "Does pretraining help? No pretraining, the report's recipe and the tuned one (greedy)",
+    dict(pretraining=_CPU_ACCURACY, smoke=_SMOKE_ACCURACY), _pretraining_ablation,
+    table="experiments.pretraining.ablation_table", figure="experiments.pretraining.ablation_figure", kind="study",
+    timed=False)
+PRETRAINING_PROGRAMS = Entry(
+    "pretraining_programs", "The report's question asked again with the tuned recipe: every program against greedy",
+    dict(pretraining=dict(_CPU_ACCURACY, devices=2), smoke=dict(_SMOKE_ACCURACY, devices=2)), _pretraining_programs,
+    table="experiments.pretraining.programs_table", figure=None, kind="study")
 # The whole job at full size with the fastest program, per precision (pretraining plus finetuning: a full_size run):
 # the campaign's end-to-end step runs the one of the fastest precision the processor has.
 _FULL = FULL_SIZE.sizes["full"]
@@ -283,7 +326,8 @@ END_TO_END = {precision: f"{PP.name}_g{_FULL['devices']}_b{_FULL['batch']}_e{_FU
 
 ENTRIES: Tuple[Entry, ...] = (MP_SCALING_B100, MP_SCALING_B5000, DP_SCALING, DP_BATCH_SWEEP, DP_OP_PROFILE, MP_VS_DP,
                               ACCURACY_VS_EPOCHS, FASHION_MNIST_ACCURACY, DP_ACCURACY, STRATEGY_COMPARISON, CONVERGENCE,
-                              PP_SCALING, PRECISION_ACCURACY, LARGE_BATCH, FULL_SIZE, PRETRAINING_SWEEP)
+                              PP_SCALING, PRECISION_ACCURACY, LARGE_BATCH, FULL_SIZE, PRETRAINING_SWEEP,
+                              PRETRAINING_ABLATION, PRETRAINING_PROGRAMS)
 NAMES = tuple(e.name for e in ENTRIES)
 REPORT_ENTRIES = tuple(e.name for e in ENTRIES if e.kind == "report")
 BEYOND = tuple(e.name for e in ENTRIES if e.kind == "beyond")
@@ -296,14 +340,16 @@ def get(name: str) -> Entry:
   raise ValueError(f"unknown entry {name!r}; entries: {', '.join(NAMES)}")
 
 
-def build(preset: str) -> Dict[str, EntryRuns]:
-  """The entries `preset` defines in order, shared runs resolved to the first listing them; ValueError: unknown."""
+def build(preset: str, output_dir: Optional[str] = None) -> Dict[str, EntryRuns]:
+  """The entries `preset` defines in order, shared runs resolved to the first listing them; ValueError: unknown.
+  `output_dir` (default results/) holds the records a stage's runs depend on (the pretraining sweep's confirm stage)."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
   owner: Dict[Tuple, RunSpec] = {}
   out = {}
   for entry in (e for e in ENTRIES if preset in e.sizes):
-    runs = entry.runs(dict(entry.sizes[preset], dp_flags=_DP_FLAGS[preset], preset=preset))
+    runs = entry.runs(dict(entry.sizes[preset], dp_flags=_DP_FLAGS.get(preset, ()), preset=preset,
+                           output_dir=output_dir or os.path.join(ROOT, "results")))
     first = [owner.setdefault(r.key(), dataclasses.replace(r, home=entry.name, stored_name=r.name)) for r in runs]
     out[entry.name] = EntryRuns(entry.name, tuple(dataclasses.replace(r, home=f.home, stored_name=f.stored_name)
                                                   for r, f in zip(runs, first)))

@@ -25,7 +25,7 @@ _COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size",
              "pretrain_lr_scaling", "finetune_lr_scaling", "warmup_epochs", "reference_batch_size", "dataset")
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
 # Which preset an entry shows when several have records: paper when complete, else the first of these.
-_PREFERENCE = ("cpu", "paper", "full", "mid", "smoke")
+_PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
 Record = Dict[str, Any]
 
 
@@ -107,7 +107,8 @@ class EntryData:
     that owns no run (convergence)."""
     found, complete = {}, False
     for p in presets.PRESETS:
-      specs = presets.build(p)[entry].runs if entry in presets.build(p) else ()
+      built = presets.build(p, output_dir)
+      specs = built[entry].runs if entry in built else ()
       runs = {r.name: load(record_path(output_dir, p, r)) for r in specs}
       own = any(runs[r.name] for r in specs if r.home == entry) or all(r.home != entry for r in specs)
       found[p] = {name: r for name, r in runs.items() if r is not None and own}

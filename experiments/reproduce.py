@@ -17,7 +17,7 @@ from experiments.report import readme
 
 _PRESET = flags.DEFINE_enum("preset", "cpu", list(presets.PRESETS),
                             "Sizes: the report's (paper), ~1 hour on 2 cores (cpu), seconds (smoke), or a study "
-                            "(mid: large_batch, full: full_size).")
+                            "(mid: large_batch, full: full_size, pretraining: the pretraining studies).")
 _ONLY = flags.DEFINE_list("only", [], "Entries (or ENTRY/RUN) to run; default all of the preset's: "
                           + ", ".join(presets.NAMES))
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "results", "Where the records, figures/ and README.md go.")
@@ -43,7 +43,7 @@ def main(argv):
           "with --only naming entries whose runs are not timed (the pretraining studies).")
   if not _FIGURES_ONLY.value:
     try:
-      entries = presets.select(presets.build(preset), _ONLY.value)
+      entries = presets.select(presets.build(preset, output_dir), _ONLY.value)
     except ValueError as e:
       _fail(str(e))
     rates = driver.fit_rates(output_dir)
@@ -57,7 +57,11 @@ def main(argv):
       print(f"total estimated {driver.minutes(sum(estimates.values()))} ({driver.describe_rates(rates)})")
       return
     try:
-      driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value)
+      # A stage whose runs depend on an earlier stage's records (the pretraining sweep's confirm stage) appears once
+      # they exist: plan again until a pass runs nothing.
+      while driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value):
+        entries = presets.select(presets.build(preset, output_dir), _ONLY.value)
+        jobs = driver.runnable_here(driver.plan(entries, preset, output_dir, _WORK_DIR.value, rates))
     except driver.RunFailedError as e:
       _fail(str(e))
   figures.draw(output_dir)

@@ -68,15 +68,16 @@ def as_flags(name: str) -> Tuple[str, ...]:
 
 
 def main(argv=None) -> None:
-  """Prints the resolved values of a recipe (default: every recipe) for a program (default: greedy)."""
+  """Prints the resolved values of a recipe (default: every recipe) for a program (default: the baseline)."""
   from absl import app, flags  # noqa: only the command needs them
   from common.settings import programs
 
-  flags.DEFINE_string("program", "greedy", "The program whose settings are printed (its own settings included).")
+  flags.DEFINE_string("program", None, "The program whose settings are printed, its own included (default: the "
+                      "baseline).")
   flags.DEFINE_bool("only_changed", False, "Print only the values the recipe changes from the report's.")
 
   def _main(args):
-    program = programs.get(flags.FLAGS.program)
+    program = programs.get(flags.FLAGS.program) if flags.FLAGS.program else programs.baseline()
     for name in args[1:] or NAMES:
       try:
         config = program.make_config(recipe=name)

@@ -215,7 +215,7 @@ def entry_section(output_dir: str, name: str, data: Optional[records.EntryData])
     if entry.figure:
       lines += [f"![{name}]({os.path.relpath(series.figure_path(output_dir, name), output_dir)})", ""]
     lines += _table_lines(name, data, *table_of(data, others))
-    entries, rel = presets.build(data.preset), os.path.relpath(os.path.abspath(output_dir), ROOT)
+    entries, rel = presets.build(data.preset, output_dir), os.path.relpath(os.path.abspath(output_dir), ROOT)
     rel = output_dir if rel.startswith("..") else rel  # the output directory as the commands name it
     jobs = driver.plan(entries, data.preset, rel, "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
     mine = {(r.home, r.stored_name) for r in entries[name].runs if r.name in data.runs}  # the runs with records
