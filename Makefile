@@ -13,13 +13,14 @@ ifneq ($(SHARED_DATA),)
 export TFDS_DATA_DIR ?= $(abspath $(SHARED_DATA))
 endif
 
-# The main job: model-parallel pretraining, one layer per device, on every core (logical CPU devices).
+# The main job: model-parallel pretraining, one layer per device, on every core (logical CPU devices), with the tuned
+# recipe (docs/pretraining.md).
 # Its record, pictures, SavedModel and weights go to runs/ (ignored by git); the committed
 # results/quickstart/make_train.json was made with `make train RESULTS_DIR=results/quickstart` on 2 cores.
 NUM_DEVICES ?= $(shell nproc 2>/dev/null || echo 2)
 RESULTS_DIR ?= runs
 TRAIN_PROGRAM ?= model_parallel
-TRAIN_FLAGS ?= --hidden_units=1000,1000 --pretrain_epochs=10 --finetune_epochs=10 --batch_size=100 \
+TRAIN_FLAGS ?= --recipe=tuned --hidden_units=1000,1000 --pretrain_epochs=10 --finetune_epochs=10 --batch_size=100 \
 	--num_devices=$(NUM_DEVICES) --results_dir=$(RESULTS_DIR) --run_name=make_train \
 	--export_model=$(RESULTS_DIR)/make_train_model --export_weights=$(RESULTS_DIR)/make_train.npz
 # Test processes: each test process runs TensorFlow on one intra-op thread, so 2 fill a 2-core machine.

@@ -15,11 +15,19 @@ DEFAULT_STEPS_PER_FUNCTION = 32
 DEFAULT_WORKER_RECOVERY_SECONDS = 60.0
 
 
+def _tf_kernels_only(values: Mapping[str, Any]) -> None:
+  """Refuses --kernels=xla in one line: the asynchronous steps run TensorFlow's kernels only."""
+  if values.get("kernels") == "xla":
+    raise ValueError("--kernels=xla: async_data_parallel runs TensorFlow's default kernels only (XLA cannot compile "
+                     "a step that reads the per-worker copies of the images and frozen layers); use --kernels=tf or "
+                     "auto.")
+
 @dataclasses.dataclass(frozen=True)
 class AsyncConfig(config_lib.Config):
   """`Config` plus the asynchronous program's own settings (staleness-aware rate: Zhang et al. 2016,
   "Staleness-aware async-SGD for distributed deep learning", section 3)."""
   TOGETHER = config_lib.Config.TOGETHER + ("kernels",)
+  RULES = (_tf_kernels_only,)
 
   steps_per_function: int = config_lib.setting(
       DEFAULT_STEPS_PER_FUNCTION, "SGD steps in each function the coordinator schedules on a free worker (K); larger "
@@ -32,16 +40,3 @@ class AsyncConfig(config_lib.Config):
       "many seconds (a lost worker's functions run on the others meanwhile; TensorFlow alone would wait an hour).",
       check=config_lib.number_in(0, float("inf"), "a positive number of seconds", low_open=True), training=False)
   benchmark_slow_worker_delay_seconds: float = config_lib.slow_worker_delay()
-
-  @classmethod
-  def check_together(cls, values: Mapping[str, Any]) -> None:
-    """The shared rules, and TensorFlow's kernels only.
-
-    Raises:
-      ValueError: one line naming the flag.
-    """
-    super().check_together(values)
-    if values.get("kernels") == "xla":
-      raise ValueError("--kernels=xla: async_data_parallel runs TensorFlow's default kernels only (XLA cannot compile "
-                       "a step that reads the per-worker copies of the images and frozen layers); use --kernels=tf or "
-                       "auto.")

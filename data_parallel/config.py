@@ -39,11 +39,26 @@ def _momentum(name: str, value: Any) -> None:
     raise ValueError(f"--{name} must be in [0, 1), got {value}.")
 
 
+def _adam_without_momentum(values: Mapping[str, Any]) -> None:
+  """Refuses --finetune_momentum with Adam (one line)."""
+  if values.get("finetune_optimizer") == "adam" and values.get("finetune_momentum"):
+    raise ValueError("--finetune_momentum applies to --finetune_optimizer=sgd only, not to adam.")
+
+def _batches_split_evenly(values: Mapping[str, Any]) -> None:
+  """Refuses a global batch that the replicas cannot split evenly (one line)."""
+  g = values.get("num_devices")
+  if isinstance(g, int) and 1 <= g <= config_lib.MAX_LOGICAL_CPU_DEVICES:  # Other values: the shared check.
+    for name in ("batch_size", "finetune_batch_size"):
+      b = values.get(name)
+      if isinstance(b, int) and b >= 1:
+        config_lib.check_divisible(b, g, name)
+
 @dataclasses.dataclass(frozen=True)
 class DataParallelConfig(config_lib.Config):
   """`Config` plus the data-parallel program's own settings (module docstring: the large-batch recipe; the op
   profile of layer 1, `data_parallel.profile`; the benchmark-only straggler, `common.measure.timing.straggle`)."""
   TOGETHER = config_lib.Config.TOGETHER + ("num_devices", "finetune_optimizer", "finetune_momentum")
+  RULES = (_adam_without_momentum, _batches_split_evenly)
 
   pretrain_lr_scaling: str = config_lib.setting(
       "none", "Multiply --pretrain_learning_rate by k (linear) or sqrt(k) (sqrt), k = batch / --reference_batch_size.",
@@ -67,23 +82,6 @@ class DataParallelConfig(config_lib.Config):
   profile_repeats: int = config_lib.setting(
       3, "Timed repetitions of each phase of the op profile.", check=config_lib.positive_int, training=False)
   benchmark_slow_worker_delay_seconds: float = config_lib.slow_worker_delay()
-
-  @classmethod
-  def check_together(cls, values: Mapping[str, Any]) -> None:
-    """The shared rules, Adam without momentum, and each global batch split evenly over the replicas.
-
-    Raises:
-      ValueError: one line naming the flag.
-    """
-    super().check_together(values)
-    if values.get("finetune_optimizer") == "adam" and values.get("finetune_momentum"):
-      raise ValueError("--finetune_momentum applies to --finetune_optimizer=sgd only, not to adam.")
-    g = values.get("num_devices")
-    if isinstance(g, int) and 1 <= g <= config_lib.MAX_LOGICAL_CPU_DEVICES:  # Other values: the shared check.
-      for name in ("batch_size", "finetune_batch_size"):
-        b = values.get(name)
-        if isinstance(b, int) and b >= 1:
-          config_lib.check_divisible(b, g, name)
 
   def pretrain_learning_rate_after_warmup(self) -> float:
     """The pretraining learning rate reached after the warm-up (the given one when not scaled)."""

@@ -161,12 +161,15 @@ NO_ISA = "instruction set not recorded"  # the label of a record without `enviro
 
 
 def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str:
-  """The machine a run ran on, "<processor>, <instruction set>, <its cores> cores" (with `isa`; "instruction set not
+  """The machine a run ran on, "<processor>, <instruction set>[, machine <id>], <its cores> cores" (with `isa`; "instruction set not
   recorded" for a record made before records kept the processor's flags; ratios are taken within one, `comparable`);
   with `usable` (cores runs of it could use) fewer than the machine's: "<processor>, ..., 5 of 16 cores" or "5–6 of
   16"."""
   total, name = host_cores(record), processor(record["environment"].get("cpu_model"))
   name += f", {instruction_set(record) or NO_ISA}" if isa else ""
+  # The machine itself where the record names it (`provenance.machine_id`): two virtual machines of one class are
+  # two machines; a record made before the field is known by its class alone.
+  name += f", machine {record['environment']['machine_id'][:6]}" if record["environment"].get("machine_id") else ""
   if not usable or usable == {total}:
     return f"{name}, {total} cores"
   low, high = min(usable), max(usable)

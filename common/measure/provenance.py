@@ -151,8 +151,23 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+@functools.lru_cache(maxsize=None)
+def machine_id() -> Optional[str]:
+  """The identity of this machine as it runs now: 12 hex digits of the SHA-256 of /etc/machine-id and the kernel's boot
+  id, so two virtual machines of one processor class (or one machine before and after a reboot) are told apart, and
+  nothing of either file is disclosed. None where neither file can be read."""
+  parts = []
+  for path in ("/etc/machine-id", "/proc/sys/kernel/random/boot_id"):
+    try:
+      with open(path) as f:
+        parts.append(f.read().strip())
+    except OSError:
+      parts.append("")
+  return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12] if any(parts) else None
+
+
 def fields() -> Dict[str, object]:
   """The provenance every record and benchmark summary carries: {"commit", "commit_dirty", "code_digest",
-  "cpu_model", "cpu_flags" (the instruction set, `cpu_flags`), "usable_cores"}."""
+  "cpu_model", "cpu_flags" (the instruction set, `cpu_flags`), "usable_cores", "machine_id" (`machine_id`)}."""
   return {"commit": commit(), "commit_dirty": dirty(), "code_digest": code_digest(), "cpu_model": cpu_model(),
-          "cpu_flags": cpu_flags(), "usable_cores": usable_cores()}
+          "cpu_flags": cpu_flags(), "usable_cores": usable_cores(), "machine_id": machine_id()}

@@ -163,6 +163,9 @@ class Config:
   A program with settings of its own subclasses it (`<program>/program.py`), declaring each with `setting`.
   """
   # The flags `check_together` reads (its cross-field rules), in the order its error line lists them.
+  # A program's own cross-field rules: functions of {field: value} raising ValueError with one line (the shared rules
+  # of `check_together` run first).
+  RULES: ClassVar[Tuple[Callable[[Mapping[str, Any]], None], ...]] = ()
   TOGETHER: ClassVar[Tuple[str, ...]] = ("recipe", "dataset", "hidden_units", "batch_size", "finetune_batch_size",
                                          "train_examples", "finetune_epochs")
 
@@ -307,7 +310,7 @@ class Config:
 
   @classmethod
   def check_together(cls, values: Mapping[str, Any]) -> None:
-    """The cross-field rules of the shared settings (a subclass adds its own and calls this one), against the
+    """The cross-field rules of the shared settings, then the class's own `RULES`, against the
     dataset's sizes when they are known without reading it (`common.data.sources.KNOWN`; any other dataset:
     `check_data` once its metadata is read).
 
@@ -322,6 +325,8 @@ class Config:
     info = datasets.known(values.get("dataset"))
     if info is not None:
       _check_data(values, info)
+    for rule in cls.RULES:
+      rule(values)
 
   def check_data(self, info: datasets.Info) -> None:
     """The rules that need the data: --train_examples within its training split, each batch within the training

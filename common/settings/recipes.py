@@ -38,7 +38,7 @@ RECIPES: Tuple[Recipe, ...] = (
     Recipe("report", "the report's values (plain SGD, pretraining rate 1e-4, finetuning rate 0.1, corruption 0.5, "
            "30 + 30 epochs)"),
     Recipe("tuned", "chosen on validation accuracy of MNIST and Fashion-MNIST by the pretraining_sweep study",
-           {"pretrain_learning_rate": 0.1, "corruption": 0.25, "finetune_learning_rate": 1.0,
+           {"pretrain_learning_rate": 0.3, "corruption": 0.25, "finetune_learning_rate": 3.0,
             "finetune_lr_schedule": "cosine", "finetune_keep_best": True}),
     Recipe("large_batch", "data_parallel at a large global batch: pretraining rate scaled linearly with the batch, "
            "finetuning with Adam at 4e-4 scaled by sqrt, 2 warm-up epochs",

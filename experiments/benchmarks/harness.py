@@ -20,7 +20,7 @@ from experiments import presets
 from experiments import records
 
 Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
-PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores")
+PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores", "machine_id")
 PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
 # The shared flags' defaults (a benchmark's `defaults` override them), and where records and program logs go by
 # default (<dir>/<benchmark name>, relative to the repository root, where the campaign runs the benchmarks).

@@ -185,6 +185,7 @@ def precision_accuracy(data: records.EntryData, others: Others) -> Table:
     by = {(series.strategy(r), r["config"].get("precision", f32)): r for r in runs.values()}
     for (program, precision), r in sorted(by.items()):
       held, base = [h["loss"] for h in r["heldout_reconstruction"]], by.get((program, f32))
+      base = base if base is not None and records.same_source([base, r]) else None  # within one machine only
       gaps = [a / b["loss"] - 1 for a, b in zip(held, base["heldout_reconstruction"])] if base and base is not r else []
       acc, base_acc = records.test_accuracy(r), records.test_accuracy(base) if base else None
       rows.append([preset, series.program_name(program), precision, fmt(acc, "acc"),
@@ -193,7 +194,9 @@ def precision_accuracy(data: records.EntryData, others: Others) -> Table:
   return md_table(["preset", "program", "precision", "test accuracy", "held-out reconstruction per layer",
                    "vs float32 per layer", "accuracy vs float32 (points)"], rows), [
       "Goals of mixed precision: each layer's held-out reconstruction within 1% of float32's and test accuracy "
-      "within 0.3 points. Single runs; the float32 runs are accuracy_vs_epochs' at the same epochs."]
+      "within 0.3 points. Single runs; the float32 runs are accuracy_vs_epochs' at the same epochs. bfloat16 is set "
+      "beside float32 only where both ran on one machine and code (— otherwise: a machine without native bfloat16 "
+      "cannot make the pair)."]
 
 
 def dp_accuracy(data: records.EntryData, others: Others) -> Table:
