@@ -189,7 +189,9 @@ def _full_size(s) -> List[RunSpec]:
       spec(f"dp_b{s['dp_batch']}_e{e}_{recipe}", DP, s["hidden"], e, s["dp_batch"], g, s["examples"], e,
            extra=_NO_PROFILE + flags, resumable=True) for recipe, flags in _RECIPES] + [
       spec(f"{FASHION}_{name(p)}", p, s["hidden"], e, b, g, s["examples"], e,
-           extra=(_HELDOUT if p is PP else ()) + (f"--dataset={FASHION}",), resumable=True) for p in (GREEDY, PP)]
+           extra=(_HELDOUT if p is PP else ()) + (f"--dataset={FASHION}",), resumable=True) for p in (GREEDY, PP)] + [
+      spec(f"{'' if d == MNIST else d + '_'}{name(p)}_tuned", p, s["hidden"], e, b, g, s["examples"], e,
+           extra=("--recipe=tuned", f"--dataset={d}"), resumable=True) for d in (MNIST, FASHION) for p in (GREEDY, PP)]
 
 
 def _pretraining_sweep(s) -> List[RunSpec]:

@@ -295,7 +295,6 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
 def ablation_figure(data, others=None):
   """The first layer's filters of seed 0 under each arm side by side, a row per dataset (the runs' own pictures)."""
   from matplotlib import image as mpl_image  # noqa: only to draw
-  from experiments import ROOT
   from experiments.report import figures
   arms = _by_arm(data.runs)
   shown = [d for d in DATASETS if any((SHORT[d], a) in arms for a in ARM_LABELS)]
@@ -306,7 +305,7 @@ def ablation_figure(data, others=None):
     for j, arm in enumerate(columns):
       ax, r = axes[i][j], arms.get((SHORT[d], arm), {}).get(0)
       ax.set_axis_off()
-      path = None if r is None else os.path.join(ROOT, r["config"]["results_dir"] or "",
+      path = None if r is None else os.path.join(data.output_dir, "runs", data.entry,  # beside the record
                                                  f"{r['config']['run_name']}_filters.png")
       if path and os.path.exists(path):
         ax.imshow(mpl_image.imread(path))

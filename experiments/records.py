@@ -99,6 +99,7 @@ class EntryData:
   preset: str
   runs: Dict[str, Record]
   other: Dict[str, Dict[str, Record]] = dataclasses.field(default_factory=dict)
+  output_dir: str = ""  # the folder the records were loaded from
 
   @staticmethod
   def load(output_dir: str, entry: str) -> Optional["EntryData"]:
@@ -114,8 +115,8 @@ class EntryData:
       found[p] = {name: r for name, r in runs.items() if r is not None and own}
       complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
     preset = "paper" if complete else next((p for p in _PREFERENCE if found[p]), None)
-    return EntryData(entry, preset, found[preset], {p: r for p, r in found.items() if r and p != preset}
-                     ) if preset else None
+    return EntryData(entry, preset, found[preset], {p: r for p, r in found.items() if r and p != preset},
+                     output_dir) if preset else None
 
 
 def other_machines(output_dir: str, entry: str) -> Dict[str, EntryData]:

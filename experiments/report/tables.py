@@ -274,6 +274,7 @@ def full_size(data: records.EntryData, others: Others) -> Table:
             DP.name: f"{reported.DP_ACCURACY[30]} (data parallel, batch 5000 per tower, 30+30)"}
   rows = [[f"`{run.name}`", records.dataset_label(run.dataset), series.batch_label([r]) if r else "—",
            fmt(records.test_accuracy(r), "acc") if r else "not run yet",
+           f"tuned recipe's goal ≥ {series.TUNED_GOALS[run.dataset]}" if run.name.endswith("_tuned") else
            report.get(run.program, "—") if run.dataset == presets.MNIST else series.accuracy_goal(run.dataset),
            records.machine_label([r]) if r else "—"]
           for run in presets.build(data.preset)[data.entry].runs for r in [data.runs.get(run.name)]
@@ -295,7 +296,8 @@ def full_size(data: records.EntryData, others: Others) -> Table:
           f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
       "in the `cpu` preset. Single runs. The large-batch recipe is the one chosen on validation accuracy in "
-      "`large_batch`. " + PUBLISHED]
+      "`large_batch`; `_tuned`: the tuned recipe, chosen on validation accuracy in `pretraining_sweep` "
+      "(docs/pretraining.md). " + PUBLISHED]
 
 
 def fashion_mnist_accuracy(data: records.EntryData, others: Others) -> Table:
