@@ -272,16 +272,18 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
       body.append([_label(d), ARM_LABELS[arm], _spread([_accuracy(r) for r in rs]),
                    _spread([_accuracy(r, "validation_accuracy") for r in rs]),
                    " / ".join(f"{x:.0f}" for x in held), f"{rs[0]['config']['finetune_learning_rate']:g}", len(rs)])
-    tuned, none = arms.get((SHORT[d], "tuned"), {}), arms.get((SHORT[d], "none"), {})
-    seeds = sorted(set(tuned) & set(none))
-    if seeds:
-      gains = [100 * (_accuracy(tuned[s]) - _accuracy(none[s])) for s in seeds]
-      mean = sum(gains) / len(gains)
+    gains = {arm: gain(arms, d, arm) for arm in ("none", "none_own")}
+    if gains["none"]:
+      mean, low, high = gains["none"]
       sentences.append(
           f"{_label(d)}: the tuned recipe's pretraining adds {mean:+.2f} points of test accuracy over no pretraining "
-          f"(per seed {min(gains):+.2f} to {max(gains):+.2f}); goal ≥ +{GOAL_POINTS:g}: "
-          + ("met." if min(gains) >= GOAL_POINTS else "met on average, not by every seed." if mean >= GOAL_POINTS
-             else "missed."))
+          f"with the same finetuning (per seed {low:+.2f} to {high:+.2f}; goal ≥ +{GOAL_POINTS:g}: "
+          + ("met" if low >= GOAL_POINTS else "met on average, not by every seed" if mean >= GOAL_POINTS
+             else "missed") + ")" + ("" if not gains["none_own"] else
+                                     f", and {gains['none_own'][0]:+.2f} ({gains['none_own'][1]:+.2f} to "
+                                     f"{gains['none_own'][2]:+.2f}) over no pretraining at its own best finetuning "
+                                     "rate, the fairer baseline (the tuned rate is too large for a network finetuned "
+                                     "from its initial weights).") + ("" if gains["none_own"] else "."))
   one = next(iter(data.runs.values()))["config"]
   sentences.append(f"Greedy, {len(one['hidden_units'])} x {one['hidden_units'][0]} units, {one['train_examples']:,} "
                    f"images, {one['finetune_epochs']} + {one['finetune_epochs']} epochs (none: 0 + "
@@ -290,6 +292,14 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
                    "the sweep's confirm-stage records of its best candidate without pretraining.")
   return tables.md_table(["dataset", "recipe", "test accuracy", "validation accuracy",
                           "held-out reconstruction per layer", "finetuning rate", "seeds"], body), sentences
+
+
+def gain(arms: dict, dataset: str, baseline: str) -> Optional[Tuple[float, float, float]]:
+  """(mean, min, max) over the seeds both have of the tuned arm's test accuracy minus the `baseline` arm's, in
+  points; None without a common seed."""
+  tuned, base = arms.get((SHORT[dataset], "tuned"), {}), arms.get((SHORT[dataset], baseline), {})
+  gains = [100 * (_accuracy(tuned[s]) - _accuracy(base[s])) for s in sorted(set(tuned) & set(base))]
+  return (sum(gains) / len(gains), min(gains), max(gains)) if gains else None
 
 
 def ablation_figure(data, others=None):

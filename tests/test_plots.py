@@ -24,6 +24,7 @@ from experiments.report import figures
 from experiments.report import headline
 from experiments.report import readme
 from experiments.report import series
+from experiments.report import summary
 from experiments.report import tables
 from tests.fixtures import make_records
 from conftest import ROOT
@@ -255,7 +256,9 @@ def test_the_committed_results_readme_and_headline_regenerate_byte_for_byte():
     assert readme.text(RESULTS) == f.read()
   with open(os.path.join(ROOT, "README.md")) as f:
     top = f.read()
-  assert f"{readme.HEADLINE_BEGIN}\n{headline.headline(RESULTS, series.load_all(RESULTS))}\n{readme.HEADLINE_END}" in top
+  for name, block in readme.top_blocks(RESULTS).items():
+    begin, end = readme.markers(name)
+    assert f"{begin}\n{block}\n{end}" in top, name
 
 
 def test_headline_has_at_most_8_rows_of_cells_at_most_140_characters(output_dir):
@@ -416,16 +419,28 @@ def test_cores_note_says_what_the_records_show(output_dir):
   assert "no further speedup can appear" not in note
 
 
-def test_top_readme_headline_is_replaced_between_its_markers(output_dir, tmp_path):
+def test_top_readme_blocks_are_replaced_between_their_markers(output_dir, tmp_path):
   top = tmp_path / "README.md"
-  top.write_text(f"# Title\n\n{readme.HEADLINE_BEGIN}\nold table\n{readme.HEADLINE_END}\n\n## After\n")
+  blocks = "\n\n".join(f"{readme.markers(n)[0]}\nold {n}\n{readme.markers(n)[1]}" for n in readme.top_blocks(output_dir))
+  top.write_text(f"# Title\n\n{blocks}\n\n## After\n")
   readme.write_top_readme(output_dir, str(top))
   text = top.read_text()
-  assert "old table" not in text and text.startswith("# Title") and text.endswith("## After\n")
-  assert headline.headline(output_dir, series.load_all(output_dir)) in text
+  assert "old results" not in text and text.startswith("# Title") and text.endswith("## After\n")
+  assert summary.table(output_dir, series.load_all(output_dir)) in text
   top.write_text("# No markers\n")
-  with pytest.raises(ValueError, match="no headline block"):
+  with pytest.raises(ValueError, match="no results block"):
     readme.write_top_readme(output_dir, str(top))
+
+
+def test_readme_results_table_is_for_users(output_dir):
+  """At most 8 rows, cells of at most 100 characters, no commit hash and no footnote mark, every row names its
+  machine class in words (on the fixtures, where every row has records)."""
+  table = summary.table(output_dir, series.load_all(output_dir))
+  rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
+  assert 1 <= len(rows) <= 8
+  assert not [cell for row in rows for cell in row if len(cell.strip()) > 100]
+  assert not re.search(r"\b[0-9a-f]{7}\b", table) and not set("§‡†") & set(table)
+  assert all("cores" in row[-1] for row in rows if "not run yet" not in row[2] and "not measured" not in row[2])
 
 
 def test_pipeline_scaling_and_heldout_convergence(output_dir):
