@@ -22,7 +22,6 @@ from typing import Any, Callable, Dict
 
 import tensorflow as tf
 
-from common.data import loader as data
 from common.measure import timing
 from common.model import autoencoder
 from common.model import optimizers

@@ -5,5 +5,4 @@ from data_parallel import config
 
 PROGRAM = programs.Program(
     name="data_parallel", run_name="dp", label="data parallel", color="tab:green", config=config.DataParallelConfig,
-    cluster="multi_worker", network="gradients", splits_batch=True, timing_flags=("--profile_steps=0",),
-    perf_model="experiments.perf_model.DataParallel")
+    cluster="multi_worker", network="gradients", splits_batch=True, timing_flags=("--profile_steps=0",))

@@ -1,5 +1,6 @@
-"""Checks that no ratio of the report (regenerated with every pair given to `records.ratio` or `same_source`
-audited) nor any benchmark summary takes its records from different machines or codes; exit status 1 if one does.
+"""Checks that the report takes no ratio across machines or codes: every study that compares seconds (`Entry.timed`)
+has the records of each of its presets (per machine folder) from one machine and one code, and so has every
+benchmark summary; exit status 1, one line per offender, if any does not. `records.ratio` itself refuses such a pair.
   python -m experiments.check_ratios [--output_dir=results]"""
 
 import os
@@ -11,35 +12,31 @@ from absl import flags
 
 from experiments import records
 from experiments.benchmarks import harness
-from experiments.report import readme
 
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "results", "The records (and report) to check.")
 
 
 def problems(output_dir: str) -> List[str]:
-  """One line per ratio of the report in `output_dir` whose two records differ in machine or code."""
-  records.audit = []
-  try:
-    readme.text(output_dir)
-    pairs = records.audit
-  finally:
-    records.audit = None
-  out = [f"{a.get('run_name', '?')} ({records.machine_label([a])}) against {b.get('run_name', '?')} "
-         f"({records.machine_label([b])})" for a, b in pairs if not records.comparable(a, b)]
+  """One line per timed study's preset, and per benchmark summary, whose records differ in machine or code."""
+  frame = records.table(output_dir)
+  out = [f"{os.path.join(folder or '.', study)} ({preset}): its records come from "
+         f"{records.machine_label(list(group['record']))}"
+         for (folder, study, preset), group in frame[frame["timed"]].groupby(["folder", "study", "preset"])
+         if not records.same_source(list(group["record"]))]
   for folder, _, files in sorted(os.walk(output_dir)):
     for file in (f for f in sorted(files) if f.startswith("summary") and f.endswith(".json")):
       found = [r for r in harness.flat_records(folder, records.load(os.path.join(folder, file))) if r]
       if found and not records.same_source(found):
         out.append(f"{os.path.join(folder, file)}: its records come from {records.machine_label(found)}")
-  return list(dict.fromkeys(out))
+  return out
 
 
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
   found = problems(_OUTPUT_DIR.value)
-  print("".join(f"ratio across machines or codes: {line}\n" for line in found), end="")
-  print(f"[check_ratios] {len(found)} ratio(s) across machines or codes in {_OUTPUT_DIR.value}")
+  print("".join(f"records of several machines or codes: {line}\n" for line in found), end="")
+  print(f"[check_ratios] {len(found)} group(s) across machines or codes in {_OUTPUT_DIR.value}")
   sys.exit(1 if found else 0)
 
 

@@ -212,9 +212,7 @@ def failure_record(j: Job, cmd: Sequence[str], code: int) -> Dict:
     errors = [line.strip() for line in log if line.startswith("error: ")]
   record = {"strategy": j.spec.program, "run_name": j.run_name, "failed": errors[-1][7:] if errors else
             f"exit status {code}", "exit_status": code, "command": list(cmd[2:]),
-            "config": {k: list(v) if isinstance(v, tuple) else v for k, v in j.spec.flags},
-            "environment": provenance.fields()}
-  record["config"].update(f.lstrip("-").partition("=")[::2] for f in j.spec.extra_flags if "=" in f)
+            "config": records.run_config(j.spec).to_dict(), "environment": provenance.fields()}
   with open(j.record, "w") as f:
     json.dump(record, f, indent=1)
   return record

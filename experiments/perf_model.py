@@ -8,7 +8,6 @@ from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence, Tupl
 from common.layerwise import schedule as schedule_lib
 from common.measure import cost
 from common.settings import programs
-from experiments import load
 from experiments import records as records_lib
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
@@ -22,8 +21,8 @@ Records = Mapping[str, Mapping]
 
 
 def resolve(program: programs.Program) -> Optional[type]:
-  """The model class `program.perf_model` names (ImportError, AttributeError if none), or None for "none"."""
-  return None if program.perf_model == "none" else load(program.perf_model)
+  """The model class of `program` (`MODELS`), or None for a program without one."""
+  return MODELS.get(program.name)
 
 
 def processor_sharing_makespan(work: Sequence[float], cores: int, slowdown: float = 1.0) -> float:
@@ -237,6 +236,12 @@ class Pipeline:
       raise ValueError("no one-device run to fit the FLOP rate on")
     flops = pipeline_plan(r["config"], 1).critical_path_flops(r["config"]["batch_size"])
     return cls(flops / r["pretrain_seconds"], records_lib.cores(r), (name,))
+
+
+# The performance model of each program that has one, registered here (the programs know nothing of experiments/).
+MODELS = {programs.GREEDY.name: LayerModel, programs.SYNC_LAYERWISE.name: SyncLayerwise,
+          programs.MODEL_PARALLEL.name: ModelParallel, programs.DATA_PARALLEL.name: DataParallel,
+          programs.PIPELINE_PARALLEL.name: Pipeline}
 
 
 class Prediction(NamedTuple):

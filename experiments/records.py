@@ -10,6 +10,8 @@ import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from common.measure import provenance
+from common.settings import config as config_lib
+from common.settings import programs
 from experiments import presets
 
 # Folders of records kept beside this machine's, each documented by its README.md and `PROVENANCE_FILE`: a 16-core
@@ -19,10 +21,6 @@ EARLIER = "earlier"
 OTHER_MACHINES = ("xeon16", EARLIER)
 # In an other machine's folder: what its README documents of records that predate provenance (`documented_provenance`).
 PROVENANCE_FILE = "provenance.json"
-# Config fields compared between a stored record and the run that would make it.
-_COMPARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices",
-             "threads_per_device", "train_examples", "seed", "pretrain_learning_rate", "finetune_learning_rate",
-             "pretrain_lr_scaling", "finetune_lr_scaling", "warmup_epochs", "reference_batch_size", "dataset")
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
 # Which preset an entry shows when several have records: paper when complete, else the first of these.
 _PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
@@ -75,21 +73,22 @@ def folder_summary(output_dir: str, machine: str) -> str:
   return str(doc.get("summary", "")) if isinstance(doc, dict) else ""
 
 
-def _comparable_value(v: Any) -> Any:
-  try:
-    return [float(x) for x in v] if isinstance(v, (list, tuple)) else float(v)
-  except (TypeError, ValueError):
-    return str(v)
+
+def run_config(spec: presets.RunSpec) -> config_lib.Config:
+  """The `Config` of a run as its program builds it from its command line (a later flag overrides an earlier one, as
+  on the command line; ValueError for a bad one)."""
+  program = programs.get(spec.program)
+  return program.make_config(**{**dict(spec.flags), **config_lib.values_from_flags(program.config, spec.extra_flags)})
 
 
 def mismatches(record: Mapping, spec: presets.RunSpec) -> List[str]:
-  """Flags whose value in `record["config"]` (and its `dataset`) differs from the run `spec` (e.g. after a preset was
-  edited)."""
-  config = dict(record.get("config", {}), dataset=dataset(record))
-  wanted = {**dict(spec.flags), **dict(f.lstrip("-").partition("=")[::2] for f in spec.extra_flags),
-            "dataset": spec.dataset}
-  return [f"{n}={config[n]} (preset: {v})" for n, v in wanted.items()
-          if n in config and n in _COMPARED and _comparable_value(config[n]) != _comparable_value(v)]
+  """The training settings whose value in `record["config"]` (and its `dataset`) differs from the run `spec`'s, by the
+  rule that decides resuming a checkpoint (`config.stale_settings`: a setting the record predates counts as its
+  default), e.g. after a study's runs were edited."""
+  config = run_config(spec)
+  saved = dict(record.get("config", {}), dataset=dataset(record))
+  want = config.training_fingerprint()
+  return [f"{k}={saved.get(k)!r} (run: {want[k]!r})" for k in config_lib.stale_settings(config, saved)]
 
 
 @dataclasses.dataclass
@@ -215,15 +214,28 @@ def comparable(a: Mapping, b: Mapping) -> bool:
       da == db if da and db else code(a) == code(b))
 
 
-# Every pair of records a ratio was asked for while `audit` is a list (`experiments.check_ratios`).
-audit: Optional[List[Tuple[Mapping, Mapping]]] = None
-
-
 def same_source(rs: Sequence[Mapping]) -> bool:
-  """True when every record of `rs` is `comparable` with the first (each pair audited like a ratio)."""
-  if audit is not None:
-    audit.extend((rs[0], r) for r in rs[1:])
+  """True when every record of `rs` is `comparable` with the first."""
   return all(comparable(rs[0], r) for r in rs[1:])
+
+
+def table(output_dir: str):
+  """Every record of the studies under `output_dir` and its other machines' folders, one row each (a pandas
+  DataFrame): folder ("" or the other machine's), study, preset, run, program, dataset, seed, timed (the study compares
+  seconds), machine (`host`: processor, instruction set, machine identity where recorded, cores), isa, commit, code
+  (the code digest, else the commit), and the record itself."""
+  import pandas  # noqa: only the checks and analyses that want the table load pandas
+  rows = []
+  for folder in ("",) + tuple(m for m in OTHER_MACHINES if os.path.isdir(os.path.join(output_dir, m))):
+    for entry in presets.ENTRIES:
+      data = EntryData.load(os.path.join(output_dir, folder), entry.name)
+      for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
+        rows += [{"folder": folder, "study": entry.name, "preset": preset, "run": name, "program": r.get("strategy"),
+                  "dataset": dataset(r), "seed": r.get("config", {}).get("seed"), "timed": entry.timed,
+                  "machine": host(r), "isa": instruction_set(r), "commit": r["environment"].get("commit"),
+                  "code": r["environment"].get("code_digest") or code(r), "record": r} for name, r in runs.items()]
+  return pandas.DataFrame(rows, columns=["folder", "study", "preset", "run", "program", "dataset", "seed", "timed",
+                                         "machine", "isa", "commit", "code", "record"])
 
 
 def ratio(a: Mapping, b: Mapping) -> Optional[float]:

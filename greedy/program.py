@@ -3,5 +3,4 @@
 from common.settings import programs
 
 PROGRAM = programs.Program(
-    name="greedy", run_name="greedy", label="greedy layer-wise", color="tab:blue", one_device=True,
-    perf_model="experiments.perf_model.Greedy", baseline=True)
+    name="greedy", run_name="greedy", label="greedy layer-wise", color="tab:blue", one_device=True, baseline=True)

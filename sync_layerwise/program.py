@@ -3,5 +3,4 @@
 from common.settings import programs
 
 PROGRAM = programs.Program(
-    name="sync_layerwise", run_name="sync", label="synchronized layer-wise", color="tab:purple", one_device=True,
-    perf_model="experiments.perf_model.SyncLayerwise")
+    name="sync_layerwise", run_name="sync", label="synchronized layer-wise", color="tab:purple", one_device=True)

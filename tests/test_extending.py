@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 
 from common.settings import config as config_lib
 from common.settings import programs
@@ -95,6 +94,47 @@ def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
   changed = {line[3:] for line in _git(root, "status", "--porcelain", "--untracked-files=all").splitlines()}
   outside = {p for p in changed if not p.startswith(("toy_parallel/", "tests/fixtures/")) and "__pycache__" not in p}
   assert outside == {"common/settings/programs.py"}, sorted(outside)
+
+
+NEW_STUDY = '''"""A new study: greedy's test accuracy against the batch (a test adds it, touching this file only)."""
+
+from common.settings import programs
+from experiments import records
+from experiments.presets import Entry, spec
+from experiments.report.tables import md_table
+
+
+def _runs(s):
+  return [spec(f"b{b}", programs.GREEDY, s["hidden"], 1, b, 1, s["examples"], 1) for b in s["batches"]]
+
+
+def table(data, others):
+  rows = [[name, r["config"]["batch_size"], records.test_accuracy(r)] for name, r in sorted(data.runs.items())]
+  return md_table(["run", "batch", "test accuracy"], rows), ["Greedy against its batch."]
+
+
+BATCH_ACCURACY = Entry("batch_accuracy", "Greedy's test accuracy against the batch", dict(
+    smoke=dict(examples=400, hidden=(16,), batches=(40, 80))), _runs, table, kind="beyond", order=99)
+STUDIES = (BATCH_ACCURACY,)
+'''
+
+
+def test_a_new_study_is_one_file(tmp_path):
+  """A study added the documented way, one file in experiments/studies/: in that copy the registry lists it, the smoke
+  preset runs its runs (with the real program) and results/README.md has its table; no other file changed."""
+  root = _copy(tmp_path)
+  (root / "experiments" / "studies" / "batch_accuracy.py").write_text(NEW_STUDY)
+  out = tmp_path / "out"
+  listed = _run(root, "-c", "from experiments import presets; print(presets.NAMES[-1], len(presets.build('smoke')"
+                "['batch_accuracy'].runs))")
+  assert listed.stdout.split() == ["batch_accuracy", "2"], listed.stderr[-2000:]
+  done = _run(root, "-m", "experiments.reproduce", "--preset=smoke", "--only=batch_accuracy", f"--output_dir={out}")
+  assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+  text = (out / "README.md").read_text()
+  assert "### `batch_accuracy`: Greedy's test accuracy against the batch" in text and "| `b40` |" not in text
+  assert "| b40 | 40 |" in text and "Greedy against its batch." in text
+  changed = {line[3:] for line in _git(root, "status", "--porcelain", "--untracked-files=all").splitlines()}
+  assert {p for p in changed if "__pycache__" not in p} == {"experiments/studies/batch_accuracy.py"}
 
 
 def test_a_new_setting_is_one_field(tmp_path):

@@ -151,10 +151,11 @@ def test_pipeline_model_is_fitted_on_the_one_device_run():
 def test_every_program_resolves_to_its_model_and_an_unknown_program_is_an_error():
   for program in programs.PROGRAMS:
     model = perf_model.resolve(program)
-    assert (model is None) == (program.perf_model == "none"), program.name
+    assert model is perf_model.MODELS.get(program.name), program.name
     assert model is None or all(hasattr(model, f) for f in ("calibrate", "predict", "describe")), program.name
   assert perf_model.resolve(programs.MODEL_PARALLEL) is perf_model.ModelParallel
-  assert perf_model.resolve(dataclasses.replace(programs.GREEDY, perf_model="none")) is None
+  assert {perf_model.resolve(p) for p in programs.PROGRAMS} >= {perf_model.Greedy, perf_model.Pipeline}
+  assert perf_model.resolve(dataclasses.replace(programs.GREEDY, name="no_model")) is None
   unknown = _record(programs.GREEDY, [10], 1, 1, 1.0, layers=[1.0])
   unknown["strategy"] = "no_such_program"
   with pytest.raises(ValueError, match="unknown program"):

@@ -21,11 +21,20 @@ from experiments import records
 from experiments import reported
 from experiments.benchmarks import harness
 from experiments.report import figures
-from experiments.report import headline
 from experiments.report import readme
 from experiments.report import series
-from experiments.report import summary
+from experiments.report import users
 from experiments.report import tables
+from experiments.studies import accuracy_vs_epochs
+from experiments.studies import convergence
+from experiments.studies import dp_accuracy
+from experiments.studies import dp_batch_sweep
+from experiments.studies import dp_op_profile
+from experiments.studies import fashion_mnist_accuracy
+from experiments.studies import full_size
+from experiments.studies import large_batch
+from experiments.studies import pp_scaling
+from experiments.studies import strategy_comparison
 from tests.fixtures import make_records
 from conftest import ROOT
 
@@ -55,8 +64,8 @@ def test_the_fixtures_cover_every_run_of_the_presets(output_dir):
 
 def test_every_entry_names_a_table_and_a_figure_that_exist():
   for entry in presets.ENTRIES:
-    assert callable(load(entry.table)), entry.name
-    assert entry.figure is None or callable(load(entry.figure)), entry.name
+    assert callable(entry.table), entry.name
+    assert entry.figure is None or callable(entry.figure), entry.name
     assert entry.kind in ("report", "beyond", "study") and entry.sizes and set(entry.sizes) <= set(presets.PRESETS)
   with pytest.raises(ValueError, match="unknown entry"):
     presets.get("nope")
@@ -110,12 +119,12 @@ def test_scaling_figure_plots_the_records_and_the_report(output_dir):
 
 
 def test_sweep_and_profile_values(output_dir):
-  sweep = series.sweep_points(_data(output_dir, "dp_batch_sweep"))
+  sweep = dp_batch_sweep.sweep_points(_data(output_dir, "dp_batch_sweep"))
   assert [p[0] for p in sweep] == sorted(r.flag("batch_size") for r in presets.build("cpu")["dp_batch_sweep"].runs)
   b52 = records.load(os.path.join(output_dir, "runs", "dp_batch_sweep", "cpu_b52.json"))
   assert sweep[0][1] == pytest.approx(records.median_epoch_seconds(b52))
   assert sweep[0][2] == pytest.approx((18_000 // 52) * 52 / sweep[0][1])
-  rows = tables.profile_rows(_data(output_dir, "dp_op_profile"))
+  rows = dp_op_profile.profile_rows(_data(output_dir, "dp_op_profile"))
   assert sorted(rows) == [1, 2, 3, 4]
   assert rows[1][0]["allreduce"] == 0.0 and rows[2][0]["allreduce"] > 0
   assert rows[3][1] and not rows[2][1]  # oversubscribed from 3 devices on 2 cores
@@ -130,7 +139,7 @@ def test_convergence_time_to_fixed_loss(output_dir):
   # Model parallel: each epoch ends with its step; the last at pretrain_seconds (steps + copies).
   mp = data.runs[programs.MODEL_PARALLEL.run_name]
   assert records.loss_curves(mp)[-1][-1][0] == pytest.approx(mp["pretrain_seconds"], rel=1e-4)
-  reach, _ = series.times_to_target(data)[programs.GREEDY.run_name]
+  reach, _ = convergence.times_to_target(data)[programs.GREEDY.run_name]
   # Greedy reaches 1.01 x its own final loss no later than its end, and not before its last layer started.
   assert curves[-1][0][0] <= reach <= greedy["pretrain_seconds"] * (1 + 1e-4)
   assert records.time_to_loss(curves, [0.0] * len(curves))[0] is None
@@ -139,12 +148,12 @@ def test_convergence_time_to_fixed_loss(output_dir):
 def test_accuracy_figures_show_every_preset_present(output_dir):
   data = _data(output_dir, "accuracy_vs_epochs")
   assert data.preset == "cpu" and set(data.other) == {"paper"}
-  paper = series.accuracy_series(data.other["paper"])
+  paper = accuracy_vs_epochs.accuracy_series(data.other["paper"])
   assert [e for e, _ in paper[programs.GREEDY.name]] == [60] and [e for e, _ in paper[programs.MODEL_PARALLEL.name]] == [60]
   fig = figures.make(output_dir, "accuracy_vs_epochs", data)
   labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
   assert "ours (paper), model parallel" in labels and "ours (cpu), greedy layer-wise" in labels
-  rows = series.dp_accuracy_rows(_data(output_dir, "dp_accuracy").runs, "cpu")
+  rows = dp_accuracy.dp_accuracy_rows(_data(output_dir, "dp_accuracy").runs, "cpu")
   assert [r["epochs"] for r in rows] == [6, 12]
   assert [r["report"] for r in rows] == [reported.DP_ACCURACY[30], reported.DP_ACCURACY[60]]
   assert all(r["baseline"] is not None and r["large_batch"] is not None for r in rows)
@@ -169,7 +178,8 @@ def test_results_readme_compares_every_entry_with_the_report(output_dir):
     assert f"--only={entry}" in text
   for entry in presets.REPORT_ENTRIES:
     assert f"figures/{entry}.png" in text
-  assert "| on 4 GPUs: 1.29×, 2.10×; data parallel near linear |" in text
+  rep, greedy = reported.STRATEGY_COMPARISON, programs.GREEDY.name  # the report's numbers beside ours, its sizes said
+  assert f"| 4 GPUs, 4 × 2000: model parallel {rep[greedy] / rep[programs.MODEL_PARALLEL.name]:.2f}×, " in text
   # The model's errors at the fit points and at the predicted points are reported apart, for each scaling entry.
   assert text.count("in-sample error at the fit points (G <= 2): largest ") == 3
   assert text.count("out-of-sample error at the predicted points (G > 2, not used for the fit): largest") == 3
@@ -189,20 +199,20 @@ def test_results_readme_compares_every_entry_with_the_report(output_dir):
 def test_large_batch_choice_uses_validation_accuracy_only(output_dir):
   data = _data(output_dir, "large_batch")
   assert data.preset == "mid"
-  rows, chosen = series.large_batch_choice(data)
+  rows, chosen = large_batch.large_batch_choice(data)
   assert chosen == max((r for r in rows if r["program"] == programs.DATA_PARALLEL.name), key=lambda r: r["validation"])["run"]
   # Make the best test accuracy belong to another candidate: the choice must not move, and the table must show
   # test accuracy only for the chosen candidate (and greedy).
   other = next(r["run"] for r in rows if r["program"] == programs.DATA_PARALLEL.name and r["run"] != chosen)
   data.runs[other]["finetune"]["test_accuracy"] = 0.999
-  assert series.large_batch_choice(data)[1] == chosen
-  table, sentences = tables.large_batch(data, {})
+  assert large_batch.large_batch_choice(data)[1] == chosen
+  table, sentences = large_batch.table(data, {})
   assert "0.9990" not in table and f"`{chosen}` (chosen)" in table
   assert table.count("not used") == len([r for r in rows if r["program"] == programs.DATA_PARALLEL.name]) - 1
 
 
 def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
-  table, sentences = tables.full_size(_data(output_dir, "full_size"), {})
+  table, sentences = full_size.table(_data(output_dir, "full_size"), {})
   assert "| `model_parallel_g2_b100_e30` | MNIST | batch 100 |" in table
   assert f"{reported.MP_ACCURACY_TEXT} (model parallel" in table
   assert "global batch 5000 (2500 per device on 2)" in table
@@ -217,7 +227,7 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
   # A declared run without a record is listed as not run yet.
   data = _data(output_dir, "full_size")
   del data.runs[f"fashion_mnist_{programs.GREEDY.name}_b100_e30"]
-  assert "| Fashion-MNIST | — | not run yet |" in tables.full_size(data, {})[0]
+  assert "| Fashion-MNIST | — | not run yet |" in full_size.table(data, {})[0]
 
 
 def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_published_baselines(output_dir):
@@ -227,9 +237,9 @@ def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_pu
   assert {(r.home, r.dataset) for r in runs} == {("accuracy_vs_epochs", "mnist"), (data.entry, "fashion_mnist")}
   assert all(("--dataset=fashion_mnist" in r.extra_flags) == (r.dataset == "fashion_mnist") for r in runs)
   assert [p for p, _ in sorted({(r.program, 0) for r in runs})] == sorted(p.name for p in presets.ACCURACY_COMPARED)
-  acc = series.dataset_accuracy(data)
+  acc = fashion_mnist_accuracy.dataset_accuracy(data)
   assert list(acc) == ["mnist", "fashion_mnist"] and all(len(a) == len(presets.ACCURACY_COMPARED) for a in acc.values())
-  table, sentences = tables.fashion_mnist_accuracy(data, {})
+  table, sentences = fashion_mnist_accuracy.table(data, {})
   assert "| program | epochs | MNIST test accuracy | Fashion-MNIST test accuracy |" in table
   assert "| published: MLP 256-128-100 | — | — | 0.8833 |" in table
   assert "| published: SVC (C=10, RBF) | — | — | 0.897 |" in table
@@ -242,7 +252,7 @@ def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_pu
   fashion = next(r for r in runs if r.dataset == "fashion_mnist")
   record = records.load(records.record_path(output_dir, "cpu", fashion))
   assert records.mismatches(record, fashion) == []
-  assert records.mismatches(dict(record, dataset={"name": "mnist"}), fashion) == ["dataset=mnist (preset: fashion_mnist)"]
+  assert records.mismatches(dict(record, dataset={"name": "mnist"}), fashion) == ["dataset='mnist' (run: 'fashion_mnist')"]
   mnist = next(r for r in runs if r.dataset == "mnist")
   old = records.load(records.record_path(output_dir, "cpu", mnist))
   del old["dataset"], old["config"]["dataset"]
@@ -261,15 +271,12 @@ def test_the_committed_results_readme_and_headline_regenerate_byte_for_byte():
     assert f"{begin}\n{block}\n{end}" in top, name
 
 
-def test_headline_has_at_most_8_rows_of_cells_at_most_140_characters(output_dir):
-  table = headline.headline(output_dir, series.load_all(output_dir)).split("\n\n")[0]
+def test_headline_names_every_rows_machine_and_code_in_results_readme(output_dir):
+  table = users.table(output_dir, series.load_all(output_dir), provenance=True)
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
-  assert 1 <= len(rows) <= 8
-  assert all(len(row) == 4 for row in rows)
-  assert {row[3] for row in rows} == {"Fixture CPU, AVX2, 2 cores, commit 0123456"}  # every row names its machine
-  long = [cell for row in rows for cell in row if len(cell.strip()) > 140]
-  assert not long, long
-  assert not any("not run yet" in row[2] for row in rows)  # the fixtures have every record a row needs
+  assert 1 <= len(rows) <= 8 and all(len(row) == 5 for row in rows)
+  assert {row[4] for row in rows} == {"Fixture CPU, AVX2, 2 cores, commit 0123456"}  # every row names its machine
+  assert not any("not run yet" in row[2] or "not measured" in row[2] for row in rows)  # the fixtures have them all
 
 
 def test_the_strategies_cell_gives_the_staleness_a_programs_updates_had(tmp_path):
@@ -290,13 +297,14 @@ def test_the_strategies_cell_gives_the_staleness_a_programs_updates_had(tmp_path
       "records": {n: [f"results/benchmarks/strategies/b5000/{n}_r{i}.json" for i in (0, 1)]
                   for n in (base.run_name, other.run_name)}}))
   used = []
-  assert headline._strategies(str(tmp_path), used) == f"{other.label} 1.62× (staleness 0–1); medians of 2 repeats"
+  short = other.label.replace(" layer-wise", "")
+  assert users._strategies(str(tmp_path), [other.run_name], used) == f"{short} 1.62× (1.00–1.00) (staleness 0–1)"
   assert len(used) == 4
   # Workers that only took turns: staleness 0 alone, said as such.
   for i in (0, 1):
     (folder / "b5000" / f"{other.run_name}_r{i}.json").write_text(json.dumps(
         {"pretrain_seconds": 1.0, "staleness": {"histogram": [[0, 80]], "max": 0}}))
-  assert "1.62× (staleness 0);" in headline._strategies(str(tmp_path), [])
+  assert "(staleness 0)" in users._strategies(str(tmp_path), [other.run_name], [])
 
 
 def test_an_earlier_folders_records_get_tables_of_their_own_and_no_headline_cell(output_dir, tmp_path):
@@ -318,20 +326,16 @@ def test_an_earlier_folders_records_get_tables_of_their_own_and_no_headline_cell
   assert len(rows(here)) == len(presets.build("full")["full_size"].runs)  # every declared run, the moved one too:
   assert [r for r in rows(here) if f"`{run}`" in r and "not run yet" in r]  # not run yet in this folder
   assert len(rows(apart)) == 1 and f"`{run}`" in rows(apart)[0] and "not run yet" not in apart  # only its record
-  cell = [line for line in headline.headline(out, series.load_all(out)).splitlines() if "bfloat16" in line][0]
-  assert "speed: no record that names its instruction set (earlier ones: results/README.md)" in cell
-  os.rmdir(os.path.join(earlier, "benchmarks", "precision"))  # no earlier precision records: nothing said of speed
-  assert "speed" not in [line for line in headline.headline(out, series.load_all(out)).splitlines()
-                         if "bfloat16" in line][0].split(" | ")[2]
+  cell = [line for line in users.table(out, series.load_all(out)).splitlines() if "bfloat16" in line][0]
+  assert "AVX2" in cell  # the fixtures' own precision summaries, never the earlier folder's
 
 
-def test_the_committed_headline_has_at_most_8_rows_of_cells_at_most_140_characters():
-  # The same limits on the records committed today, whatever they are (the fixtures above have every row).
-  table = headline.headline(RESULTS, series.load_all(RESULTS)).split("\n\n")[0]
+def test_the_committed_headline_is_for_users():
+  # The limits on the records committed today, whatever they are (the fixtures above have every row).
+  table = users.table(RESULTS, series.load_all(RESULTS))
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
-  long = [cell for row in rows for cell in row if len(cell.strip()) > 140]
-  assert not long, long
+  assert not [cell for row in rows for cell in row if len(cell.strip()) > 100]
 
 
 def test_labels_name_a_processor_without_trademarks_or_clock():
@@ -354,14 +358,17 @@ def test_labels_name_a_processor_without_trademarks_or_clock():
   assert records.ratio(dict(avx2, pretrain_seconds=2.0), dict(amx, pretrain_seconds=1.0)) is None
 
 
-def test_the_headline_marks_a_record_without_its_instruction_set_with_a_section_sign():
+def test_a_label_says_when_a_record_predates_its_instruction_set_and_names_its_machine():
   env = {"cpu_model": "Intel(R) Xeon(R) Processor", "usable_cores": 2, "commit": "cd" * 20, "code_digest": "d1"}
   old = {"environment": dict(env, date_utc="2026-11-20")}
   new = {"environment": dict(env, commit="ef" * 20, date_utc="2026-11-21")}  # the same code, a later commit
   flagged = {"environment": dict(env, cpu_flags=["avx2"])}
-  assert headline._short(records.machine_label([old, new])) == "Intel Xeon §, 2 cores, commit cdcdcdc (+1, same code)"
-  assert headline._short(records.machine_label([flagged])) == "Intel Xeon, AVX2, 2 cores, commit cdcdcdc"
-  assert headline.NO_ISA.startswith("§ instruction set not recorded")
+  assert records.machine_label([old, new]) == ("Intel Xeon, instruction set not recorded, 2 cores, commit cdcdcdc "
+                                               "(+1 of the same code)")
+  assert users.machine_class([flagged]) == "Intel Xeon with AVX2, 2 cores"
+  # Two virtual machines of one class are two machines: never one label, never a ratio.
+  a, b = ({"environment": dict(env, cpu_flags=["avx2"], machine_id=m)} for m in ("aaaaaa000000", "bbbbbb000000"))
+  assert records.machine_label([a, b]).count("machine ") == 2 and not records.comparable(a, b)
 
 
 def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_path):
@@ -398,7 +405,7 @@ def test_check_ratios_finds_a_ratio_across_machines_or_codes(output_dir, tmp_pat
     json.dump(record, f)
   found = check_ratios.problems(out)
   assert found and all("Other CPU" in line for line in found)
-  table, _ = load(presets.STRATEGY_COMPARISON.table)(records.EntryData.load(out, "strategy_comparison"), {})
+  table, _ = presets.STRATEGY_COMPARISON.table(records.EntryData.load(out, "strategy_comparison"), {})
   speedups = [line.split(" | ")[3] for line in table.splitlines()[2:]]  # greedy's own row, then the others
   assert speedups[0] == "1.00×" and set(speedups[1:]) == {"—"}
   # A benchmark summary whose records ran two versions of the code.
@@ -426,7 +433,7 @@ def test_top_readme_blocks_are_replaced_between_their_markers(output_dir, tmp_pa
   readme.write_top_readme(output_dir, str(top))
   text = top.read_text()
   assert "old results" not in text and text.startswith("# Title") and text.endswith("## After\n")
-  assert summary.table(output_dir, series.load_all(output_dir)) in text
+  assert users.table(output_dir, series.load_all(output_dir)) in text
   top.write_text("# No markers\n")
   with pytest.raises(ValueError, match="no results block"):
     readme.write_top_readme(output_dir, str(top))
@@ -435,7 +442,7 @@ def test_top_readme_blocks_are_replaced_between_their_markers(output_dir, tmp_pa
 def test_readme_results_table_is_for_users(output_dir):
   """At most 8 rows, cells of at most 100 characters, no commit hash and no footnote mark, every row names its
   machine class in words (on the fixtures, where every row has records)."""
-  table = summary.table(output_dir, series.load_all(output_dir))
+  table = users.table(output_dir, series.load_all(output_dir))
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
   assert not [cell for row in rows for cell in row if len(cell.strip()) > 100]
@@ -445,26 +452,26 @@ def test_readme_results_table_is_for_users(output_dir):
 
 def test_pipeline_scaling_and_heldout_convergence(output_dir):
   data = _data(output_dir, "pp_scaling")
-  rows = series.pipeline_rows(data)
+  rows = pp_scaling.pipeline_rows(data)
   assert {(r["stack"], r["devices"]) for r in rows} == {("4 x 1000", g) for g in range(1, 5)} | {
       ("8 x 500", g) for g in range(1, 9)}
   # The model is fitted on each stack's one-device run: exact there, a prediction elsewhere.
   for r in rows:
     assert (r["predicted"] == pytest.approx(r["seconds"])) if r["in_sample"] else r["predicted"] > 0
-  text, sentences = load(presets.PP_SCALING.table)(data, {})
+  text, sentences = presets.PP_SCALING.table(data, {})
   assert "+0% (fit)" in text and "8 x 500 | 8 †" in text
   assert any("not used for the fit" in s for s in sentences)
   # The comparison runs record the held-out loss every epoch: the convergence entry compares it.
   conv = _data(output_dir, "convergence")
-  rs = series.strategy_records(conv)
+  rs = strategy_comparison.strategy_records(conv)
   assert list(rs) == [p.run_name for p in presets.COMPARED]
-  assert series.convergence_loss(rs)[0] == "heldout_loss"
-  text, sentences = load(presets.CONVERGENCE.table)(conv, {})
+  assert convergence.convergence_loss(rs)[0] == "heldout_loss"
+  text, sentences = presets.CONVERGENCE.table(conv, {})
   assert "held-out reconstruction loss" in sentences[0]
-  assert len(series.times_to_target(conv)[programs.GREEDY.run_name][1]) == 4
+  assert len(convergence.times_to_target(conv)[programs.GREEDY.run_name][1]) == 4
 
 
-def test_a_noisy_configuration_is_marked_with_its_spread_and_kept_out_of_the_headline(output_dir, tmp_path):
+def test_a_noisy_configuration_is_marked_with_its_spread_and_said_in_words_in_the_headline(output_dir, tmp_path):
   pp = programs.PIPELINE_PARALLEL.name
   summaries = harness.load_summaries(output_dir, load(f"experiments.benchmarks.{pp}.BENCHMARK"))
   assert summaries and all(s["noisy"] == [] for s in summaries.values())  # the fixtures' repeats take equal times
@@ -477,9 +484,7 @@ def test_a_noisy_configuration_is_marked_with_its_spread_and_kept_out_of_the_hea
     json.dump(summary, f)
   assert harness.noisy(summary) == [programs.GREEDY.name]  # also for summaries made before their "noisy" field
   assert f"{programs.GREEDY.name} 11.00 (10.00–11.60) ‡; " in readme.benchmark_section(out)
-  table = headline.headline(out, series.load_all(out))
-  row = next(line for line in table.splitlines() if line.startswith("| Pipeline parallel"))
-  before = next(line for line in headline.headline(output_dir, series.load_all(output_dir)).splitlines()
-                if line.startswith("| Pipeline parallel"))
-  assert "| too noisy ‡; " in row and row.split(" | ")[2].split("; ")[1] == before.split(" | ")[2].split("; ")[1]
-  assert table.endswith(tables.NOISY) and "‡" not in headline.headline(output_dir, series.load_all(output_dir))
+  row = next(line for line in users.table(out, series.load_all(out)).splitlines() if line.startswith("| Pipeline"))
+  before = next(line for line in users.table(output_dir, series.load_all(output_dir)).splitlines()
+                if line.startswith("| Pipeline"))
+  assert "; repeats vary more than 15%" in row and "repeats vary" not in before

@@ -13,7 +13,6 @@ import tensorflow as tf
 
 from common.artifacts import runlog
 from common.model import autoencoder
-from common.settings import config as config_lib
 from common.settings import programs
 from common.settings import recipes
 from common.training import finetune

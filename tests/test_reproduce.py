@@ -73,14 +73,16 @@ def test_presets_are_consistent_and_paper_matches_the_report():
 def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # The large-batch study and the full-size runs are presets of the run list; their committed records must be found
   # where the presets put them (here or in the earlier records' folder) and match the flags, or reproduce would
-  # refuse them. Every MNIST full-size run has one; the study's are remade by the measurement campaign.
-  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 10)):
+  # refuse them. Every MNIST full-size run of the report's recipe has one; the study's are remade by the measurement
+  # campaign, the tuned recipe's are its steps.
+  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 14)):
     runs = presets.build(preset)[entry].runs
     assert len(runs) == count
     for run in runs:
       record = next(filter(None, (records.load(records.record_path(folder, preset, run))
                                   for folder in (RESULTS, os.path.join(RESULTS, records.EARLIER)))), None)
-      assert record is not None or preset == "mid" or run.dataset != "mnist", (preset, run.name)
+      tuned = "--recipe=tuned" in run.extra_flags
+      assert record is not None or preset == "mid" or run.dataset != "mnist" or tuned, (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
   full = {r.name: r for r in presets.build("full")["full_size"].runs}
@@ -90,9 +92,16 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   for name in ("greedy_b100_e30", "model_parallel_g2_b100_e30", "pipeline_parallel_g2_b100_e30"):
     assert full[f"{name}_bf16"].flags == full[name].flags
     assert full[f"{name}_bf16"].extra_flags == full[name].extra_flags + (presets.BF16,)
-  # The two Fashion-MNIST full-size runs: greedy and the pipeline on 2 devices, the MNIST runs' sizes otherwise.
-  fashion = {n: r for n, r in full.items() if r.dataset == presets.FASHION}
+  # The two Fashion-MNIST full-size runs: greedy and the pipeline on 2 devices, the MNIST runs' sizes otherwise; with
+  # the tuned recipe the same two on each dataset.
+  fashion = {n: r for n, r in full.items() if r.dataset == presets.FASHION and not n.endswith("_tuned")}
   assert sorted(fashion) == ["fashion_mnist_greedy_b100_e30", "fashion_mnist_pipeline_parallel_g2_b100_e30"]
+  tuned = sorted(n for n in full if n.endswith("_tuned"))
+  assert tuned == sorted(f"{d}{n[len('fashion_mnist_'):]}_tuned" for d in ("", "fashion_mnist_") for n in fashion)
+  for name in tuned:
+    report = full[name[:-len("_tuned")]]
+    assert full[name].flags == report.flags and "--recipe=tuned" in full[name].extra_flags
+    assert full[name].dataset == report.dataset
   for name, run in fashion.items():
     mnist = full[name[len("fashion_mnist_"):]]
     assert run.flags == mnist.flags and run.extra_flags == mnist.extra_flags + ("--dataset=fashion_mnist",)
@@ -234,7 +243,7 @@ def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
   record = json.load(open(jobs[0].record))
   record["config"]["batch_size"] = 7
   json.dump(record, open(jobs[0].record, "w"))
-  with pytest.raises(driver.RunFailedError, match="batch_size=7 .preset: 200.*Delete it"):
+  with pytest.raises(driver.RunFailedError, match=r"batch_size=7 \(run: 200\).*Delete it"):
     _run(jobs, out, fake_modules, [])
 
 
@@ -411,7 +420,7 @@ def test_command_line_errors():
   dry = run("--preset=cpu", "--dry_run", "--only=dp_scaling")
   assert dry.returncode == 0 and "dp_scaling: 4 runs, estimated" in dry.stdout
   dry = run("--preset=full", "--dry_run")
-  assert dry.returncode == 0 and "full_size: 10 runs" in dry.stdout
+  assert dry.returncode == 0 and f"full_size: {len(presets.build('full')['full_size'].runs)} runs" in dry.stdout
   assert "results/full_size/greedy_b100_e30.json" in dry.stdout and "full_size/fashion_mnist_greedy_b100_e30" in dry.stdout
 
 
@@ -434,7 +443,7 @@ def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   before = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   done = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--preset=smoke", f"--output_dir={out}",
                          f"--work_dir={tmp_path / 'work'}", "--jobs=2", f"--only={','.join(entries)}"], cwd=ROOT,
-                        env=env, capture_output=True, text=True, timeout=900)
+                        env=env, capture_output=True, text=True)
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
   after = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   assert after == before  # Nothing written into the committed results.

@@ -127,9 +127,8 @@ class CheckpointState:
       want = dict(self.config.training_fingerprint(), **self.data_fingerprint)
       have = saved.get("config", {})
       # A setting added since the checkpoint was made compares by its default; one since removed is ignored.
-      defaults = type(self.config)(program=self.config.program).training_fingerprint()
-      diff = sorted(key for key in set(want) | ({"dataset_sha256"} & set(have))
-                    if want.get(key) != have.get(key, defaults.get(key)))
+      diff = config_lib.stale_settings(self.config, have) + sorted(
+          key for key in {"dataset_sha256"} & (set(want) | set(have)) if want.get(key) != have.get(key))
       if diff:
         details = ", ".join(f"{key}: checkpoint {have.get(key)!r} vs now {want.get(key)!r}" for key in diff)
         raise errors.ResumeMismatchError(

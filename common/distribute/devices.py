@@ -14,7 +14,7 @@ process, a notebook), the existing logical devices are reused when there are eno
 """
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf

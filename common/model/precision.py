@@ -12,7 +12,7 @@ On a processor without native bfloat16 TensorFlow's bfloat16 kernels are several
 (tensorflow#42422, #45441), so mixed_bfloat16 is refused there before any work (`check_supported`).
 """
 
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Callable, Sequence, Tuple
 
 import tensorflow as tf
 

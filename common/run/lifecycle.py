@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf

@@ -61,7 +61,6 @@ class Program:
     kernel_paths: the kernel paths it can run (--kernels), of "xla" and "tf".
     thread_pools: the intra-op pools worth comparing for it on several devices (the equal-cores benchmark).
     timing_flags: flags every timed run of it adds (e.g. to skip an op profile that would be timed with it).
-    perf_model: dotted path of its performance model in `experiments.perf_model` (a class), or "none".
     baseline: True for the report's baseline, which every speedup divides (exactly one program).
     hooks: the module of its hooks (default "<name>.pretrain"): `pretrain(run) -> record` (its schedule, required),
       and optionally `plan(config, devices, dataset)` (its layout, kept as `Run.plan`), `place(plan, devices) -> [device of
@@ -83,7 +82,6 @@ class Program:
   kernel_paths: Tuple[str, ...] = ("xla", "tf")
   thread_pools: Tuple[str, ...] = ("per_device",)
   timing_flags: Tuple[str, ...] = ()
-  perf_model: str = "none"
   baseline: bool = False
   hooks: str = ""
 

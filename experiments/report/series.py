@@ -9,19 +9,10 @@ from common.settings import programs
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.benchmarks import equal_cores as equal_cores_bench
 from experiments.benchmarks import harness
 
 MODEL_ERROR_GOAL = 0.15
-# dp_accuracy's acceptance rule: data parallel at the large batch reaches at least the baseline - this.
-DP_TOLERANCE = 0.005
-# convergence: the fixed loss of layer k is the baseline's final loss of layer k times (1 + this).
-LOSS_TOLERANCE = harness.LOSS_TOLERANCE
-# The full-size runs' test accuracy goal on a dataset other than MNIST (MNIST's: the report's numbers).
-ACCURACY_GOALS = {presets.FASHION: 0.89}
-# The full-size runs' goals with the tuned recipe (docs/pretraining.md), per dataset.
-TUNED_GOALS = {presets.MNIST: 0.985, presets.FASHION: 0.90}
 Runs = Dict[str, dict]
 SCALING = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")
 EQUAL_CORES = "equal_cores.png"
@@ -78,124 +69,9 @@ def batch_label(rs: List[dict]) -> str:
   return "; ".join(dict.fromkeys(labels))
 
 
-def sweep_points(data: records.EntryData) -> List[Tuple[int, float, float, bool]]:
-  """[(global batch, median seconds per epoch, examples per second, oversubscribed)] sorted by batch."""
-  return sorted((b, s, (r["config"]["train_examples"] // b) * b / s, records.oversubscribed(r))
-                for r in data.runs.values() for b, s in [(r["config"]["batch_size"], records.median_epoch_seconds(r))])
-
-
-def mp_vs_dp_groups(data: records.EntryData) -> List[Tuple[str, Runs]]:
-  """[(group label "E epochs - Config n", {program: record})] in the report's order."""
-  groups: Dict[Tuple[int, str], Runs] = {}
-  for name, r in data.runs.items():
-    config, epochs, _ = name.split("_")
-    groups.setdefault((int(epochs[1:]), config), {})[strategy(r)] = r
-  return [(f"{e} epochs - Config {c[1]}", groups[(e, c)]) for e, c in sorted(groups)]
-
-
 def by_preset(data: records.EntryData) -> Dict[str, Runs]:
   """{preset: {run name: record}} of every preset with records, the entry's shown preset first."""
   return {data.preset: data.runs, **{p: data.other[p] for p in presets.PRESETS if p in data.other}}
-
-
-def epoch_settings(preset: str, entry: str = "accuracy_vs_epochs") -> List[int]:
-  """The pretraining epoch counts an accuracy entry runs at `preset`."""
-  return sorted({r.flag("pretrain_epochs") for r in presets.build(preset)[entry].runs})
-
-
-def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:
-  """{program: [(epochs, test accuracy)]} of one preset's records."""
-  out: Dict[str, List[Tuple[int, float]]] = {}
-  for r in runs.values():
-    if records.test_accuracy(r) is not None:
-      out.setdefault(strategy(r), []).append((r["config"]["pretrain_epochs"], records.test_accuracy(r)))
-  return {k: sorted(v) for k, v in out.items()}
-
-
-def dataset_accuracy(data: records.EntryData) -> Dict[str, Dict[str, float]]:
-  """{dataset: {program: test accuracy}} of `fashion_mnist_accuracy`'s shown preset, in the entry's order of datasets
-  and of programs (`presets.ACCURACY_COMPARED`); a program without a record (or accuracy) is left out."""
-  found = {(records.dataset(r), strategy(r)): records.test_accuracy(r) for r in data.runs.values()}
-  return {d: {p.name: found[(d, p.name)] for p in presets.ACCURACY_COMPARED if found.get((d, p.name)) is not None}
-          for d in presets.get(data.entry).sizes[data.preset]["datasets"]}
-
-
-def most_epochs(data: records.EntryData) -> int:
-  """The most pretraining epochs of an entry at its shown preset."""
-  return max(presets.get(data.entry).sizes[data.preset]["epochs"])
-
-
-def accuracy_goal(dataset: str) -> str:
-  """"goal ≥ 0.89; published: MLP 256-128-100 0.8833, ..." for a dataset of `ACCURACY_GOALS`, else "—"."""
-  published = ", ".join(f"{m} {a}" for m, a in reported.PUBLISHED_BASELINES.get(dataset, {}).items())
-  return f"goal ≥ {ACCURACY_GOALS[dataset]}; published: {published}" if dataset in ACCURACY_GOALS else "—"
-
-
-def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]]:
-  """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report"}: test accuracies, None where
-  missing ("report": the report's at the matching paper setting)."""
-  paper, base = epoch_settings("paper", "dp_accuracy"), programs.baseline().run_name
-
-  def acc(name):
-    return records.test_accuracy(runs[name]) if name in runs else None
-  return [{"epochs": e, "report_recipe": acc(f"dp_e{e}_report"), "large_batch": acc(f"dp_e{e}_large_batch"),
-           "baseline": acc(f"{base}_e{e}"), "report": reported.DP_ACCURACY.get(paper[i]) if i < len(paper) else None}
-          for i, e in enumerate(epoch_settings(preset, "dp_accuracy"))]
-
-
-def large_batch_choice(data: records.EntryData) -> Tuple[List[dict], Optional[str]]:
-  """Per run {"run", "record", "program", "candidate" (not the baseline's reference run), "batch", "validation",
-  "test", "losses"}, and the candidate with the highest validation accuracy (test plays no part)."""
-  rows = [{"run": name, "record": r, "program": strategy(r), "candidate": strategy(r) != programs.baseline().name,
-           "batch": r["config"]["batch_size"], "validation": (r.get("finetune") or {}).get("validation_accuracy"),
-           "test": records.test_accuracy(r), "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]}
-          for name, r in data.runs.items()]
-  candidates = [row for row in rows if row["candidate"] and row["validation"] is not None]
-  return rows, max(candidates, key=lambda row: row["validation"])["run"] if candidates else None
-
-
-def strategy_records(data: records.EntryData) -> Runs:
-  """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
-  return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
-
-
-def convergence_loss(rs: Runs) -> Tuple[str, Optional[List[float]]]:
-  """(the loss compared: "heldout_loss" when every record has it after every epoch, else "loss"; each layer's fixed
-  loss, the baseline's final x (1 + LOSS_TOLERANCE), None without the baseline)."""
-  base = programs.baseline().run_name
-  key = "heldout_loss" if rs and all(records.has_heldout_curves(r) for r in rs.values()) else "loss"
-  return key, [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs[base]["layers"]] if base in rs else None
-
-
-def times_to_target(data: records.EntryData) -> Dict[str, Tuple[Optional[float], List[Optional[float]]]]:
-  """{run name: (seconds until every layer reached its fixed loss, the seconds of each layer)} (None: never)."""
-  rs = strategy_records(data)
-  key, targets = convergence_loss(rs)
-  return {s: records.time_to_loss(records.loss_curves(r, key), targets) for s, r in rs.items()} if targets else {}
-
-
-def pipeline_rows(data: records.EntryData) -> List[dict]:
-  """pp_scaling per run: "stack", "devices", "seconds", "predicted" (`perf_model.Pipeline` fitted per stack on its
-  one-device run), "speedup", "stages", "cores_busy", "in_sample", "oversubscribed"."""
-  by_stack: Dict[str, Dict[int, dict]] = {}
-  for r in data.runs.values():
-    h = r["config"]["hidden_units"]
-    by_stack.setdefault(f"{len(h)} x {h[0]}", {})[records.devices(r)] = r
-  out = []
-  for stack, by_g in by_stack.items():
-    by_g = dict(sorted(by_g.items()))
-    try:
-      model = perf_model.Pipeline.calibrate({str(g): r for g, r in by_g.items()}) if records.same_source(
-          list(by_g.values())) else None
-    except ValueError:
-      model = None
-    out += [{"stack": stack, "devices": g, "seconds": r["pretrain_seconds"],
-             "predicted": model.predict(r["config"], g) if model else None,
-             "speedup": records.ratio(by_g[1], r) if 1 in by_g else None,
-             "stages": len((r.get("pipeline") or {}).get("stages", [])) or min(g, len(r["config"]["hidden_units"])),
-             "cores_busy": r["pretrain_cpu_seconds"] / r["pretrain_seconds"] if "pretrain_cpu_seconds" in r else None,
-             "in_sample": g == 1, "oversubscribed": records.oversubscribed(r)} for g, r in by_g.items()]
-  return out
 
 
 def equal_cores(output_dir: str) -> Tuple[Dict[Tuple[int, int], dict], List[dict]]:

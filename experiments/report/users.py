@@ -1,6 +1,7 @@
-"""The top README's results table, for users: at most 8 rows, cells of at most 100 characters, every number with its
-spread (or "single run"), the machine class in words, the report's numbers only beside ours at the same sizes or with
-each side's size said; no commit and no footnote mark (provenance: results/README.md and the records)."""
+"""The headline: a results table for users, at most 8 rows, cells of at most 100 characters, every number with its
+spread (or "single runs"), the machine class in words, the report's numbers only beside ours at the same sizes or with
+each side's size said. The top README shows it without commits or marks; results/README.md adds a column with each
+row's records' machine and code (`records.machine_label`)."""
 
 import os
 from typing import List, Optional
@@ -11,7 +12,11 @@ from experiments import presets
 from experiments import records
 from experiments import reported
 from experiments.benchmarks import harness
+from experiments.benchmarks import pipeline_parallel as pipeline_benchmark
 from experiments.report import series
+from experiments.report import tables
+from experiments.studies import pretraining_ablation
+from experiments.studies import pretraining_sweep
 
 CELL = 100  # characters a cell may have
 GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
@@ -44,19 +49,28 @@ def _noisy_note(summary: dict) -> str:
   return "; repeats vary more than 15%" if harness.noisy(summary) else ""
 
 
+def staleness(rs: List[dict]) -> str:
+  """" (staleness 0–1)": the range an asynchronous program's updates had, "" for a synchronous one."""
+  if not rs or not all(r.get("staleness") for r in rs):
+    return ""
+  seen = sorted({k for r in rs for k, count in r["staleness"]["histogram"] if count})
+  return f" (staleness {seen[0]}{'' if seen[0] == seen[-1] else f'–{seen[-1]}'})"
+
+
 def _strategies(output_dir: str, names: List[str], used: List[dict]) -> str:
   s = _summary(output_dir, "strategies", "summary_b5000.json", used)
   if not s:
     return "not measured yet"
   labels = {p.run_name: p.name for p in programs.PROGRAMS}
-  return ", ".join(f"{_short(labels[n])} {_spread(s['speedup_vs_greedy'][n])}" for n in names
-                   if n in s["speedup_vs_greedy"]) + _noisy_note(s)
+  found = harness.records_of(os.path.join(output_dir, "benchmarks", "strategies"), s)
+  return ", ".join(f"{_short(labels[n])} {_spread(s['speedup_vs_greedy'][n])}{staleness(found.get(n, []))}"
+                   for n in names if n in s["speedup_vs_greedy"]) + _noisy_note(s)
 
 
 def _pipeline(output_dir: str, used: List[dict]) -> str:
   parts = []
   for b in (100, 1000):
-    s = _summary(output_dir, "pipeline_parallel", f"summary_b{b}.json", used)
+    s = _summary(output_dir, pipeline_benchmark.BENCHMARK.name, f"summary_b{b}.json", used)
     if s:
       parts.append(f"{_spread(s['speedup_vs_greedy'])} at batch {b}" + _noisy_note(s))
   return ", ".join(parts) or "not measured yet"
@@ -79,16 +93,15 @@ def _full(data: series.Data, names: List[str], used: List[dict], labels: Optiona
 def _gain(data: series.Data, used: List[dict]) -> str:
   """The tuned recipe's gain over no pretraining at its own best finetuning rate in the ablation, per dataset, mean
   (min to max over the seeds)."""
-  from experiments import pretraining  # noqa: the study's arithmetic
   d = data.get("pretraining_ablation")
   if not d:
     return "not run yet"
-  arms, parts = pretraining._by_arm(d.runs), []
+  arms, parts = pretraining_sweep._by_arm(d.runs), []
   used += list(d.runs.values())
-  for dataset in pretraining.DATASETS:
-    g = pretraining.gain(arms, dataset, "none_own")
+  for dataset in pretraining_sweep.DATASETS:
+    g = pretraining_ablation.gain(arms, dataset, "none_own")
     if g:
-      parts.append(f"{pretraining._label(dataset)} {g[0]:+.1f} points ({g[1]:+.1f} to {g[2]:+.1f})")
+      parts.append(f"{pretraining_sweep._label(dataset)} {g[0]:+.1f} points ({g[1]:+.1f} to {g[2]:+.1f})")
   return ", ".join(parts) + ", 3 seeds" if parts else "not run yet"
 
 
@@ -104,8 +117,9 @@ def _precision(output_dir: str, used: List[dict]) -> str:
   return ", ".join(parts) or "not measured yet"
 
 
-def table(output_dir: str, data: series.Data) -> str:
-  """The README's results table (module docstring) from the records in `output_dir`."""
+def table(output_dir: str, data: series.Data, provenance: bool = False) -> str:
+  """The headline (module docstring) from the records in `output_dir`; with `provenance` a last column names each
+  row's machine and code (results/README.md)."""
   rows, rep = [], reported.STRATEGY_COMPARISON
   full_report = f"greedy {reported.ACCURACY[GREEDY.name][30]}, model parallel ~{reported.MP_ACCURACY_TEXT}"
   specs = [
@@ -132,6 +146,5 @@ def table(output_dir: str, data: series.Data) -> str:
   for label, report, ours in specs:
     used: List[dict] = []
     cell = ours(used)
-    rows.append([label, report, cell, machine_class(used)])
-  header = "| result | report | ours | machine |\n|---|---|---|---|\n"
-  return header + "".join("| " + " | ".join(row) + " |\n" for row in rows).rstrip("\n")
+    rows.append([label, report, cell, machine_class(used)] + ([records.machine_label(used) or "—"] if provenance else []))
+  return tables.md_table(["result", "report", "ours", "machine"] + (["machine, code"] if provenance else []), rows)

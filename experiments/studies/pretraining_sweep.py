@@ -1,4 +1,4 @@
-"""The pretraining sweep's candidates: which hyperparameters the tuned recipe is chosen among (docs/pretraining.md).
+"""The pretraining sweep: the tuned recipe chosen on validation accuracy among its candidates (docs/pretraining.md).
 
 Stage "coarse" runs every candidate at a small size (4 x 500 units, 5,500 images, 6 + 6 epochs), 3 seeds, on MNIST
 and Fashion-MNIST; stage "confirm" runs the best few at the cpu preset's size (11,000 images, 12 + 12 epochs). A
@@ -8,6 +8,13 @@ candidate is ranked by its validation accuracy averaged over both datasets and t
 import itertools
 import os
 from typing import List, NamedTuple, Optional, Sequence, Tuple
+
+from common.settings import programs
+from common.settings import recipes
+from experiments import records
+from experiments.presets import Entry, RunSpec, spec
+from experiments.report import tables
+
 
 SEEDS = (0, 1, 2)
 DATASETS = ("mnist", "fashion_mnist")
@@ -33,7 +40,8 @@ def _g(x: float) -> str:
 def candidate(pretrain_rate: float, corruption: float, finetune_rate: float, schedule: str = "cosine",
               keep_best: bool = True) -> Candidate:
   """The candidate with these values."""
-  name = f"p{_g(pretrain_rate)}_c{_g(corruption)}_f{_g(finetune_rate)}" + ("" if schedule == "cosine" else f"_{schedule}")
+  name = (f"p{_g(pretrain_rate)}_c{_g(corruption)}_f{_g(finetune_rate)}"
+          + ("" if schedule == "cosine" else f"_{schedule}"))
   return Candidate(name, (f"--pretrain_learning_rate={_g(pretrain_rate)}", f"--corruption={_g(corruption)}",
                           f"--finetune_learning_rate={_g(finetune_rate)}", f"--finetune_lr_schedule={schedule}",
                           "--finetune_keep_best" if keep_best else "--nofinetune_keep_best"))
@@ -124,7 +132,8 @@ def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
   p, c, f = (float(x[1:]) for x in top[0].name.split("_")[:3])
   none = max((r for r in coarse_rows if not r["pretrained"] and r["score"] is not None and r["candidate"] != "report"),
              key=lambda r: r["score"])
-  return top + [candidate(p, c, f, "constant"), Candidate(f"{top[0].name}_last", candidate(p, c, f, keep_best=False).flags),
+  last = Candidate(f"{top[0].name}_last", candidate(p, c, f, keep_best=False).flags)
+  return top + [candidate(p, c, f, "constant"), last,
                 by_name[none["candidate"]], REPORT]
 
 
@@ -132,46 +141,6 @@ def chosen(confirm_rows: List[dict]) -> Optional[str]:
   """The confirm stage's best pretrained candidate (the tuned recipe), None before its records exist."""
   best = ranked(confirm_rows)
   return best[0]["candidate"] if best else None
-
-
-# The ablation (does pretraining help?) and the comparison (the report's question with the tuned recipe): greedy with
-# no pretraining, the report's recipe and the tuned one; every program against greedy, with the tuned recipe.
-ABLATION_ARMS = (("none", ("--recipe=tuned", "--pretrain_epochs=0")), ("report", ("--recipe=report",)),
-                 ("tuned", ("--recipe=tuned",)))
-
-
-def ablation_runs(spec, s: dict) -> list:
-  """The ablation's runs at sizes `s` ({"hidden", "examples", "epochs", "batch"}; "seeds" optional): per dataset,
-  arm and seed a greedy run, seed 0's drawing its filters. `spec` is `experiments.presets.spec`."""
-  from common.settings import programs  # noqa: the registry, when the runs are built
-  out = []
-  for d in s.get("datasets", DATASETS):
-    for arm, flags in ABLATION_ARMS:
-      for seed in s.get("seeds", SEEDS):
-        extra = flags[:1] + (f"--dataset={d}",) + (("--pictures",) if seed == 0 else ())
-        epochs = 0 if "--pretrain_epochs=0" in flags else s["epochs"]
-        out.append(spec(f"{SHORT[d]}_{arm}_s{seed}", programs.GREEDY, s["hidden"], epochs, s["batch"], 1,
-                        s["examples"], s["epochs"], extra=extra, seed=seed))
-  return out
-
-
-def comparison_runs(spec, s: dict) -> list:
-  """The comparison's runs at sizes `s` ({"hidden", "examples", "epochs", "batch", "devices"}): every registered
-  program with the tuned recipe on `devices` devices (one for a one-device program), and pipeline_parallel with two
-  replicas per stage on 2 x `devices`, per dataset and seed, each layer's held-out reconstruction after every epoch."""
-  from common.settings import programs  # noqa: the registry, when the runs are built
-  variants = [(p.run_name, p, s["devices"], p.timing_flags) for p in programs.PROGRAMS] + [
-      ("pp_r2", programs.PIPELINE_PARALLEL, 2 * s["devices"], ("--replicas_per_stage=2",))]
-  return [spec(f"{SHORT[d]}_{name}_s{seed}", p, s["hidden"], s["epochs"], s["batch"], g, s["examples"], s["epochs"],
-               extra=("--recipe=tuned", f"--dataset={d}", "--heldout_every_epoch") + own, seed=seed)
-          for d in s.get("datasets", DATASETS) for seed in s.get("seeds", SEEDS) for name, p, g, own in variants]
-
-
-# What the tables and the figure show. A table function takes (the entry's records, other machines' records) and
-# returns (markdown table, sentences), as `experiments.report.tables`' do.
-GOAL_POINTS = 1.0  # the tuned recipe's pretraining should beat no pretraining by this many points on both datasets
-ARM_LABELS = {"none": "no pretraining (tuned recipe, 0 pretraining epochs)", "report": "report's recipe",
-              "tuned": "tuned recipe", "none_own": "no pretraining, its own best finetuning rate (sweep)"}
 
 
 def _spread(values: Sequence[float], scale: float = 1.0, digits: int = 4) -> str:
@@ -184,7 +153,6 @@ def _spread(values: Sequence[float], scale: float = 1.0, digits: int = 4) -> str
 
 def _recipe_candidate() -> Optional[str]:
   """The sweep candidate the tuned recipe's values name (`common.settings.recipes`), None when none does."""
-  from common.settings import recipes  # noqa: the recipe, when a table is drawn
   v = recipes.get("tuned").values
   if v.get("finetune_lr_schedule") != "cosine" or not v.get("finetune_keep_best"):
     return None
@@ -194,7 +162,6 @@ def _recipe_candidate() -> Optional[str]:
 def sweep_table(data, others) -> Tuple[str, List[str]]:
   """Per stage and candidate, best first: validation accuracy per dataset (mean, min–max over the seeds), the score,
   failures; which candidate the sweep chose and whether the tuned recipe is it. Test accuracy is not shown."""
-  from experiments.report import tables  # noqa: the shared formats
   sizes = {}
   body, sentences = [], []
   for stage in ("confirm", "coarse"):
@@ -256,146 +223,31 @@ def _accuracy(r: dict, key: str = "test_accuracy") -> Optional[float]:
   return (r.get("finetune") or {}).get(key)
 
 
-def ablation_table(data, others) -> Tuple[str, List[str]]:
-  """Per dataset and arm: test and validation accuracy (mean, min–max over the seeds), held-out reconstruction per
-  layer (mean), the finetuning rate; and the tuned recipe's gain over no pretraining against the goal."""
-  from experiments.report import tables  # noqa: the shared formats
-  arms, body, sentences = _by_arm(data.runs), [], []
-  for d in DATASETS:
-    for arm in ARM_LABELS:
-      found = arms.get((SHORT[d], arm))
-      if not found:
-        continue
-      rs = [found[s] for s in sorted(found)]
-      held = [sum(h[k]["loss"] for h in (r["heldout_reconstruction"] for r in rs)) / len(rs)
-              for k in range(len(rs[0]["heldout_reconstruction"]))]
-      body.append([_label(d), ARM_LABELS[arm], _spread([_accuracy(r) for r in rs]),
-                   _spread([_accuracy(r, "validation_accuracy") for r in rs]),
-                   " / ".join(f"{x:.0f}" for x in held), f"{rs[0]['config']['finetune_learning_rate']:g}", len(rs)])
-    gains = {arm: gain(arms, d, arm) for arm in ("none", "none_own")}
-    if gains["none"]:
-      mean, low, high = gains["none"]
-      sentences.append(
-          f"{_label(d)}: the tuned recipe's pretraining adds {mean:+.2f} points of test accuracy over no pretraining "
-          f"with the same finetuning (per seed {low:+.2f} to {high:+.2f}; goal ≥ +{GOAL_POINTS:g}: "
-          + ("met" if low >= GOAL_POINTS else "met on average, not by every seed" if mean >= GOAL_POINTS
-             else "missed") + ")" + ("" if not gains["none_own"] else
-                                     f", and {gains['none_own'][0]:+.2f} ({gains['none_own'][1]:+.2f} to "
-                                     f"{gains['none_own'][2]:+.2f}) over no pretraining at its own best finetuning "
-                                     "rate, the fairer baseline (the tuned rate is too large for a network finetuned "
-                                     "from its initial weights).") + ("" if gains["none_own"] else "."))
-  one = next(iter(data.runs.values()))["config"]
-  sentences.append(f"Greedy, {len(one['hidden_units'])} x {one['hidden_units'][0]} units, {one['train_examples']:,} "
-                   f"images, {one['finetune_epochs']} + {one['finetune_epochs']} epochs (none: 0 + "
-                   f"{one['finetune_epochs']}), batch {one['batch_size']}; held-out reconstruction: test images "
-                   "through the stack below, fixed masks (of untrained layers without pretraining). The last arm is "
-                   "the sweep's confirm-stage records of its best candidate without pretraining.")
-  return tables.md_table(["dataset", "recipe", "test accuracy", "validation accuracy",
-                          "held-out reconstruction per layer", "finetuning rate", "seeds"], body), sentences
+# The pretraining studies' sizes: the cpu preset's accuracy size, 3 seeds, MNIST and Fashion-MNIST.
+CPU_ACCURACY = dict(examples=11_000, epochs=12, hidden=(500,) * 4, batch=100)
+SMOKE_ACCURACY = dict(examples=400, epochs=1, hidden=(16, 16), batch=40, seeds=(0,), datasets=("mnist",))
 
 
-def gain(arms: dict, dataset: str, baseline: str) -> Optional[Tuple[float, float, float]]:
-  """(mean, min, max) over the seeds both have of the tuned arm's test accuracy minus the `baseline` arm's, in
-  points; None without a common seed."""
-  tuned, base = arms.get((SHORT[dataset], "tuned"), {}), arms.get((SHORT[dataset], baseline), {})
-  gains = [100 * (_accuracy(tuned[s]) - _accuracy(base[s])) for s in sorted(set(tuned) & set(base))]
-  return (sum(gains) / len(gains), min(gains), max(gains)) if gains else None
+def _runs(s) -> List[RunSpec]:
+  """The coarse stage's runs, then (once every coarse record exists in s["output_dir"]) the confirm stage's."""
+  datasets_ = s.get("datasets", DATASETS)
+
+  def runs(stage, size, candidates):
+    return [spec(run_name(stage, d, cand, seed), programs.GREEDY, size["hidden"],
+                 size["epochs"] if cand.pretrained else 0, size["batch"], 1, size["examples"], size["epochs"],
+                 extra=cand.flags + (f"--dataset={d}",), seed=seed, may_fail=True)
+            for cand in candidates for d in datasets_ for seed in s.get("seeds", SEEDS)]
+  coarse = runs("coarse", s["coarse"], coarse_candidates(s.get("grid_points")))
+  folder = os.path.join(s["output_dir"], "runs", "pretraining_sweep")
+  found = {r.name: records.load(os.path.join(folder, f"{s['preset']}_{r.name}.json")) for r in coarse}
+  if any(v is None for v in found.values()):
+    return coarse
+  return coarse + runs("confirm", s["confirm"], confirm_candidates(rows(found, "coarse", datasets_)))
 
 
-def ablation_figure(data, others=None):
-  """The first layer's filters of seed 0 under each arm side by side, a row per dataset (the runs' own pictures)."""
-  from matplotlib import image as mpl_image  # noqa: only to draw
-  from experiments.report import figures
-  arms = _by_arm(data.runs)
-  shown = [d for d in DATASETS if any((SHORT[d], a) in arms for a in ARM_LABELS)]
-  columns = [a for a in ("none", "report", "tuned")]
-  fig = figures.mpl_figure.Figure(figsize=(4.2 * len(columns), 4.4 * len(shown)))
-  axes = fig.subplots(len(shown), len(columns), squeeze=False)
-  for i, d in enumerate(shown):
-    for j, arm in enumerate(columns):
-      ax, r = axes[i][j], arms.get((SHORT[d], arm), {}).get(0)
-      ax.set_axis_off()
-      path = None if r is None else os.path.join(data.output_dir, "runs", data.entry,  # beside the record
-                                                 f"{r['config']['run_name']}_filters.png")
-      if path and os.path.exists(path):
-        ax.imshow(mpl_image.imread(path))
-      else:
-        ax.text(0.5, 0.5, "no picture", ha="center", va="center")
-      ax.set_title(f"{_label(d)}: {ARM_LABELS[arm].split(' (')[0]}", fontsize=10)
-  fig.suptitle("The first layer's filters (seed 0)", fontsize=12)
-  fig.tight_layout(rect=(0, 0, 1, 0.95))
-  return fig
-
-
-def _by_program(runs: dict) -> dict:
-  """{(dataset short name, variant): {seed: record}} of the comparison's records."""
-  return _by_arm(runs)
-
-
-def programs_table(data, others) -> Tuple[str, List[str]]:
-  """Per dataset and program: test accuracy (mean, min–max), its difference from greedy's of the same seed, held-out
-  reconstruction per layer, and the seconds to greedy's final held-out reconstruction and validation accuracy."""
-  from common.settings import programs  # noqa: the registry, when a table is drawn
-  from experiments import records
-  from experiments.report import tables
-  found, body = _by_program(data.runs), []
-  base = programs.baseline().run_name
-  names = {p.run_name: p.label for p in programs.PROGRAMS}
-  names["pp_r2"] = f"{programs.PIPELINE_PARALLEL.label}, 2 replicas per stage"
-  for d in DATASETS:
-    greedy = found.get((SHORT[d], base), {})
-    for variant, label in names.items():
-      rs = found.get((SHORT[d], variant))
-      if not rs:
-        continue
-      seeds = sorted(rs)
-      over = any(records.oversubscribed(r) for r in rs.values())
-      diffs = [100 * (_accuracy(rs[s]) - _accuracy(greedy[s])) for s in seeds if s in greedy]
-      held = [sum(r["heldout_reconstruction"][k]["loss"] for r in rs.values()) / len(rs)
-              for k in range(len(rs[seeds[0]]["heldout_reconstruction"]))]
-      to_loss = [_seconds_to_loss(rs[s], greedy[s]) for s in seeds if s in greedy]
-      to_acc = [_seconds_to_accuracy(rs[s], greedy[s]) for s in seeds if s in greedy]
-      body.append([_label(d), label + (" †" if over else ""), records.devices(rs[seeds[0]]),
-                   _spread([_accuracy(r) for r in rs.values()]),
-                   "—" if variant == base else _spread(diffs, digits=2),
-                   " / ".join(f"{x:.0f}" for x in held),
-                   "—" if over else _median(to_loss), "—" if over else _median(to_acc)])
-  one = next(iter(data.runs.values()))
-  return tables.md_table(
-      ["dataset", "program", "devices", "test accuracy", "vs greedy (points, same seed)",
-       "held-out reconstruction per layer", "s to greedy's held-out", "s to greedy's validation accuracy"], body), [
-      f"The tuned recipe, {len(one['config']['hidden_units'])} x {one['config']['hidden_units'][0]} units, "
-      f"{one['config']['train_examples']:,} images, {one['config']['pretrain_epochs']} + "
-      f"{one['config']['finetune_epochs']} epochs, batch {one['config']['batch_size']}; "
-      f"{len({s for v in found.values() for s in v})} seeds; mean (min–max) over them. Seconds (median over the seeds): "
-      "wall seconds of pretraining until every layer's held-out reconstruction is within 1% of greedy's final one "
-      "(same seed), and of pretraining plus finetuning until a finetuning epoch's validation accuracy reaches "
-      "greedy's final one; — never, or oversubscribed. " + tables.DAGGER,
-      f"Machine: {records.machine_label(list(data.runs.values()))}; the runs ran one at a time."]
-
-
-def _median(values: Sequence[Optional[float]]) -> str:
-  if not values or any(v is None for v in values):
-    reached = [v for v in values if v is not None]
-    return "—" if not reached else f"{sorted(reached)[len(reached) // 2]:.0f} ({len(reached)} of {len(values)})"
-  v = sorted(values)
-  return f"{(v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2:.0f}"
-
-
-def _seconds_to_loss(record: dict, greedy: dict) -> Optional[float]:
-  """Seconds of pretraining until every layer's held-out loss is within 1% of greedy's final one."""
-  from experiments import records  # noqa
-  if not records.has_heldout_curves(record):
-    return None
-  targets = [h["loss"] * 1.01 for h in greedy["heldout_reconstruction"]]
-  return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)[0]
-
-
-def _seconds_to_accuracy(record: dict, greedy: dict) -> Optional[float]:
-  """Pretraining seconds plus finetuning seconds until an epoch's validation accuracy reaches greedy's final one."""
-  target, elapsed = _accuracy(greedy, "validation_accuracy"), record["pretrain_seconds"]
-  for epoch in (record.get("finetune") or {}).get("history", []):
-    elapsed += epoch["seconds"]
-    if epoch["validation_accuracy"] >= target:
-      return elapsed
-  return None
+PRETRAINING_SWEEP = Entry(
+    "pretraining_sweep", "Pretraining sweep: the tuned recipe, chosen on validation accuracy", dict(
+        pretraining=dict(coarse=dict(examples=5500, epochs=6, hidden=(500,) * 4, batch=100), confirm=CPU_ACCURACY),
+        smoke=dict(coarse=SMOKE_ACCURACY, confirm=SMOKE_ACCURACY, grid_points=1, seeds=(0,), datasets=("mnist",))),
+    _runs, sweep_table, kind="study", timed=False, order=15)
+STUDIES = (PRETRAINING_SWEEP,)

@@ -1,0 +1,90 @@
+"""Test accuracy against pretraining and finetuning epochs, greedy against the parallel programs (the report's
+conres2.png)."""
+
+from typing import Dict, List, Tuple
+
+from common.settings import programs
+from experiments import presets
+from experiments import records
+from experiments import reported
+from experiments.presets import CONFIG_1, Entry
+from experiments.report import series
+from experiments.report.figures import PRESET_MARKERS, REPORT_LABEL, color, finish, new, points, report_series
+from experiments.report.series import Runs, strategy
+from experiments.report.tables import Others, Table, fmt, md_table
+
+
+def epoch_settings(preset: str, entry: str = "accuracy_vs_epochs") -> List[int]:
+  """The pretraining epoch counts an accuracy entry runs at `preset`."""
+  return sorted({r.flag("pretrain_epochs") for r in presets.build(preset)[entry].runs})
+
+
+def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:
+  """{program: [(epochs, test accuracy)]} of one preset's records."""
+  out: Dict[str, List[Tuple[int, float]]] = {}
+  for r in runs.values():
+    if records.test_accuracy(r) is not None:
+      out.setdefault(strategy(r), []).append((r["config"]["pretrain_epochs"], records.test_accuracy(r)))
+  return {k: sorted(v) for k, v in out.items()}
+
+
+def table(data: records.EntryData, others: Others) -> Table:
+  """Test accuracy per program and epochs, every preset present and the report's."""
+  rows, sentences = [], []
+  for preset, runs in series.by_preset(data).items():
+    rows += [[preset, series.program_name(program), f"{e}+{e}", fmt(a, "acc")]
+             for program, values in accuracy_series(runs).items() for e, a in values]
+    # Each layer's held-out reconstruction loss at the end of pretraining against greedy's at the same epochs.
+    runs, worst = runs.values(), {}
+    greedy = {r["config"]["pretrain_epochs"]: r.get("heldout_reconstruction") for r in runs
+              if series.strategy(r) == programs.baseline().name}
+    for r in runs:
+      e, program, ours = r["config"]["pretrain_epochs"], series.strategy(r), r.get("heldout_reconstruction")
+      if program != programs.baseline().name and ours and greedy.get(e):
+        worst[program] = max([worst.get(program, (0.0, 0))] + [
+            (abs(a["loss"] / b["loss"] - 1), e) for a, b in zip(ours, greedy[e])])
+    if worst:
+      sentences.append(f"{preset}: held-out reconstruction loss at the end of pretraining, per layer, relative to "
+                       "greedy's at the same epochs (test images through the stack below, fixed masks): " +
+                       "; ".join(f"{series.program_name(p)} within {100 * w:.1f}% (largest gap at {e}+{e} epochs)"
+                                 for p, (w, e) in sorted(worst.items())) + ".")
+  rows += [["report", series.program_name(p), f"{e}+{e}", f"{a:.4f}"] for p in reported.ACCURACY
+           for e, a in sorted(reported.ACCURACY[p].items())]
+  return md_table(["preset", "program", "epochs", "test accuracy"], rows), sentences + [
+      f"The report's text gives model parallel ~{reported.MP_ACCURACY_TEXT}."]
+
+
+def figure(data: records.EntryData, others=None):
+  """Test accuracy vs (pretraining, finetuning) epochs, every preset with records; x = the i-th setting of each."""
+  fig, (ax,) = new(1, width=8)
+  shown = series.by_preset(data)
+  for preset, runs in shown.items():
+    positions = {e: i + 1 for i, e in enumerate(epoch_settings(preset))}
+    for program, pts in sorted(accuracy_series(runs).items()):
+      points(ax, [positions[e] for e, _ in pts], [a for _, a in pts], [False] * len(pts), color(program),
+             f"ours ({preset}), {series.program_name(program)}", "-" if preset == data.preset else "-.",
+             PRESET_MARKERS[preset])
+  for program, values in reported.ACCURACY.items():
+    report_series(ax, range(1, len(values) + 1), [values[e] for e in sorted(values)],
+                  f"{REPORT_LABEL}, {series.program_name(program)}", color(program))
+  ax.axhline(reported.MP_ACCURACY_TEXT, color="0.7", linewidth=0.8)
+  ax.annotate(f"report text: model parallel ~{reported.MP_ACCURACY_TEXT:.4f}", (0.6, reported.MP_ACCURACY_TEXT),
+              fontsize=7, va="bottom", color="0.4")
+  settings = {p: epoch_settings(p) for p in shown if p != "paper"}
+  labels = [f"{e}+{e}" + "".join(f"\n({p}: {s[i]}+{s[i]})" for p, s in settings.items() if i < len(s))
+            for i, e in enumerate(epoch_settings("paper"))]
+  ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
+  ax.set(xlabel="pretraining + finetuning epochs (report's; shrunk presets in brackets)", ylabel="test accuracy")
+  ax.legend(fontsize=7)
+  finish(fig, data, presets_shown=list(shown))
+  return fig
+
+
+ACCURACY_VS_EPOCHS = Entry(
+    "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel", dict(
+        paper=dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
+        cpu=dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=2),
+        smoke=dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2)), presets.accuracy_runs, table,
+    figure, timed=False, order=6)
+
+STUDIES = (ACCURACY_VS_EPOCHS,)

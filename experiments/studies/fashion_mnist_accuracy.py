@@ -1,0 +1,81 @@
+"""Test accuracy on Fashion-MNIST beside MNIST (beyond the report): the accuracy study's programs."""
+
+from typing import Dict, List
+
+from experiments import presets
+from experiments import records
+from experiments import reported
+from experiments.presets import Entry, FASHION, MNIST, RunSpec
+from experiments.report import series
+from experiments.report.figures import COLORS, bars, finish, new
+from experiments.report.series import strategy
+from experiments.report.tables import Others, PUBLISHED, SINGLE, Table, fmt, md_table
+from experiments.studies.accuracy_vs_epochs import ACCURACY_VS_EPOCHS
+
+
+# The full-size runs' test accuracy goal on a dataset other than MNIST (MNIST's: the report's numbers).
+ACCURACY_GOALS = {presets.FASHION: 0.89}
+
+
+def dataset_accuracy(data: records.EntryData) -> Dict[str, Dict[str, float]]:
+  """{dataset: {program: test accuracy}} of `fashion_mnist_accuracy`'s shown preset, in the entry's order of datasets
+  and of programs (`presets.ACCURACY_COMPARED`); a program without a record (or accuracy) is left out."""
+  found = {(records.dataset(r), strategy(r)): records.test_accuracy(r) for r in data.runs.values()}
+  return {d: {p.name: found[(d, p.name)] for p in presets.ACCURACY_COMPARED if found.get((d, p.name)) is not None}
+          for d in presets.get(data.entry).sizes[data.preset]["datasets"]}
+
+
+def most_epochs(data: records.EntryData) -> int:
+  """The most pretraining epochs of an entry at its shown preset."""
+  return max(presets.get(data.entry).sizes[data.preset]["epochs"])
+
+
+def accuracy_goal(dataset: str) -> str:
+  """"goal ≥ 0.89; published: MLP 256-128-100 0.8833, ..." for a dataset of `ACCURACY_GOALS`, else "—"."""
+  published = ", ".join(f"{m} {a}" for m, a in reported.PUBLISHED_BASELINES.get(dataset, {}).items())
+  return f"goal ≥ {ACCURACY_GOALS[dataset]}; published: {published}" if dataset in ACCURACY_GOALS else "—"
+
+
+def _dataset_accuracy(s) -> List[RunSpec]:  # MNIST's are accuracy_vs_epochs' runs of these sizes (shared)
+  return [r for d in s["datasets"] for r in presets.accuracy_runs(dict(s, dataset=d))]
+
+
+def table(data: records.EntryData, others: Others) -> Table:
+  """Test accuracy per program on each dataset of the entry (MNIST's: accuracy_vs_epochs' runs), the published
+  baselines beside it."""
+  acc, e = dataset_accuracy(data), most_epochs(data)
+  baselines = dict.fromkeys(m for d in acc for m in reported.PUBLISHED_BASELINES.get(d, {}))
+  rows = [[series.program_name(p.name), f"{e}+{e}"] + [fmt(a[p.name], "acc") if p.name in a else "not run yet"
+                                                      for a in acc.values()] for p in presets.ACCURACY_COMPARED]
+  rows += [[f"published: {m}", "—"] + [reported.PUBLISHED_BASELINES.get(d, {}).get(m, "—") for d in acc]
+           for m in baselines]
+  return md_table(["program", "epochs"] + [f"{records.dataset_label(d)} test accuracy" for d in acc], rows), [
+      "The strategies of `accuracy_vs_epochs` at its size and most epochs on each dataset; MNIST's runs are that "
+      f"entry's (shared records). {SINGLE} {PUBLISHED}"]
+
+
+def figure(data: records.EntryData, others=None):
+  """Bars of test accuracy per program, each dataset of the entry side by side; the published baselines dashed."""
+  fig, (ax,) = new(1, width=8)
+  acc, names, e = dataset_accuracy(data), [p.name for p in presets.ACCURACY_COMPARED], most_epochs(data)
+  for j, (dataset, by) in enumerate(acc.items()):
+    bars(ax, [i + (j + 0.5 - len(acc) / 2) * 0.8 / len(acc) for i, n in enumerate(names) if n in by],
+         [by[n] for n in names if n in by], 0.8 / len(acc), COLORS[j], f"ours, {records.dataset_label(dataset)}",
+         annotate="{:.3f}")
+  for k, (d, m, a) in enumerate((d, m, a) for d in acc for m, a in reported.PUBLISHED_BASELINES.get(d, {}).items()):
+    ax.axhline(a, ls=("--", ":")[k % 2], color="0.3", lw=1, label=f"published, {records.dataset_label(d)}: {m} {a}")
+  ax.set_xticks(range(len(names)), [series.program_name(n) for n in names], fontsize=8)
+  ax.set(ylim=(min([0.85] + [a for by in acc.values() for a in by.values()]) - 0.05, 1.06), ylabel="test accuracy")
+  ax.legend(fontsize=7, loc="upper center", ncol=2)
+  finish(fig, data, f"{e}+{e} epochs, single runs; MNIST: accuracy_vs_epochs' runs; published baselines: other models "
+                    "(the Fashion-MNIST benchmark table), not the report's numbers")
+  return fig
+
+
+FASHION_MNIST_ACCURACY = Entry(
+    "fashion_mnist_accuracy", "Test accuracy on Fashion-MNIST beside MNIST (beyond the report): the accuracy entry's "
+    "programs", dict(cpu=dict(ACCURACY_VS_EPOCHS.sizes["cpu"], epochs=(12,), datasets=(MNIST, FASHION)),
+                     smoke=dict(ACCURACY_VS_EPOCHS.sizes["smoke"], datasets=(MNIST, FASHION))),
+    _dataset_accuracy, table, figure, kind="beyond", timed=False, order=7)
+
+STUDIES = (FASHION_MNIST_ACCURACY,)

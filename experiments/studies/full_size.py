@@ -1,0 +1,80 @@
+"""Full size: the report's network on all 55,000 images, hours per run."""
+
+from typing import Dict, List
+
+from common.settings import programs
+from experiments import presets
+from experiments import records
+from experiments import reported
+from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Entry, FASHION, GREEDY, HELDOUT, MNIST, MP, NO_PROFILE,
+                                 PP, RECIPES, RunSpec, spec)
+from experiments.report import series
+from experiments.report.tables import APART, Others, PUBLISHED, Table, fmt, md_table
+from experiments.studies.fashion_mnist_accuracy import accuracy_goal
+
+
+# The full-size runs' goals with the tuned recipe (docs/pretraining.md), per dataset.
+TUNED_GOALS = {presets.MNIST: 0.985, presets.FASHION: 0.90}
+
+
+def _full_size(s) -> List[RunSpec]:
+  e, b, g = s["epochs"], s["batch"], s["devices"]
+  name = lambda p: f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}"  # noqa: E731
+  return [spec(f"{name(p)}{suffix}", p, s["hidden"], e, b, g, s["examples"], e,
+               extra=(HELDOUT if p is PP else ()) + extra, resumable=True)
+          for suffix, extra in BY_PRECISION for p in (GREEDY, MP, PP)] + [
+      spec(f"dp_b{s['dp_batch']}_e{e}_{recipe}", DP, s["hidden"], e, s["dp_batch"], g, s["examples"], e,
+           extra=NO_PROFILE + flags, resumable=True) for recipe, flags in RECIPES] + [
+      spec(f"{FASHION}_{name(p)}", p, s["hidden"], e, b, g, s["examples"], e,
+           extra=(HELDOUT if p is PP else ()) + (f"--dataset={FASHION}",), resumable=True) for p in (GREEDY, PP)] + [
+      spec(f"{'' if d == MNIST else d + '_'}{name(p)}_tuned", p, s["hidden"], e, b, g, s["examples"], e,
+           extra=("--recipe=tuned", f"--dataset={d}"), resumable=True) for d in (MNIST, FASHION) for p in (GREEDY, PP)]
+
+
+def table(data: records.EntryData, others: Others) -> Table:
+  """Every declared full-size run (not run yet where it has no record; of another folder's, `APART`, those it has),
+  each row labelled with its dataset and machine:
+  test accuracy beside the report's (MNIST) or the goal and published baselines (other datasets), and time."""
+  report = {GREEDY.name: f"{reported.ACCURACY[GREEDY.name][30]} (greedy 30+30, conres2.png)",
+            MP.name: f"{reported.MP_ACCURACY_TEXT} (model parallel, \"around 96.62%\" in the text)",
+            DP.name: f"{reported.DP_ACCURACY[30]} (data parallel, batch 5000 per tower, 30+30)"}
+  rows = [[f"`{run.name}`", records.dataset_label(run.dataset), series.batch_label([r]) if r else "—",
+           fmt(records.test_accuracy(r), "acc") if r else "not run yet",
+           f"tuned recipe's goal ≥ {TUNED_GOALS[run.dataset]}" if run.name.endswith("_tuned") else
+           report.get(run.program, "—") if run.dataset == presets.MNIST else accuracy_goal(run.dataset),
+           records.machine_label([r]) if r else "—"]
+          for run in presets.build(data.preset)[data.entry].runs for r in [data.runs.get(run.name)]
+          if r or others is not APART]
+  by_machine: Dict[str, List[str]] = {}  # minutes grouped by machine, never two machines' side by side
+  for name, r in data.runs.items():
+    by_machine.setdefault(records.host(r), []).append(
+        f"`{name}` {r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f}")
+  short = [f"`{name}`" for name, r in data.runs.items()
+           if r.get("run_seconds", r.get("total_seconds", float("inf"))) < r["pretrain_seconds"]]
+  return md_table(["run", "dataset", "batch", "test accuracy", "report, or goal and published baselines",
+                   "machine, code"], rows), [
+      f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so each one's "
+      "total_seconds (and run_seconds, where present) is the last process's only (smaller than the pretraining "
+      "seconds); the minutes shown are pretraining and finetuning." if short else "",
+      "Minutes of pretraining + finetuning by machine (compare within one machine only" + (
+          "; the runs whose records name no commit or processor ran at low priority beside other work" if any(
+              records.code(r) == "commit unknown" for r in data.runs.values()) else "") + "): " + "; ".join(
+          f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
+      "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
+      "in the `cpu` preset. Single runs. The large-batch recipe is the one chosen on validation accuracy in "
+      "`large_batch`; `_tuned`: the tuned recipe, chosen on validation accuracy in `pretraining_sweep` "
+      "(docs/pretraining.md). " + PUBLISHED]
+
+
+FULL_SIZE = Entry("full_size", "Full size: the report's network on all 55,000 images", dict(
+    full=dict(examples=55_000, epochs=30, hidden=CONFIG_1, batch=100, dp_batch=5000, devices=2)),
+    _full_size, table, kind="study", layout="full_size/{run}.json", timed=False, order=14)
+
+# The whole job at full size with the fastest program, per precision (pretraining plus finetuning: a full_size run):
+# the campaign's end-to-end step runs the one of the fastest precision the processor has.
+_FULL = FULL_SIZE.sizes["full"]
+
+END_TO_END = {precision: f"{PP.name}_g{_FULL['devices']}_b{_FULL['batch']}_e{_FULL['epochs']}{suffix}"
+              for precision, suffix in zip(programs.PRECISIONS, ("", "_bf16"))}
+
+STUDIES = (FULL_SIZE,)

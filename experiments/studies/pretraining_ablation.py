@@ -1,0 +1,127 @@
+"""Does pretraining help? Greedy with no pretraining, the report's recipe and the tuned one, 3 seeds, MNIST and
+Fashion-MNIST (docs/pretraining.md)."""
+
+import dataclasses
+import os
+from typing import List, Optional, Tuple
+
+from common.settings import programs
+from experiments.presets import Entry, RunSpec, spec
+from experiments.report import figures
+from experiments.report import tables
+from experiments.studies import pretraining_sweep as sweep
+from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, _accuracy,
+                                                   _by_arm, _label, _spread)
+
+
+# The ablation (does pretraining help?) and the comparison (the report's question with the tuned recipe): greedy with
+# no pretraining, the report's recipe and the tuned one; every program against greedy, with the tuned recipe.
+ABLATION_ARMS = (("none", ("--recipe=tuned", "--pretrain_epochs=0")), ("report", ("--recipe=report",)),
+                 ("tuned", ("--recipe=tuned",)))
+
+
+def ablation_runs(spec, s: dict) -> list:
+  """The ablation's runs at sizes `s` ({"hidden", "examples", "epochs", "batch"}; "seeds" optional): per dataset,
+  arm and seed a greedy run, seed 0's drawing its filters. `spec` is `experiments.presets.spec`."""
+  out = []
+  for d in s.get("datasets", DATASETS):
+    for arm, flags in ABLATION_ARMS:
+      for seed in s.get("seeds", SEEDS):
+        extra = flags[:1] + (f"--dataset={d}",) + (("--pictures",) if seed == 0 else ())
+        epochs = 0 if "--pretrain_epochs=0" in flags else s["epochs"]
+        out.append(spec(f"{SHORT[d]}_{arm}_s{seed}", programs.GREEDY, s["hidden"], epochs, s["batch"], 1,
+                        s["examples"], s["epochs"], extra=extra, seed=seed))
+  return out
+
+
+# What the tables and the figure show. A table function takes (the entry's records, other machines' records) and
+# returns (markdown table, sentences), as `experiments.report.tables`' do.
+GOAL_POINTS = 1.0  # the tuned recipe's pretraining should beat no pretraining by this many points on both datasets
+
+ARM_LABELS = {"none": "no pretraining (tuned recipe, 0 pretraining epochs)", "report": "report's recipe",
+              "tuned": "tuned recipe", "none_own": "no pretraining, its own best finetuning rate (sweep)"}
+
+
+def ablation_table(data, others) -> Tuple[str, List[str]]:
+  """Per dataset and arm: test and validation accuracy (mean, min–max over the seeds), held-out reconstruction per
+  layer (mean), the finetuning rate; and the tuned recipe's gain over no pretraining against the goal."""
+  arms, body, sentences = _by_arm(data.runs), [], []
+  for d in DATASETS:
+    for arm in ARM_LABELS:
+      found = arms.get((SHORT[d], arm))
+      if not found:
+        continue
+      rs = [found[s] for s in sorted(found)]
+      held = [sum(h[k]["loss"] for h in (r["heldout_reconstruction"] for r in rs)) / len(rs)
+              for k in range(len(rs[0]["heldout_reconstruction"]))]
+      body.append([_label(d), ARM_LABELS[arm], _spread([_accuracy(r) for r in rs]),
+                   _spread([_accuracy(r, "validation_accuracy") for r in rs]),
+                   " / ".join(f"{x:.0f}" for x in held), f"{rs[0]['config']['finetune_learning_rate']:g}", len(rs)])
+    gains = {arm: gain(arms, d, arm) for arm in ("none", "none_own")}
+    if gains["none"]:
+      mean, low, high = gains["none"]
+      sentences.append(
+          f"{_label(d)}: the tuned recipe's pretraining adds {mean:+.2f} points of test accuracy over no pretraining "
+          f"with the same finetuning (per seed {low:+.2f} to {high:+.2f}; goal ≥ +{GOAL_POINTS:g}: "
+          + ("met" if low >= GOAL_POINTS else "met on average, not by every seed" if mean >= GOAL_POINTS
+             else "missed") + ")" + ("" if not gains["none_own"] else
+                                     f", and {gains['none_own'][0]:+.2f} ({gains['none_own'][1]:+.2f} to "
+                                     f"{gains['none_own'][2]:+.2f}) over no pretraining at its own best finetuning "
+                                     "rate, the fairer baseline (the tuned rate is too large for a network finetuned "
+                                     "from its initial weights).") + ("" if gains["none_own"] else "."))
+  one = next(iter(data.runs.values()))["config"]
+  sentences.append(f"Greedy, {len(one['hidden_units'])} x {one['hidden_units'][0]} units, {one['train_examples']:,} "
+                   f"images, {one['finetune_epochs']} + {one['finetune_epochs']} epochs (none: 0 + "
+                   f"{one['finetune_epochs']}), batch {one['batch_size']}; held-out reconstruction: test images "
+                   "through the stack below, fixed masks (of untrained layers without pretraining). The last arm is "
+                   "the sweep's confirm-stage records of its best candidate without pretraining.")
+  return tables.md_table(["dataset", "recipe", "test accuracy", "validation accuracy",
+                          "held-out reconstruction per layer", "finetuning rate", "seeds"], body), sentences
+
+
+def gain(arms: dict, dataset: str, baseline: str) -> Optional[Tuple[float, float, float]]:
+  """(mean, min, max) over the seeds both have of the tuned arm's test accuracy minus the `baseline` arm's, in
+  points; None without a common seed."""
+  tuned, base = arms.get((SHORT[dataset], "tuned"), {}), arms.get((SHORT[dataset], baseline), {})
+  gains = [100 * (_accuracy(tuned[s]) - _accuracy(base[s])) for s in sorted(set(tuned) & set(base))]
+  return (sum(gains) / len(gains), min(gains), max(gains)) if gains else None
+
+
+def ablation_figure(data, others=None):
+  """The first layer's filters of seed 0 under each arm side by side, a row per dataset (the runs' own pictures)."""
+  from matplotlib import image as mpl_image  # noqa: only to draw
+  arms = _by_arm(data.runs)
+  shown = [d for d in DATASETS if any((SHORT[d], a) in arms for a in ARM_LABELS)]
+  columns = [a for a in ("none", "report", "tuned")]
+  fig = figures.mpl_figure.Figure(figsize=(4.2 * len(columns), 4.4 * len(shown)))
+  axes = fig.subplots(len(shown), len(columns), squeeze=False)
+  for i, d in enumerate(shown):
+    for j, arm in enumerate(columns):
+      ax, r = axes[i][j], arms.get((SHORT[d], arm), {}).get(0)
+      ax.set_axis_off()
+      path = None if r is None else os.path.join(data.output_dir, "runs", data.entry,  # beside the record
+                                                 f"{r['config']['run_name']}_filters.png")
+      if path and os.path.exists(path):
+        ax.imshow(mpl_image.imread(path))
+      else:
+        ax.text(0.5, 0.5, "no picture", ha="center", va="center")
+      ax.set_title(f"{_label(d)}: {ARM_LABELS[arm].split(' (')[0]}", fontsize=10)
+  fig.suptitle("The first layer's filters (seed 0)", fontsize=12)
+  fig.tight_layout(rect=(0, 0, 1, 0.95))
+  return fig
+
+
+def _runs(s) -> List[RunSpec]:
+  """Its own runs, and the sweep's confirm-stage runs of its best candidate without pretraining (shared)."""
+  study = sweep.PRETRAINING_SWEEP
+  runs = study.runs(dict(study.sizes[s["preset"]], preset=s["preset"], output_dir=s["output_dir"]))
+  own = [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.flag('seed')}", may_fail=False)
+         for r in runs if r.name.startswith("confirm_") and r.name.split("_")[2] == "none"]
+  return ablation_runs(spec, s) + own
+
+
+PRETRAINING_ABLATION = Entry(
+    "pretraining_ablation", "Does pretraining help? No pretraining, the report's recipe and the tuned one (greedy)",
+    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), _runs, ablation_table, ablation_figure, kind="study",
+    timed=False, order=16)
+STUDIES = (PRETRAINING_ABLATION,)

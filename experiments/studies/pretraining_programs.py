@@ -1,0 +1,105 @@
+"""The report's question asked again with the tuned recipe: every program against greedy, 3 seeds, MNIST and
+Fashion-MNIST, with the time to greedy's held-out reconstruction and validation accuracy (docs/pretraining.md)."""
+
+from typing import List, Optional, Sequence, Tuple
+
+from common.settings import programs
+from experiments import records
+from experiments.presets import Entry, spec
+from experiments.report import tables
+from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, _accuracy,
+                                                   _by_arm, _label, _spread)
+
+
+def comparison_runs(spec, s: dict) -> list:
+  """The comparison's runs at sizes `s` ({"hidden", "examples", "epochs", "batch", "devices"}): every registered
+  program with the tuned recipe on `devices` devices (one for a one-device program), and pipeline_parallel with two
+  replicas per stage on 2 x `devices`, per dataset and seed, each layer's held-out reconstruction after every epoch."""
+  variants = [(p.run_name, p, s["devices"], p.timing_flags) for p in programs.PROGRAMS] + [
+      ("pp_r2", programs.PIPELINE_PARALLEL, 2 * s["devices"], ("--replicas_per_stage=2",))]
+  return [spec(f"{SHORT[d]}_{name}_s{seed}", p, s["hidden"], s["epochs"], s["batch"], g, s["examples"], s["epochs"],
+               extra=("--recipe=tuned", f"--dataset={d}", "--heldout_every_epoch") + own, seed=seed)
+          for d in s.get("datasets", DATASETS) for seed in s.get("seeds", SEEDS) for name, p, g, own in variants]
+
+
+def _by_program(runs: dict) -> dict:
+  """{(dataset short name, variant): {seed: record}} of the comparison's records."""
+  return _by_arm(runs)
+
+
+def programs_table(data, others) -> Tuple[str, List[str]]:
+  """Per dataset and program: test accuracy (mean, min–max), its difference from greedy's of the same seed, held-out
+  reconstruction per layer, and the seconds to greedy's final held-out reconstruction and validation accuracy."""
+  found, body = _by_program(data.runs), []
+  base = programs.baseline().run_name
+  names = {p.run_name: p.label for p in programs.PROGRAMS}
+  names["pp_r2"] = f"{programs.PIPELINE_PARALLEL.label}, 2 replicas per stage"
+  for d in DATASETS:
+    greedy = found.get((SHORT[d], base), {})
+    for variant, label in names.items():
+      rs = found.get((SHORT[d], variant))
+      if not rs:
+        continue
+      seeds = sorted(rs)
+      over = any(records.oversubscribed(r) for r in rs.values())
+      diffs = [100 * (_accuracy(rs[s]) - _accuracy(greedy[s])) for s in seeds if s in greedy]
+      val = [100 * (_accuracy(rs[s], VAL) - _accuracy(greedy[s], VAL)) for s in seeds if s in greedy]
+      held = [sum(r["heldout_reconstruction"][k]["loss"] for r in rs.values()) / len(rs)
+              for k in range(len(rs[seeds[0]]["heldout_reconstruction"]))]
+      to_loss = [_seconds_to_loss(rs[s], greedy[s]) for s in seeds if s in greedy]
+      to_acc = [_seconds_to_accuracy(rs[s], greedy[s]) for s in seeds if s in greedy]
+      body.append([_label(d), label + (" †" if over else ""), records.devices(rs[seeds[0]]),
+                   _spread([_accuracy(r) for r in rs.values()]),
+                   "—" if variant == base else _spread(diffs, digits=2),
+                   "—" if variant == base else _spread(val, digits=2),
+                   " / ".join(f"{x:.0f}" for x in held),
+                   "—" if over else _median(to_loss), "—" if over else _median(to_acc)])
+  one = next(iter(data.runs.values()))
+  return tables.md_table(
+      ["dataset", "program", "devices", "test accuracy", "vs greedy (points, same seed)", "validation: vs greedy",
+       "held-out reconstruction per layer", "s to greedy's held-out", "s to greedy's validation accuracy"], body), [
+      f"The tuned recipe, {len(one['config']['hidden_units'])} x {one['config']['hidden_units'][0]} units, "
+      f"{one['config']['train_examples']:,} images, {one['config']['pretrain_epochs']} + "
+      f"{one['config']['finetune_epochs']} epochs, batch {one['config']['batch_size']}; "
+      f"{len({s for v in found.values() for s in v})} seeds; mean (min–max) over them. Seconds (median over the "
+      "seeds): "
+      "wall seconds of pretraining until every layer's held-out reconstruction is within 1% of greedy's final one "
+      "(same seed), and of pretraining plus finetuning until a finetuning epoch's validation accuracy reaches "
+      "greedy's final one; — never, or oversubscribed. " + tables.DAGGER,
+      f"Machine: {records.machine_label(list(data.runs.values()))}; the runs ran one at a time."]
+
+
+VAL = "validation_accuracy"  # finetuning's best (kept) epoch's, as the record gives it
+
+
+def _median(values: Sequence[Optional[float]]) -> str:
+  if not values or any(v is None for v in values):
+    reached = [v for v in values if v is not None]
+    return "—" if not reached else f"{sorted(reached)[len(reached) // 2]:.0f} ({len(reached)} of {len(values)})"
+  v = sorted(values)
+  return f"{(v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2:.0f}"
+
+
+def _seconds_to_loss(record: dict, greedy: dict) -> Optional[float]:
+  """Seconds of pretraining until every layer's held-out loss is within 1% of greedy's final one."""
+  if not records.has_heldout_curves(record):
+    return None
+  targets = [h["loss"] * 1.01 for h in greedy["heldout_reconstruction"]]
+  return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)[0]
+
+
+def _seconds_to_accuracy(record: dict, greedy: dict) -> Optional[float]:
+  """Pretraining seconds plus finetuning seconds until an epoch's validation accuracy reaches greedy's final one."""
+  target, elapsed = _accuracy(greedy, VAL), record["pretrain_seconds"]
+  for epoch in (record.get("finetune") or {}).get("history", []):
+    elapsed += epoch["seconds"]
+    if epoch["validation_accuracy"] >= target:
+      return elapsed
+  return None
+
+
+PRETRAINING_PROGRAMS = Entry(
+    "pretraining_programs", "The report's question asked again with the tuned recipe: every program against greedy",
+    dict(pretraining=dict(CPU_ACCURACY, devices=2), smoke=dict(SMOKE_ACCURACY, devices=2)),
+    lambda s: comparison_runs(spec, s), programs_table, kind="study", order=17)
+STUDIES = (PRETRAINING_PROGRAMS,)
