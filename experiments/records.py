@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from common.measure import provenance
 from common.settings import config as config_lib
+from common.settings import flags as settings_flags
 from common.settings import programs
 from experiments import presets
 
@@ -78,7 +79,8 @@ def run_config(spec: presets.RunSpec) -> config_lib.Config:
   """The `Config` of a run as its program builds it from its command line (a later flag overrides an earlier one, as
   on the command line; ValueError for a bad one)."""
   program = programs.get(spec.program)
-  return program.make_config(**{**dict(spec.flags), **config_lib.values_from_flags(program.config, spec.extra_flags)})
+  given = settings_flags.values_from_arguments(program.config, spec.extra_flags)
+  return program.make_config(**{**dict(spec.flags), **given})
 
 
 def mismatches(record: Mapping, spec: presets.RunSpec) -> List[str]:

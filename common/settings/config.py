@@ -11,7 +11,7 @@ import dataclasses
 import datetime
 import math
 import sys
-from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple
 
 from common.data import sources as datasets
 from common.measure import provenance
@@ -383,25 +383,6 @@ def stale_settings(config: Config, saved: Mapping[str, Any]) -> List[str]:
 def _plain(value: Any) -> Any:
   """A value as JSON holds it (tuples as lists), to compare a config with a stored one."""
   return list(value) if isinstance(value, tuple) else value
-
-
-def values_from_flags(config_cls: type, arguments: Sequence[str]) -> Dict[str, Any]:
-  """{field: value} of `config_cls` from command-line arguments ("--name=value", "--name" or "--noname" for a bool),
-  each parsed as its flag is (kind, list, the field's parser); ValueError for an argument no field has."""
-  fields = {flag_name(f): f for f in dataclasses.fields(config_cls) if flag_name(f)}
-  out = {}
-  for argument in arguments:
-    name, eq, text = argument.lstrip("-").partition("=")
-    if not eq and name not in fields and name.startswith("no") and name[2:] in fields:
-      name, text = name[2:], "false"
-    if name not in fields:
-      raise ValueError(f"{argument}: no setting of {config_cls.__name__} has this flag")
-    meta, text = fields[name].metadata, text if eq or text else "true"
-    kind = meta["kind"]
-    value = (text.split(",") if kind is tuple else text.lower() in ("true", "1") if kind is bool else
-             text if meta["choices"] else kind(text))
-    out[fields[name].name] = meta["parse"](value) if meta.get("parse") else value
-  return out
 
 
 def _check_data(values: Mapping[str, Any], info: datasets.Info) -> None:

@@ -6,7 +6,7 @@ with one line (absl's "FATAL Flags parsing error: ...") before any work starts.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Type
+from typing import Any, Dict, List, Sequence, Type
 
 from absl import flags
 
@@ -36,15 +36,12 @@ def define(config_cls: Type[config_lib.Config]) -> List[str]:
   """
   names = []
   for f in _fields(config_cls):
-    name, meta = config_lib.flag_name(f), f.metadata
+    name = config_lib.flag_name(f)
     names.append(name)
     if name in flags.FLAGS:
       continue
-    if meta["choices"]:
-      flags.DEFINE_enum(name, meta["flag_default"], list(meta["choices"]), meta["help"])
-    else:
-      _DEFINE[meta["kind"]](name, meta["flag_default"], meta["help"])
-    if meta["check"]:
+    _define_one(f, flags.FLAGS)
+    if f.metadata["check"]:
       _validate(name, f)
   together = [n for n in config_cls.TOGETHER if n in names]
   fields = {config_lib.flag_name(f): f for f in _fields(config_cls)}
@@ -57,6 +54,30 @@ def define(config_cls: Type[config_lib.Config]) -> List[str]:
     return True
   flags.register_multi_flags_validator(together, check_together)
   return names
+
+
+def _define_one(field: dataclasses.Field, flag_values: flags.FlagValues) -> None:
+  """Defines the flag of one `setting` field in `flag_values`: its kind (or choices), default and help."""
+  name, meta = config_lib.flag_name(field), field.metadata
+  if meta["choices"]:
+    flags.DEFINE_enum(name, meta["flag_default"], list(meta["choices"]), meta["help"], flag_values=flag_values)
+  else:
+    _DEFINE[meta["kind"]](name, meta["flag_default"], meta["help"], flag_values=flag_values)
+
+
+def values_from_arguments(config_cls: Type[config_lib.Config], arguments: Sequence[str]) -> Dict[str, Any]:
+  """{field: value} of `config_cls` for the flags that command-line `arguments` ("--name=value", "--name",
+  "--noname") give, parsed by absl exactly as the program's own command line is (kind, list, choices, the field's
+  parser), without touching the process's flags; ValueError for an argument no setting has or a value its flag
+  refuses."""
+  flag_values, fields = flags.FlagValues(), {config_lib.flag_name(f): f for f in _fields(config_cls)}
+  for f in fields.values():
+    _define_one(f, flag_values)
+  try:
+    flag_values(["values_from_arguments", *arguments])
+  except flags.Error as e:
+    raise ValueError(f"{config_cls.__name__}: {e}") from None
+  return {f.name: _parsed(f, flag_values[name].value) for name, f in fields.items() if flag_values[name].present}
 
 
 def _validate(name: str, field: dataclasses.Field) -> None:

@@ -22,15 +22,10 @@ def comparison_runs(spec, s: dict) -> list:
           for d in s.get("datasets", DATASETS) for seed in s.get("seeds", SEEDS) for name, p, g, own in variants]
 
 
-def _by_program(runs: dict) -> dict:
-  """{(dataset short name, variant): {seed: record}} of the comparison's records."""
-  return _by_arm(runs)
-
-
 def programs_table(data, others) -> Tuple[str, List[str]]:
   """Per dataset and program: test accuracy (mean, min–max), its difference from greedy's of the same seed, held-out
   reconstruction per layer, and the seconds to greedy's final held-out reconstruction and validation accuracy."""
-  found, body = _by_program(data.runs), []
+  found, body = _by_arm(data.runs), []  # {(dataset short name, variant): {seed: record}}
   base = programs.baseline().run_name
   names = {p.run_name: p.label for p in programs.PROGRAMS}
   names["pp_r2"] = f"{programs.PIPELINE_PARALLEL.label}, 2 replicas per stage"
