@@ -424,37 +424,61 @@ def test_command_line_errors():
   assert "results/full_size/greedy_b100_e30.json" in dry.stdout and "full_size/fashion_mnist_greedy_b100_e30" in dry.stdout
 
 
-def _entries_this_machine_runs(preset):
-  """The preset's entries this machine can run: without native bfloat16 the programs refuse --precision=mixed_bfloat16
-  by design (`common.model.precision.check_supported`), so the bfloat16 entry is left out."""
-  from common.base import errors
-  from common.model import precision
-  try:
-    precision.check_supported(programs.PRECISIONS[1])
-    return list(presets.build(preset))
-  except errors.UserError:
-    return [e for e in presets.build(preset) if e != presets.PRECISION_ACCURACY.name]
+def test_every_run_of_every_campaign_step_is_a_command_line_its_program_accepts(tmp_path):
+  """Every run the campaign can launch (each benchmark at its campaign settings, every preset's studies) is parsed by
+  its program's own flags and builds its `Config` (every per-setting and cross-setting check) without training: a
+  study or benchmark whose runs a program would refuse fails here, in seconds, not hours into a campaign."""
+  from common.settings import flags as settings_flags
+  from experiments import campaign
+  checked = set()
+  for step in campaign.steps(str(tmp_path)):
+    for j in step.plan(campaign._UNFITTED):
+      cmd = driver.command(j)
+      program = programs.get(j.spec.program)
+      arguments = tuple(cmd[cmd.index(program.module) + 1:])
+      if (program.name, arguments) in checked:
+        continue
+      checked.add((program.name, arguments))
+      try:
+        program.config(**settings_flags.values_from_arguments(program.config, arguments))
+      except ValueError as e:
+        pytest.fail(f"{step.name}: {j.spec.name}: {e}")
+  assert len({p for p, _ in checked}) == len(programs.PROGRAMS) and len(checked) > 300
+
+
+# The studies the end-to-end smoke run takes: between them every registered program (R = 1 and 2), both datasets,
+# resumable runs, a sweep's runs that may fail, and a timed scaling study. Every other study's runs are checked as
+# command lines above, and its table and figure on fixture records (tests/test_plots.py).
+SMOKE_STUDIES = ("fashion_mnist_accuracy", "pretraining_programs", "pretraining_sweep", "mp_scaling_b100")
+
+
+def test_smoke_studies_cover_every_program_and_dataset():
+  built = presets.build("smoke")
+  runs = [r for name in SMOKE_STUDIES for r in built[name].runs]
+  assert {r.program for r in runs} == {p.name for p in programs.PROGRAMS}
+  assert {r.dataset for r in runs} == {"mnist", "fashion_mnist"}
+  assert any(r.resumable for r in runs) and any(r.may_fail for r in runs)
+  assert any(presets.get(name).timed for name in SMOKE_STUDIES)
 
 
 def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   out = tmp_path / "out"
   env = dict(os.environ, PYTHONPATH=ROOT)
-  entries = _entries_this_machine_runs("smoke")
   before = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   done = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--preset=smoke", f"--output_dir={out}",
-                         f"--work_dir={tmp_path / 'work'}", "--jobs=2", f"--only={','.join(entries)}"], cwd=ROOT,
+                         f"--work_dir={tmp_path / 'work'}", "--jobs=2", f"--only={','.join(SMOKE_STUDIES)}"], cwd=ROOT,
                         env=env, capture_output=True, text=True)
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
   after = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   assert after == before  # Nothing written into the committed results.
-  assert sorted(os.listdir(out / "figures")) == sorted(f"{e.name}.png" for e in presets.ENTRIES
-                                                        if e.figure and "smoke" in e.sizes)
-  for entry in (e for name, e in presets.build("smoke").items() if name in entries):
+  drawn = {f"{name}.png" for name in SMOKE_STUDIES if presets.get(name).figure}
+  assert drawn and drawn <= set(os.listdir(out / "figures"))
+  for entry in (e for name, e in presets.build("smoke").items() if name in SMOKE_STUDIES):
     for run in entry.runs:
       record = records.load(records.record_path(str(out), "smoke", run))
       assert record is not None and records.mismatches(record, run) == [], (entry.name, run.name)
   text = (out / "README.md").read_text()
-  assert text.count("preset smoke") >= 10
+  assert text.count("preset smoke") >= len(SMOKE_STUDIES)
 
 
 def _records(seconds, **fields):
