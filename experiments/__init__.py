@@ -1,4 +1,4 @@
-"""The experiments of the report (docs/experiments.md): entries and runs (presets.py), the runner (driver.py), the
+"""The experiments of the report (docs/experiments.md): studies and runs (presets.py), the runner (driver.py), the
 command (reproduce.py), records (records.py, check_ratios.py), performance models, the report and the benchmarks."""
 
 import importlib

@@ -1,4 +1,4 @@
-"""Checks that the report takes no ratio across machines or codes: every study that compares seconds (`Entry.timed`)
+"""Checks that the report takes no ratio across machines or codes: every study that compares seconds (`Study.timed`)
 has the records of each of its presets (per machine folder) from one machine and one code, and so has every
 benchmark summary; exit status 1, one line per offender, if any does not. `records.ratio` itself refuses such a pair.
   python -m experiments.check_ratios [--output_dir=results]"""

@@ -87,7 +87,7 @@ def native_bfloat16() -> bool:
   return provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
 
 
-def computes_in_bfloat16(spec: presets.RunSpec) -> bool:
+def computes_in_bfloat16(spec: presets.Run) -> bool:
   """Whether the run's flags ask for mixed_bfloat16 (`BFLOAT16_FLAG`), which needs `native_bfloat16`."""
   return BFLOAT16_FLAG in spec.arguments()
 
@@ -134,7 +134,7 @@ def fit_rates(output_dir: str, machine: Optional[str] = None, every_machine: boo
   return rates
 
 
-def run_seconds(spec: presets.RunSpec, rates: Rates) -> float:
+def run_seconds(spec: presets.Run, rates: Rates) -> float:
   """Estimated wall-clock seconds of a run."""
   return rates.get(spec.program, rates[POOLED]).seconds(flops(spec.program, dict(spec.flags)))
 
@@ -157,11 +157,11 @@ class RunFailedError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-  """One run to do: group (entry, benchmark), place among `count`, spec, record, log, checkpoints, estimate, preset."""
+  """One run to do: group (study, benchmark), place among `count`, spec, record, log, checkpoints, estimate, preset."""
   group: str
   index: int
   count: int
-  spec: presets.RunSpec
+  spec: presets.Run
   record: str
   log: str
   model_dir: Optional[str]
@@ -173,7 +173,7 @@ class Job:
     return os.path.splitext(os.path.basename(self.record))[0]
 
 
-def job(group: str, index: int, count: int, spec: presets.RunSpec, record: str, work_dir: str,
+def job(group: str, index: int, count: int, spec: presets.Run, record: str, work_dir: str,
         rates: Rates, preset: Optional[str] = None) -> Job:
   """A Job whose log (and checkpoints, if resumable) go under `work_dir`/<logs|checkpoints>/<group>/."""
   stem = os.path.splitext(os.path.basename(record))[0]
@@ -182,15 +182,15 @@ def job(group: str, index: int, count: int, spec: presets.RunSpec, record: str, 
              run_seconds(spec, rates), preset)
 
 
-def plan(entries: Mapping[str, presets.EntryRuns], preset: str, output_dir: str, work_dir: str,
+def plan(studies: Mapping[str, presets.StudyRuns], preset: str, output_dir: str, work_dir: str,
          rates: Optional[Rates] = None) -> List[Job]:
-  """The runs of a preset's entries in order, each once: a run shared by entries goes with the first listing it."""
+  """The runs of a preset's studies in order, each once: a run shared by studies goes with the first listing it."""
   rates, jobs, seen = rates or fit_rates(output_dir), [], set()
-  for entry in entries.values():
-    for i, r in enumerate(entry.runs):
+  for study in studies.values():
+    for i, r in enumerate(study.runs):
       if (r.home, r.stored_name) not in seen:
         seen.add((r.home, r.stored_name))
-        jobs.append(job(entry.name, i + 1, len(entry.runs), r, records.record_path(output_dir, preset, r),
+        jobs.append(job(study.name, i + 1, len(study.runs), r, records.record_path(output_dir, preset, r),
                         work_dir, rates, preset))
   return jobs
 
@@ -205,7 +205,7 @@ def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
 
 
 def failure_record(j: Job, cmd: Sequence[str], code: int) -> Dict:
-  """Writes and returns the record of a run allowed to fail (`RunSpec.may_fail`, e.g. a sweep's candidate whose
+  """Writes and returns the record of a run allowed to fail (`Run.may_fail`, e.g. a sweep's candidate whose
   training diverged) that exited with status `code`: its program, flags, machine and the error line of its log, so
   the failure is a result and the driver goes on."""
   with open(j.log) as log:

@@ -1,6 +1,6 @@
-"""The registry of studies: one `Entry` per figure or table of results/README.md, declared in its own file of
-`experiments/studies/` (its sizes per preset by name, the function building its runs: `spec`, one `RunSpec` a run; its
-table and figure), found there on first use (`ENTRIES`, `get`, `build`); and what several studies share: the presets,
+"""The registry of studies: one `Study` per figure or table of results/README.md, declared in its own file of
+`experiments/studies/` (its sizes per preset by name, the function building its runs: `spec`, one `Run` a run; its
+table and figure), found there on first use (`STUDIES`, `get`, `build`); and what several studies share: the presets,
 the compared programs, the run builders of the accuracy, scaling and comparison runs."""
 
 import dataclasses
@@ -17,12 +17,12 @@ from experiments import ROOT
 
 PRESETS = ("smoke", "cpu", "paper", "mid", "full", "pretraining")
 CONFIG_1, CONFIG_2 = (2000, 2000, 2000, 2000), (2000, 1000, 500, 100)
-# Entries about given programs (the report's figures, and the studies' committed records) name them.
+# Studies about given programs (the report's figures, and the studies' committed records) name them.
 GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
 # The baseline and every program on several devices: a newly registered one joins these with no edit here.
 COMPARED: Tuple[programs.Program, ...] = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)
-ACCURACY_COMPARED = tuple(p for p in COMPARED if p is not DP)  # data_parallel's accuracy entry is dp_accuracy
-# The comparison runs record the held-out reconstruction after every epoch (the convergence entry's loss).
+ACCURACY_COMPARED = tuple(p for p in COMPARED if p is not DP)  # data_parallel's accuracy study is dp_accuracy
+# The comparison runs record the held-out reconstruction after every epoch (the convergence study's loss).
 HELDOUT = ("--heldout_every_epoch",)
 # Data-parallel flags: the accuracy and sweep runs skip the op profile of layer 1; the timing runs profile it.
 NO_PROFILE = ("--profile_steps=0",)
@@ -36,13 +36,13 @@ LARGE_BATCH_CANDIDATES = (("dp_report", ()), ("dp_linear_warmup2", ("--pretrain_
                           ("dp_large_batch_recipe", LARGE_BATCH_FLAGS))
 RECIPES = (("report", ()), ("large_batch", LARGE_BATCH_FLAGS))
 BF16 = f"--precision={programs.PRECISIONS[1]}"
-MNIST, FASHION = datasets.DEFAULT, "fashion_mnist"  # Fashion-MNIST: an accuracy entry and two full-size runs
+MNIST, FASHION = datasets.DEFAULT, "fashion_mnist"  # Fashion-MNIST: an accuracy study and two full-size runs
 
 
 @dataclasses.dataclass(frozen=True)
-class RunSpec:
-  """One run: name in its entry, registered program, shared flags ((name, value) pairs), program flags ("--name=value"),
-  whether it resumes from checkpoints, the entry and name its record is stored under, launcher module and flags."""
+class Run:
+  """One run: name in its study, registered program, shared flags ((name, value) pairs), program flags ("--name=value"),
+  whether it resumes from checkpoints, the study and name its record is stored under, launcher module and flags."""
   name: str
   program: str
   flags: Tuple[Tuple[str, Any], ...]
@@ -80,45 +80,46 @@ class RunSpec:
 
 def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: int, batch: int, devices: int,
          examples: int, finetune_epochs: int = 0, extra: Sequence[str] = (), resumable: bool = False,
-         launcher: Sequence[str] = (), threads: int = 1, seed: int = 0, may_fail: bool = False) -> RunSpec:
-  """The RunSpec of a run with every shared flag set, on `program.devices_for(devices)` devices."""
+         launcher: Sequence[str] = (), threads: int = 1, seed: int = 0, may_fail: bool = False) -> Run:
+  """The Run of a run with every shared flag set, on `program.devices_for(devices)` devices."""
   flags = (("hidden_units", tuple(hidden)), ("pretrain_epochs", epochs), ("finetune_epochs", finetune_epochs),
            ("batch_size", batch), ("num_devices", program.devices_for(devices)),
            ("threads_per_device", threads), ("train_examples", examples), ("seed", seed))
-  return RunSpec(name, program.name, flags, tuple(extra), resumable, launcher=tuple(launcher), may_fail=may_fail)
+  return Run(name, program.name, flags, tuple(extra), resumable, launcher=tuple(launcher), may_fail=may_fail)
 
 
 @dataclasses.dataclass(frozen=True)
-class Entry:
+class Study:
   """A study: a figure or table of results/README.md and the runs behind it. `name`, `title`, `sizes` ({preset:
-  {size: value}}), `runs` (sizes, "preset", "dp_flags", "output_dir" -> RunSpecs), `table` ((its records, other
-  machines' records) -> (markdown, sentences)), `figure` (the same -> a matplotlib figure, or None), `kind` (report,
-  beyond, study), its records' `layout`, `timed` (True: its table compares seconds, so its records of a preset come from
-  one machine and code and its runs go one at a time; False: accuracy only), `order` (in every listing)."""
+  {size: value}}), `runs` (sizes, "preset", "dp_flags", "output_dir" -> [Run]), `table` ((its records, other
+  machines' records) -> (markdown, sentences)), `figure` (the same -> a matplotlib figure, or None), `kind` (report;
+  beyond: beyond the report; own: the project's own questions), its records' `layout`, `timed` (True: its table
+  compares seconds, so its records of a preset come from one machine and code and its runs go one at a time; False:
+  accuracy only), `order` (in every listing)."""
   name: str
   title: str
   sizes: Mapping[str, Mapping[str, Any]]
-  runs: Callable[[Mapping[str, Any]], List[RunSpec]]
+  runs: Callable[[Mapping[str, Any]], List[Run]]
   table: Callable
   figure: Optional[Callable] = None
   kind: str = "report"
-  layout: str = "runs/{entry}/{preset}_{run}.json"
+  layout: str = "runs/{study}/{preset}_{run}.json"
   timed: bool = True
   order: int = 0
 
 
-class EntryRuns(NamedTuple):
-  """An entry's runs at one preset (shared runs resolved to their home entry)."""
+class StudyRuns(NamedTuple):
+  """A study's runs at one preset (shared runs resolved to their home study)."""
   name: str
-  runs: Tuple[RunSpec, ...]
+  runs: Tuple[Run, ...]
 
 
-def dp_scaling_runs(s) -> List[RunSpec]:  # the op profile: one layer (the profile is of layer 1)
+def dp_scaling_runs(s) -> List[Run]:  # the op profile: one layer (the profile is of layer 1)
   return [spec(f"g{g}", DP, s.get("hidden", (s.get("units"),)), s["epochs"], s["batch"] - s["batch"] % g, g,
                s["examples"], extra=s["dp_flags"]) for g in s["devices"]]  # a batch the replicas split evenly
 
 
-def accuracy_runs(s) -> List[RunSpec]:
+def accuracy_runs(s) -> List[Run]:
   data = s.get("dataset", MNIST)
   return [spec(f"{'' if data == MNIST else data + '_'}{p.run_name}_e{e}", p, s["hidden"], e, s["batch"],
                s["devices"], s["examples"], e, extra=() if data == MNIST else (f"--dataset={data}",),
@@ -128,20 +129,20 @@ def accuracy_runs(s) -> List[RunSpec]:
 BY_PRECISION = (("", ()), ("_bf16", (BF16,)))  # (run-name suffix, extra flags) per precision, float32 first
 
 
-def comparison_runs(s) -> List[RunSpec]:
+def comparison_runs(s) -> List[Run]:
   return [spec(p.run_name, p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
                extra=(s["dp_flags"] if p is DP else ()) + HELDOUT) for p in COMPARED]
 
 
 # Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
-# 2000, fewer examples (>= 2 steps per epoch), 12 of 19 sweep batches, comparisons on 2 devices; accuracy entries:
-# epochs / 5, 11,000 examples, 4 x 500 units, data-parallel global batch 1000. smoke: entries share runs.
+# 2000, fewer examples (>= 2 steps per epoch), 12 of 19 sweep batches, comparisons on 2 devices; accuracy studies:
+# epochs / 5, 11,000 examples, 4 x 500 units, data-parallel global batch 1000. smoke: studies share runs.
 COMPARISON_SIZES = dict(paper=dict(examples=55_000, epochs=60, batch=5000, hidden=CONFIG_1, devices=4),
                    cpu=dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=2),
                    smoke=dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=2))
 
 @functools.lru_cache(maxsize=None)
-def _registered() -> Tuple[Entry, ...]:
+def _registered() -> Tuple[Study, ...]:
   """Every study declared in experiments/studies/ (each module's STUDIES), in their order; ValueError for two of one
   name or order."""
   from experiments import studies  # noqa: the package of study files, imported on first use
@@ -154,15 +155,15 @@ def _registered() -> Tuple[Entry, ...]:
 
 
 def __getattr__(attribute: str):
-  """ENTRIES (every study, in order), NAMES, REPORT_ENTRIES and BEYOND (the names of those of kind report and
+  """STUDIES (every study, in order), NAMES, REPORT_STUDIES and BEYOND (the names of those of kind report and
   beyond), END_TO_END (`experiments.studies.full_size`), and each study by its name in capitals (presets.FULL_SIZE):
   found on first use, so a study file may import this module."""
-  if attribute == "ENTRIES":
+  if attribute == "STUDIES":
     return _registered()
   if attribute == "NAMES":
     return tuple(e.name for e in _registered())
-  if attribute in ("REPORT_ENTRIES", "BEYOND"):
-    return tuple(e.name for e in _registered() if e.kind == {"REPORT_ENTRIES": "report", "BEYOND": "beyond"}[attribute])
+  if attribute in ("REPORT_STUDIES", "BEYOND"):
+    return tuple(e.name for e in _registered() if e.kind == {"REPORT_STUDIES": "report", "BEYOND": "beyond"}[attribute])
   if attribute == "END_TO_END":
     return importlib.import_module("experiments.studies.full_size").END_TO_END
   if attribute.isupper() and any(e.name == attribute.lower() for e in _registered()):
@@ -170,46 +171,46 @@ def __getattr__(attribute: str):
   raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
 
 
-def get(name: str) -> Entry:
+def get(name: str) -> Study:
   """The study called `name`; ValueError if none is."""
-  for entry in (e for e in _registered() if e.name == name):
-    return entry
-  raise ValueError(f"unknown entry {name!r}; entries: {', '.join(e.name for e in _registered())}")
+  for study in (e for e in _registered() if e.name == name):
+    return study
+  raise ValueError(f"unknown study {name!r}; studies: {', '.join(e.name for e in _registered())}")
 
 
-def build(preset: str, output_dir: Optional[str] = None) -> Dict[str, EntryRuns]:
-  """The entries `preset` defines in order, shared runs resolved to the first listing them; ValueError: unknown.
+def build(preset: str, output_dir: Optional[str] = None) -> Dict[str, StudyRuns]:
+  """The studies `preset` defines in order, shared runs resolved to the first listing them; ValueError: unknown.
   `output_dir` (default results/) holds the records a stage's runs depend on (the pretraining sweep's confirm stage)."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-  owner: Dict[Tuple, RunSpec] = {}
+  owner: Dict[Tuple, Run] = {}
   out = {}
-  for entry in (e for e in _registered() if preset in e.sizes):
-    runs = entry.runs(dict(entry.sizes[preset], dp_flags=_DP_FLAGS.get(preset, ()), preset=preset,
+  for study in (e for e in _registered() if preset in e.sizes):
+    runs = study.runs(dict(study.sizes[preset], dp_flags=_DP_FLAGS.get(preset, ()), preset=preset,
                            output_dir=output_dir or os.path.join(ROOT, "results")))
-    first = [owner.setdefault(r.key(), dataclasses.replace(r, home=entry.name, stored_name=r.name)) for r in runs]
-    out[entry.name] = EntryRuns(entry.name, tuple(dataclasses.replace(r, home=f.home, stored_name=f.stored_name)
+    first = [owner.setdefault(r.key(), dataclasses.replace(r, home=study.name, stored_name=r.name)) for r in runs]
+    out[study.name] = StudyRuns(study.name, tuple(dataclasses.replace(r, home=f.home, stored_name=f.stored_name)
                                                   for r, f in zip(runs, first)))
   return out
 
 
-def record_file(preset: str, run: RunSpec) -> str:
+def record_file(preset: str, run: Run) -> str:
   """Where the record of `run` at `preset` goes, relative to the output directory."""
-  return os.path.join(*get(run.home).layout.format(entry=run.home, preset=preset, run=run.stored_name).split("/"))
+  return os.path.join(*get(run.home).layout.format(study=run.home, preset=preset, run=run.stored_name).split("/"))
 
 
-def select(entries: Mapping[str, EntryRuns], only: Optional[Sequence[str]]) -> Dict[str, EntryRuns]:
-  """The entries and runs named by `only` ("ENTRY" or "ENTRY/RUN"; all when empty); ValueError for unknown ones."""
-  chosen: Dict[str, List[RunSpec]] = {}
-  for entry, _, name in (item.partition("/") for item in only or ()):
-    if entry not in entries:
-      raise ValueError(f"unknown entry {entry!r}; entries of this preset: {', '.join(entries)}")
-    runs = [r for r in entries[entry].runs if r.name == name or not name]
+def select(studies: Mapping[str, StudyRuns], only: Optional[Sequence[str]]) -> Dict[str, StudyRuns]:
+  """The studies and runs named by `only` ("STUDY" or "STUDY/RUN"; all when empty); ValueError for unknown ones."""
+  chosen: Dict[str, List[Run]] = {}
+  for study, _, name in (item.partition("/") for item in only or ()):
+    if study not in studies:
+      raise ValueError(f"unknown study {study!r}; studies of this preset: {', '.join(studies)}")
+    runs = [r for r in studies[study].runs if r.name == name or not name]
     if not runs:
-      raise ValueError(f"entry {entry} has no run {name!r}; runs: {', '.join(r.name for r in entries[entry].runs)}")
-    chosen.setdefault(entry, [])
-    chosen[entry] += [r for r in runs if r not in chosen[entry]]
-  return {name: EntryRuns(name, tuple(chosen[name])) for name in entries if name in chosen} if only else dict(entries)
+      raise ValueError(f"study {study} has no run {name!r}; runs: {', '.join(r.name for r in studies[study].runs)}")
+    chosen.setdefault(study, [])
+    chosen[study] += [r for r in runs if r not in chosen[study]]
+  return {name: StudyRuns(name, tuple(chosen[name])) for name in studies if name in chosen} if only else dict(studies)
 
 
 _SHRINK_FLAGS = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"),
@@ -218,12 +219,12 @@ _SHRINK_FLAGS = (("train_examples", "examples"), ("pretrain_epochs", "pretrain e
 
 
 def shrink_notes(name: str, preset: str) -> List[str]:
-  """What `preset` changes in entry `name` from the paper preset, e.g. "examples 5500 (paper 55000)"."""
+  """What `preset` changes in study `name` from the paper preset, e.g. "examples 5500 (paper 55000)"."""
   paper = build("paper")
   if preset == "paper" or name not in paper:
     return []
 
-  def values(runs: Sequence[RunSpec], flag: str) -> str:
+  def values(runs: Sequence[Run], flag: str) -> str:
     found = sorted(set(r.flag(flag) for r in runs), key=lambda v: (str(type(v)), v))
     return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
   notes = [(label, values(build(preset)[name].runs, flag), values(paper[name].runs, flag))

@@ -1,4 +1,4 @@
-"""Run records (`common/artifacts/runlog.py`) and where they come from: `EntryData` of an entry, other machines' records,
+"""Run records (`common/artifacts/runlog.py`) and where they come from: `StudyRecords` of an study, other machines' records,
 `machine_label` (the label of machine, instruction set and code every table and figure uses), `datasets` (of the data),
 and `ratio`/`same_source`, which refuse records of different machines, instruction sets or codes."""
 
@@ -23,12 +23,12 @@ OTHER_MACHINES = ("xeon16", EARLIER)
 # In an other machine's folder: what its README documents of records that predate provenance (`documented_provenance`).
 PROVENANCE_FILE = "provenance.json"
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
-# Which preset an entry shows when several have records: paper when complete, else the first of these.
+# Which preset an study shows when several have records: paper when complete, else the first of these.
 _PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
 Record = Dict[str, Any]
 
 
-def record_path(output_dir: str, preset: str, spec: presets.RunSpec) -> str:
+def record_path(output_dir: str, preset: str, spec: presets.Run) -> str:
   """Where the record of the run `spec` at `preset` is written."""
   return os.path.join(output_dir, presets.record_file(preset, spec))
 
@@ -75,7 +75,7 @@ def folder_summary(output_dir: str, machine: str) -> str:
 
 
 
-def run_config(spec: presets.RunSpec) -> config_lib.Config:
+def run_config(spec: presets.Run) -> config_lib.Config:
   """The `Config` of a run as its program builds it from its command line (a later flag overrides an earlier one, as
   on the command line; ValueError for a bad one)."""
   program = programs.get(spec.program)
@@ -83,7 +83,7 @@ def run_config(spec: presets.RunSpec) -> config_lib.Config:
   return program.make_config(**{**dict(spec.flags), **given})
 
 
-def mismatches(record: Mapping, spec: presets.RunSpec) -> List[str]:
+def mismatches(record: Mapping, spec: presets.Run) -> List[str]:
   """The training settings whose value in `record["config"]` (and its `dataset`) differs from the run `spec`'s, by the
   rule that decides resuming a checkpoint (`config.stale_settings`: a setting the record predates counts as its
   default), e.g. after a study's runs were edited."""
@@ -94,35 +94,35 @@ def mismatches(record: Mapping, spec: presets.RunSpec) -> List[str]:
 
 
 @dataclasses.dataclass
-class EntryData:
-  """An entry's records: the preset shown, its {run: record}, and {preset: {run: record}} of the others."""
-  entry: str
+class StudyRecords:
+  """A study's records: the preset shown, its {run: record}, and {preset: {run: record}} of the others."""
+  study: str
   preset: str
   runs: Dict[str, Record]
   other: Dict[str, Dict[str, Record]] = dataclasses.field(default_factory=dict)
   output_dir: str = ""  # the folder the records were loaded from
 
   @staticmethod
-  def load(output_dir: str, entry: str) -> Optional["EntryData"]:
-    """The entry's records in `output_dir`, or None; it shows the paper preset when all its runs exist, else the
-    first of `_PREFERENCE` with records. Records of runs shared with another entry alone count only for an entry
+  def load(output_dir: str, study: str) -> Optional["StudyRecords"]:
+    """The study's records in `output_dir`, or None; it shows the paper preset when all its runs exist, else the
+    first of `_PREFERENCE` with records. Records of runs shared with another study alone count only for an study
     that owns no run (convergence)."""
     found, complete = {}, False
     for p in presets.PRESETS:
       built = presets.build(p, output_dir)
-      specs = built[entry].runs if entry in built else ()
+      specs = built[study].runs if study in built else ()
       runs = {r.name: load(record_path(output_dir, p, r)) for r in specs}
-      own = any(runs[r.name] for r in specs if r.home == entry) or all(r.home != entry for r in specs)
+      own = any(runs[r.name] for r in specs if r.home == study) or all(r.home != study for r in specs)
       found[p] = {name: r for name, r in runs.items() if r is not None and own}
       complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
     preset = "paper" if complete else next((p for p in _PREFERENCE if found[p]), None)
-    return EntryData(entry, preset, found[preset], {p: r for p, r in found.items() if r and p != preset},
+    return StudyRecords(study, preset, found[preset], {p: r for p, r in found.items() if r and p != preset},
                      output_dir) if preset else None
 
 
-def other_machines(output_dir: str, entry: str) -> Dict[str, EntryData]:
-  """{machine directory: the entry's records there} for the other machines that have records of it."""
-  found = {m: EntryData.load(os.path.join(output_dir, m), entry) for m in OTHER_MACHINES}
+def other_machines(output_dir: str, study: str) -> Dict[str, StudyRecords]:
+  """{machine directory: the study's records there} for the other machines that have records of it."""
+  found = {m: StudyRecords.load(os.path.join(output_dir, m), study) for m in OTHER_MACHINES}
   return {m: d for m, d in found.items() if d is not None}
 
 
@@ -229,11 +229,11 @@ def table(output_dir: str):
   import pandas  # noqa: only the checks and analyses that want the table load pandas
   rows = []
   for folder in ("",) + tuple(m for m in OTHER_MACHINES if os.path.isdir(os.path.join(output_dir, m))):
-    for entry in presets.ENTRIES:
-      data = EntryData.load(os.path.join(output_dir, folder), entry.name)
+    for study in presets.STUDIES:
+      data = StudyRecords.load(os.path.join(output_dir, folder), study.name)
       for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
-        rows += [{"folder": folder, "study": entry.name, "preset": preset, "run": name, "program": r.get("strategy"),
-                  "dataset": dataset(r), "seed": r.get("config", {}).get("seed"), "timed": entry.timed,
+        rows += [{"folder": folder, "study": study.name, "preset": preset, "run": name, "program": r.get("strategy"),
+                  "dataset": dataset(r), "seed": r.get("config", {}).get("seed"), "timed": study.timed,
                   "machine": host(r), "isa": instruction_set(r), "commit": r["environment"].get("commit"),
                   "code": r["environment"].get("code_digest") or code(r), "record": r} for name, r in runs.items()]
   return pandas.DataFrame(rows, columns=["folder", "study", "preset", "run", "program", "dataset", "seed", "timed",

@@ -11,7 +11,7 @@ HARDWARE = "report (4× GRID K520)"
 # between read off mpres1.png / mpres2.png.
 MP_SCALING_B100 = {2: {1: 236, 2: 238}, 3: {1: 408, 2: 431, 3: 329}, 4: {1: 611, 2: 430, 3: 548, 4: 472}}
 MP_SCALING_B5000 = {2: {1: 530, 2: 385}, 3: {1: 960, 2: 1097, 3: 522}, 4: {1: 1475, 2: 1100, 3: 1085, 4: 702}}
-MP_SCALING = {"mp_scaling_b100": MP_SCALING_B100, "mp_scaling_b5000": MP_SCALING_B5000}  # by entry
+MP_SCALING = {"mp_scaling_b100": MP_SCALING_B100, "mp_scaling_b5000": MP_SCALING_B5000}  # by study
 
 # Data parallel, 40 epochs, batch 5000, 4 x 2000: the report gives no numbers, only "near linear".
 DP_SCALING_TEXT = "near linear in the number of GPUs (no numbers given)"

@@ -1,6 +1,6 @@
 """Regenerates every figure and table: runs a preset's missing records, then draws <output_dir>/figures/ and writes
 <output_dir>/README.md from the records alone (for results/, also the headline of the top README.md).
-  python -m experiments.reproduce --preset=cpu [--only=ENTRY[/RUN],...] [--dry_run]  # ~1 hour on 2 cores
+  python -m experiments.reproduce --preset=cpu [--only=STUDY[/RUN],...] [--dry_run]  # ~1 hour on 2 cores
   python -m experiments.reproduce --figures_only                                    # redraw from the records"""
 
 import os
@@ -18,7 +18,7 @@ from experiments.report import readme
 _PRESET = flags.DEFINE_enum("preset", "cpu", list(presets.PRESETS),
                             "Sizes: the report's (paper), ~1 hour on 2 cores (cpu), seconds (smoke), or a study "
                             "(mid: large_batch, full: full_size, pretraining: the pretraining studies).")
-_ONLY = flags.DEFINE_list("only", [], "Entries (or ENTRY/RUN) to run; default all of the preset's: "
+_ONLY = flags.DEFINE_list("only", [], "Studies (or STUDY/RUN) to run; default all of the preset's: "
                           + ", ".join(presets.NAMES))
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "results", "Where the records, figures/ and README.md go.")
 _WORK_DIR = flags.DEFINE_string("work_dir", "scratch/reproduce", "Program logs and checkpoints of resumable runs.")
@@ -40,18 +40,18 @@ def main(argv):
   untimed = _ONLY.value and all(presets.get(name.partition("/")[0]).timed is False for name in _ONLY.value)
   if _JOBS.value > 1 and preset != "smoke" and not untimed:
     _fail("--jobs > 1 runs programs side by side and distorts their timings; use it only with --preset=smoke or "
-          "with --only naming entries whose runs are not timed (the pretraining studies).")
+          "with --only naming studies whose runs are not timed (the pretraining studies).")
   if not _FIGURES_ONLY.value:
     try:
-      entries = presets.select(presets.build(preset, output_dir), _ONLY.value)
+      studies = presets.select(presets.build(preset, output_dir), _ONLY.value)
     except ValueError as e:
       _fail(str(e))
     rates = driver.fit_rates(output_dir)
-    jobs = driver.runnable_here(driver.plan(entries, preset, output_dir, _WORK_DIR.value, rates))
+    jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value, rates))
     if _DRY_RUN.value:
-      estimates = {name: sum(j.estimate for j in jobs if j.group == name) for name in entries}
-      for name, entry in entries.items():
-        print(f"{name}: {len(entry.runs)} runs, estimated {driver.minutes(estimates[name])}")
+      estimates = {name: sum(j.estimate for j in jobs if j.group == name) for name in studies}
+      for name, study in studies.items():
+        print(f"{name}: {len(study.runs)} runs, estimated {driver.minutes(estimates[name])}")
         print("".join(f"  {j.spec.stored_name}: {j.spec.summary()} ~{j.estimate:.0f} s -> {j.record}\n"
                       for j in jobs if j.group == name), end="")
       print(f"total estimated {driver.minutes(sum(estimates.values()))} ({driver.describe_rates(rates)})")
@@ -60,8 +60,8 @@ def main(argv):
       # A stage whose runs depend on an earlier stage's records (the pretraining sweep's confirm stage) appears once
       # they exist: plan again until a pass runs nothing.
       while driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value):
-        entries = presets.select(presets.build(preset, output_dir), _ONLY.value)
-        jobs = driver.runnable_here(driver.plan(entries, preset, output_dir, _WORK_DIR.value, rates))
+        studies = presets.select(presets.build(preset, output_dir), _ONLY.value)
+        jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value, rates))
     except driver.RunFailedError as e:
       _fail(str(e))
   figures.draw(output_dir)

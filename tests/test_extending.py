@@ -100,7 +100,7 @@ NEW_STUDY = '''"""A new study: greedy's test accuracy against the batch (a test 
 
 from common.settings import programs
 from experiments import records
-from experiments.presets import Entry, spec
+from experiments.presets import Study, spec
 from experiments.report.tables import md_table
 
 
@@ -113,7 +113,7 @@ def table(data, others):
   return md_table(["run", "batch", "test accuracy"], rows), ["Greedy against its batch."]
 
 
-BATCH_ACCURACY = Entry("batch_accuracy", "Greedy's test accuracy against the batch", dict(
+BATCH_ACCURACY = Study("batch_accuracy", "Greedy's test accuracy against the batch", dict(
     smoke=dict(examples=400, hidden=(16,), batches=(40, 80))), _runs, table, kind="beyond", order=99)
 STUDIES = (BATCH_ACCURACY,)
 '''

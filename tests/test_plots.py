@@ -48,26 +48,26 @@ def output_dir(tmp_path_factory):
   return out
 
 
-def _data(output_dir, entry):
-  return records.EntryData.load(output_dir, entry)
+def _data(output_dir, study):
+  return records.StudyRecords.load(output_dir, study)
 
 
 def test_the_fixtures_cover_every_run_of_the_presets(output_dir):
   # Made afresh for each test session: a preset edited or a program registered needs no rerun of make_records.
   for preset in ("cpu", "mid", "full"):
-    for entry in presets.build(preset).values():
-      for run in entry.runs:
+    for study in presets.build(preset).values():
+      for run in study.runs:
         record = records.load(records.record_path(output_dir, preset, run))
-        assert record is not None, (entry.name, run.name)
+        assert record is not None, (study.name, run.name)
         assert records.mismatches(record, run) == []
 
 
-def test_every_entry_names_a_table_and_a_figure_that_exist():
-  for entry in presets.ENTRIES:
-    assert callable(entry.table), entry.name
-    assert entry.figure is None or callable(entry.figure), entry.name
-    assert entry.kind in ("report", "beyond", "study") and entry.sizes and set(entry.sizes) <= set(presets.PRESETS)
-  with pytest.raises(ValueError, match="unknown entry"):
+def test_every_study_names_a_table_and_a_figure_that_exist():
+  for study in presets.STUDIES:
+    assert callable(study.table), study.name
+    assert study.figure is None or callable(study.figure), study.name
+    assert study.kind in ("report", "beyond", "own") and study.sizes and set(study.sizes) <= set(presets.PRESETS)
+  with pytest.raises(ValueError, match="unknown study"):
     presets.get("nope")
 
 
@@ -84,23 +84,23 @@ def test_report_modules_import_no_tensorflow():
 
 def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(output_dir):
   texts = {}
-  for entry in presets.REPORT_ENTRIES:
-    fig = figures.make(output_dir, entry, _data(output_dir, entry))
-    texts[entry] = "\n".join(t.get_text() for t in fig.texts)
-    figures.save(fig, os.path.join(output_dir, f"{entry}.png"))
-    assert os.path.getsize(os.path.join(output_dir, f"{entry}.png")) > 20_000
-  for entry, text in texts.items():
-    assert "preset cpu" in text, entry
-    assert "2 cores" in text and "CPU-logical" in text and "Fixture CPU" in text, entry
-  # Every entry with 3 or 4 devices on this 2-core fixture machine says so, and only those.
-  for entry in ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling", "dp_op_profile", "accuracy_vs_epochs"):
-    assert "oversubscribed" in texts[entry], entry
-  for entry in ("dp_batch_sweep", "mp_vs_dp", "strategy_comparison", "convergence"):
-    assert "oversubscribed" not in texts[entry], entry
+  for study in presets.REPORT_STUDIES:
+    fig = figures.make(output_dir, study, _data(output_dir, study))
+    texts[study] = "\n".join(t.get_text() for t in fig.texts)
+    figures.save(fig, os.path.join(output_dir, f"{study}.png"))
+    assert os.path.getsize(os.path.join(output_dir, f"{study}.png")) > 20_000
+  for study, text in texts.items():
+    assert "preset cpu" in text, study
+    assert "2 cores" in text and "CPU-logical" in text and "Fixture CPU" in text, study
+  # Every study with 3 or 4 devices on this 2-core fixture machine says so, and only those.
+  for study in ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling", "dp_op_profile", "accuracy_vs_epochs"):
+    assert "oversubscribed" in texts[study], study
+  for study in ("dp_batch_sweep", "mp_vs_dp", "strategy_comparison", "convergence"):
+    assert "oversubscribed" not in texts[study], study
   assert "examples 5500 (paper 55000)" in texts["mp_scaling_b100"]
   assert "performance model (" in texts["mp_scaling_b100"] and "fitted rho" in texts["mp_scaling_b100"]
   written = figures.draw(output_dir, out=lambda _: None)
-  with_figure = [e.name for e in presets.ENTRIES if e.figure]
+  with_figure = [e.name for e in presets.STUDIES if e.figure]
   assert [os.path.basename(p) for p in written] == [f"{e}.png" for e in with_figure] + ["equal_cores.png"]
 
 
@@ -160,27 +160,27 @@ def test_accuracy_figures_show_every_preset_present(output_dir):
 
 
 def test_primary_preset_prefers_complete_paper_runs(output_dir, tmp_path):
-  assert records.EntryData.load(output_dir, "accuracy_vs_epochs").preset == "cpu"  # paper: 2 of 12 runs
-  assert records.EntryData.load(str(tmp_path), "dp_scaling") is None
+  assert records.StudyRecords.load(output_dir, "accuracy_vs_epochs").preset == "cpu"  # paper: 2 of 12 runs
+  assert records.StudyRecords.load(str(tmp_path), "dp_scaling") is None
   for run in presets.build("paper")["strategy_comparison"].runs:
     path = records.record_path(str(tmp_path), "paper", run)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
       json.dump({"config": {}}, f)
-  assert records.EntryData.load(str(tmp_path), "strategy_comparison").preset == "paper"
+  assert records.StudyRecords.load(str(tmp_path), "strategy_comparison").preset == "paper"
 
 
-def test_results_readme_compares_every_entry_with_the_report(output_dir):
+def test_results_readme_compares_every_study_with_the_report(output_dir):
   path = readme.write(output_dir)
   text = open(path).read()
-  for entry in presets.NAMES:
-    assert f"### `{entry}`" in text
-    assert f"--only={entry}" in text
-  for entry in presets.REPORT_ENTRIES:
-    assert f"figures/{entry}.png" in text
+  for study in presets.NAMES:
+    assert f"### `{study}`" in text
+    assert f"--only={study}" in text
+  for study in presets.REPORT_STUDIES:
+    assert f"figures/{study}.png" in text
   rep, greedy = reported.STRATEGY_COMPARISON, programs.GREEDY.name  # the report's numbers beside ours, its sizes said
   assert f"| 4 GPUs, 4 × 2000: model parallel {rep[greedy] / rep[programs.MODEL_PARALLEL.name]:.2f}×, " in text
-  # The model's errors at the fit points and at the predicted points are reported apart, for each scaling entry.
+  # The model's errors at the fit points and at the predicted points are reported apart, for each scaling study.
   assert text.count("in-sample error at the fit points (G <= 2): largest ") == 3
   assert text.count("out-of-sample error at the predicted points (G > 2, not used for the fit): largest") == 3
   unique = {(r.home, r.stored_name) for e in presets.build("cpu").values() for r in e.runs}
@@ -232,9 +232,9 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
 
 def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_published_baselines(output_dir):
   data = _data(output_dir, presets.FASHION_MNIST_ACCURACY.name)
-  # MNIST's runs are the accuracy entry's (shared); Fashion-MNIST's pass --dataset and are labelled by it.
-  runs = presets.build("cpu")[data.entry].runs
-  assert {(r.home, r.dataset) for r in runs} == {("accuracy_vs_epochs", "mnist"), (data.entry, "fashion_mnist")}
+  # MNIST's runs are the accuracy study's (shared); Fashion-MNIST's pass --dataset and are labelled by it.
+  runs = presets.build("cpu")[data.study].runs
+  assert {(r.home, r.dataset) for r in runs} == {("accuracy_vs_epochs", "mnist"), (data.study, "fashion_mnist")}
   assert all(("--dataset=fashion_mnist" in r.extra_flags) == (r.dataset == "fashion_mnist") for r in runs)
   assert [p for p, _ in sorted({(r.program, 0) for r in runs})] == sorted(p.name for p in presets.ACCURACY_COMPARED)
   acc = fashion_mnist_accuracy.dataset_accuracy(data)
@@ -244,7 +244,7 @@ def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_pu
   assert "| published: MLP 256-128-100 | — | — | 0.8833 |" in table
   assert "| published: SVC (C=10, RBF) | — | — | 0.897 |" in table
   assert "not the report's numbers" in " ".join(sentences)
-  fig = figures.make(output_dir, data.entry, data)
+  fig = figures.make(output_dir, data.study, data)
   labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
   assert "ours, MNIST" in labels and "ours, Fashion-MNIST" in labels and any("0.8833" in label for label in labels)
   assert "dataset MNIST, Fashion-MNIST" in "\n".join(t.get_text() for t in fig.texts)
@@ -405,7 +405,7 @@ def test_check_ratios_finds_a_ratio_across_machines_or_codes(output_dir, tmp_pat
     json.dump(record, f)
   found = check_ratios.problems(out)
   assert found and all("Other CPU" in line for line in found)
-  table, _ = presets.STRATEGY_COMPARISON.table(records.EntryData.load(out, "strategy_comparison"), {})
+  table, _ = presets.STRATEGY_COMPARISON.table(records.StudyRecords.load(out, "strategy_comparison"), {})
   speedups = [line.split(" | ")[3] for line in table.splitlines()[2:]]  # greedy's own row, then the others
   assert speedups[0] == "1.00×" and set(speedups[1:]) == {"—"}
   # A benchmark summary whose records ran two versions of the code.
@@ -461,7 +461,7 @@ def test_pipeline_scaling_and_heldout_convergence(output_dir):
   text, sentences = presets.PP_SCALING.table(data, {})
   assert "+0% (fit)" in text and "8 x 500 | 8 †" in text
   assert any("not used for the fit" in s for s in sentences)
-  # The comparison runs record the held-out loss every epoch: the convergence entry compares it.
+  # The comparison runs record the held-out loss every epoch: the convergence study compares it.
   conv = _data(output_dir, "convergence")
   rs = strategy_comparison.strategy_records(conv)
   assert list(rs) == [p.run_name for p in presets.COMPARED]

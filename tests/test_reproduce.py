@@ -31,20 +31,20 @@ GREEDY, SYNC, MP, DP, PP = (programs.GREEDY, programs.SYNC_LAYERWISE, programs.M
 
 def test_presets_are_consistent_and_paper_matches_the_report():
   for name in presets.PRESETS:
-    entries = presets.build(name)
+    studies = presets.build(name)
     study = {"mid": ["large_batch"], "full": ["full_size"],
              "pretraining": ["pretraining_sweep", "pretraining_ablation", "pretraining_programs"]}.get(name)
-    assert list(entries) == (study or [e.name for e in presets.ENTRIES if (e.kind != "study" or name == "smoke")
+    assert list(studies) == (study or [e.name for e in presets.STUDIES if (e.kind != "study" or name == "smoke")
                                        and name in e.sizes])
-    assert study or set(presets.REPORT_ENTRIES + presets.BEYOND) - set(entries) <= {presets.FASHION_MNIST_ACCURACY.name}
-    for entry in entries.values():
-      assert entry.runs, (name, entry.name)
-      for run in entry.runs:
+    assert study or set(presets.REPORT_STUDIES + presets.BEYOND) - set(studies) <= {presets.FASHION_MNIST_ACCURACY.name}
+    for study in studies.values():
+      assert study.runs, (name, study.name)
+      for run in study.runs:
         examples, batch, g = run.flag("train_examples"), run.flag("batch_size"), run.flag("num_devices")
-        assert 2 * batch <= examples or name == "smoke", (entry.name, run.name)  # >= 2 steps per epoch
+        assert 2 * batch <= examples or name == "smoke", (study.name, run.name)  # >= 2 steps per epoch
         if run.program == DP.name:
-          assert batch % g == 0, (entry.name, run.name)
-    homes = [(r.home, r.stored_name) for e in entries.values() for r in e.runs if r.home == e.name]
+          assert batch % g == 0, (study.name, run.name)
+    homes = [(r.home, r.stored_name) for e in studies.values() for r in e.runs if r.home == e.name]
     assert len(homes) == len(set(homes))
   paper = presets.build("paper")
   b100 = {r.name: r for r in paper["mp_scaling_b100"].runs}
@@ -59,13 +59,13 @@ def test_presets_are_consistent_and_paper_matches_the_report():
   # Shared runs: convergence draws strategy_comparison's records (their own: they record the held-out loss
   # after every epoch, which the scaling runs do not).
   for preset in ("cpu", "paper"):
-    entries = presets.build(preset)
-    conv = {r.name: (r.home, r.stored_name) for r in entries["convergence"].runs}
+    studies = presets.build(preset)
+    conv = {r.name: (r.home, r.stored_name) for r in studies["convergence"].runs}
     assert list(conv) == [p.run_name for p in presets.COMPARED]
     assert conv[GREEDY.run_name] == ("strategy_comparison", GREEDY.run_name)
     assert conv[MP.run_name] == ("strategy_comparison", MP.run_name)
-    assert all("--heldout_every_epoch" in r.extra_flags for r in entries["convergence"].runs)
-    dp_acc = {r.name: r.home for r in entries["dp_accuracy"].runs}
+    assert all("--heldout_every_epoch" in r.extra_flags for r in studies["convergence"].runs)
+    dp_acc = {r.name: r.home for r in studies["dp_accuracy"].runs}
     assert [k for k, home in dp_acc.items() if home == "accuracy_vs_epochs"] == [
         n for n in dp_acc if n.startswith(GREEDY.run_name)]
 
@@ -75,8 +75,8 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # where the presets put them (here or in the earlier records' folder) and match the flags, or reproduce would
   # refuse them. Every MNIST full-size run of the report's recipe has one; the study's are remade by the measurement
   # campaign, the tuned recipe's are its steps.
-  for preset, entry, count in (("mid", "large_batch", 4), ("full", "full_size", 14)):
-    runs = presets.build(preset)[entry].runs
+  for preset, study, count in (("mid", "large_batch", 4), ("full", "full_size", 14)):
+    runs = presets.build(preset)[study].runs
     assert len(runs) == count
     for run in runs:
       record = next(filter(None, (records.load(records.record_path(folder, preset, run))
@@ -111,7 +111,7 @@ def test_the_compared_programs_derive_from_the_registry():
   # The baseline and every program on several devices; a new multi-device program joins with no edit in experiments/.
   one_device = {p.name for p in programs.PROGRAMS if p.one_device}
   assert presets.COMPARED == (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if p.name not in one_device)
-  assert set(presets.COMPARED) - set(presets.ACCURACY_COMPARED) == {DP}  # data_parallel: its own accuracy entry
+  assert set(presets.COMPARED) - set(presets.ACCURACY_COMPARED) == {DP}  # data_parallel: its own accuracy study
   runs = presets.build("smoke")["strategy_comparison"].runs
   assert [(r.name, r.program) for r in runs] == [(p.run_name, p.name) for p in presets.COMPARED]
   assert [r.flag("num_devices") for r in runs] == [1 if r.program in one_device else 2 for r in runs]
@@ -159,16 +159,16 @@ def test_budget_fits_fixed_seconds_and_rate_per_program_to_the_driver_log(tmp_pa
   assert driver.fit_rates(str(tmp_path / "none"))[driver.POOLED].runs > 0 or driver.FALLBACK.runs == 0
 
 
-def test_select_entries_and_single_runs():
-  entries = presets.build("cpu")
-  chosen = presets.select(entries, ["dp_scaling/g2", "mp_vs_dp"])
+def test_select_studies_and_single_runs():
+  studies = presets.build("cpu")
+  chosen = presets.select(studies, ["dp_scaling/g2", "mp_vs_dp"])
   assert list(chosen) == ["dp_scaling", "mp_vs_dp"]
   assert [r.name for r in chosen["dp_scaling"].runs] == ["g2"]
   assert len(chosen["mp_vs_dp"].runs) == 8
-  with pytest.raises(ValueError, match="unknown entry"):
-    presets.select(entries, ["nope"])
+  with pytest.raises(ValueError, match="unknown study"):
+    presets.select(studies, ["nope"])
   with pytest.raises(ValueError, match="has no run"):
-    presets.select(entries, ["dp_scaling/g9"])
+    presets.select(studies, ["dp_scaling/g9"])
   with pytest.raises(ValueError, match="unknown preset"):
     presets.build("huge")
 
@@ -195,9 +195,9 @@ def _run(jobs, out, modules, lines, parallel=1):
 
 def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   out = str(tmp_path / "out")
-  entries = presets.build("smoke")
-  jobs = driver.plan(entries, "smoke", out, str(tmp_path / "work"))
-  unique = {(r.home, r.stored_name) for e in entries.values() for r in e.runs}
+  studies = presets.build("smoke")
+  jobs = driver.plan(studies, "smoke", out, str(tmp_path / "work"))
+  unique = {(r.home, r.stored_name) for e in studies.values() for r in e.runs}
   assert len(jobs) == len(unique)
   lines = []
   assert _run(jobs, out, fake_modules, lines, parallel=2) == len(jobs)
@@ -214,15 +214,15 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   assert _run(jobs, out, fake_modules, lines) == 0
   assert f"{len(jobs)} of {len(jobs)} records exist; running 0" in lines[0]
   # Figures and README from the records alone.
-  assert len(figures.draw(out, out=lambda _: None)) == len([e for e in presets.ENTRIES if e.figure])
+  assert len(figures.draw(out, out=lambda _: None)) == len([e for e in presets.STUDIES if e.figure])
   text = open(readme.write(out)).read()
   assert "preset smoke" in text
 
 
 def test_driver_stops_on_a_failing_program_and_keeps_finished_records(tmp_path, fake_modules, monkeypatch):
   out = str(tmp_path / "out")
-  entries = presets.select(presets.build("smoke"), ["dp_scaling"])
-  jobs = driver.plan(entries, "smoke", out, str(tmp_path / "work"))
+  studies = presets.select(presets.build("smoke"), ["dp_scaling"])
+  jobs = driver.plan(studies, "smoke", out, str(tmp_path / "work"))
   monkeypatch.setenv("FAKE_TRAIN_FAIL", "smoke_g2")
   lines = []
   with pytest.raises(driver.RunFailedError) as failure:
@@ -416,7 +416,7 @@ def test_command_line_errors():
   bad = run("--preset=cpu", "--jobs=2")
   assert bad.returncode == 1 and "only with --preset=smoke" in bad.stderr
   bad = run("--preset=cpu", "--only=nope")
-  assert bad.returncode == 1 and "unknown entry 'nope'" in bad.stderr
+  assert bad.returncode == 1 and "unknown study 'nope'" in bad.stderr
   dry = run("--preset=cpu", "--dry_run", "--only=dp_scaling")
   assert dry.returncode == 0 and "dp_scaling: 4 runs, estimated" in dry.stdout
   dry = run("--preset=full", "--dry_run")
@@ -473,10 +473,10 @@ def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   assert after == before  # Nothing written into the committed results.
   drawn = {f"{name}.png" for name in SMOKE_STUDIES if presets.get(name).figure}
   assert drawn and drawn <= set(os.listdir(out / "figures"))
-  for entry in (e for name, e in presets.build("smoke").items() if name in SMOKE_STUDIES):
-    for run in entry.runs:
+  for study in (e for name, e in presets.build("smoke").items() if name in SMOKE_STUDIES):
+    for run in study.runs:
       record = records.load(records.record_path(str(out), "smoke", run))
-      assert record is not None and records.mismatches(record, run) == [], (entry.name, run.name)
+      assert record is not None and records.mismatches(record, run) == [], (study.name, run.name)
   text = (out / "README.md").read_text()
   assert text.count("preset smoke") >= len(SMOKE_STUDIES)
 

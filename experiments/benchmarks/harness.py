@@ -45,7 +45,7 @@ class Setting:
   options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
   def spec(self, name: str, program: programs.Program, devices: int, extra: Sequence[str] = (),
-           launcher: Sequence[str] = (), threads: int = 1) -> presets.RunSpec:
+           launcher: Sequence[str] = (), threads: int = 1) -> presets.Run:
     """A configuration: a run of `program` with this setting's flags on `devices` devices, pretraining only."""
     return presets.spec(name, program, self.hidden_units, self.pretrain_epochs, self.batch_size, devices,
                         self.train_examples, extra=extra, launcher=launcher, threads=threads)
@@ -53,7 +53,7 @@ class Setting:
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-  """`name` (module; records default to results/benchmarks/<name>/), `configurations` (Setting -> named RunSpecs),
+  """`name` (module; records default to results/benchmarks/<name>/), `configurations` (Setting -> named [Run]),
   `summarize` ((Setting, Records) -> {measure: value}), `defaults` of the shared flags, `options` ({flag: (default:
   float, int, str or list of str, help)}), `folder` (Setting -> the records' folder; its summary is
   summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure, README label)),
@@ -62,7 +62,7 @@ class Benchmark:
   settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the defaults, shared flags
   and options alike, as `setting` takes them)."""
   name: str
-  configurations: Callable[[Setting], List[presets.RunSpec]]
+  configurations: Callable[[Setting], List[presets.Run]]
   summarize: Callable[[Setting, Records], Dict[str, Any]]
   defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   options: Mapping[str, Tuple[Any, str]] = dataclasses.field(default_factory=dict)

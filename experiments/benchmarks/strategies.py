@@ -1,6 +1,6 @@
-"""Benchmark: the cpu preset's `strategy_comparison` (the baseline and every multi-device program at that entry's
+"""Benchmark: the cpu preset's `strategy_comparison` (the baseline and every multi-device program at that study's
 size, on its devices and threads), pretraining only, alternated repeat after repeat: each program's speedup over
-the baseline in the same repeat, the entry's single runs with a spread. Timings are committed: run alone.
+the baseline in the same repeat, the study's single runs with a spread. Timings are committed: run alone.
   python -m experiments.benchmarks.strategies"""
 
 from typing import Dict, List
@@ -11,7 +11,7 @@ from experiments.benchmarks import harness
 
 
 def configurations(s: harness.Setting) -> List:
-  """The strategy_comparison entry's runs at the setting's sizes (the cpu preset's by default)."""
+  """The strategy_comparison study's runs at the setting's sizes (the cpu preset's by default)."""
   return [s.spec(r.name, programs.get(r.program), r.flag("num_devices"), extra=r.extra_flags)
           for r in presets.build("cpu")["strategy_comparison"].runs]
 

@@ -1,4 +1,4 @@
-"""Every figure: <output_dir>/figures/<entry>.png of each entry with records (its `Entry.figure` is one of the
+"""Every figure: <output_dir>/figures/<study>.png of each study with records (its `Study.figure` is one of the
 functions below) and the equal-cores figure; a footer names preset, dataset and hardware, oversubscribed points are
 hollow."""
 
@@ -39,12 +39,12 @@ def new(ncols: int = 1, width: float = 6.4, height: float = 4.8):
   return fig, list(fig.subplots(1, ncols, squeeze=False)[0])
 
 
-def finish(fig, data: records.EntryData, extra: str = "", presets_shown: Sequence[str] = (),
-           more: Sequence[records.EntryData] = ()) -> None:
+def finish(fig, data: records.StudyRecords, extra: str = "", presets_shown: Sequence[str] = (),
+           more: Sequence[records.StudyRecords] = ()) -> None:
   """Titles the figure; footer: preset and what it shrinks, dataset, hardware, hollow markers, other machines `more`."""
-  fig.suptitle(presets.get(data.entry).title, fontsize=12)
+  fig.suptitle(presets.get(data.study).title, fontsize=12)
   rs = [r for p in (presets_shown or [data.preset]) for r in series.by_preset(data)[p].values()]
-  lines = [series.preset_note(data.entry, p) for p in (presets_shown or [data.preset])]
+  lines = [series.preset_note(data.study, p) for p in (presets_shown or [data.preset])]
   lines.append(f"ours: dataset {records.datasets(rs)}; {records.hardware(rs)}; 1 thread per device" + (
       "; hollow markers/hatched bars: more devices than cores (oversubscribed)"
       if any(records.oversubscribed(r) for r in rs) else ""))
@@ -93,7 +93,7 @@ def devices_axes(left, right, cores: int, max_g: int) -> None:
   right.legend(fontsize=6, ncol=2, loc="upper left")
 
 
-def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
+def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords]):
   """Seconds vs devices with the model's lines (left), speedup over 1 device (right): every machine, the report."""
   fig, (left, right) = new(2)
   max_g = perf_model.MAX_PREDICTED_DEVICES if len(series.stacks(data)) == 1 else 4
@@ -111,7 +111,7 @@ def scaling(data: records.EntryData, others: Dict[str, records.EntryData]):
         left.plot(xs, [model.predict(by_g[gs[0]]["config"], g) for g in xs], "--", color=c, alpha=0.5, linewidth=1)
       if 1 in by_g:
         points(right, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, c, f"ours, {label}", line, marker)
-  report = reported.MP_SCALING.get(data.entry, {})
+  report = reported.MP_SCALING.get(data.study, {})
   for i, (h, rep) in enumerate(sorted(report.items())):
     report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{REPORT_LABEL}, {h} layers",
                   COLORS[i])
@@ -177,9 +177,9 @@ def straggler(output_dir: str) -> Optional[str]:
   return path
 
 
-def make(output_dir: str, entry: str, data: records.EntryData):
-  """The figure of `entry` drawn from `data` and the other machines' records in `output_dir`."""
-  return presets.get(entry).figure(data, records.other_machines(output_dir, entry))
+def make(output_dir: str, study: str, data: records.StudyRecords):
+  """The figure of `study` drawn from `data` and the other machines' records in `output_dir`."""
+  return presets.get(study).figure(data, records.other_machines(output_dir, study))
 
 
 def save(fig, path: str) -> None:
@@ -188,16 +188,16 @@ def save(fig, path: str) -> None:
   fig.savefig(path, dpi=110)
 
 
-def draw(output_dir: str, entries: Optional[Sequence[str]] = None, out: Callable[[str], None] = print) -> List[str]:
-  """Draws the figures of `entries` (default: all, and equal_cores) that have records; returns their paths."""
+def draw(output_dir: str, studies: Optional[Sequence[str]] = None, out: Callable[[str], None] = print) -> List[str]:
+  """Draws the figures of `studies` (default: all, and equal_cores) that have records; returns their paths."""
   written = []
-  for entry in (e.name for e in presets.ENTRIES if e.figure and (entries is None or e.name in entries)):
-    data = records.EntryData.load(output_dir, entry)
+  for study in (e.name for e in presets.STUDIES if e.figure and (studies is None or e.name in studies)):
+    data = records.StudyRecords.load(output_dir, study)
     if data is None:
-      out(f"[figures] {entry}: no records yet, no figure")
+      out(f"[figures] {study}: no records yet, no figure")
       continue
-    written.append(series.figure_path(output_dir, entry))
-    save(make(output_dir, entry, data), written[-1])
-    out(f"[figures] {entry}: {written[-1]} (preset {data.preset}, {len(data.runs)} records)")
-  paths = [equal_cores(output_dir), straggler(output_dir)] if entries is None else []
+    written.append(series.figure_path(output_dir, study))
+    save(make(output_dir, study, data), written[-1])
+    out(f"[figures] {study}: {written[-1]} (preset {data.preset}, {len(data.runs)} records)")
+  paths = [equal_cores(output_dir), straggler(output_dir)] if studies is None else []
   return written + [p for p in paths if p]

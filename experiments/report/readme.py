@@ -1,5 +1,5 @@
 """results/README.md from the records alone: the headline (`users`), the cpu budget, the performance models, the benchmarks,
-the equal-cores answer, other machines' runs, and per entry its figure, table, sentences and commands; and the
+the equal-cores answer, other machines' runs, and per study its figure, table, sentences and commands; and the
 top README's headline (`write_top_readme`)."""
 
 import os
@@ -26,29 +26,29 @@ BEYOND_CORES, BEYOND_CORES_COMMIT = "devices_beyond_cores", "452f604"
 
 
 def budget_table(output_dir: str) -> str:
-  """Estimated vs measured minutes per entry of the cpu preset, over its runs that have records."""
+  """Estimated vs measured minutes per study of the cpu preset, over its runs that have records."""
   rates, measured = driver.fit_rates(output_dir, every_machine=True), {}  # the same table wherever it is made
-  entries = {name: presets.EntryRuns(name, tuple(r for r in e.runs if os.path.exists(
+  studies = {name: presets.StudyRuns(name, tuple(r for r in e.runs if os.path.exists(
       records.record_path(output_dir, "cpu", r)))) for name, e in presets.build("cpu").items()}
-  jobs = driver.plan(entries, "cpu", output_dir, "", rates)
-  estimated = {name: sum(j.estimate for j in jobs if j.group == name) for name in entries}
+  jobs = driver.plan(studies, "cpu", output_dir, "", rates)
+  estimated = {name: sum(j.estimate for j in jobs if j.group == name) for name in studies}
   for line in (x for x in records.driver_log(output_dir) if x["preset"] == "cpu"):
     measured[line["entry"]] = measured.get(line["entry"], 0.0) + line["wall_seconds"]
   rows = [[f"`{name}`", own if own == len(e.runs) else f"{own} (+{len(e.runs) - own} shared)",
            driver.minutes(estimated[name]), driver.minutes(measured[name]) if name in measured else "—",
            "; ".join(presets.shrink_notes(name, "cpu"))]
-          for name, e in entries.items() for own in [sum(r.home == name for r in e.runs)]]
-  rows.append(["**total**", sum(r.home == e.name for e in entries.values() for r in e.runs),
+          for name, e in studies.items() for own in [sum(r.home == name for r in e.runs)]]
+  rows.append(["**total**", sum(r.home == e.name for e in studies.values() for r in e.runs),
                driver.minutes(sum(estimated.values())), driver.minutes(sum(measured.values())) if measured else "—", ""])
-  return (tables.md_table(["entry", "runs", "estimated", "measured", "shrunk from the report (paper preset)"], rows)
+  return (tables.md_table(["study", "runs", "estimated", "measured", "shrunk from the report (paper preset)"], rows)
           + "\n\nEstimate: `experiments/driver.py`, per program fixed seconds + FLOPs (`common/measure/cost.py`) at a rate, "
           "both fitted by least squares to the wall seconds of the runs in `runs/driver_log.jsonl` (so in-sample "
           f"here): {driver.describe_rates(rates)}. Measured: the wall-clock seconds in `runs/driver_log.jsonl` (reruns "
-          "included). A run shared by two entries counts for the first.")
+          "included). A run shared by two studies counts for the first.")
 
 
-def model_line(name: str, d: Optional[records.EntryData]) -> str:
-  """One entry's model on one machine: parameters, largest in- and out-of-sample errors, noise of t_k."""
+def model_line(name: str, d: Optional[records.StudyRecords]) -> str:
+  """One study's model on one machine: parameters, largest in- and out-of-sample errors, noise of t_k."""
   if d is None:
     return f"`{name}`: no records yet."
   model, why = perf_model.calibrated(d.runs)
@@ -166,8 +166,8 @@ def equal_cores_section(output_dir: str) -> List[str]:
 def machine_section(output_dir: str, machine: str) -> str:
   """Another machine's folders of single runs: a table each, with the model fitted on its G <= 2 runs."""
   root, parts = os.path.join(output_dir, machine), []
-  entry_roots = {e.layout.split("/")[0] for e in presets.ENTRIES} | {"benchmarks"}  # folders tabled elsewhere
-  for folder in (f for f in sorted(os.listdir(root)) if f not in entry_roots and os.path.isdir(os.path.join(root, f))):
+  study_roots = {e.layout.split("/")[0] for e in presets.STUDIES} | {"benchmarks"}  # folders tabled elsewhere
+  for folder in (f for f in sorted(os.listdir(root)) if f not in study_roots and os.path.isdir(os.path.join(root, f))):
     rs = {f[:-len(".json")]: records.load(os.path.join(root, folder, f))
           for f in sorted(os.listdir(os.path.join(root, folder))) if f.endswith(".json")}
     base = {len(r["config"]["hidden_units"]): r for r in rs.values() if records.devices(r) == 1}
@@ -194,29 +194,29 @@ def machine_section(output_dir: str, machine: str) -> str:
   return "\n\n".join(parts)
 
 
-def _table_lines(name: str, data: records.EntryData, table: str, sentences: List[str], where: str = "") -> List[str]:
-  """An entry's table with its caption (preset, dataset, hardware; `where`: the folder it comes from) and sentences."""
+def _table_lines(name: str, data: records.StudyRecords, table: str, sentences: List[str], where: str = "") -> List[str]:
+  """A study's table with its caption (preset, dataset, hardware; `where`: the folder it comes from) and sentences."""
   return [f"*{where}{series.preset_note(name, data.preset)}; dataset {records.datasets(list(data.runs.values()))}; "
           f"{records.hardware(list(data.runs.values()))}.*", "", table, "", " ".join(x for x in sentences if x), ""]
 
 
-def entry_section(output_dir: str, name: str, data: Optional[records.EntryData]) -> str:
-  """One entry: figure, preset, table, sentences, commands; then a table of each other folder's records of it
-  (`records.OTHER_MACHINES`) unless the entry's table sets them beside this machine's (`tables.WITH_OTHERS`)."""
-  entry, table_of = presets.get(name), presets.get(name).table
-  lines, others = [f"### `{name}`: {entry.title}", ""], records.other_machines(output_dir, name)
+def study_section(output_dir: str, name: str, data: Optional[records.StudyRecords]) -> str:
+  """One study: figure, preset, table, sentences, commands; then a table of each other folder's records of it
+  (`records.OTHER_MACHINES`) unless the study's table sets them beside this machine's (`tables.WITH_OTHERS`)."""
+  study, table_of = presets.get(name), presets.get(name).table
+  lines, others = [f"### `{name}`: {study.title}", ""], records.other_machines(output_dir, name)
   apart = {} if table_of in tables.WITH_OTHERS else others
   if data is None:
-    preset = [p for p in presets.PRESETS if p in entry.sizes][0 if entry.kind == "study" else 1]
+    preset = [p for p in presets.PRESETS if p in study.sizes][0 if study.kind == "own" else 1]
     lines += [f"No records yet: run `python -m experiments.reproduce --preset={preset} --only={name}`.", ""]
   else:
-    if entry.figure:
+    if study.figure:
       lines += [f"![{name}]({os.path.relpath(series.figure_path(output_dir, name), output_dir)})", ""]
     lines += _table_lines(name, data, *table_of(data, others))
-    entries, rel = presets.build(data.preset, output_dir), os.path.relpath(os.path.abspath(output_dir), ROOT)
+    studies, rel = presets.build(data.preset, output_dir), os.path.relpath(os.path.abspath(output_dir), ROOT)
     rel = output_dir if rel.startswith("..") else rel  # the output directory as the commands name it
-    jobs = driver.plan(entries, data.preset, rel, "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
-    mine = {(r.home, r.stored_name) for r in entries[name].runs if r.name in data.runs}  # the runs with records
+    jobs = driver.plan(studies, data.preset, rel, "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
+    mine = {(r.home, r.stored_name) for r in studies[name].runs if r.name in data.runs}  # the runs with records
     lines += [f"Command: `python -m experiments.reproduce --preset={data.preset} --only={name} "
               f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
               f"{len(mine)} program commands</summary>", "", "```"]
@@ -260,7 +260,7 @@ def text(output_dir: str) -> str:
       equal_cores="\n".join(equal_cores_section(output_dir)),
       machines="\n\n".join(f"## More records of the {m} machine\n\nSingle runs outside the run list, each folder made "
                             f"by one command (see the machine's README).\n\n{section}" for m, section in others if section),
-      studies="\n".join(entry_section(output_dir, name, data[name]) for name in presets.NAMES))
+      studies="\n".join(study_section(output_dir, name, data[name]) for name in presets.NAMES))
   return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
 
 

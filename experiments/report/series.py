@@ -1,6 +1,6 @@
 """What the tables and figures show, computed from the run records (`stacks`, `sweep_points`, `pipeline_rows`, ...;
 a ratio of two records through `records.ratio`), and the names both use: the model's error goal, the tolerances,
-the scaling entries, the figures' paths, `load_all`. Programs are known by their capabilities and the baseline."""
+the scaling studies, the figures' paths, `load_all`. Programs are known by their capabilities and the baseline."""
 
 import os
 from typing import Dict, List, Optional, Tuple
@@ -16,7 +16,7 @@ MODEL_ERROR_GOAL = 0.15
 Runs = Dict[str, dict]
 SCALING = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")
 EQUAL_CORES = "equal_cores.png"
-Data = Dict[str, Optional[records.EntryData]]
+Data = Dict[str, Optional[records.StudyRecords]]
 
 
 def strategy(record: dict) -> str:
@@ -24,18 +24,18 @@ def strategy(record: dict) -> str:
   return record.get("strategy") or record["config"]["strategy"]
 
 
-def cores(data: records.EntryData) -> int:
-  """The fewest cores any run of the entry could use."""
+def cores(data: records.StudyRecords) -> int:
+  """The fewest cores any run of the study could use."""
   return min(records.cores(r) for r in data.runs.values())
 
 
-def machine_cores(data: records.EntryData) -> int:
-  """The cores of the machine the entry's runs ran on (`records.host_cores`; the most, should they differ)."""
+def machine_cores(data: records.StudyRecords) -> int:
+  """The cores of the machine the study's runs ran on (`records.host_cores`; the most, should they differ)."""
   return max(records.host_cores(r) for r in data.runs.values())
 
 
-def stacks(data: records.EntryData) -> Dict[int, Dict[int, dict]]:
-  """{hidden layers: {devices: record}} of a scaling entry (data parallel: one stack), sorted."""
+def stacks(data: records.StudyRecords) -> Dict[int, Dict[int, dict]]:
+  """{hidden layers: {devices: record}} of a scaling study (data parallel: one stack), sorted."""
   out: Dict[int, Dict[int, dict]] = {}
   for r in data.runs.values():
     out.setdefault(len(r["config"]["hidden_units"]), {})[records.devices(r)] = r
@@ -47,7 +47,7 @@ def max_error(predictions: List[perf_model.Prediction], in_calibration: bool) ->
   return max((abs(p.relative_error) for p in predictions if p.in_calibration == in_calibration), default=None)
 
 
-def oversubscribed_faster(data: records.EntryData) -> List[Tuple[int, int, float, int, float]]:
+def oversubscribed_faster(data: records.StudyRecords) -> List[Tuple[int, int, float, int, float]]:
   """[(layers, devices, seconds, best devices <= cores, its seconds)] where more devices than cores won."""
   out = []
   for h, by_g in stacks(data).items():
@@ -69,8 +69,8 @@ def batch_label(rs: List[dict]) -> str:
   return "; ".join(dict.fromkeys(labels))
 
 
-def by_preset(data: records.EntryData) -> Dict[str, Runs]:
-  """{preset: {run name: record}} of every preset with records, the entry's shown preset first."""
+def by_preset(data: records.StudyRecords) -> Dict[str, Runs]:
+  """{preset: {run name: record}} of every preset with records, the study's shown preset first."""
   return {data.preset: data.runs, **{p: data.other[p] for p in presets.PRESETS if p in data.other}}
 
 
@@ -93,18 +93,18 @@ def program_name(program: str) -> str:
   return programs.get(program).label
 
 
-def preset_note(entry: str, preset: str) -> str:
+def preset_note(study: str, preset: str) -> str:
   """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
-  notes = presets.shrink_notes(entry, preset)
+  notes = presets.shrink_notes(study, preset)
   return (f"preset {preset}: " + "; ".join(notes) if notes else
           f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
 
 
-def figure_path(output_dir: str, entry: str) -> str:
-  """<output_dir>/figures/<entry>.png"""
-  return os.path.join(output_dir, "figures", f"{entry}.png")
+def figure_path(output_dir: str, study: str) -> str:
+  """<output_dir>/figures/<study>.png"""
+  return os.path.join(output_dir, "figures", f"{study}.png")
 
 
 def load_all(output_dir: str) -> Data:
-  """{entry: its records in `output_dir`, or None}."""
-  return {name: records.EntryData.load(output_dir, name) for name in presets.NAMES}
+  """{study: its records in `output_dir`, or None}."""
+  return {name: records.StudyRecords.load(output_dir, name) for name in presets.NAMES}

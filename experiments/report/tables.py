@@ -1,5 +1,5 @@
-"""Per entry a markdown table beside the report's numbers with sentences: a function of (the entry's records,
-{machine: records}) returning (table, [sentences]), named by `Entry.table`; and the number formats every table
+"""Per study a markdown table beside the report's numbers with sentences: a function of (the study's records,
+{machine: records}) returning (table, [sentences]), named by `Study.table`; and the number formats every table
 uses (`fmt`, `md_table`). † marks oversubscription (more logical devices than cores), ‡ a noisy configuration."""
 
 import types
@@ -14,9 +14,9 @@ from experiments import reported
 from experiments.benchmarks import harness
 from experiments.report import series
 
-Others = Mapping[str, records.EntryData]
-# The `others` of a table drawn from another folder's records alone (`readme.entry_section`): empty, and telling a
-# table that lists its entry's declared runs to leave out those the folder has no record of.
+Others = Mapping[str, records.StudyRecords]
+# The `others` of a table drawn from another folder's records alone (`readme.study_section`): empty, and telling a
+# table that lists its study's declared runs to leave out those the folder has no record of.
 APART: Others = types.MappingProxyType({})
 Table = Tuple[str, List[str]]
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
@@ -55,7 +55,7 @@ def _seconds(r: Optional[dict]) -> str:
   return fmt(r["pretrain_seconds"]) + (" †" if records.oversubscribed(r) else "") if r else "—"
 
 
-def cores_note(data: records.EntryData, others: Others) -> str:
+def cores_note(data: records.StudyRecords, others: Others) -> str:
   """What the records show beyond the core count, on this machine and the others."""
   if not any(records.oversubscribed(r) for r in data.runs.values()):
     return ""
@@ -75,9 +75,9 @@ def cores_note(data: records.EntryData, others: Others) -> str:
   return text
 
 
-def scaling(data: records.EntryData, others: Others) -> Table:
+def scaling(data: records.StudyRecords, others: Others) -> Table:
   """Seconds and speedup per (machine, layers, devices), ours beside the report's and the model's."""
-  report, rows = reported.MP_SCALING.get(data.entry, {}), []
+  report, rows = reported.MP_SCALING.get(data.study, {}), []
   for machine, d in [("", data)] + list(others.items()):
     model, _ = perf_model.calibrated(d.runs)
     predicted = {(len(p.hidden_units), p.devices): p for p in (perf_model.predictions(model, d.runs) if model else [])}
@@ -92,7 +92,7 @@ def scaling(data: records.EntryData, others: Others) -> Table:
   model, _ = perf_model.calibrated(data.runs)
   dp = [f"The report calls its speedup {reported.DP_SCALING_TEXT}.",
         f"Ours: {series.batch_label(list(data.runs.values()))}; {reported.DP_BATCH_NOTE}."]
-  sentences = (dp if data.entry == presets.DP_SCALING.name else []) + ["Each point is a single run."]
+  sentences = (dp if data.study == presets.DP_SCALING.name else []) + ["Each point is a single run."]
   if model is not None and model.slowdown > 1.0:
     sentences.append(f"The performance model's slowdown of devices side by side, rho = {model.slowdown:.2f}, is fitted "
                      f"to the 2-device runs' times (not measured); with it 2 devices can give at most "
@@ -101,6 +101,6 @@ def scaling(data: records.EntryData, others: Others) -> Table:
                    "report speedup"], rows), sentences + [cores_note(data, others)]
 
 
-# The tables that set other folders' records (`records.OTHER_MACHINES`) beside this machine's; any other entry's
-# records in another folder get a table of their own (`readme.entry_section`).
+# The tables that set other folders' records (`records.OTHER_MACHINES`) beside this machine's; any other study's
+# records in another folder get a table of their own (`readme.study_section`).
 WITH_OTHERS = (scaling,)

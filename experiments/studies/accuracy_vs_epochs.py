@@ -7,16 +7,16 @@ from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments import reported
-from experiments.presets import CONFIG_1, Entry
+from experiments.presets import CONFIG_1, Study
 from experiments.report import series
 from experiments.report.figures import PRESET_MARKERS, REPORT_LABEL, color, finish, new, points, report_series
 from experiments.report.series import Runs, strategy
 from experiments.report.tables import Others, Table, fmt, md_table
 
 
-def epoch_settings(preset: str, entry: str = "accuracy_vs_epochs") -> List[int]:
-  """The pretraining epoch counts an accuracy entry runs at `preset`."""
-  return sorted({r.flag("pretrain_epochs") for r in presets.build(preset)[entry].runs})
+def epoch_settings(preset: str, study: str = "accuracy_vs_epochs") -> List[int]:
+  """The pretraining epoch counts an accuracy study runs at `preset`."""
+  return sorted({r.flag("pretrain_epochs") for r in presets.build(preset)[study].runs})
 
 
 def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:
@@ -28,7 +28,7 @@ def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:
   return {k: sorted(v) for k, v in out.items()}
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Test accuracy per program and epochs, every preset present and the report's."""
   rows, sentences = [], []
   for preset, runs in series.by_preset(data).items():
@@ -54,7 +54,7 @@ def table(data: records.EntryData, others: Others) -> Table:
       f"The report's text gives model parallel ~{reported.MP_ACCURACY_TEXT}."]
 
 
-def figure(data: records.EntryData, others=None):
+def figure(data: records.StudyRecords, others=None):
   """Test accuracy vs (pretraining, finetuning) epochs, every preset with records; x = the i-th setting of each."""
   fig, (ax,) = new(1, width=8)
   shown = series.by_preset(data)
@@ -80,7 +80,7 @@ def figure(data: records.EntryData, others=None):
   return fig
 
 
-ACCURACY_VS_EPOCHS = Entry(
+ACCURACY_VS_EPOCHS = Study(
     "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel", dict(
         paper=dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
         cpu=dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=2),

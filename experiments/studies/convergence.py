@@ -7,7 +7,7 @@ from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments.benchmarks import harness
-from experiments.presets import Entry
+from experiments.presets import Study
 from experiments.report import series
 from experiments.report import tables
 from experiments.report.figures import color, finish, new, points
@@ -28,14 +28,14 @@ def convergence_loss(rs: Runs) -> Tuple[str, Optional[List[float]]]:
   return key, [layer["epochs"][-1][key] * (1 + LOSS_TOLERANCE) for layer in rs[base]["layers"]] if base in rs else None
 
 
-def times_to_target(data: records.EntryData) -> Dict[str, Tuple[Optional[float], List[Optional[float]]]]:
+def times_to_target(data: records.StudyRecords) -> Dict[str, Tuple[Optional[float], List[Optional[float]]]]:
   """{run name: (seconds until every layer reached its fixed loss, the seconds of each layer)} (None: never)."""
   rs = strategy_records(data)
   key, targets = convergence_loss(rs)
   return {s: records.time_to_loss(records.loss_curves(r, key), targets) for s, r in rs.items()} if targets else {}
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Pretraining seconds, seconds to the fixed loss (all layers and per layer) and final losses per program."""
   reach, rs = times_to_target(data), strategy_records(data)
   key, _ = convergence_loss(rs)
@@ -53,7 +53,7 @@ def table(data: records.EntryData, others: Others) -> Table:
       "parallel trains lower layers for more epochs (pipeline fill) and upper layers on inputs that still change."]
 
 
-def figure(data: records.EntryData, others=None):
+def figure(data: records.StudyRecords, others=None):
   """Per layer: the compared loss after each epoch vs seconds, the fixed loss dotted, times to it in the legend."""
   rs = strategy_records(data)
   fig, axes = new(max(len(r["layers"]) for r in rs.values()), width=3.6, height=4.2)
@@ -77,7 +77,7 @@ def figure(data: records.EntryData, others=None):
   return fig
 
 
-CONVERGENCE = Entry("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
+CONVERGENCE = Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
                     presets.comparison_runs, table, figure, order=10)
 
 STUDIES = (CONVERGENCE,)

@@ -6,7 +6,7 @@ from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments import reported
-from experiments.presets import CONFIG_1, DP, Entry, GREEDY, LARGE_BATCH_FLAGS, NO_PROFILE, RECIPES, RunSpec, spec
+from experiments.presets import CONFIG_1, DP, Study, GREEDY, LARGE_BATCH_FLAGS, NO_PROFILE, RECIPES, Run, spec
 from experiments.report import series
 from experiments.report.figures import REPORT_COLOR, REPORT_LABEL, bars, finish, new
 from experiments.report.series import Runs
@@ -30,16 +30,16 @@ def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]
           for i, e in enumerate(epoch_settings(preset, "dp_accuracy"))]
 
 
-def _dp_accuracy(s) -> List[RunSpec]:
+def _dp_accuracy(s) -> List[Run]:
   recipes = (RECIPES[0], ("large_batch", s["large_batch"]))
-  # The greedy reference at the accuracy entry's batch, when it has these epochs.
+  # The greedy reference at the accuracy study's batch, when it has these epochs.
   return [spec(f"dp_e{e}_{recipe}", DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
                extra=extra + NO_PROFILE, resumable=True) for e in s["epochs"] for recipe, extra in recipes] + [
       r for r in presets.accuracy_runs(ACCURACY_VS_EPOCHS.sizes[s["preset"]])
       if r.program == GREEDY.name and r.flag("pretrain_epochs") in s["epochs"]]
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Data-parallel test accuracy per recipe and epochs vs greedy and the report."""
   rows = []
   for preset, runs in series.by_preset(data).items():
@@ -59,7 +59,7 @@ def table(data: records.EntryData, others: Others) -> Table:
       f"scales them with the batch{recipe}. {SINGLE}"]
 
 
-def figure(data: records.EntryData, others=None):
+def figure(data: records.StudyRecords, others=None):
   """Bars of test accuracy per epoch setting (both recipes, greedy, the report), one panel per preset."""
   shown = series.by_preset(data)
   fig, axes = new(len(shown), width=8 if len(shown) == 1 else 6.5)
@@ -83,7 +83,7 @@ def figure(data: records.EntryData, others=None):
   return fig
 
 
-DP_ACCURACY = Entry(
+DP_ACCURACY = Study(
     "dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe", dict(
         paper=dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4,
                    large_batch=LARGE_BATCH_FLAGS),

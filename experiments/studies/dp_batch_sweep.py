@@ -4,23 +4,23 @@ from typing import List, Tuple
 
 from experiments import records
 from experiments import reported
-from experiments.presets import DP, Entry, NO_PROFILE, RunSpec, spec
+from experiments.presets import DP, Study, NO_PROFILE, Run, spec
 from experiments.report.figures import REPORT_LABEL, finish, new, points, report_series
 from experiments.report.tables import Others, Table, md_table
 
 
-def sweep_points(data: records.EntryData) -> List[Tuple[int, float, float, bool]]:
+def sweep_points(data: records.StudyRecords) -> List[Tuple[int, float, float, bool]]:
   """[(global batch, median seconds per epoch, examples per second, oversubscribed)] sorted by batch."""
   return sorted((b, s, (r["config"]["train_examples"] // b) * b / s, records.oversubscribed(r))
                 for r in data.runs.values() for b, s in [(r["config"]["batch_size"], records.median_epoch_seconds(r))])
 
 
-def _dp_batch_sweep(s) -> List[RunSpec]:
+def _dp_batch_sweep(s) -> List[Run]:
   return [spec(f"b{b}", DP, (s["units"],), s["epochs"], b, s["devices"], s["examples"], extra=NO_PROFILE)
           for b in s["batches"]]
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Seconds per epoch and examples per second per global batch, ours and the report's."""
   pts, g = sweep_points(data), sorted({records.devices(r) for r in data.runs.values()})
   rows = [[batch, "/".join(f"{batch // d}" for d in g), f"{secs:.2f}" + (" †" if over else ""), f"{rate:,.0f}",
@@ -37,7 +37,7 @@ def table(data: records.EntryData, others: Others) -> Table:
       f"Ours ran {examples:,} examples per epoch (report: 55,000): compare examples per second. Single runs."]
 
 
-def figure(data: records.EntryData, others=None):
+def figure(data: records.StudyRecords, others=None):
   """Seconds per epoch (left) and examples per second (right) vs global batch, ours and the report's."""
   fig, (left, right) = new(2)
   pts, rep = sweep_points(data), reported.DP_BATCH_SWEEP
@@ -57,7 +57,7 @@ def figure(data: records.EntryData, others=None):
   return fig
 
 
-DP_BATCH_SWEEP = Entry("dp_batch_sweep", "Data parallel: seconds per epoch of one layer vs global batch", dict(
+DP_BATCH_SWEEP = Study("dp_batch_sweep", "Data parallel: seconds per epoch of one layer vs global batch", dict(
     paper=dict(examples=55_000, epochs=2, units=2000, devices=4, batches=(
         52, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000)),
     cpu=dict(examples=18_000, epochs=2, units=1000, devices=2,

@@ -6,7 +6,7 @@ from typing import Dict, Tuple
 from experiments import presets
 from experiments import records
 from experiments import reported
-from experiments.presets import Entry
+from experiments.presets import Study
 from experiments.report import series
 from experiments.report.figures import REPORT_LABEL, bars, finish, new
 from experiments.report.tables import Others, PHASES, Table, cores_note, md_table
@@ -16,14 +16,14 @@ PHASE_STYLES = {"input": ("input (gather + corrupt)", "tab:blue"), "forward_loss
                 "apply": ("apply SGD update", "tab:cyan")}
 
 
-def profile_rows(data: records.EntryData) -> Dict[int, Tuple[Dict[str, float], bool]]:
+def profile_rows(data: records.StudyRecords) -> Dict[int, Tuple[Dict[str, float], bool]]:
   """{devices: ({phase: seconds per epoch}, oversubscribed)} from data_parallel's op profiles in the records."""
   out = {records.devices(r): ({p: float(phases.get(p, 0.0)) for p in PHASES}, records.oversubscribed(r))
          for r in data.runs.values() for phases in [(r.get("profile") or {}).get("seconds_per_epoch")] if phases}
   return dict(sorted(out.items()))
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Seconds per epoch of each phase per device count, ours and the report's."""
   ours, rows = profile_rows(data), []
   for g in sorted(set(ours) | set(reported.DP_OP_PROFILE)):
@@ -50,7 +50,7 @@ def _phases(ax, rows: Dict[int, Dict[str, float]], over: Dict[int, bool]) -> Non
   ax.set(xticks=gs, xlabel="devices G", ylabel="seconds per epoch")
 
 
-def figure(data: records.EntryData, others=None):
+def figure(data: records.StudyRecords, others=None):
   """Stacked seconds per epoch by phase vs devices: ours (left) and the report's (right)."""
   fig, (left, right) = new(2)
   rows = profile_rows(data)
@@ -68,7 +68,7 @@ def figure(data: records.EntryData, others=None):
   return fig
 
 
-DP_OP_PROFILE = Entry("dp_op_profile", "Data parallel: time per epoch by phase vs devices", dict(
+DP_OP_PROFILE = Study("dp_op_profile", "Data parallel: time per epoch by phase vs devices", dict(
     paper=dict(examples=55_000, epochs=1, batch=1000, units=2000, devices=(1, 2, 3, 4)),
     cpu=dict(examples=11_000, epochs=1, batch=1000, units=1000, devices=(1, 2, 3, 4)),
     smoke=dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))), presets.dp_scaling_runs, table,

@@ -5,7 +5,7 @@ from typing import Dict, List
 from experiments import presets
 from experiments import records
 from experiments import reported
-from experiments.presets import Entry, FASHION, MNIST, RunSpec
+from experiments.presets import Study, FASHION, MNIST, Run
 from experiments.report import series
 from experiments.report.figures import COLORS, bars, finish, new
 from experiments.report.series import strategy
@@ -17,17 +17,17 @@ from experiments.studies.accuracy_vs_epochs import ACCURACY_VS_EPOCHS
 ACCURACY_GOALS = {presets.FASHION: 0.89}
 
 
-def dataset_accuracy(data: records.EntryData) -> Dict[str, Dict[str, float]]:
-  """{dataset: {program: test accuracy}} of `fashion_mnist_accuracy`'s shown preset, in the entry's order of datasets
+def dataset_accuracy(data: records.StudyRecords) -> Dict[str, Dict[str, float]]:
+  """{dataset: {program: test accuracy}} of `fashion_mnist_accuracy`'s shown preset, in the study's order of datasets
   and of programs (`presets.ACCURACY_COMPARED`); a program without a record (or accuracy) is left out."""
   found = {(records.dataset(r), strategy(r)): records.test_accuracy(r) for r in data.runs.values()}
   return {d: {p.name: found[(d, p.name)] for p in presets.ACCURACY_COMPARED if found.get((d, p.name)) is not None}
-          for d in presets.get(data.entry).sizes[data.preset]["datasets"]}
+          for d in presets.get(data.study).sizes[data.preset]["datasets"]}
 
 
-def most_epochs(data: records.EntryData) -> int:
-  """The most pretraining epochs of an entry at its shown preset."""
-  return max(presets.get(data.entry).sizes[data.preset]["epochs"])
+def most_epochs(data: records.StudyRecords) -> int:
+  """The most pretraining epochs of an study at its shown preset."""
+  return max(presets.get(data.study).sizes[data.preset]["epochs"])
 
 
 def accuracy_goal(dataset: str) -> str:
@@ -36,12 +36,12 @@ def accuracy_goal(dataset: str) -> str:
   return f"goal ≥ {ACCURACY_GOALS[dataset]}; published: {published}" if dataset in ACCURACY_GOALS else "—"
 
 
-def _dataset_accuracy(s) -> List[RunSpec]:  # MNIST's are accuracy_vs_epochs' runs of these sizes (shared)
+def _dataset_accuracy(s) -> List[Run]:  # MNIST's are accuracy_vs_epochs' runs of these sizes (shared)
   return [r for d in s["datasets"] for r in presets.accuracy_runs(dict(s, dataset=d))]
 
 
-def table(data: records.EntryData, others: Others) -> Table:
-  """Test accuracy per program on each dataset of the entry (MNIST's: accuracy_vs_epochs' runs), the published
+def table(data: records.StudyRecords, others: Others) -> Table:
+  """Test accuracy per program on each dataset of the study (MNIST's: accuracy_vs_epochs' runs), the published
   baselines beside it."""
   acc, e = dataset_accuracy(data), most_epochs(data)
   baselines = dict.fromkeys(m for d in acc for m in reported.PUBLISHED_BASELINES.get(d, {}))
@@ -51,11 +51,11 @@ def table(data: records.EntryData, others: Others) -> Table:
            for m in baselines]
   return md_table(["program", "epochs"] + [f"{records.dataset_label(d)} test accuracy" for d in acc], rows), [
       "The strategies of `accuracy_vs_epochs` at its size and most epochs on each dataset; MNIST's runs are that "
-      f"entry's (shared records). {SINGLE} {PUBLISHED}"]
+      f"study's (shared records). {SINGLE} {PUBLISHED}"]
 
 
-def figure(data: records.EntryData, others=None):
-  """Bars of test accuracy per program, each dataset of the entry side by side; the published baselines dashed."""
+def figure(data: records.StudyRecords, others=None):
+  """Bars of test accuracy per program, each dataset of the study side by side; the published baselines dashed."""
   fig, (ax,) = new(1, width=8)
   acc, names, e = dataset_accuracy(data), [p.name for p in presets.ACCURACY_COMPARED], most_epochs(data)
   for j, (dataset, by) in enumerate(acc.items()):
@@ -72,8 +72,8 @@ def figure(data: records.EntryData, others=None):
   return fig
 
 
-FASHION_MNIST_ACCURACY = Entry(
-    "fashion_mnist_accuracy", "Test accuracy on Fashion-MNIST beside MNIST (beyond the report): the accuracy entry's "
+FASHION_MNIST_ACCURACY = Study(
+    "fashion_mnist_accuracy", "Test accuracy on Fashion-MNIST beside MNIST (beyond the report): the accuracy study's "
     "programs", dict(cpu=dict(ACCURACY_VS_EPOCHS.sizes["cpu"], epochs=(12,), datasets=(MNIST, FASHION)),
                      smoke=dict(ACCURACY_VS_EPOCHS.sizes["smoke"], datasets=(MNIST, FASHION))),
     _dataset_accuracy, table, figure, kind="beyond", timed=False, order=7)

@@ -6,8 +6,8 @@ from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments import reported
-from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Entry, FASHION, GREEDY, HELDOUT, MNIST, MP, NO_PROFILE,
-                                 PP, RECIPES, RunSpec, spec)
+from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Study, FASHION, GREEDY, HELDOUT, MNIST, MP, NO_PROFILE,
+                                 PP, RECIPES, Run, spec)
 from experiments.report import series
 from experiments.report.tables import APART, Others, PUBLISHED, Table, fmt, md_table
 from experiments.studies.fashion_mnist_accuracy import accuracy_goal
@@ -17,7 +17,7 @@ from experiments.studies.fashion_mnist_accuracy import accuracy_goal
 TUNED_GOALS = {presets.MNIST: 0.985, presets.FASHION: 0.90}
 
 
-def _full_size(s) -> List[RunSpec]:
+def _full_size(s) -> List[Run]:
   e, b, g = s["epochs"], s["batch"], s["devices"]
   name = lambda p: f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}"  # noqa: E731
   return [spec(f"{name(p)}{suffix}", p, s["hidden"], e, b, g, s["examples"], e,
@@ -31,7 +31,7 @@ def _full_size(s) -> List[RunSpec]:
            extra=("--recipe=tuned", f"--dataset={d}"), resumable=True) for d in (MNIST, FASHION) for p in (GREEDY, PP)]
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Every declared full-size run (not run yet where it has no record; of another folder's, `APART`, those it has),
   each row labelled with its dataset and machine:
   test accuracy beside the report's (MNIST) or the goal and published baselines (other datasets), and time."""
@@ -43,7 +43,7 @@ def table(data: records.EntryData, others: Others) -> Table:
            f"tuned recipe's goal ≥ {TUNED_GOALS[run.dataset]}" if run.name.endswith("_tuned") else
            report.get(run.program, "—") if run.dataset == presets.MNIST else accuracy_goal(run.dataset),
            records.machine_label([r]) if r else "—"]
-          for run in presets.build(data.preset)[data.entry].runs for r in [data.runs.get(run.name)]
+          for run in presets.build(data.preset)[data.study].runs for r in [data.runs.get(run.name)]
           if r or others is not APART]
   by_machine: Dict[str, List[str]] = {}  # minutes grouped by machine, never two machines' side by side
   for name, r in data.runs.items():
@@ -66,9 +66,9 @@ def table(data: records.EntryData, others: Others) -> Table:
       "(docs/pretraining.md). " + PUBLISHED]
 
 
-FULL_SIZE = Entry("full_size", "Full size: the report's network on all 55,000 images", dict(
+FULL_SIZE = Study("full_size", "Full size: the report's network on all 55,000 images", dict(
     full=dict(examples=55_000, epochs=30, hidden=CONFIG_1, batch=100, dp_batch=5000, devices=2)),
-    _full_size, table, kind="study", layout="full_size/{run}.json", timed=False, order=14)
+    _full_size, table, kind="own", layout="full_size/{run}.json", timed=False, order=14)
 
 # The whole job at full size with the fastest program, per precision (pretraining plus finetuning: a full_size run):
 # the campaign's end-to-end step runs the one of the fastest precision the processor has.

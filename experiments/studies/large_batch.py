@@ -5,13 +5,13 @@ from typing import List, Optional, Tuple
 
 from common.settings import programs
 from experiments import records
-from experiments.presets import DP, Entry, GREEDY, LARGE_BATCH_CANDIDATES, NO_PROFILE, RunSpec, spec
+from experiments.presets import DP, Study, GREEDY, LARGE_BATCH_CANDIDATES, NO_PROFILE, Run, spec
 from experiments.report import series
 from experiments.report.series import strategy
 from experiments.report.tables import Others, SINGLE, Table, fmt, md_table
 
 
-def large_batch_choice(data: records.EntryData) -> Tuple[List[dict], Optional[str]]:
+def large_batch_choice(data: records.StudyRecords) -> Tuple[List[dict], Optional[str]]:
   """Per run {"run", "record", "program", "candidate" (not the baseline's reference run), "batch", "validation",
   "test", "losses"}, and the candidate with the highest validation accuracy (test plays no part)."""
   rows = [{"run": name, "record": r, "program": strategy(r), "candidate": strategy(r) != programs.baseline().name,
@@ -22,14 +22,14 @@ def large_batch_choice(data: records.EntryData) -> Tuple[List[dict], Optional[st
   return rows, max(candidates, key=lambda row: row["validation"])["run"] if candidates else None
 
 
-def _large_batch(s) -> List[RunSpec]:
+def _large_batch(s) -> List[Run]:
   e, b = s["epochs"], s["reference_batch"]
   return [spec(f"{GREEDY.name}_b{b}", GREEDY, s["hidden"], e, b, 1, s["examples"], e, resumable=True)] + [
       spec(name, DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e, extra=flags + NO_PROFILE,
            resumable=True) for name, flags in LARGE_BATCH_CANDIDATES]
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """The large-batch study: candidates compared on validation accuracy, test accuracy of the chosen one only."""
   rows, chosen = large_batch_choice(data)
   table = [[f"`{row['run']}`" + (" (chosen)" if row["run"] == chosen else ""), series.program_name(row["program"]),
@@ -44,9 +44,9 @@ def table(data: records.EntryData, others: Others) -> Table:
       "trained on); test accuracy is reported once, for the chosen candidate (and the greedy reference). " + SINGLE]
 
 
-LARGE_BATCH = Entry(
+LARGE_BATCH = Study(
     "large_batch", "Large-batch study: which recipe lets data parallel at a large batch match greedy", dict(
         mid=dict(examples=55_000, epochs=10, hidden=(1000,) * 4, batch=5000, devices=2, reference_batch=100)),
-    _large_batch, table, kind="study", layout="large_batch/{preset}/{run}.json", timed=False, order=13)
+    _large_batch, table, kind="own", layout="large_batch/{preset}/{run}.json", timed=False, order=13)
 
 STUDIES = (LARGE_BATCH,)

@@ -4,14 +4,14 @@ from typing import Dict, List, Tuple
 
 from experiments import records
 from experiments import reported
-from experiments.presets import CONFIG_1, CONFIG_2, DP, Entry, MP, RunSpec, spec
+from experiments.presets import CONFIG_1, CONFIG_2, DP, Study, MP, Run, spec
 from experiments.report import series
 from experiments.report.figures import REPORT_LABEL, bars, color, finish, new
 from experiments.report.series import Runs, strategy
 from experiments.report.tables import Others, SINGLE, Table, _seconds, fmt, md_table
 
 
-def mp_vs_dp_groups(data: records.EntryData) -> List[Tuple[str, Runs]]:
+def mp_vs_dp_groups(data: records.StudyRecords) -> List[Tuple[str, Runs]]:
   """[(group label "E epochs - Config n", {program: record})] in the report's order."""
   groups: Dict[Tuple[int, str], Runs] = {}
   for name, r in data.runs.items():
@@ -20,13 +20,13 @@ def mp_vs_dp_groups(data: records.EntryData) -> List[Tuple[str, Runs]]:
   return [(f"{e} epochs - Config {c[1]}", groups[(e, c)]) for e, c in sorted(groups)]
 
 
-def _mp_vs_dp(s) -> List[RunSpec]:
+def _mp_vs_dp(s) -> List[Run]:
   configs = {"c1": s["config_1"], "c2": s["config_2"]}
   return [spec(f"{c}_e{e}_{p.run_name}", p, configs[c], e, s["batch"], s["devices"], s["examples"],
                extra=s["dp_flags"] if p is DP else ()) for e in s["epochs"] for c in ("c1", "c2") for p in (DP, MP)]
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Data vs model parallel seconds per setting, ours and the report's."""
   rep, rows = [reported.MP_VS_DP[k] for k in sorted(reported.MP_VS_DP)], []
   for i, (label, g) in enumerate(mp_vs_dp_groups(data)):
@@ -39,7 +39,7 @@ def table(data: records.EntryData, others: Others) -> Table:
       f"{SINGLE}"]
 
 
-def figure(data: records.EntryData, others=None):
+def figure(data: records.StudyRecords, others=None):
   """Grouped bars: data parallel vs model parallel seconds; ours (left), the report's (right)."""
   fig, (left, right) = new(2)
   groups, keys = mp_vs_dp_groups(data), sorted(reported.MP_VS_DP)
@@ -64,7 +64,7 @@ def figure(data: records.EntryData, others=None):
   return fig
 
 
-MP_VS_DP = Entry("mp_vs_dp", "Model parallel vs data parallel at a large batch", dict(
+MP_VS_DP = Study("mp_vs_dp", "Model parallel vs data parallel at a large batch", dict(
     paper=dict(examples=55_000, epochs=(30, 60), batch=7000, devices=4, config_1=CONFIG_1, config_2=CONFIG_2),
     cpu=dict(examples=14_000, epochs=(5, 10), batch=7000, devices=2, config_1=(1000,) * 4,
              config_2=(1000, 500, 250, 50)),

@@ -4,13 +4,13 @@ from typing import Dict, List
 
 from experiments import perf_model
 from experiments import records
-from experiments.presets import Entry, PP, RunSpec, spec
+from experiments.presets import Study, PP, Run, spec
 from experiments.report import series
 from experiments.report.figures import COLORS, devices_axes, finish, new, points
 from experiments.report.tables import DAGGER, Others, Table, fmt, md_table
 
 
-def pipeline_rows(data: records.EntryData) -> List[dict]:
+def pipeline_rows(data: records.StudyRecords) -> List[dict]:
   """pp_scaling per run: "stack", "devices", "seconds", "predicted" (`perf_model.Pipeline` fitted per stack on its
   one-device run), "speedup", "stages", "cores_busy", "in_sample", "oversubscribed"."""
   by_stack: Dict[str, Dict[int, dict]] = {}
@@ -34,12 +34,12 @@ def pipeline_rows(data: records.EntryData) -> List[dict]:
   return out
 
 
-def _pp_scaling(s) -> List[RunSpec]:
+def _pp_scaling(s) -> List[Run]:
   return [spec(f"h{len(h)}x{h[0]}_g{g}", PP, h, s["epochs"], s["batch"], g, s["examples"])
           for h in s["stacks"] for g in range(1, len(h) + 1)]
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Seconds, speedup, the pipeline model's prediction and its error, stages and cores busy per stack and devices."""
   rows, errors = [], []
   for row in pipeline_rows(data):
@@ -57,7 +57,7 @@ def table(data: records.EntryData, others: Others) -> Table:
       "model has no co-run slowdown)." if errors else "", DAGGER]
 
 
-def figure(data: records.EntryData, others=None):
+def figure(data: records.StudyRecords, others=None):
   """Seconds vs devices (left, model dashed) and speedup over one device (right), one line per stack."""
   fig, (left, right) = new(2)
   rows = pipeline_rows(data)
@@ -76,7 +76,7 @@ def figure(data: records.EntryData, others=None):
   return fig
 
 
-PP_SCALING = Entry("pp_scaling", "Pipeline parallel (beyond the report): pretraining time vs devices", dict(
+PP_SCALING = Study("pp_scaling", "Pipeline parallel (beyond the report): pretraining time vs devices", dict(
     paper=dict(examples=55_000, epochs=30, batch=100, stacks=((2000,) * 4, (1000,) * 8)),
     cpu=dict(examples=11_000, epochs=2, batch=100, stacks=((1000,) * 4, (500,) * 8)),
     smoke=dict(examples=400, epochs=2, batch=40, stacks=((32, 32),))), _pp_scaling, table, figure,

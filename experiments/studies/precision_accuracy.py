@@ -4,18 +4,18 @@ from typing import List
 
 from common.settings import programs
 from experiments import records
-from experiments.presets import BY_PRECISION, CONFIG_1, Entry, GREEDY, PP, RunSpec, spec
+from experiments.presets import BY_PRECISION, CONFIG_1, Study, GREEDY, PP, Run, spec
 from experiments.report import series
 from experiments.report.tables import Others, Table, fmt, md_table
 
 
-def _precision(s) -> List[RunSpec]:  # float32's runs are accuracy_vs_epochs' at its most epochs
+def _precision(s) -> List[Run]:  # float32's runs are accuracy_vs_epochs' at its most epochs
   e = s["epochs"]
   return [spec(f"{p.run_name}_e{e}{suffix}", p, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
                extra=extra, resumable=True) for p in (GREEDY, PP) for suffix, extra in BY_PRECISION]
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Per program and precision: test accuracy and each layer's held-out reconstruction, and bfloat16's relative to
   float32's (goals: within 1% per layer, 0.3 points of accuracy)."""
   rows, f32 = [], programs.PRECISIONS[0]
@@ -37,7 +37,7 @@ def table(data: records.EntryData, others: Others) -> Table:
       "cannot make the pair)."]
 
 
-PRECISION_ACCURACY = Entry(
+PRECISION_ACCURACY = Study(
     "precision_accuracy", "Mixed precision (beyond the report): bfloat16 beside float32, accuracy and reconstruction",
     dict(paper=dict(examples=55_000, epochs=30, batch=100, hidden=CONFIG_1, devices=2),
          cpu=dict(examples=11_000, epochs=12, batch=100, hidden=(500,) * 4, devices=2),

@@ -6,12 +6,12 @@ import os
 from typing import List, Optional, Tuple
 
 from common.settings import programs
-from experiments.presets import Entry, RunSpec, spec
+from experiments.presets import Study, Run, spec
 from experiments.report import figures
 from experiments.report import tables
 from experiments.studies import pretraining_sweep as sweep
-from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, _accuracy,
-                                                   _by_arm, _label, _spread)
+from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy,
+                                                   by_arm, dataset_label, spread_text)
 
 
 # The ablation (does pretraining help?) and the comparison (the report's question with the tuned recipe): greedy with
@@ -34,7 +34,7 @@ def ablation_runs(spec, s: dict) -> list:
   return out
 
 
-# What the tables and the figure show. A table function takes (the entry's records, other machines' records) and
+# What the tables and the figure show. A table function takes (the study's records, other machines' records) and
 # returns (markdown table, sentences), as `experiments.report.tables`' do.
 GOAL_POINTS = 1.0  # the tuned recipe's pretraining should beat no pretraining by this many points on both datasets
 
@@ -45,7 +45,7 @@ ARM_LABELS = {"none": "no pretraining (tuned recipe, 0 pretraining epochs)", "re
 def ablation_table(data, others) -> Tuple[str, List[str]]:
   """Per dataset and arm: test and validation accuracy (mean, min–max over the seeds), held-out reconstruction per
   layer (mean), the finetuning rate; and the tuned recipe's gain over no pretraining against the goal."""
-  arms, body, sentences = _by_arm(data.runs), [], []
+  arms, body, sentences = by_arm(data.runs), [], []
   for d in DATASETS:
     for arm in ARM_LABELS:
       found = arms.get((SHORT[d], arm))
@@ -54,14 +54,14 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
       rs = [found[s] for s in sorted(found)]
       held = [sum(h[k]["loss"] for h in (r["heldout_reconstruction"] for r in rs)) / len(rs)
               for k in range(len(rs[0]["heldout_reconstruction"]))]
-      body.append([_label(d), ARM_LABELS[arm], _spread([_accuracy(r) for r in rs]),
-                   _spread([_accuracy(r, "validation_accuracy") for r in rs]),
+      body.append([dataset_label(d), ARM_LABELS[arm], spread_text([accuracy(r) for r in rs]),
+                   spread_text([accuracy(r, "validation_accuracy") for r in rs]),
                    " / ".join(f"{x:.0f}" for x in held), f"{rs[0]['config']['finetune_learning_rate']:g}", len(rs)])
     gains = {arm: gain(arms, d, arm) for arm in ("none", "none_own")}
     if gains["none"]:
       mean, low, high = gains["none"]
       sentences.append(
-          f"{_label(d)}: the tuned recipe's pretraining adds {mean:+.2f} points of test accuracy over no pretraining "
+          f"{dataset_label(d)}: the tuned recipe's pretraining adds {mean:+.2f} points of test accuracy over no pretraining "
           f"with the same finetuning (per seed {low:+.2f} to {high:+.2f}; goal ≥ +{GOAL_POINTS:g}: "
           + ("met" if low >= GOAL_POINTS else "met on average, not by every seed" if mean >= GOAL_POINTS
              else "missed") + ")" + ("" if not gains["none_own"] else
@@ -83,14 +83,14 @@ def gain(arms: dict, dataset: str, baseline: str) -> Optional[Tuple[float, float
   """(mean, min, max) over the seeds both have of the tuned arm's test accuracy minus the `baseline` arm's, in
   points; None without a common seed."""
   tuned, base = arms.get((SHORT[dataset], "tuned"), {}), arms.get((SHORT[dataset], baseline), {})
-  gains = [100 * (_accuracy(tuned[s]) - _accuracy(base[s])) for s in sorted(set(tuned) & set(base))]
+  gains = [100 * (accuracy(tuned[s]) - accuracy(base[s])) for s in sorted(set(tuned) & set(base))]
   return (sum(gains) / len(gains), min(gains), max(gains)) if gains else None
 
 
 def ablation_figure(data, others=None):
   """The first layer's filters of seed 0 under each arm side by side, a row per dataset (the runs' own pictures)."""
   from matplotlib import image as mpl_image  # noqa: only to draw
-  arms = _by_arm(data.runs)
+  arms = by_arm(data.runs)
   shown = [d for d in DATASETS if any((SHORT[d], a) in arms for a in ARM_LABELS)]
   columns = [a for a in ("none", "report", "tuned")]
   fig = figures.mpl_figure.Figure(figsize=(4.2 * len(columns), 4.4 * len(shown)))
@@ -99,19 +99,19 @@ def ablation_figure(data, others=None):
     for j, arm in enumerate(columns):
       ax, r = axes[i][j], arms.get((SHORT[d], arm), {}).get(0)
       ax.set_axis_off()
-      path = None if r is None else os.path.join(data.output_dir, "runs", data.entry,  # beside the record
+      path = None if r is None else os.path.join(data.output_dir, "runs", data.study,  # beside the record
                                                  f"{r['config']['run_name']}_filters.png")
       if path and os.path.exists(path):
         ax.imshow(mpl_image.imread(path))
       else:
         ax.text(0.5, 0.5, "no picture", ha="center", va="center")
-      ax.set_title(f"{_label(d)}: {ARM_LABELS[arm].split(' (')[0]}", fontsize=10)
+      ax.set_title(f"{dataset_label(d)}: {ARM_LABELS[arm].split(' (')[0]}", fontsize=10)
   fig.suptitle("The first layer's filters (seed 0)", fontsize=12)
   fig.tight_layout(rect=(0, 0, 1, 0.95))
   return fig
 
 
-def _runs(s) -> List[RunSpec]:
+def _runs(s) -> List[Run]:
   """Its own runs, and the sweep's confirm-stage runs of its best candidate without pretraining (shared)."""
   study = sweep.PRETRAINING_SWEEP
   runs = study.runs(dict(study.sizes[s["preset"]], preset=s["preset"], output_dir=s["output_dir"]))
@@ -120,8 +120,8 @@ def _runs(s) -> List[RunSpec]:
   return ablation_runs(spec, s) + own
 
 
-PRETRAINING_ABLATION = Entry(
+PRETRAINING_ABLATION = Study(
     "pretraining_ablation", "Does pretraining help? No pretraining, the report's recipe and the tuned one (greedy)",
-    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), _runs, ablation_table, ablation_figure, kind="study",
+    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), _runs, ablation_table, ablation_figure, kind="own",
     timed=False, order=16)
 STUDIES = (PRETRAINING_ABLATION,)

@@ -5,10 +5,10 @@ from typing import List, Optional, Sequence, Tuple
 
 from common.settings import programs
 from experiments import records
-from experiments.presets import Entry, spec
+from experiments.presets import Study, spec
 from experiments.report import tables
-from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, _accuracy,
-                                                   _by_arm, _label, _spread)
+from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy,
+                                                   by_arm, dataset_label, spread_text)
 
 
 def comparison_runs(spec, s: dict) -> list:
@@ -25,7 +25,7 @@ def comparison_runs(spec, s: dict) -> list:
 def programs_table(data, others) -> Tuple[str, List[str]]:
   """Per dataset and program: test accuracy (mean, min–max), its difference from greedy's of the same seed, held-out
   reconstruction per layer, and the seconds to greedy's final held-out reconstruction and validation accuracy."""
-  found, body = _by_arm(data.runs), []  # {(dataset short name, variant): {seed: record}}
+  found, body = by_arm(data.runs), []  # {(dataset short name, variant): {seed: record}}
   base = programs.baseline().run_name
   names = {p.run_name: p.label for p in programs.PROGRAMS}
   names["pp_r2"] = f"{programs.PIPELINE_PARALLEL.label}, 2 replicas per stage"
@@ -37,16 +37,16 @@ def programs_table(data, others) -> Tuple[str, List[str]]:
         continue
       seeds = sorted(rs)
       over = any(records.oversubscribed(r) for r in rs.values())
-      diffs = [100 * (_accuracy(rs[s]) - _accuracy(greedy[s])) for s in seeds if s in greedy]
-      val = [100 * (_accuracy(rs[s], VAL) - _accuracy(greedy[s], VAL)) for s in seeds if s in greedy]
+      diffs = [100 * (accuracy(rs[s]) - accuracy(greedy[s])) for s in seeds if s in greedy]
+      val = [100 * (accuracy(rs[s], VAL) - accuracy(greedy[s], VAL)) for s in seeds if s in greedy]
       held = [sum(r["heldout_reconstruction"][k]["loss"] for r in rs.values()) / len(rs)
               for k in range(len(rs[seeds[0]]["heldout_reconstruction"]))]
       to_loss = [_seconds_to_loss(rs[s], greedy[s]) for s in seeds if s in greedy]
       to_acc = [_seconds_to_accuracy(rs[s], greedy[s]) for s in seeds if s in greedy]
-      body.append([_label(d), label + (" †" if over else ""), records.devices(rs[seeds[0]]),
-                   _spread([_accuracy(r) for r in rs.values()]),
-                   "—" if variant == base else _spread(diffs, digits=2),
-                   "—" if variant == base else _spread(val, digits=2),
+      body.append([dataset_label(d), label + (" †" if over else ""), records.devices(rs[seeds[0]]),
+                   spread_text([accuracy(r) for r in rs.values()]),
+                   "—" if variant == base else spread_text(diffs, digits=2),
+                   "—" if variant == base else spread_text(val, digits=2),
                    " / ".join(f"{x:.0f}" for x in held),
                    "—" if over else _median(to_loss), "—" if over else _median(to_acc)])
   one = next(iter(data.runs.values()))
@@ -85,7 +85,7 @@ def _seconds_to_loss(record: dict, greedy: dict) -> Optional[float]:
 
 def _seconds_to_accuracy(record: dict, greedy: dict) -> Optional[float]:
   """Pretraining seconds plus finetuning seconds until an epoch's validation accuracy reaches greedy's final one."""
-  target, elapsed = _accuracy(greedy, VAL), record["pretrain_seconds"]
+  target, elapsed = accuracy(greedy, VAL), record["pretrain_seconds"]
   for epoch in (record.get("finetune") or {}).get("history", []):
     elapsed += epoch["seconds"]
     if epoch["validation_accuracy"] >= target:
@@ -93,8 +93,8 @@ def _seconds_to_accuracy(record: dict, greedy: dict) -> Optional[float]:
   return None
 
 
-PRETRAINING_PROGRAMS = Entry(
+PRETRAINING_PROGRAMS = Study(
     "pretraining_programs", "The report's question asked again with the tuned recipe: every program against greedy",
     dict(pretraining=dict(CPU_ACCURACY, devices=2), smoke=dict(SMOKE_ACCURACY, devices=2)),
-    lambda s: comparison_runs(spec, s), programs_table, kind="study", order=17)
+    lambda s: comparison_runs(spec, s), programs_table, kind="own", order=17)
 STUDIES = (PRETRAINING_PROGRAMS,)

@@ -12,7 +12,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple
 from common.settings import programs
 from common.settings import recipes
 from experiments import records
-from experiments.presets import Entry, RunSpec, spec
+from experiments.presets import Study, Run, spec
 from experiments.report import tables
 
 
@@ -143,7 +143,7 @@ def chosen(confirm_rows: List[dict]) -> Optional[str]:
   return best[0]["candidate"] if best else None
 
 
-def _spread(values: Sequence[float], scale: float = 1.0, digits: int = 4) -> str:
+def spread_text(values: Sequence[float], scale: float = 1.0, digits: int = 4) -> str:
   """"mean (min–max)" of `values` times `scale`, or "—"."""
   if not values:
     return "—"
@@ -191,7 +191,7 @@ def sweep_table(data, others) -> Tuple[str, List[str]]:
                    "cosine schedule and the best validation epoch kept; `_constant`: a constant finetuning rate; "
                    "`_last`: the last epoch kept; `none_fF`: no pretraining; `report`: the report's values. "
                    + "; ".join(sizes.values()) + ". A candidate with a failed run (diverged) has no score.")
-  header = ["stage", "candidate"] + [f"{_label(d)} validation accuracy" for d in _datasets(data.runs)] + [
+  header = ["stage", "candidate"] + [f"{dataset_label(d)} validation accuracy" for d in _datasets(data.runs)] + [
       "score", "failed runs"]
   return tables.md_table(header, body), sentences
 
@@ -200,7 +200,7 @@ def _spread_of(stat: Optional[dict]) -> str:
   return "—" if not stat else f"{stat['mean']:.4f} ({stat['min']:.4f}–{stat['max']:.4f})"
 
 
-def _label(dataset: str) -> str:
+def dataset_label(dataset: str) -> str:
   return {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}.get(dataset, dataset)
 
 
@@ -209,7 +209,7 @@ def _datasets(runs: dict) -> List[str]:
   return [d for d in DATASETS if d in found]
 
 
-def _by_arm(runs: dict) -> dict:
+def by_arm(runs: dict) -> dict:
   """{(dataset short name, arm): {seed: record}} of the ablation's records."""
   out: dict = {}
   for name, r in runs.items():
@@ -219,7 +219,7 @@ def _by_arm(runs: dict) -> dict:
   return out
 
 
-def _accuracy(r: dict, key: str = "test_accuracy") -> Optional[float]:
+def accuracy(r: dict, key: str = "test_accuracy") -> Optional[float]:
   return (r.get("finetune") or {}).get(key)
 
 
@@ -228,7 +228,7 @@ CPU_ACCURACY = dict(examples=11_000, epochs=12, hidden=(500,) * 4, batch=100)
 SMOKE_ACCURACY = dict(examples=400, epochs=1, hidden=(16, 16), batch=40, seeds=(0,), datasets=("mnist",))
 
 
-def _runs(s) -> List[RunSpec]:
+def _runs(s) -> List[Run]:
   """The coarse stage's runs, then (once every coarse record exists in s["output_dir"]) the confirm stage's."""
   datasets_ = s.get("datasets", DATASETS)
 
@@ -245,9 +245,9 @@ def _runs(s) -> List[RunSpec]:
   return coarse + runs("confirm", s["confirm"], confirm_candidates(rows(found, "coarse", datasets_)))
 
 
-PRETRAINING_SWEEP = Entry(
+PRETRAINING_SWEEP = Study(
     "pretraining_sweep", "Pretraining sweep: the tuned recipe, chosen on validation accuracy", dict(
         pretraining=dict(coarse=dict(examples=5500, epochs=6, hidden=(500,) * 4, batch=100), confirm=CPU_ACCURACY),
         smoke=dict(coarse=SMOKE_ACCURACY, confirm=SMOKE_ACCURACY, grid_points=1, seeds=(0,), datasets=("mnist",))),
-    _runs, sweep_table, kind="study", timed=False, order=15)
+    _runs, sweep_table, kind="own", timed=False, order=15)
 STUDIES = (PRETRAINING_SWEEP,)

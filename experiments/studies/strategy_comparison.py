@@ -4,7 +4,7 @@ from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments import reported
-from experiments.presets import Entry, GREEDY
+from experiments.presets import Study, GREEDY
 from experiments.report import series
 from experiments.report import tables
 from experiments.report.figures import REPORT_LABEL, bars, color, finish, new
@@ -12,12 +12,12 @@ from experiments.report.series import Runs
 from experiments.report.tables import Others, Table, _seconds, cores_note, fmt, md_table
 
 
-def strategy_records(data: records.EntryData) -> Runs:
+def strategy_records(data: records.StudyRecords) -> Runs:
   """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
   return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
 
 
-def table(data: records.EntryData, others: Others) -> Table:
+def table(data: records.StudyRecords, others: Others) -> Table:
   """Seconds and speedup over greedy per program, ours and the report's."""
   rs, rep = strategy_records(data), reported.STRATEGY_COMPARISON
   base = rs.get(programs.baseline().run_name)
@@ -30,7 +30,7 @@ def table(data: records.EntryData, others: Others) -> Table:
       f"The report ran batch 5000 ({reported.DP_BATCH_NOTE}).", cores_note(data, others)]
 
 
-def figure(data: records.EntryData, others=None):
+def figure(data: records.StudyRecords, others=None):
   """Bars of pretraining seconds per program with speedups over greedy; ours and the report's."""
   fig, (left, right) = new(2, width=5.5)
   rs, rep = strategy_records(data), reported.STRATEGY_COMPARISON
@@ -52,7 +52,7 @@ def figure(data: records.EntryData, others=None):
   return fig
 
 
-STRATEGY_COMPARISON = Entry("strategy_comparison", "Does parallelism help? Pretraining time per strategy",
+STRATEGY_COMPARISON = Study("strategy_comparison", "Does parallelism help? Pretraining time per strategy",
                             presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9)
 
 STUDIES = (STRATEGY_COMPARISON,)
