@@ -67,7 +67,7 @@ BENCHMARK = harness.Benchmark(
     columns=((f"{SYNC.run_name}_straggler_slowdown", "data parallel: straggler / none"),
              (f"{ASYNC.run_name}_straggler_slowdown", "async: straggler / none")), details=details,
     figure="async_data_parallel.png",
-    campaign=tuple({"batch_size": b, "slow_worker_delay": 0.01} for b in (100, 1000)))
+    campaign=tuple({"batch_size": b, "slow_worker_delay": 0.01} for b in (100, 1000)), order=7)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

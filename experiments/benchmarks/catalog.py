@@ -1,19 +1,20 @@
-"""Every benchmark, in the order results/README.md shows them. A new benchmark module is added here."""
+"""Every benchmark: each module of this package that declares `BENCHMARK`, in their `order` (results/README.md and
+the campaign show them so). A new benchmark is one file here."""
 
-from experiments.benchmarks import async_data_parallel
-from experiments.benchmarks import async_functions
-from experiments.benchmarks import cluster
-from experiments.benchmarks import data_parallel
-from experiments.benchmarks import equal_cores
-from experiments.benchmarks import finetune
-from experiments.benchmarks import hybrid
-from experiments.benchmarks import kernels
-from experiments.benchmarks import limit
-from experiments.benchmarks import model_parallel
-from experiments.benchmarks import pipeline_parallel
-from experiments.benchmarks import precision
-from experiments.benchmarks import strategies
+import importlib
+import pkgutil
 
-BENCHMARKS = (strategies.BENCHMARK, precision.BENCHMARK, model_parallel.BENCHMARK, pipeline_parallel.BENCHMARK,
-              hybrid.BENCHMARK, data_parallel.BENCHMARK, async_data_parallel.BENCHMARK, async_functions.BENCHMARK,
-              finetune.BENCHMARK, limit.BENCHMARK, cluster.BENCHMARK, equal_cores.BENCHMARK, kernels.BENCHMARK)
+from experiments import benchmarks
+
+
+def _discovered() -> tuple:
+  found = [getattr(importlib.import_module(f"{benchmarks.__name__}.{m.name}"), "BENCHMARK", None)
+           for m in pkgutil.iter_modules(benchmarks.__path__) if m.name != "catalog"]
+  found = sorted((b for b in found if b is not None), key=lambda b: b.order)
+  orders = [b.order for b in found]
+  if len(set(orders)) != len(orders):
+    raise ValueError(f"two benchmarks share an order: {sorted(b.name for b in found if orders.count(b.order) > 1)}")
+  return tuple(found)
+
+
+BENCHMARKS = _discovered()

@@ -58,7 +58,7 @@ BENCHMARK = harness.Benchmark(
              ("speedup_2_replicas_vs_greedy", "2 replicas vs greedy"),
              ("one_replica_vs_greedy_slowdown", "1 replica / greedy time")),
     campaign=tuple({"batch_size": b} for b in (100, 5000)) + tuple(
-        {"batch_size": b, "train_examples": 22_000, "kernels": ["xla", "tf"]} for b in (100, 5000)))
+        {"batch_size": b, "train_examples": 22_000, "kernels": ["xla", "tf"]} for b in (100, 5000)), order=6)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -75,7 +75,7 @@ BENCHMARK = harness.Benchmark(
     defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"cores": (0, "N, the cores every configuration uses (devices x threads per device); 0: all of the "
                           "machine's.")},
-    folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)))
+    folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)), order=12)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -74,7 +74,7 @@ BENCHMARK = harness.Benchmark(
              "precisions": ([programs.PRECISIONS[0]], "Precisions to compare the placements in.")},
     columns=tuple((f"finetune_speedup_{p}", f"finetuning, fastest placement / one core, {p}")
                   for p in programs.PRECISIONS),
-    campaign=({"precisions": list(programs.PRECISIONS)},))
+    campaign=({"precisions": list(programs.PRECISIONS)},), order=9)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -60,7 +60,7 @@ class Benchmark:
   `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table, cells a
   spread, a number or text), `figure` (its figure's file under figures/, drawn by `report.figures`), `campaign` (the
   settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the defaults, shared flags
-  and options alike, as `setting` takes them)."""
+  and options alike, as `setting` takes them), `order` (its place in results/README.md and the campaign)."""
   name: str
   configurations: Callable[[Setting], List[presets.Run]]
   summarize: Callable[[Setting, Records], Dict[str, Any]]
@@ -71,6 +71,7 @@ class Benchmark:
   details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
   figure: str = ""
   campaign: Sequence[Mapping[str, Any]] = ({},)
+  order: int = 0
 
   def summary_file(self, setting: Setting) -> str:
     folder = self.folder(setting)

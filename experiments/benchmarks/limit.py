@@ -72,7 +72,7 @@ BENCHMARK = harness.Benchmark(
     columns=tuple((f"fraction_{n}", f"{n}: fraction of the limit") for n in
                   ("greedy_1core",) + tuple(f"pipeline_{p}" for p in POOLS)),
     campaign=tuple({"batch_size": b, "train_examples": n, "precision": p} for b, n in ((100, 11_000), (1000, 22_000))
-                   for p in programs.PRECISIONS))
+                   for p in programs.PRECISIONS), order=10)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

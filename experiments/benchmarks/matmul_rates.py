@@ -11,12 +11,6 @@ import time
 from absl import app
 from absl import flags
 
-_HIDDEN = flags.DEFINE_list("hidden_units", ["1000", "1000", "1000", "1000"], "The stack.")
-_BATCH = flags.DEFINE_integer("batch_size", 1000, "Rows B of a step.")
-_ITERATIONS = flags.DEFINE_integer("iterations", 20, "Products per timed loop.")
-_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed loops per shape (the fastest counts).")
-
-
 def shapes(hidden_units, batch_size):
   """[(m, k, n, transpose_a, transpose_b)] of one step's products over every layer (m x k times k x n)."""
   sizes = [784] + [int(u) for u in hidden_units]
@@ -27,15 +21,17 @@ def shapes(hidden_units, batch_size):
   return out
 
 
-def main(argv):
-  del argv
+def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3) -> dict:
+  """{precision: {"gflops_per_second": the step's products' FLOPs over their seconds, "shapes": [per shape its m, k,
+  n, transposes and GFLOP/s]}} on one intra-op thread (this process's TensorFlow threads are set to 1); each shape's
+  fastest of `repeats` timed loops of `iterations` products counts."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.config.threading.set_intra_op_parallelism_threads(1)
   tf.config.threading.set_inter_op_parallelism_threads(1)
   result = {}
   for name, dtype in (("float32", tf.float32), ("mixed_bfloat16", tf.bfloat16)):
     per_shape, flops, seconds = [], 0.0, 0.0
-    for m, k, n, ta, tb in dict.fromkeys(shapes(_HIDDEN.value, _BATCH.value)):
+    for m, k, n, ta, tb in dict.fromkeys(shapes(hidden_units, batch_size)):
       a = tf.cast(tf.random.uniform([4] + ([k, m] if ta else [m, k])), dtype)
       b = tf.cast(tf.random.uniform([4] + ([n, k] if tb else [k, n])), dtype)
 
@@ -44,20 +40,24 @@ def main(argv):
         def body(i, acc):
           c = tf.matmul(tf.gather(a, i % 4), tf.gather(b, i % 4), transpose_a=ta, transpose_b=tb)
           return i + 1, acc + tf.cast(c[0, 0], tf.float32)
-        return tf.while_loop(lambda i, _: i < _ITERATIONS.value, body, (tf.constant(0), tf.constant(0.0)))[1]
+        return tf.while_loop(lambda i, _: i < iterations, body, (tf.constant(0), tf.constant(0.0)))[1]
       loop().numpy()
       best = float("inf")
-      for _ in range(_REPEATS.value):
+      for _ in range(repeats):
         start = time.perf_counter()
         loop().numpy()
         best = min(best, time.perf_counter() - start)
-      f = 2.0 * m * k * n * _ITERATIONS.value
-      count = shapes(_HIDDEN.value, _BATCH.value).count((m, k, n, ta, tb))
+      f = 2.0 * m * k * n * iterations
+      count = shapes(hidden_units, batch_size).count((m, k, n, ta, tb))
       flops, seconds = flops + count * f, seconds + count * best
       per_shape.append({"m": m, "k": k, "n": n, "transpose_a": ta, "transpose_b": tb, "gflops_per_second": f / best / 1e9})
     result[name] = {"gflops_per_second": flops / seconds / 1e9, "shapes": per_shape}
-  print(json.dumps(result))
+  return result
 
 
 if __name__ == "__main__":
-  app.run(main)
+  _HIDDEN = flags.DEFINE_list("hidden_units", ["1000", "1000", "1000", "1000"], "The stack.")
+  _BATCH = flags.DEFINE_integer("batch_size", 1000, "Rows B of a step.")
+  _ITERATIONS = flags.DEFINE_integer("iterations", 20, "Products per timed loop.")
+  _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed loops per shape (the fastest counts).")
+  app.run(lambda argv: print(json.dumps(rates(_HIDDEN.value, _BATCH.value, _ITERATIONS.value, _REPEATS.value))))

@@ -116,7 +116,7 @@ BENCHMARK = harness.Benchmark(
               {"batch_size": 1000, "train_examples": 22_000, "kernels": ["tf", "xla"],
                "thread_pool": ["shared", "per_device"]},
               {"batch_size": 100, "train_examples": 22_000, "pretrain_epochs": 4, "hidden_units": "1000,1000,1000,1000",
-               "kernels": ["tf", "xla"], "thread_pool": ["shared", "per_device"]}))
+               "kernels": ["tf", "xla"], "thread_pool": ["shared", "per_device"]}), order=3)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

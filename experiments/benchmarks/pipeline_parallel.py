@@ -79,7 +79,7 @@ BENCHMARK = harness.Benchmark(
     campaign=tuple({"batch_size": b} for b in (100, 1000)) + tuple(
         {"batch_size": b, "pretrain_epochs": 1, "chunk_steps": ["1", "2", "4", "8", "16", "32"], "baselines": 0}
         for b in (100, 1000)) + tuple(
-        {"batch_size": b, "pretrain_epochs": 1, "kernels": ["tf", "xla"], "baselines": 0} for b in (100, 1000)))
+        {"batch_size": b, "pretrain_epochs": 1, "kernels": ["tf", "xla"], "baselines": 0} for b in (100, 1000)), order=4)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

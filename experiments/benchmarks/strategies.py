@@ -23,7 +23,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
 
 BENCHMARK = harness.Benchmark(
     name="strategies", configurations=configurations, summarize=summarize,
-    defaults={"batch_size": 5000, "pretrain_epochs": 10, "train_examples": 10_000})
+    defaults={"batch_size": 5000, "pretrain_epochs": 10, "train_examples": 10_000}, order=1)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)
