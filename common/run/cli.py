@@ -8,6 +8,7 @@ from absl import app
 from absl import flags
 
 from common.base import errors
+from common.data import sources
 from common.settings import flags as common_flags
 from common.settings import programs
 
@@ -17,7 +18,8 @@ def main(program: programs.Program) -> None:
 
   Its flags derive from its `Config` class (`common.settings.flags.define`: the shared settings and its own), all listed as
   its key flags (`--helpshort`). Once they are valid, its hooks' module (and with it TensorFlow) is imported and its
-  `train(config)` called (`run_program`; `common.run.lifecycle.train`), so a bad flag is refused before TensorFlow starts.
+  `train(config)` called (`run_program`; `common.run.lifecycle.train`), so a bad flag is refused before TensorFlow starts;
+  so is a bad `--dataset=npz:PATH` (`check_npz`).
 
   Args:
     program: the registered program.
@@ -28,7 +30,11 @@ def main(program: programs.Program) -> None:
   def _main(argv):
     reject_extra_args(argv)
     config = common_flags.config_from_flags(program)
-    run_program(program.load_hooks().train, config)
+
+    def train(c):
+      check_npz(c)
+      return program.load_hooks().train(c)
+    run_program(train, config)
 
   app.run(_main)
 
@@ -40,6 +46,17 @@ def reject_extra_args(argv) -> None:
     print(f"error: Unexpected positional arguments: {' '.join(argv[1:])} (flags are --name=value; --helpshort "
           "lists them)", file=sys.stderr)
     sys.exit(2)
+
+
+def check_npz(config: Any) -> None:
+  """For `--dataset=npz:PATH`, reads and checks the file and checks the settings against it (numpy only, so the
+  one-line refusal comes before TensorFlow starts); nothing for a tfds dataset, whose checks need tfds.
+
+  Raises:
+    errors.DataError, ValueError: one line (`common.data.sources.load_npz`, `Config.check_data`).
+  """
+  if config.dataset.startswith(sources.NPZ_PREFIX):
+    config.check_data(sources.load_npz(config.dataset)[0])
 
 
 def run_program(run: Callable[..., Dict[str, Any]], config: Any) -> Dict[str, Any]:
