@@ -224,6 +224,9 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
   assert " min" not in table
   minutes = next(s for s in sentences if s.startswith("Minutes of pretraining + finetuning"))
   assert minutes.count("Fixture CPU, AVX2, 2 cores: ") == 1 and "`fashion_mnist_greedy_b100_e30` " in minutes
+  # The tuned runs shared the machine: their accuracy is shown, their minutes are not.
+  assert "`greedy_b100_e30_tuned` |" in table and "_tuned" not in minutes
+  assert any(s.startswith("The `_tuned` runs are accuracy runs that shared the machine") for s in sentences)
   # A declared run without a record is listed as not run yet.
   data = _data(output_dir, "full_size")
   del data.runs[f"fashion_mnist_{programs.GREEDY.name}_b100_e30"]

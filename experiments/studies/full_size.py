@@ -47,6 +47,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
           if r or others is not APART]
   by_machine: Dict[str, List[str]] = {}  # minutes grouped by machine, never two machines' side by side
   for name, r in data.runs.items():
+    if name.endswith("_tuned"):
+      continue  # accuracy runs that shared the machine with other runs (the sentence below)
     by_machine.setdefault(records.host(r), []).append(
         f"`{name}` {r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f}")
   short = [f"`{name}`" for name, r in data.runs.items()
@@ -60,6 +62,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
           "; the runs whose records name no commit or processor ran at low priority beside other work" if any(
               records.code(r) == "commit unknown" for r in data.runs.values()) else "") + "): " + "; ".join(
           f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
+      "The `_tuned` runs are accuracy runs that shared the machine with other runs (several at once, and the test "
+      "suite): their minutes measure nothing and are left out." if any(n.endswith("_tuned") for n in data.runs) else "",
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
       "in the `cpu` preset. Single runs. The large-batch recipe is the one chosen on validation accuracy in "
       "`large_batch`; `_tuned`: the tuned recipe, chosen on validation accuracy in `pretraining_sweep` "
