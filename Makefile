@@ -25,6 +25,8 @@ TRAIN_FLAGS ?= --recipe=tuned --hidden_units=1000,1000 --pretrain_epochs=10 --fi
 	--export_model=$(RESULTS_DIR)/make_train_model --export_weights=$(RESULTS_DIR)/make_train.npz
 # Test processes: each test process runs TensorFlow on one intra-op thread, so 2 fill a 2-core machine.
 TEST_WORKERS ?= 2
+# More pytest options, e.g. PYTEST_FLAGS="-k greedy" or "--durations=0" (every test's seconds).
+PYTEST_FLAGS ?=
 # Every figure and table of the report (about an hour on 2 cores with the cpu preset; see results/README.md).
 REPRODUCE_FLAGS ?= --preset=cpu
 # The measurement campaign (hours on 2 cores: run it alone), e.g. CAMPAIGN_FLAGS="--only=kernels --replace".
@@ -43,7 +45,7 @@ train: venv
 	$(PY) -m $(TRAIN_PROGRAM).train $(TRAIN_FLAGS)
 
 test: venv
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_FLAGS) tests
 
 reproduce: venv
 	$(PY) -m experiments.reproduce $(REPRODUCE_FLAGS) --output_dir=results
