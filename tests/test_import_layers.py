@@ -49,8 +49,8 @@ def _layer(module):
 
 
 def test_import_layers():
-  studies = {e for e in os.listdir(COMMON) if e != "__pycache__"}
-  assert studies == set(LAYERS) | {"__init__.py", *COMMANDS}, f"common/ holds {sorted(studies)}: only the layers' " \
+  entries = {e for e in os.listdir(COMMON) if e != "__pycache__"}
+  assert entries == set(LAYERS) | {"__init__.py", *COMMANDS}, f"common/ holds {sorted(entries)}: only the layers' " \
       f"sub-packages {LAYERS}, __init__.py and the commands {COMMANDS} belong at its top level"
   assert all(os.path.isfile(os.path.join(COMMON, layer, "__init__.py")) for layer in LAYERS)
   modules, wrong, graph = _modules(), [], {}

@@ -172,7 +172,7 @@ def test_more_devices_than_layers_and_record(tmp_path):
 
 def test_every_epoch_is_recorded_when_a_chunk_is_longer_than_an_epoch(tmp_path):
   # 2 steps per epoch, K = 8 asked: K is clamped to one epoch, so no tick ends two epochs of a layer and
-  # every epoch gets its own study with a held-out loss.
+  # every epoch gets its own entry with a held-out loss.
   record = pipeline.train(_config(tmp_path, "long", hidden_units=(32, 16), num_devices=2, batch_size=SLICE_EXAMPLES // 2,
                                 pretrain_epochs=3, pipeline_chunk_steps=8, heldout_every_epoch=True))
   assert record["pipeline"]["chunk_steps"] == 2
