@@ -119,11 +119,32 @@ STUDIES = (BATCH_ACCURACY,)
 '''
 
 
+NEW_BENCHMARK = '''"""A new benchmark: greedy on one device against two (a test adds it, touching this file only)."""
+
+from common.settings import programs
+from experiments.benchmarks import harness
+
+
+def configurations(s):
+  return [s.spec("one", programs.GREEDY, 1), s.spec("two", programs.GREEDY, 2)]
+
+
+BENCHMARK = harness.Benchmark(
+    name="greedy_devices", configurations=configurations,
+    summarize=lambda s, found: {"speedup": harness.ratio_spread(found, "one", "two")}, order=99)
+'''
+
+
 def test_a_new_study_is_one_file(tmp_path):
   """A study added the documented way, one file in experiments/studies/: in that copy the registry lists it, the smoke
-  preset runs its runs (with the real program) and results/README.md has its table; no other file changed."""
+  preset runs its runs (with the real program) and results/README.md has its table; no other file changed. A
+  benchmark likewise is one file in experiments/benchmarks/: the catalog finds it and the campaign runs it."""
   root = _copy(tmp_path)
   (root / "experiments" / "studies" / "batch_accuracy.py").write_text(NEW_STUDY)
+  (root / "experiments" / "benchmarks" / "greedy_devices.py").write_text(NEW_BENCHMARK)
+  found = _run(root, "-c", "from experiments import campaign; from experiments.benchmarks import catalog; "
+               "print(catalog.BENCHMARKS[-1].name, [s.name for s in campaign.steps() if s.group == 'greedy_devices'])")
+  assert found.stdout.split(None, 1) == ["greedy_devices", "['greedy_devices/b1000']\n"], found.stderr[-2000:]
   out = tmp_path / "out"
   listed = _run(root, "-c", "from experiments import presets; print(presets.NAMES[-1], len(presets.build('smoke')"
                 "['batch_accuracy'].runs))")
@@ -134,7 +155,8 @@ def test_a_new_study_is_one_file(tmp_path):
   assert "### `batch_accuracy`: Greedy's test accuracy against the batch" in text and "| `b40` |" not in text
   assert "| b40 | 40 |" in text and "Greedy against its batch." in text
   changed = {line[3:] for line in _git(root, "status", "--porcelain", "--untracked-files=all").splitlines()}
-  assert {p for p in changed if "__pycache__" not in p} == {"experiments/studies/batch_accuracy.py"}
+  assert {p for p in changed if "__pycache__" not in p} == {"experiments/studies/batch_accuracy.py",
+                                                             "experiments/benchmarks/greedy_devices.py"}
 
 
 def test_a_new_setting_is_one_field(tmp_path):
