@@ -91,7 +91,7 @@ def load(dataset: str = datasets.DEFAULT, data_dir: Optional[str] = None,
     DataError: the name is unknown, the data is malformed, or --train_examples exceeds it (one line).
   """
   if dataset.startswith(datasets.NPZ_PREFIX):
-    info, arrays = _npz(dataset)
+    info, arrays = datasets.load_npz(dataset)
     n = _first(info, train_examples)
     arrays = dict(arrays, train_images=arrays["train_images"][:n])
     if arrays["train_labels"] is not None:
@@ -109,23 +109,8 @@ def describe(dataset: str = datasets.DEFAULT, data_dir: Optional[str] = None) ->
   """
   data_dir = data_dir or os.environ.get("TFDS_DATA_DIR") or None
   if dataset.startswith(datasets.NPZ_PREFIX):
-    return _npz(dataset)[0]
+    return datasets.load_npz(dataset)[0]
   return _tfds_info(dataset, data_dir)
-
-
-def _npz(dataset: str):
-  """`datasets.load_npz`, read once per version of the file (its size and modification time)."""
-  try:
-    stat = os.stat(dataset[len(datasets.NPZ_PREFIX):])
-    return _npz_version(dataset, stat.st_size, stat.st_mtime_ns)
-  except OSError:
-    return datasets.load_npz(dataset)  # Missing or unreadable: its one-line error.
-
-
-@functools.lru_cache(maxsize=2)
-def _npz_version(dataset: str, size: int, mtime: int):
-  del size, mtime  # The cache key only.
-  return datasets.load_npz(dataset)
 
 
 def load_mnist(data_dir: Optional[str] = None, train_examples: Optional[int] = None) -> Dataset:

@@ -15,6 +15,7 @@ refuse it. TensorFlow-free: the flags are checked against `KNOWN` before TensorF
 """
 
 import dataclasses
+import functools
 import hashlib
 import os
 from typing import Any, Dict, Optional, Tuple
@@ -150,6 +151,26 @@ def _labels(name: str, key: str, y: np.ndarray, n: int, classes: Optional[int]) 
 
 
 def load_npz(spec: str) -> Tuple[Info, Dict[str, Optional[np.ndarray]]]:
+  """`_read_npz`, read once per version of the file (its size and modification time): a program checks the file
+  before TensorFlow starts (`common.run.cli.check_npz`) and loads it after, from this cache.
+
+  Raises:
+    errors.DataError: one line, as `_read_npz` says.
+  """
+  try:
+    stat = os.stat(spec[len(NPZ_PREFIX):])
+  except OSError:
+    return _read_npz(spec)  # Missing or unreadable: its one-line error.
+  return _read_npz_version(spec, stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=2)
+def _read_npz_version(spec: str, size: int, mtime: int) -> Tuple[Info, Dict[str, Optional[np.ndarray]]]:
+  del size, mtime  # The cache key only.
+  return _read_npz(spec)
+
+
+def _read_npz(spec: str) -> Tuple[Info, Dict[str, Optional[np.ndarray]]]:
   """Reads and checks `npz:PATH`; returns its `Info` and {"train_images", "train_labels", "validation_images", ...}
   (float32 [n, D] in [0, 1], int32 [n] or None), split as the module docstring says.
 
