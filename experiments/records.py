@@ -1,4 +1,4 @@
-"""Run records (`common/artifacts/runlog.py`) and where they come from: `StudyRecords` of an study, other machines' records,
+"""Run records (`common/artifacts/runlog.py`) and where they come from: `StudyRecords` of a study, other machines' records,
 `machine_label` (the label of machine, instruction set and code every table and figure uses), `datasets` (of the data),
 and `ratio`/`same_source`, which refuse records of different machines, instruction sets or codes."""
 
@@ -23,7 +23,7 @@ OTHER_MACHINES = ("xeon16", EARLIER)
 # In an other machine's folder: what its README documents of records that predate provenance (`documented_provenance`).
 PROVENANCE_FILE = "provenance.json"
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
-# Which preset an study shows when several have records: paper when complete, else the first of these.
+# Which preset a study shows when several have records: paper when complete, else the first of these.
 _PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
 Record = Dict[str, Any]
 
@@ -105,7 +105,7 @@ class StudyRecords:
   @staticmethod
   def load(output_dir: str, study: str) -> Optional["StudyRecords"]:
     """The study's records in `output_dir`, or None; it shows the paper preset when all its runs exist, else the
-    first of `_PREFERENCE` with records. Records of runs shared with another study alone count only for an study
+    first of `_PREFERENCE` with records. Records of runs shared with another study alone count only for a study
     that owns no run (convergence)."""
     found, complete = {}, False
     for p in presets.PRESETS:

@@ -32,7 +32,7 @@ def machine_class(rs: List[dict]) -> str:
   return "; ".join(dict.fromkeys(out)) or "—"
 
 
-def spread_text(s: dict, unit: str = "×") -> str:
+def _spread(s: dict, unit: str = "×") -> str:
   """"1.59× (1.58–1.61)": the median of a benchmark's repeats and their range."""
   return f"{s['median']:.2f}{unit} ({s['min']:.2f}–{s['max']:.2f})"
 
@@ -63,7 +63,7 @@ def _strategies(output_dir: str, names: List[str], used: List[dict]) -> str:
     return "not measured yet"
   labels = {p.run_name: p.name for p in programs.PROGRAMS}
   found = harness.records_of(os.path.join(output_dir, "benchmarks", "strategies"), s)
-  return ", ".join(f"{_short(labels[n])} {spread_text(s['speedup_vs_greedy'][n])}{staleness(found.get(n, []))}"
+  return ", ".join(f"{_short(labels[n])} {_spread(s['speedup_vs_greedy'][n])}{staleness(found.get(n, []))}"
                    for n in names if n in s["speedup_vs_greedy"]) + _noisy_note(s)
 
 
@@ -72,7 +72,7 @@ def _pipeline(output_dir: str, used: List[dict]) -> str:
   for b in (100, 1000):
     s = _summary(output_dir, pipeline_benchmark.BENCHMARK.name, f"summary_b{b}.json", used)
     if s:
-      parts.append(f"{spread_text(s['speedup_vs_greedy'])} at batch {b}" + _noisy_note(s))
+      parts.append(f"{_spread(s['speedup_vs_greedy'])} at batch {b}" + _noisy_note(s))
   return ", ".join(parts) or "not measured yet"
 
 
@@ -101,7 +101,7 @@ def _gain(data: series.Data, used: List[dict]) -> str:
   for dataset in pretraining_sweep.DATASETS:
     g = pretraining_ablation.gain(arms, dataset, "none_own")
     if g:
-      parts.append(f"{pretraining_sweep.dataset_label(dataset)} {g[0]:+.1f} points ({g[1]:+.1f} to {g[2]:+.1f})")
+      parts.append(f"{records.dataset_label(dataset)} {g[0]:+.1f} points ({g[1]:+.1f} to {g[2]:+.1f})")
   return ", ".join(parts) + ", 3 seeds" if parts else "not run yet"
 
 

@@ -26,7 +26,7 @@ def dataset_accuracy(data: records.StudyRecords) -> Dict[str, Dict[str, float]]:
 
 
 def most_epochs(data: records.StudyRecords) -> int:
-  """The most pretraining epochs of an study at its shown preset."""
+  """The most pretraining epochs of a study at its shown preset."""
   return max(presets.get(data.study).sizes[data.preset]["epochs"])
 
 

@@ -6,12 +6,13 @@ import os
 from typing import List, Optional, Tuple
 
 from common.settings import programs
+from experiments import records
 from experiments.presets import Study, Run, spec
 from experiments.report import figures
 from experiments.report import tables
 from experiments.studies import pretraining_sweep as sweep
 from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy,
-                                                   by_arm, dataset_label, spread_text)
+                                                   by_arm, spread_text)
 
 
 # The ablation (does pretraining help?) and the comparison (the report's question with the tuned recipe): greedy with
@@ -54,14 +55,14 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
       rs = [found[s] for s in sorted(found)]
       held = [sum(h[k]["loss"] for h in (r["heldout_reconstruction"] for r in rs)) / len(rs)
               for k in range(len(rs[0]["heldout_reconstruction"]))]
-      body.append([dataset_label(d), ARM_LABELS[arm], spread_text([accuracy(r) for r in rs]),
+      body.append([records.dataset_label(d), ARM_LABELS[arm], spread_text([accuracy(r) for r in rs]),
                    spread_text([accuracy(r, "validation_accuracy") for r in rs]),
                    " / ".join(f"{x:.0f}" for x in held), f"{rs[0]['config']['finetune_learning_rate']:g}", len(rs)])
     gains = {arm: gain(arms, d, arm) for arm in ("none", "none_own")}
     if gains["none"]:
       mean, low, high = gains["none"]
       sentences.append(
-          f"{dataset_label(d)}: the tuned recipe's pretraining adds {mean:+.2f} points of test accuracy over no pretraining "
+          f"{records.dataset_label(d)}: the tuned recipe's pretraining adds {mean:+.2f} points of test accuracy over no pretraining "
           f"with the same finetuning (per seed {low:+.2f} to {high:+.2f}; goal ≥ +{GOAL_POINTS:g}: "
           + ("met" if low >= GOAL_POINTS else "met on average, not by every seed" if mean >= GOAL_POINTS
              else "missed") + ")" + ("" if not gains["none_own"] else
@@ -105,7 +106,7 @@ def ablation_figure(data, others=None):
         ax.imshow(mpl_image.imread(path))
       else:
         ax.text(0.5, 0.5, "no picture", ha="center", va="center")
-      ax.set_title(f"{dataset_label(d)}: {ARM_LABELS[arm].split(' (')[0]}", fontsize=10)
+      ax.set_title(f"{records.dataset_label(d)}: {ARM_LABELS[arm].split(' (')[0]}", fontsize=10)
   fig.suptitle("The first layer's filters (seed 0)", fontsize=12)
   fig.tight_layout(rect=(0, 0, 1, 0.95))
   return fig

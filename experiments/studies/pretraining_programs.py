@@ -8,7 +8,7 @@ from experiments import records
 from experiments.presets import Study, spec
 from experiments.report import tables
 from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy,
-                                                   by_arm, dataset_label, spread_text)
+                                                   by_arm, spread_text)
 
 
 def comparison_runs(spec, s: dict) -> list:
@@ -43,7 +43,7 @@ def programs_table(data, others) -> Tuple[str, List[str]]:
               for k in range(len(rs[seeds[0]]["heldout_reconstruction"]))]
       to_loss = [_seconds_to_loss(rs[s], greedy[s]) for s in seeds if s in greedy]
       to_acc = [_seconds_to_accuracy(rs[s], greedy[s]) for s in seeds if s in greedy]
-      body.append([dataset_label(d), label + (" †" if over else ""), records.devices(rs[seeds[0]]),
+      body.append([records.dataset_label(d), label + (" †" if over else ""), records.devices(rs[seeds[0]]),
                    spread_text([accuracy(r) for r in rs.values()]),
                    "—" if variant == base else spread_text(diffs, digits=2),
                    "—" if variant == base else spread_text(val, digits=2),

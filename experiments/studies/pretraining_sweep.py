@@ -191,17 +191,13 @@ def sweep_table(data, others) -> Tuple[str, List[str]]:
                    "cosine schedule and the best validation epoch kept; `_constant`: a constant finetuning rate; "
                    "`_last`: the last epoch kept; `none_fF`: no pretraining; `report`: the report's values. "
                    + "; ".join(sizes.values()) + ". A candidate with a failed run (diverged) has no score.")
-  header = ["stage", "candidate"] + [f"{dataset_label(d)} validation accuracy" for d in _datasets(data.runs)] + [
+  header = ["stage", "candidate"] + [f"{records.dataset_label(d)} validation accuracy" for d in _datasets(data.runs)] + [
       "score", "failed runs"]
   return tables.md_table(header, body), sentences
 
 
 def _spread_of(stat: Optional[dict]) -> str:
   return "—" if not stat else f"{stat['mean']:.4f} ({stat['min']:.4f}–{stat['max']:.4f})"
-
-
-def dataset_label(dataset: str) -> str:
-  return {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}.get(dataset, dataset)
 
 
 def _datasets(runs: dict) -> List[str]:
