@@ -11,25 +11,28 @@ from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS
                                                    by_arm, spread_text)
 
 
-def comparison_runs(spec, s: dict) -> list:
-  """The comparison's runs at sizes `s` ({"hidden", "examples", "epochs", "batch", "devices"}): every registered
-  program with the tuned recipe on `devices` devices (one for a one-device program), and pipeline_parallel with two
-  replicas per stage on 2 x `devices`, per dataset and seed, each layer's held-out reconstruction after every epoch."""
-  variants = [(p.run_name, p, s["devices"], p.timing_flags) for p in programs.PROGRAMS] + [
-      ("pp_r2", programs.PIPELINE_PARALLEL, 2 * s["devices"], ("--replicas_per_stage=2",))]
-  return [spec(f"{SHORT[d]}_{name}_s{seed}", p, s["hidden"], s["epochs"], s["batch"], g, s["examples"], s["epochs"],
-               extra=("--recipe=tuned", f"--dataset={d}", "--heldout_every_epoch") + own, seed=seed)
-          for d in s.get("datasets", DATASETS) for seed in s.get("seeds", SEEDS) for name, p, g, own in variants] + [
-      spec(f"{SHORT[d]}_{p.run_name}{LONGER}_s{seed}", p, s["hidden"], s["epochs"], s["batch"], s["devices"],
-           s["examples"], FINETUNE_FACTOR * s["epochs"], extra=("--recipe=tuned", f"--dataset={d}") + p.timing_flags,
-           seed=seed) for d in s.get("longer", ()) for seed in s.get("seeds", SEEDS) for p in LONGER_PROGRAMS]
-
-
 # A check of one cause of the Fashion-MNIST loss (docs/pretraining.md): the same pretraining, finetuning
 # FINETUNE_FACTOR times as many epochs (the tuned recipe's cosine schedule stretched over them), for greedy and the
 # two programs that lost accuracy; accuracy only, so no held-out curves.
 FINETUNE_FACTOR, LONGER = 3, "_longer"
 LONGER_PROGRAMS = (programs.baseline(), programs.MODEL_PARALLEL, programs.PIPELINE_PARALLEL)
+
+
+def comparison_runs(spec, s: dict) -> list:
+  """The comparison's runs at sizes `s` ({"hidden", "examples", "epochs", "batch", "devices"}): every registered
+  program with the tuned recipe on `devices` devices (one for a one-device program), and pipeline_parallel with two
+  replicas per stage on 2 x `devices`, per dataset and seed, each layer's held-out reconstruction after every epoch;
+  then, per dataset of s["longer"], the `LONGER_PROGRAMS` finetuning FINETUNE_FACTOR times as long."""
+  def run(d, seed, name, p, devices, finetune_epochs, own):
+    return spec(f"{SHORT[d]}_{name}_s{seed}", p, s["hidden"], s["epochs"], s["batch"], devices, s["examples"],
+                finetune_epochs, extra=("--recipe=tuned", f"--dataset={d}") + own, seed=seed)
+  variants = [(p.run_name, p, s["devices"], p.timing_flags) for p in programs.PROGRAMS] + [
+      ("pp_r2", programs.PIPELINE_PARALLEL, 2 * s["devices"], ("--replicas_per_stage=2",))]
+  seeds = s.get("seeds", SEEDS)
+  return [run(d, seed, name, p, g, s["epochs"], ("--heldout_every_epoch",) + own)
+          for d in s.get("datasets", DATASETS) for seed in seeds for name, p, g, own in variants] + [
+      run(d, seed, p.run_name + LONGER, p, s["devices"], FINETUNE_FACTOR * s["epochs"], p.timing_flags)
+      for d in s.get("longer", ()) for seed in seeds for p in LONGER_PROGRAMS]
 
 
 def programs_table(data, others) -> Tuple[str, List[str]]:
