@@ -45,7 +45,7 @@ def read_inputs(path: Optional[str], dataset: Optional[str], split: str,
   """
   if dataset:
     from common.data import loader as data  # noqa: imports TensorFlow
-    d = data.load(dataset, data_dir)
+    d = data.load(dataset, data_dir, train_examples=None if split == "train" else 1)  # the split asked for only
     return getattr(d, f"{split}_images"), getattr(d, f"{split}_labels")
   if not path or not os.path.isfile(path):
     raise errors.DataError(f"--input={path}: no such file (give a .npy, or a .npz holding x).")
