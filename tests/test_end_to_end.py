@@ -1,0 +1,60 @@
+"""The smoke preset end to end: `python -m experiments.reproduce --preset=smoke` runs the real programs, writes their
+records, tables, figures and README into a directory of its own, and nothing into the committed results. A file of its
+own so that `make test` starts it early (its workers take whole files in order; this is the longest test)."""
+
+import os
+import subprocess
+import sys
+
+from common.settings import programs
+from experiments import presets
+from experiments import records
+from conftest import ROOT
+
+RESULTS = os.path.join(ROOT, "results")
+
+
+# What the end-to-end smoke run takes (`--only`, studies or STUDY/RUN): between them every registered program
+# (R = 1 and 2), both datasets, a resumable run, a sweep's run that may fail, and a timed scaling study with its
+# figure; 11 runs of the 20 of these four studies, each run a process that imports TensorFlow. Every other study's
+# runs are checked as command lines above, and every table and figure on fixture records (tests/test_plots.py).
+SMOKE_ONLY = ("pretraining_programs", "mp_scaling_b100", "fashion_mnist_accuracy/fashion_mnist_greedy_e2",
+              "pretraining_sweep/coarse_mnist_report_s0")
+SMOKE_STUDIES = tuple(dict.fromkeys(item.partition("/")[0] for item in SMOKE_ONLY))
+
+
+def _smoke_runs():
+  """{study: its runs that the end-to-end smoke run takes}."""
+  return {name: e.runs for name, e in presets.select(presets.build("smoke"), SMOKE_ONLY).items()}
+
+
+def test_smoke_selection_covers_every_program_and_dataset():
+  chosen = _smoke_runs()
+  runs = [r for rs in chosen.values() for r in rs]
+  assert list(chosen) == sorted(SMOKE_STUDIES, key=presets.NAMES.index) and len(runs) == 11
+  assert {r.program for r in runs} == {p.name for p in programs.PROGRAMS}
+  assert {r.dataset for r in runs} == {"mnist", "fashion_mnist"}
+  assert any(r.resumable for r in runs) and any(r.may_fail for r in runs)
+  assert any(presets.get(name).timed and presets.get(name).figure and len(rs) == len(presets.build("smoke")[name].runs)
+             for name, rs in chosen.items())
+
+
+def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
+  out = tmp_path / "out"
+  env = dict(os.environ, PYTHONPATH=ROOT)
+  before = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
+  done = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--preset=smoke", f"--output_dir={out}",
+                         f"--work_dir={tmp_path / 'work'}", "--jobs=2", f"--only={','.join(SMOKE_ONLY)}"], cwd=ROOT,
+                        env=env, capture_output=True, text=True)
+  assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+  after = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
+  assert after == before  # Nothing written into the committed results.
+  chosen, built = _smoke_runs(), presets.build("smoke")
+  drawn = {f"{name}.png" for name, rs in chosen.items() if presets.get(name).figure and len(rs) == len(built[name].runs)}
+  assert drawn and drawn <= set(os.listdir(out / "figures"))
+  for name, runs in chosen.items():
+    for run in runs:
+      record = records.load(records.record_path(str(out), "smoke", run))
+      assert record is not None and records.mismatches(record, run) == [], (name, run.name)
+  text = (out / "README.md").read_text()
+  assert text.count("preset smoke") >= len(SMOKE_STUDIES)
