@@ -54,13 +54,3 @@ def run_module(module, *flags, env=None, timeout=600):
   return subprocess.run([sys.executable, "-m", module, *flags], cwd=ROOT, env=full_env,
                         capture_output=True, text=True, timeout=timeout)
 
-
-# Test files that take minutes, started first: `make test`'s workers (pytest -n, --dist loadfile) take whole files in
-# collection order, so a long file collected late would run alone at the end.
-LONGEST_FIRST = ("test_end_to_end.py", "test_extending.py")
-
-
-def pytest_collection_modifyitems(items):
-  """Moves the tests of LONGEST_FIRST to the front, in that order; the rest keep theirs."""
-  rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-  items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

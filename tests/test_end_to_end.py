@@ -1,6 +1,6 @@
 """The smoke preset end to end: `python -m experiments.reproduce --preset=smoke` runs the real programs, writes their
-records, tables, figures and README into a directory of its own, and nothing into the committed results. A file of its
-own so that `make test` starts it early (its workers take whole files in order; this is the longest test)."""
+records, tables, figures and README into a directory of its own, and nothing into the committed results (the longest
+test: a file of its own)."""
 
 import os
 import subprocess
