@@ -53,4 +53,3 @@ def run_module(module, *flags, env=None, timeout=600):
   full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
   return subprocess.run([sys.executable, "-m", module, *flags], cwd=ROOT, env=full_env,
                         capture_output=True, text=True, timeout=timeout)
-

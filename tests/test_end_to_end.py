@@ -17,26 +17,28 @@ RESULTS = os.path.join(ROOT, "results")
 # What the end-to-end smoke run takes (`--only`, studies or STUDY/RUN): between them every registered program
 # (R = 1 and 2), both datasets, a resumable run, a sweep's run that may fail, and a timed scaling study with its
 # figure; 11 runs of the 20 of these four studies, each run a process that imports TensorFlow. Every other study's
-# runs are checked as command lines above, and every table and figure on fixture records (tests/test_plots.py).
+# runs are checked as command lines (tests/test_reproduce.py), and every table and figure on fixture records
+# (tests/test_plots.py).
 SMOKE_ONLY = ("pretraining_programs", "mp_scaling_b100", "fashion_mnist_accuracy/fashion_mnist_greedy_e2",
               "pretraining_sweep/coarse_mnist_report_s0")
 SMOKE_STUDIES = tuple(dict.fromkeys(item.partition("/")[0] for item in SMOKE_ONLY))
 
 
 def _smoke_runs():
-  """{study: its runs that the end-to-end smoke run takes}."""
-  return {name: e.runs for name, e in presets.select(presets.build("smoke"), SMOKE_ONLY).items()}
+  """({study: its runs that the end-to-end smoke run takes}, the studies among them taken whole)."""
+  built = presets.build("smoke")
+  chosen = {name: e.runs for name, e in presets.select(built, SMOKE_ONLY).items()}
+  return chosen, {name for name, runs in chosen.items() if len(runs) == len(built[name].runs)}
 
 
 def test_smoke_selection_covers_every_program_and_dataset():
-  chosen = _smoke_runs()
+  chosen, whole = _smoke_runs()
   runs = [r for rs in chosen.values() for r in rs]
   assert list(chosen) == sorted(SMOKE_STUDIES, key=presets.NAMES.index) and len(runs) == 11
   assert {r.program for r in runs} == {p.name for p in programs.PROGRAMS}
   assert {r.dataset for r in runs} == {"mnist", "fashion_mnist"}
   assert any(r.resumable for r in runs) and any(r.may_fail for r in runs)
-  assert any(presets.get(name).timed and presets.get(name).figure and len(rs) == len(presets.build("smoke")[name].runs)
-             for name, rs in chosen.items())
+  assert any(presets.get(name).timed and presets.get(name).figure for name in whole)
 
 
 def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
@@ -49,8 +51,8 @@ def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
   after = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   assert after == before  # Nothing written into the committed results.
-  chosen, built = _smoke_runs(), presets.build("smoke")
-  drawn = {f"{name}.png" for name, rs in chosen.items() if presets.get(name).figure and len(rs) == len(built[name].runs)}
+  chosen, whole = _smoke_runs()
+  drawn = {f"{name}.png" for name in whole if presets.get(name).figure}
   assert drawn and drawn <= set(os.listdir(out / "figures"))
   for name, runs in chosen.items():
     for run in runs:
