@@ -5,6 +5,7 @@ and Fashion-MNIST; stage "confirm" runs the best few at the cpu preset's size (1
 candidate is ranked by its validation accuracy averaged over both datasets and the seeds; test accuracy is not read.
 """
 
+import functools
 import itertools
 import os
 from typing import List, NamedTuple, Optional, Sequence, Tuple
@@ -235,10 +236,29 @@ def _runs(s) -> List[Run]:
             for cand in candidates for d in datasets_ for seed in s.get("seeds", SEEDS)]
   coarse = runs("coarse", s["coarse"], coarse_candidates(s.get("grid_points")))
   folder = os.path.join(s["output_dir"], "runs", "pretraining_sweep")
-  found = {r.name: records.load(os.path.join(folder, f"{s['preset']}_{r.name}.json")) for r in coarse}
-  if any(v is None for v in found.values()):
+  files = tuple((r.name, os.path.join(folder, f"{s['preset']}_{r.name}.json")) for r in coarse)
+  stamps = tuple(_stamp(path) for _, path in files)
+  if None in stamps:
     return coarse
-  return coarse + runs("confirm", s["confirm"], confirm_candidates(rows(found, "coarse", datasets_)))
+  return coarse + runs("confirm", s["confirm"], _confirmed(files, stamps, tuple(datasets_)))
+
+
+def _stamp(path: str) -> Optional[Tuple[int, int]]:
+  """(modification time in ns, size) of the file at `path`, None when there is none."""
+  try:
+    stat = os.stat(path)
+  except FileNotFoundError:
+    return None
+  return stat.st_mtime_ns, stat.st_size
+
+
+@functools.lru_cache(maxsize=16)
+def _confirmed(files: Tuple[Tuple[str, str], ...], stamps: Tuple, datasets_: Tuple[str, ...]) -> Tuple[Candidate, ...]:
+  """The confirm stage's candidates chosen from the coarse records `files` ((run, path) pairs), read again only when
+  their `stamps` change: every table and figure builds the studies' runs, often."""
+  del stamps  # part of the cache key only
+  found = {name: records.load(path) for name, path in files}
+  return tuple(confirm_candidates(rows(found, "coarse", datasets_)))
 
 
 PRETRAINING_SWEEP = Study(
