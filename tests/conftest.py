@@ -1,9 +1,13 @@
 """Test setup: split the CPU into logical devices before TensorFlow initialises, deterministic ops,
 MNIST from $TFDS_DATA_DIR (../shared/tensorflow_datasets when it exists), and shared helpers."""
 
+import atexit
+import functools
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SHARED_DATA = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
@@ -29,6 +33,7 @@ if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
 from common.data import loader as data  # noqa: E402
+import forkserver  # noqa: E402
 
 # A small slice of real MNIST, enough to learn from in seconds.
 SLICE_EXAMPLES = 2000
@@ -48,8 +53,17 @@ def shared_keys(a, b):
   return sorted(set(a) & set(b))
 
 
+@functools.lru_cache(maxsize=None)
+def python() -> str:
+  """The `python` of subprocesses that run a program as a user types it: this process's own fork server
+  (tests/forkserver.py: the same run without paying for `import tensorflow` again), started on first use."""
+  folder = tempfile.mkdtemp(prefix="forkserver")
+  atexit.register(shutil.rmtree, folder, ignore_errors=True)
+  return forkserver.install(folder, env=dict(os.environ, PYTHONPATH=ROOT))
+
+
 def run_module(module, *flags, env=None, timeout=600):
   """Runs `python -m module flags...` from the repository root; returns the CompletedProcess."""
   full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
-  return subprocess.run([sys.executable, "-m", module, *flags], cwd=ROOT, env=full_env,
+  return subprocess.run([python(), "-m", module, *flags], cwd=ROOT, env=full_env,
                         capture_output=True, text=True, timeout=timeout)

@@ -31,7 +31,7 @@ from common.model import precision as precision_lib
 from common.settings import config as config_lib
 from common.settings import programs
 from greedy import pretrain as greedy
-from conftest import ROOT, SLICE_EXAMPLES, run_module, shared_keys
+from conftest import ROOT, SLICE_EXAMPLES, python, run_module, shared_keys
 
 PROGRAM = programs.ASYNC_DATA_PARALLEL
 # As tests/test_data_parallel.py: learning rate 0.05 at batch 50 moves the weights far in two epochs.
@@ -58,7 +58,7 @@ def _env(**extra):
 
 def _run(tmp_path, name, env=None, **kw):
   """The program in its own process with its in-process cluster; returns (CompletedProcess, record or None)."""
-  proc = subprocess.run([sys.executable, "-m", PROGRAM.module, *_flags(tmp_path, name, **kw)], cwd=ROOT,
+  proc = subprocess.run([python(), "-m", PROGRAM.module, *_flags(tmp_path, name, **kw)], cwd=ROOT,
                         env=_env(**(env or {})), capture_output=True, text=True, timeout=GUARD_SECONDS)
   path = tmp_path / f"{name}.json"
   return proc, json.load(open(path)) if path.exists() else None
@@ -197,7 +197,7 @@ def test_a_slow_worker_makes_stale_updates(tmp_path):
 
 
 def test_made_staleness_is_measured_and_scales_the_staleness_aware_rate():
-  proc = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "async_staleness_probe.py")], cwd=ROOT,
+  proc = subprocess.run([python(), os.path.join(ROOT, "tests", "async_staleness_probe.py")], cwd=ROOT,
                         env=_env(), capture_output=True, text=True, timeout=GUARD_SECONDS)
   assert proc.returncode == 0, proc.stderr[-3000:]
   results = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -292,7 +292,7 @@ def test_killed_parameter_server_ends_the_run_with_one_line_and_the_same_command
   flags = _flags(tmp_path, "ps_lost", num_devices=1, pretrain_epochs=3, model_dir=tmp_path / "model",
                  benchmark_slow_worker_delay_seconds=0.02)
   tasks = dict(launch.cluster_tasks(2, True, ps=1))
-  command = [sys.executable, "-m", PROGRAM.module, *flags]
+  command = [python(), "-m", PROGRAM.module, *flags]
   servers = {name: subprocess.Popen(command, cwd=ROOT, env=_env(TF_CONFIG=json.dumps(tf_config)),
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for name, tf_config in tasks.items() if name != "chief"}
@@ -352,7 +352,7 @@ def test_bad_input_is_one_line_before_training():
     runs = {case: pool.submit(run_module, PROGRAM.module, *flags, "--hidden_units=8", "--train_examples=100",
                               "--results_dir=", env=env, timeout=GUARD_SECONDS)
             for case, (flags, env, _) in BAD.items()}
-    launches = {ps: pool.submit(subprocess.run, [sys.executable, "-m", "common.launch", "--workers=2", f"--ps={ps}",
+    launches = {ps: pool.submit(subprocess.run, [python(), "-m", "common.launch", "--workers=2", f"--ps={ps}",
                                                  PROGRAM.module], cwd=ROOT, env=_env(), capture_output=True,
                                 text=True, timeout=GUARD_SECONDS) for ps in (0, -1)}
   for case, future in runs.items():

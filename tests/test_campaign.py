@@ -16,7 +16,7 @@ from experiments import presets
 from experiments.benchmarks import catalog
 from experiments.benchmarks import harness
 from experiments.benchmarks import kernels as bench_kernels
-from conftest import ROOT
+from conftest import ROOT, python
 
 UNFITTED = {driver.POOLED: driver.FALLBACK}
 # harness.main of each (benchmark name, flags) of the JSON list argv[1], its `run` replaced: prints the Setting it
@@ -37,7 +37,7 @@ for name, argv in json.loads(sys.argv[1]):
 
 
 def _campaign(*flags):
-  return subprocess.run([sys.executable, "-m", "experiments.campaign", *flags], cwd=ROOT, capture_output=True,
+  return subprocess.run([python(), "-m", "experiments.campaign", *flags], cwd=ROOT, capture_output=True,
                         text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))
 
 
@@ -87,7 +87,7 @@ def test_setting_gives_mains_defaults_and_each_command_line_gives_its_setting():
       (b, o, list(steps[f"{b.name}/{b.folder(harness.setting(b, o))}"].command))
       for b in catalog.BENCHMARKS for o in b.campaign]
 
-  done = subprocess.run([sys.executable, "-c", MAIN, json.dumps([(b.name, c[3:]) for b, _, c in cases])], cwd=ROOT,
+  done = subprocess.run([python(), "-c", MAIN, json.dumps([(b.name, c[3:]) for b, _, c in cases])], cwd=ROOT,
                         capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))
   assert done.returncode == 0, done.stderr[-3000:]
   found = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("[")]

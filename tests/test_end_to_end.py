@@ -4,12 +4,11 @@ test: a file of its own)."""
 
 import os
 import subprocess
-import sys
 
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from conftest import ROOT
+from conftest import ROOT, python
 
 RESULTS = os.path.join(ROOT, "results")
 
@@ -45,7 +44,7 @@ def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   out = tmp_path / "out"
   env = dict(os.environ, PYTHONPATH=ROOT)
   before = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
-  done = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--preset=smoke", f"--output_dir={out}",
+  done = subprocess.run([python(), "-m", "experiments.reproduce", "--preset=smoke", f"--output_dir={out}",
                          f"--work_dir={tmp_path / 'work'}", "--jobs=2", f"--only={','.join(SMOKE_ONLY)}"], cwd=ROOT,
                         env=env, capture_output=True, text=True)
   assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

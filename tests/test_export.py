@@ -19,7 +19,7 @@ from common.model import precision
 from common.settings import programs
 from common.training import finetune
 
-from conftest import SLICE_EXAMPLES, run_module
+from conftest import SLICE_EXAMPLES, python, run_module
 
 BASE = dict(hidden_units=(48, 24), pretrain_epochs=2, finetune_epochs=2, train_examples=SLICE_EXAMPLES, batch_size=50,
             pretrain_learning_rate=0.05, finetune_learning_rate=0.1, seed=3)
@@ -77,7 +77,7 @@ def test_the_saved_model_loads_without_this_repository_and_gives_the_runs_accura
   outside = tmp_path / "elsewhere"
   outside.mkdir()
   env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-  proc = subprocess.run([sys.executable, "-c", _OUTSIDE, str(tmp / "g_model"), str(tmp_path / "test.npz"),
+  proc = subprocess.run([python(), "-c", _OUTSIDE, str(tmp / "g_model"), str(tmp_path / "test.npz"),
                          str(tmp_path / "outputs.npz")], cwd=outside, env=env, capture_output=True, text=True,
                         timeout=300)
   assert proc.returncode == 0, proc.stderr[-3000:]

@@ -15,7 +15,7 @@ import sys
 from common.settings import config as config_lib
 from common.settings import programs
 
-from conftest import ROOT
+from conftest import ROOT, python
 
 TINY = ["--hidden_units=16,16", "--train_examples=400", "--batch_size=40", "--pretrain_epochs=1", "--finetune_epochs=1",
         "--progress=log"]
@@ -40,10 +40,12 @@ def _copy(tmp_path):
   return root
 
 
-def _run(root, *args, timeout=900):
+def _run(root, *args, timeout=900, interpreter=None):
+  """`python args...` in the copy `root` (through the fork server unless `interpreter` is given)."""
   env = dict(os.environ, PYTHONPATH=str(root))
   env.pop("TF_CONFIG", None)
-  return subprocess.run([sys.executable, *args], cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+  return subprocess.run([interpreter or python(), *args], cwd=root, env=env, capture_output=True, text=True,
+                        timeout=timeout)
 
 
 def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
@@ -75,7 +77,9 @@ def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
   assert record["strategy"] == "toy_parallel" and record["config"]["num_devices"] == 2
   assert len(record["layers"]) == 2 and record["finetune"]["test_accuracy"] > 0 and record["schedule"]["steps"]
 
-  registry_tests = _run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_registry.py")
+  # A test suite of its own, in a fresh interpreter: it checks what a fresh interpreter imports.
+  registry_tests = _run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_registry.py",
+                        interpreter=sys.executable)
   assert registry_tests.returncode == 0, registry_tests.stdout[-3000:]
   lists = _run(root, "-c", "from experiments import presets; "
                "print(sorted({r.program for e in presets.build('cpu').values() for r in e.runs})); "

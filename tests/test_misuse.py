@@ -29,7 +29,7 @@ from common.settings import config as config_lib
 from common.settings import programs
 from greedy import pretrain as greedy
 
-from conftest import ROOT, run_module
+from conftest import ROOT, python, run_module
 
 TINY = ["--hidden_units=20", "--train_examples=500", "--batch_size=50", "--pretrain_epochs=2", "--finetune_epochs=0",
         "--progress=log"]
@@ -139,7 +139,7 @@ def test_huge_epochs_are_refused_and_the_eta_is_safe_for_any_value(refused):
 # ---------------------------------------------------------------- item 11: the launcher
 
 def test_launcher_refuses_programs_that_do_not_use_several_workers():
-  proc = subprocess.run([sys.executable, "-m", "common.launch", "--workers=2", programs.GREEDY.module, *TINY,
+  proc = subprocess.run([python(), "-m", "common.launch", "--workers=2", programs.GREEDY.module, *TINY,
                          "--results_dir="], cwd=ROOT, capture_output=True, text=True,
                         env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
   line = _one_error_line(proc)

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,7 +23,7 @@ from greedy import pretrain as greedy
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import pretrain as pipeline
 from sync_layerwise import pretrain as sync_layerwise
-from conftest import ROOT, SLICE_EXAMPLES, shared_keys
+from conftest import ROOT, SLICE_EXAMPLES, python, shared_keys
 
 # Start this process's runtime with conftest's logical devices (the reference runs happen in-process).
 assert len(tf.config.list_logical_devices("CPU")) >= 2
@@ -45,7 +44,7 @@ def _launch(program, flags, env=None, timeout=170):
   """Runs the launcher with 2 workers; returns the CompletedProcess."""
   full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
   full_env.pop(cluster.TF_CONFIG, None)
-  return subprocess.run([sys.executable, "-m", "common.launch", "--workers=2", program, *flags], cwd=ROOT,
+  return subprocess.run([python(), "-m", "common.launch", "--workers=2", program, *flags], cwd=ROOT,
                         env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -180,7 +179,7 @@ def test_bad_launcher_input_is_one_clear_line():
   for args, message in ((["--workers=0", programs.DATA_PARALLEL.module], "--workers"),
                         (["--workers=2", "no_such_program.train"], "no program module 'no_such_program.train'"),
                         (["--workers=2"], "give the program to run")):
-    proc = subprocess.run([sys.executable, "-m", "common.launch", *args], cwd=ROOT, capture_output=True, text=True,
+    proc = subprocess.run([python(), "-m", "common.launch", *args], cwd=ROOT, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.strip()]

@@ -5,7 +5,6 @@ programs."""
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
@@ -22,7 +21,7 @@ from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.report import figures
 from experiments.report import readme
-from conftest import ROOT
+from conftest import ROOT, python
 
 RESULTS = os.path.join(ROOT, "results")
 GREEDY, SYNC, MP, DP, PP = (programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARALLEL, programs.DATA_PARALLEL,
@@ -411,7 +410,7 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
 def test_command_line_errors():
   env = dict(os.environ, PYTHONPATH=ROOT)
   def run(*args):
-    return subprocess.run([sys.executable, "-m", "experiments.reproduce", *args], cwd=ROOT, env=env,
+    return subprocess.run([python(), "-m", "experiments.reproduce", *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
   bad = run("--preset=cpu", "--jobs=2")
   assert bad.returncode == 1 and "only with --preset=smoke" in bad.stderr
