@@ -58,7 +58,7 @@ def _receive(conn, fds=0):
 
 def client(socket_path, real_python, argv):
   """The shim's body: run `python argv...` through the server at `socket_path`, or exec `real_python`."""
-  servable = len(argv) >= 2 and (argv[0] in ("-m", "-c") or (argv[0].endswith(".py") and not argv[0].startswith("-")))
+  servable = (len(argv) >= 2 and argv[0] in ("-m", "-c")) or (bool(argv) and argv[0].endswith(".py"))
   conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
   try:
     if not servable:
@@ -141,6 +141,7 @@ def _run_child(request, fds):
   except BaseException:  # noqa: what the interpreter does with an uncaught exception
     traceback.print_exc()
     code = 1
+  threading._shutdown()  # as at the interpreter's exit: wait for the program's non-daemon threads, then atexit
   atexit._run_exitfuncs()
   sys.stdout.flush()
   sys.stderr.flush()
@@ -151,8 +152,11 @@ def _run_child(request, fds):
 
 
 def _servable(request):
-  changed = {k for k in set(request["env"]) | set(START_ENV) if request["env"].get(k) != START_ENV.get(k)}
-  return all(k in RUNTIME_VARIABLES or k.startswith("PYTEST_") for k in changed)
+  env = request["env"]
+  changed = {k for k in set(env) | set(START_ENV) if env.get(k) != START_ENV.get(k)}
+  # tensorflow-datasets reads TFDS_DATA_DIR at import as its default, and common/data/loader.py passes it whenever set.
+  return all(k in RUNTIME_VARIABLES or k.startswith("PYTEST_") or (k == "TFDS_DATA_DIR" and env.get(k))
+             for k in changed)
 
 
 def serve(socket_path, parent):
