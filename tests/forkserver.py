@@ -13,8 +13,9 @@ child watches the client's pid), so a test that kills or times out its subproces
 server cannot serve as a fresh interpreter would (other interpreter options, or an environment that differs in a
 variable read at import, such as TFDS_DATA_DIR) runs in a fresh interpreter: the client execs the real `python`.
 
-What a test sees differs in one way only: the pid of its subprocess is the client's, not the program's; tests that
-look at a run's pid or its process tree start the real interpreter (`sys.executable`).
+What a test sees differs in two ways: the pid of its subprocess is the client's, not the program's, and the
+libraries above are imported before the program starts (a check of `sys.modules` sees them); tests that look at a
+run's pid or process tree, or at what a fresh interpreter imports, start the real interpreter (`sys.executable`).
 """
 
 import json

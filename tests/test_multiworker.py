@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -40,11 +41,12 @@ def _flags(tmp_path, name, **kw):
                   f"--export_weights={tmp_path / (name + '.npz')}"]
 
 
-def _launch(program, flags, env=None, timeout=170):
-  """Runs the launcher with 2 workers; returns the CompletedProcess."""
+def _launch(program, flags, env=None, timeout=170, interpreter=None):
+  """Runs the launcher with 2 workers (through the fork server unless `interpreter` is given); returns the
+  CompletedProcess."""
   full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
   full_env.pop(cluster.TF_CONFIG, None)
-  return subprocess.run([python(), "-m", "common.launch", "--workers=2", program, *flags], cwd=ROOT,
+  return subprocess.run([interpreter or python(), "-m", "common.launch", "--workers=2", program, *flags], cwd=ROOT,
                         env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -153,7 +155,10 @@ def test_killed_worker_stops_the_cluster_and_the_same_command_resumes(tmp_path, 
   flags = _dp_flags(tmp_path, "resumed", model_dir=tmp_path / "model")
   # Worker 1 (not the chief) loses power right after its 2nd checkpoint (layer 1's last epoch): the
   # chief then waits in layer 2's first all-reduce for a peer that is gone, until the launcher stops it.
-  killed = _launch(programs.DATA_PARALLEL.module, flags, env={cluster.KILL_ENV: "worker:1:2"})
+  # Fresh interpreters: through the fork server a worker's death reaches the launcher a step later (the server
+  # reports it to the worker's client), so the chief's own failure may be seen first.
+  killed = _launch(programs.DATA_PARALLEL.module, flags, env={cluster.KILL_ENV: "worker:1:2"},
+                   interpreter=sys.executable)
   assert killed.returncode != 0
   death = re.search(r"\[worker 1\] .*killing this process \(SIGKILL\) after checkpoint 2 at unix time", killed.stderr)
   assert death, killed.stderr[-3000:]
