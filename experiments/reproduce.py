@@ -41,6 +41,8 @@ def main(argv):
   if _JOBS.value > 1 and preset != "smoke" and not untimed:
     _fail("--jobs > 1 runs programs side by side and distorts their timings; use it only with --preset=smoke or "
           "with --only naming studies whose runs are not timed (the pretraining studies).")
+  if _FIGURES_ONLY.value and not os.path.isdir(output_dir):
+    _fail(f"--output_dir={output_dir}: no such directory; --figures_only draws from the records there.")
   if not _FIGURES_ONLY.value:
     try:
       studies = presets.select(presets.build(preset, output_dir), _ONLY.value)

@@ -416,6 +416,10 @@ def test_command_line_errors():
   assert bad.returncode == 1 and "only with --preset=smoke" in bad.stderr
   bad = run("--preset=cpu", "--only=nope")
   assert bad.returncode == 1 and "unknown study 'nope'" in bad.stderr
+  bad = run("--figures_only", "--output_dir=/no/such/dir")
+  assert bad.returncode == 1 and "Traceback" not in bad.stderr, bad.stderr[-2000:]
+  assert bad.stderr.strip().splitlines()[-1] == ("error: --output_dir=/no/such/dir: no such directory; "
+                                                 "--figures_only draws from the records there.")
   dry = run("--preset=cpu", "--dry_run", "--only=dp_scaling")
   assert dry.returncode == 0 and "dp_scaling: 4 runs, estimated" in dry.stdout
   dry = run("--preset=full", "--dry_run")
