@@ -56,7 +56,10 @@ def shared_keys(a, b):
 @functools.lru_cache(maxsize=None)
 def python() -> str:
   """The `python` of subprocesses that run a program as a user types it: this process's own fork server
-  (tests/forkserver.py: the same run without paying for `import tensorflow` again), started on first use."""
+  (tests/forkserver.py: the same run without paying for `import tensorflow` again), started on first use; the
+  interpreter itself where the server cannot run (it needs Linux's pidfd_open and sched_getaffinity)."""
+  if not (hasattr(os, "pidfd_open") and hasattr(os, "sched_getaffinity")):
+    return sys.executable
   folder = tempfile.mkdtemp(prefix="forkserver")
   atexit.register(shutil.rmtree, folder, ignore_errors=True)
   return forkserver.install(folder, env=dict(os.environ, PYTHONPATH=ROOT))
