@@ -28,6 +28,8 @@ import threading
 import traceback
 
 # Variables that may differ between a request and the server: read when a program runs, not when a library loads.
+# (SDAE_TEST_KILL_AFTER_CHECKPOINT is common/distribute/cluster.py's KILL_ENV: the server imports nothing of this
+# repository.)
 RUNTIME_VARIABLES = ("TF_CONFIG", "SDAE_TEST_KILL_AFTER_CHECKPOINT", "PYTHONPATH", "PYTHONUNBUFFERED", "PWD", "OLDPWD",
                      "_")
 PRELOADED = ("tensorflow", "tensorflow_datasets", "numpy", "absl.app", "absl.flags", "absl.logging", "matplotlib",
@@ -44,15 +46,15 @@ def _send(conn, message, fds=()):
 
 
 def _receive(conn, fds=0):
-  """One newline-terminated JSON message (and up to `fds` file descriptors sent with it)."""
-  data, received = b"", []
-  while not data.endswith(b"\n"):
-    chunk, got, _, _ = socket.recv_fds(conn, MAX_MESSAGE, fds) if fds and not received else (conn.recv(MAX_MESSAGE),
-                                                                                             [], 0, None)
-    if not chunk:
-      raise ConnectionError("closed")
-    data, received = data + chunk, received + list(got)
-  return json.loads(data), received
+  """One newline-terminated JSON message, and the file descriptors (up to `fds`) sent with its first part."""
+  chunk, received, _, _ = socket.recv_fds(conn, MAX_MESSAGE, fds) if fds else (conn.recv(MAX_MESSAGE), [], 0, None)
+  data = chunk
+  while chunk and not data.endswith(b"\n"):
+    chunk = conn.recv(MAX_MESSAGE)
+    data += chunk
+  if not chunk:
+    raise ConnectionError("closed before a whole message")
+  return json.loads(data), list(received)
 
 
 # ------------------------------------------------------------------------------------------------ the client
@@ -96,8 +98,9 @@ def _run_child(request, fds):
   os.environ.clear()
   os.environ.update(request["env"])
   os.sched_setaffinity(0, request["affinity"])
-  for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
-    signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+  signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt, as in a fresh interpreter
+  for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD):
+    signal.signal(sig, signal.SIG_DFL)
   try:
     watched = os.pidfd_open(request["client"])
   except ProcessLookupError:  # the client is gone already
@@ -135,7 +138,10 @@ def _run_child(request, fds):
       sys.argv = list(argv)
       runpy.run_path(argv[0], run_name="__main__")
   except SystemExit as e:
-    code = e.code if isinstance(e.code, int) else (0 if e.code is None else (print(e.code, file=sys.stderr) or 1))
+    code = 0 if e.code is None else e.code
+    if not isinstance(code, int):  # sys.exit("message"): printed, status 1
+      print(code, file=sys.stderr)
+      code = 1
   except KeyboardInterrupt:
     traceback.print_exc()
     code = -signal.SIGINT

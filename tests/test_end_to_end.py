@@ -15,7 +15,7 @@ RESULTS = os.path.join(ROOT, "results")
 
 # What the end-to-end smoke run takes (`--only`, studies or STUDY/RUN): between them every registered program
 # (R = 1 and 2), both datasets, a resumable run, a sweep's run that may fail, and a timed scaling study with its
-# figure; 11 runs of the 20 of these four studies, each run a process that imports TensorFlow. Every other study's
+# figure; 11 runs of the 20 of these four studies, each run a process of its own. Every other study's
 # runs are checked as command lines (tests/test_reproduce.py), and every table and figure on fixture records
 # (tests/test_plots.py).
 SMOKE_ONLY = ("pretraining_programs", "mp_scaling_b100", "fashion_mnist_accuracy/fashion_mnist_greedy_e2",
