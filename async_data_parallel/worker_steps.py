@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from common.measure import timing
 from common.model import autoencoder
+from common.model import graph
 
 
 
@@ -93,7 +94,7 @@ class LayerSteps(tf.Module):
     self.slow_worker_delay = slow_worker_delay
     self.steps_per_epoch = self.trainer.steps_per_epoch
     self.gradient = autoencoder.compile_step(self._gradient, kernels)
-    self.function = tf.function(self._steps)
+    self.function = graph.function(self._steps)
 
   def _gradient(self, indices: tf.Tensor, epoch: tf.Tensor, weights: List[tf.Tensor]
                 ) -> Tuple[tf.Tensor, List[tf.Tensor]]:

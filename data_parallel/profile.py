@@ -24,6 +24,7 @@ import tensorflow as tf
 
 from common.measure import timing
 from common.model import autoencoder
+from common.model import graph
 from common.model import optimizers
 from data_parallel import config as config_lib
 from data_parallel import replicas
@@ -80,7 +81,7 @@ def _loop(strategy: tf.distribute.Strategy, replica_fn: Callable[..., tf.Tensor]
           ) -> Callable:
   """A compiled loop running `replica_fn(*args)` (or `replica_fn(i)` at loop index i, with `pass_step`) on
   every replica `n` times; returns fn(n) -> float32 (the sum of the replicas' outputs, so nothing is pruned)."""
-  @tf.function
+  @graph.function
   def loop(n):
     def body(i, total):
       out = strategy.run(replica_fn, args=(i,) if pass_step else args)

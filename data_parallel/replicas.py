@@ -19,6 +19,7 @@ from common.data import loader as data
 from common.distribute import replica_steps
 from common.measure import timing
 from common.model import autoencoder
+from common.model import graph
 from common.model import optimizers
 from common.settings import config as common_config
 
@@ -46,7 +47,7 @@ class DataParallelTrainer:
     self.lr_multiplier = lr_multiplier
     self.slow_replica_delay = slow_replica_delay
     self.steps_per_epoch = trainer.steps_per_epoch
-    self._compiled = tf.function(self._steps)
+    self._compiled = graph.function(self._steps)
 
   def replica_indices(self, epoch: tf.Tensor, step: tf.Tensor) -> tf.Tensor:
     """In replica context: int32 [B / G], this replica's example indices at (epoch, step), its share

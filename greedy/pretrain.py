@@ -15,6 +15,7 @@ from common.base import progress as progress_lib
 from common.measure import cost
 from common.measure import timing
 from common.model import autoencoder
+from common.model import graph
 from common.run import lifecycle
 from common.settings import config as config_lib
 from greedy import program
@@ -55,7 +56,7 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
       continue
     trainer = autoencoder.LayerTrainer(layer, run.layers[:i], images, config.seed, config.corruption,
                                        config.batch_size, device, run.kernels)
-    epoch_fn = tf.function(trainer.run_steps)
+    epoch_fn = graph.function(trainer.run_steps)
     with run.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
       epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
     trained = run.train_layer(i, epoch_fn, trainer.steps_per_epoch, config.pretrain_learning_rate, progress,

@@ -29,6 +29,7 @@ import tensorflow as tf
 
 from common.data import loader as data
 from common.model import autoencoder
+from common.model import graph
 
 # Group and instance keys of the stages' collectives: one process-wide sequence, so that pipelines built one
 # after another in a process (tests) never reuse a key; far above the keys tf.distribute allocates itself.
@@ -77,7 +78,7 @@ class Stage:
                       for layer, up in zip(copies, passes_up)] for copies in self.replicas]
       self._group_key = next(_COLLECTIVE_KEYS)
       self._instance_keys = [[next(_COLLECTIVE_KEYS) for _ in layer.weights] for layer in self.layers]
-    self.run_chunk = tf.function(self._run_chunk)
+    self.run_chunk = graph.function(self._run_chunk)
 
   @staticmethod
   def _layer_step(layer: autoencoder.DenoisingAutoencoder, passes_up: bool):
@@ -176,7 +177,7 @@ class Pipeline:
     specs = [tf.TensorSpec([P], tf.int32) for P in (len(self.stages),) * 2] + [tf.TensorSpec([], tf.float32)]
     for stage in self.stages[1:]:
       specs += [tf.TensorSpec([None, stage.input_units], tf.float32)] * (2 * self.replicas)
-    self.tick = tf.function(self._tick, input_signature=specs)
+    self.tick = graph.function(self._tick, input_signature=specs)
 
   def empty_inputs(self) -> List[tf.Tensor]:
     """The in-flight activations before the first tick: [0, units] pairs per replica of every stage but the

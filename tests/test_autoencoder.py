@@ -3,10 +3,12 @@
 import math
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from common.measure import cost
 from common.model import autoencoder
+from common.model import graph
 from common.training import finetune
 
 
@@ -83,7 +85,7 @@ def test_zero_learning_rate_changes_nothing(mnist):
   layer = autoencoder.DenoisingAutoencoder(784, 16, 1, seed=0)
   before = [w.numpy() for w in layer.weights]
   trainer = autoencoder.LayerTrainer(layer, [], images, seed=0, corruption=0.5, batch_size=100)
-  tf.function(trainer.run_steps)(tf.constant(0), tf.constant(0), tf.constant(3), tf.constant(0.0))
+  graph.function(trainer.run_steps)(tf.constant(0), tf.constant(0), tf.constant(3), tf.constant(0.0))
   for b, w in zip(before, layer.weights):
     np.testing.assert_array_equal(b, w.numpy())
 
@@ -128,3 +130,10 @@ def test_written_out_gradient_equals_automatic_differentiation():
     for name, got, expected in zip(("kernel", "bias", "decoder_bias"), grads, want):
       assert got.shape == expected.shape, name
       np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-4, atol=1e-6, err_msg=name)
+
+
+def test_graph_functions_run_tensor_control_flow_only_as_graph_ops():
+  """`graph.function` traces without AutoGraph: a Python `if` on a tensor is refused at trace time, `tf.cond` works."""
+  with pytest.raises(TypeError, match="bool"):
+    graph.function(lambda x: x + 1 if x > 0 else x - 1)(tf.constant(1.0))
+  assert float(graph.function(lambda x: tf.cond(x > 0, lambda: x + 1, lambda: x - 1))(tf.constant(1.0))) == 2.0

@@ -57,6 +57,16 @@ def test_no_string_names_a_program_outside_the_registry():
   assert not found, "\n".join(found)
 
 
+
+def test_graph_code_is_traced_without_autograph():
+  """The programs and common/ make graphs through `common.model.graph.function` (AutoGraph off), never `tf.function`
+  itself (tests and experiments may)."""
+  found = [f"{path}:{node.lineno}" for path in _python_files() if not path.startswith(("tests", "experiments"))
+           and path != os.path.join("common", "model", "graph.py") for node in ast.walk(_tree(path))
+           if isinstance(node, ast.Attribute) and node.attr == "function" and isinstance(node.value, ast.Name)
+           and node.value.id == "tf"]
+  assert not found, "tf.function outside common/model/graph.py: " + ", ".join(found)
+
 # The test that registers a seventh program by name in a copy of the repository (its name is a program's there).
 EXTENDING = os.path.join("tests", "test_extending.py")
 # The generic code: it asks a program's capabilities (`common.settings.programs.Program`) and names none.

@@ -6,6 +6,7 @@ import tensorflow as tf
 
 from common.artifacts import runlog
 from common.model import autoencoder
+from common.model import graph
 from common.settings import config as config_lib
 from common.settings import programs
 from sync_layerwise import pretrain as sync_layerwise
@@ -27,7 +28,7 @@ def _reference_weights(mnist):
   copy_of_layer1 = autoencoder.FrozenEncoder(layers[0])
   trainers = [autoencoder.LayerTrainer(layers[0], [], images, SEED, CORRUPTION, BATCH),
               autoencoder.LayerTrainer(layers[1], [copy_of_layer1], images, SEED, CORRUPTION, BATCH)]
-  epoch_fns = [tf.function(t.run_steps) for t in trainers]
+  epoch_fns = [graph.function(t.run_steps) for t in trainers]
   steps = tf.constant(trainers[0].steps_per_epoch)
   for step in range(EPOCHS + 1):  # E + H - 1 steps.
     epoch_fns[0](tf.constant(step), tf.constant(0), steps, tf.constant(LR))
@@ -65,7 +66,7 @@ def test_sync_layerwise_matches_the_schedule_written_out_and_differs_from_greedy
   layers[0].kernel.assign(want["layer1/kernel"])
   layers[0].bias.assign(want["layer1/bias"])
   trainer = autoencoder.LayerTrainer(layers[1], [layers[0]], images, SEED, CORRUPTION, BATCH)
-  fn = tf.function(trainer.run_steps)
+  fn = graph.function(trainer.run_steps)
   for step in (1, 2):
     fn(tf.constant(step), tf.constant(0), tf.constant(trainer.steps_per_epoch), tf.constant(LR))
   assert np.abs(layers[1].kernel.numpy() - want["layer2/kernel"]).max() > 1e-3

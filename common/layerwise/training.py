@@ -38,6 +38,7 @@ from common.layerwise import schedule as schedule_lib
 from common.measure import cost
 from common.measure import timing
 from common.model import autoencoder
+from common.model import graph
 from common.run import lifecycle
 
 
@@ -68,10 +69,10 @@ class GroupTrainer:
       self._copies += [(frozen[k], layers[k]) for k in range(self.group[0], layer_index)]
       trainer = autoencoder.LayerTrainer(layers[layer_index], frozen, images[device], seed, corruption,
                                          batch_size, device, kernels)
-      self._epoch_fns.append(tf.function(trainer.run_steps) if concurrent else trainer.run_steps)
+      self._epoch_fns.append(graph.function(trainer.run_steps) if concurrent else trainer.run_steps)
     self.steps_per_epoch = trainer.steps_per_epoch
-    self.run_steps = tf.function(self._run_steps)
-    self.copy_weights = tf.function(self._copy_weights)
+    self.run_steps = graph.function(self._run_steps)
+    self.copy_weights = graph.function(self._copy_weights)
 
   def _run_steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor, learning_rate: tf.Tensor,
                  active: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:

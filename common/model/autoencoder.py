@@ -24,6 +24,7 @@ import tensorflow as tf
 from tensorflow.python.framework import config  # is_op_determinism_enabled has no public alias.
 
 from common.data import loader as data
+from common.model import graph
 from common.model import precision as precision_lib
 
 # Kernel paths of the pretraining steps: "xla" compiles each step with XLA (`jit_compile=True`), "tf" runs
@@ -39,7 +40,7 @@ def compile_step(fn, kernels: str):
   """
   if kernels not in KERNEL_PATHS:
     raise ValueError(f"unknown kernel path {kernels!r}; one of {', '.join(KERNEL_PATHS)}")
-  return tf.function(fn, jit_compile=kernels == "xla")
+  return graph.function(fn, jit_compile=kernels == "xla")
 
 
 def sigmoid_glorot_uniform(fan_in: int, fan_out: int, seed: int, layer_index: int) -> tf.Tensor:

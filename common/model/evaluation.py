@@ -16,6 +16,7 @@ import numpy as np
 import tensorflow as tf
 
 from common.data import loader as data
+from common.model import graph
 from common.model import precision
 
 # Seed of the test corruption masks: fixed, so that runs with any --seed are evaluated on the same masks.
@@ -56,7 +57,7 @@ class HeldoutEvaluator:
             sums.append(tf.reduce_sum(layer.reconstruction_loss(hidden, clean, precision.FLOAT32)))
             corrupted, clean = hidden, layer.encode(clean, precision.FLOAT32)
           return tf.stack(sums)
-      self._functions[key] = tf.function(losses_of_batch)
+      self._functions[key] = graph.function(losses_of_batch)
     return self._functions[key]
 
   def losses(self, layers: Sequence) -> List[float]:

@@ -23,6 +23,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import tensorflow as tf
 
+from common.model import graph
+
 SIGNATURES = ("encode", "reconstruct", "predict")
 FINETUNED_PREFIX = "finetuned/"
 
@@ -77,10 +79,10 @@ class ExportedModel(tf.Module):
     inputs = [tf.TensorSpec([None, int(weights["layer1/kernel"].shape[0])], tf.float32, name="inputs")]
     hidden = [int(weights[f"layer{k}/kernel"].shape[1]) for k in range(1, layers + 1)]
     classes = int(weights[f"{FINETUNED_PREFIX}output/kernel"].shape[1]) if self.finetuned else 0
-    self.encode = tf.function(self._encode, input_signature=inputs)
-    self.reconstruct = tf.function(self._reconstruct, input_signature=inputs)
-    self.predict = tf.function(self._predict, input_signature=inputs, jit_compile=True) if self.finetuned else None
-    self.metadata = tf.function(lambda: {
+    self.encode = graph.function(self._encode, input_signature=inputs)
+    self.reconstruct = graph.function(self._reconstruct, input_signature=inputs)
+    self.predict = graph.function(self._predict, input_signature=inputs, jit_compile=True) if self.finetuned else None
+    self.metadata = graph.function(lambda: {
         "input_units": tf.constant(inputs[0].shape[1], tf.int64), "num_classes": tf.constant(classes, tf.int64),
         "hidden_units": tf.constant(hidden, tf.int64), "dataset": tf.constant(metadata["dataset"]),
         "program": tf.constant(metadata["program"])}, input_signature=[])

@@ -19,6 +19,7 @@ from common.distribute import replica_steps
 from common.measure import timing
 from common.model import autoencoder
 from common.model import export
+from common.model import graph
 from common.model import optimizers
 from common.model import precision as precision_lib
 from common.settings import config as config_lib
@@ -138,7 +139,7 @@ class Classifier(tf.Module):
     return precision_lib.matmul(h, self.output_kernel, p) + self.output_bias
 
 
-@tf.function(jit_compile=True)
+@graph.function(jit_compile=True)
 def _predict(kernels, biases, output_kernel, output_bias, images):
   return tf.argmax(export.classify(kernels, biases, output_kernel, output_bias, images), axis=1, output_type=tf.int32)
 
@@ -337,7 +338,7 @@ def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Datas
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
       best = classifier.best_copy()
   lr_multiplier = _product(lr_multiplier, lr_schedule(config.finetune_lr_schedule, epochs * steps))
-  epoch_fn = tf.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, lr_multiplier))
+  epoch_fn = graph.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, lr_multiplier))
   with timer.phase(timing.FINETUNE_COMPILE_PHASE):
     epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
   progress = progress_lib.Progress(epochs, "finetune", config.show_progress, done_work=done)
