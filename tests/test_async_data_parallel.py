@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 
@@ -209,15 +208,24 @@ def test_made_staleness_is_measured_and_scales_the_staleness_aware_rate():
 
 # ------------------------------------------------------------------ faults
 
-def _tasks_of(launcher_pid):
-  """{(task type, index): pid} of the launcher's children, from their TF_CONFIG (Linux /proc)."""
+def _tasks_of(results_dir):
+  """{(task type, index): pid} of the tasks whose command names `results_dir` (one test's own), from their TF_CONFIG
+  (Linux /proc). Through the fork server a task's process here is its client (tests/forkserver.py): the task dies
+  with it."""
   found = {}
-  for thread in os.listdir(f"/proc/{launcher_pid}/task"):
-    for child in open(f"/proc/{launcher_pid}/task/{thread}/children").read().split():
-      for item in open(f"/proc/{child}/environ", "rb").read().split(b"\0"):
-        if item.startswith(cluster.TF_CONFIG.encode() + b"="):
-          task = json.loads(item.split(b"=", 1)[1])["task"]
-          found[(task["type"], task["index"])] = int(child)
+  for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+      with open(f"/proc/{pid}/cmdline", "rb") as f:
+        if f"--results_dir={results_dir}".encode() not in f.read().split(b"\0"):
+          continue
+      with open(f"/proc/{pid}/environ", "rb") as f:
+        environ = f.read().split(b"\0")
+    except OSError:  # gone, or not ours to read
+      continue
+    for item in environ:
+      if item.startswith(cluster.TF_CONFIG.encode() + b"="):
+        task = json.loads(item.split(b"=", 1)[1])["task"]
+        found[(task["type"], task["index"])] = int(pid)
   return found
 
 
@@ -246,7 +254,7 @@ def _watch(command, trigger, action, env=None):
 
 
 def _launch_command(tmp_path, name, workers=2, **kw):
-  return [sys.executable, "-m", "common.launch", f"--workers={workers}", "--ps=1", PROGRAM.module,
+  return [python(), "-m", "common.launch", f"--workers={workers}", "--ps=1", PROGRAM.module,
           *_flags(tmp_path, name, num_devices=1, **kw)]
 
 
@@ -255,7 +263,7 @@ def test_killed_worker_is_survived_and_its_function_rerun(tmp_path):
   # second epoch, it is in the middle of one.
   def kill_worker_0(proc):
     time.sleep(0.8)
-    os.kill(_tasks_of(proc.pid)[("worker", 0)], signal.SIGKILL)
+    os.kill(_tasks_of(tmp_path)[("worker", 0)], signal.SIGKILL)
 
   proc, stderr = _watch(_launch_command(tmp_path, "killed", steps_per_function=20,
                                         benchmark_slow_worker_delay_seconds=0.1),
@@ -274,7 +282,7 @@ def test_killed_worker_is_survived_and_its_function_rerun(tmp_path):
 
 def test_no_worker_left_ends_the_run_after_the_recovery_seconds(tmp_path):
   def kill_workers(proc):
-    for task, pid in _tasks_of(proc.pid).items():
+    for task, pid in _tasks_of(tmp_path).items():
       if task[0] == "worker":
         os.kill(pid, signal.SIGKILL)
 
