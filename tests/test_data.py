@@ -29,6 +29,35 @@ def test_missing_data_names_tfds_data_dir(tmp_path, monkeypatch):
     data.load_mnist()
 
 
+
+def test_decoded_splits_are_kept_between_runs_and_are_what_tfds_decodes(tmp_path, monkeypatch):
+  """The first load decodes with tensorflow-datasets and keeps the splits in $SDAE_DATA_CACHE; a later load (a later
+  run: the in-process cache cleared) reads them there without tensorflow-datasets' decoding and gets the same
+  arrays as a load without the cache; an unreadable cache file is decoded again."""
+  import tensorflow_datasets as tfds
+
+  def load(cache):
+    monkeypatch.setenv(data.CACHE_ENV, cache)
+    data._load_tfds.cache_clear()
+    return data.load_mnist(train_examples=300)
+  uncached = load("off")
+  assert data.cache_dir() is None
+  first = load(str(tmp_path / "cache"))
+  kept = list((tmp_path / "cache").iterdir())
+  assert len(kept) == 1 and kept[0].name.startswith("mnist_") and kept[0].suffix == ".npz"
+  real_load = tfds.load
+  monkeypatch.setattr(tfds, "load", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded again")))
+  second = load(str(tmp_path / "cache"))
+  for loaded in (first, second):
+    for field in ("train_images", "train_labels", "validation_images", "validation_labels", "test_images",
+                  "test_labels"):
+      assert np.array_equal(getattr(loaded, field), getattr(uncached, field)), field
+  kept[0].write_bytes(b"not an npz")
+  monkeypatch.setattr(tfds, "load", real_load)
+  assert np.array_equal(load(str(tmp_path / "cache")).test_images, uncached.test_images)
+  assert [p.name for p in (tmp_path / "cache").iterdir()] == [kept[0].name]  # written again, nothing left beside it
+  data._load_tfds.cache_clear()
+
 def test_epoch_order_is_a_permutation_and_a_pure_function_of_seed_and_epoch():
   n = 1000
   order = data.epoch_indices(tf.range(n), seed=3, epoch=tf.constant(5), num_examples=n).numpy()

@@ -16,8 +16,11 @@ This is what makes the equivalences between the schedules (docs/design.md) hold 
 
 import dataclasses
 import functools
+import hashlib
+import json
 import os
 import socket
+import tempfile
 from typing import Optional, Tuple
 
 import numpy as np
@@ -142,23 +145,70 @@ def _first(info: datasets.Info, train_examples: Optional[int]) -> int:
 @functools.lru_cache(maxsize=4)
 def _load_tfds(dataset: str, data_dir: Optional[str], train_examples: Optional[int]) -> Dataset:
   info = _tfds_info(dataset, data_dir)
-  n = _first(info, train_examples)
-  where = data_dir or "~/tensorflow_datasets"
-  import tensorflow_datasets as tfds  # Imported here: only needed once.
-  try:
-    v = info.validation
-    splits = tfds.load(dataset, split=[f"train[{v}:{v + n}]", f"train[:{v}]", "test"], data_dir=data_dir,
-                       batch_size=-1, as_supervised=True)
-  except Exception as e:  # tfds raises many types when offline: DownloadError, OSError, ...
-    raise errors.DataUnavailableError(
-        f"{dataset} could not be loaded from {where} and could not be downloaded ({type(e).__name__}: {e}). "
-        f"{_hint(dataset)}") from e
+  n, v = _first(info, train_examples), info.validation
+  train_images, train_labels, test_images, test_labels = _decoded(dataset, data_dir)
 
   def convert(images, labels):
     images = np.asarray(images, dtype=np.float32).reshape(-1, info.input_units) / np.float32(255.0)
     return images, np.asarray(labels, dtype=np.int32)
 
-  return Dataset(info, *convert(*splits[0]), *convert(*splits[1]), *convert(*splits[2]))
+  return Dataset(info, *convert(train_images[v:v + n], train_labels[v:v + n]),
+                 *convert(train_images[:v], train_labels[:v]), *convert(test_images, test_labels))
+
+
+# Where the decoded splits of tensorflow-datasets are kept between runs (`cache_dir`).
+CACHE_ENV = "SDAE_DATA_CACHE"
+_DECODED = ("train_images", "train_labels", "test_images", "test_labels")
+
+
+def cache_dir() -> Optional[str]:
+  """The folder of decoded tfds splits: $SDAE_DATA_CACHE, else $XDG_CACHE_HOME/sdae_pretraining, else
+  ~/.cache/sdae_pretraining; None (no cache) when $SDAE_DATA_CACHE is set to "" or "off"."""
+  chosen = os.environ.get(CACHE_ENV)
+  if chosen is not None:
+    return None if chosen in ("", "off") else chosen
+  return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(os.path.join("~", ".cache")),
+                      "sdae_pretraining")
+
+
+def _decoded(dataset: str, data_dir: Optional[str]) -> Tuple[np.ndarray, ...]:
+  """Every image and label of the train and test splits as tensorflow-datasets gives them (in its order), read from
+  `cache_dir()` when a run kept them there, else decoded by tensorflow-datasets (every image is a PNG: a second or
+  more per run) and kept there for the next run. The cache file is named by the dataset, its prepared files'
+  names, sizes and modification times, so a dataset prepared again is decoded again; one that cannot be read or
+  written is decoded, as without a cache. DataUnavailableError: tensorflow-datasets cannot load it."""
+  import tensorflow_datasets as tfds  # Imported here: only needed once.
+  where, path = data_dir or "~/tensorflow_datasets", None
+  try:
+    folder, cache = tfds.builder(dataset, data_dir=data_dir).data_dir, cache_dir()
+    if cache:
+      files = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder))
+      key = hashlib.sha256(json.dumps([dataset, os.path.abspath(folder), files]).encode()).hexdigest()[:20]
+      path = os.path.join(cache, f"{dataset.replace('/', '_')}_{key}.npz")
+      try:
+        with np.load(path) as kept:
+          return tuple(kept[k] for k in _DECODED)
+      except (OSError, ValueError, KeyError, EOFError):  # none yet, or unreadable: decode
+        pass
+    (train_images, train_labels), (test_images, test_labels) = tfds.load(
+        dataset, split=["train", "test"], data_dir=data_dir, batch_size=-1, as_supervised=True)
+  except Exception as e:  # tfds raises many types when offline: DownloadError, OSError, ...
+    raise errors.DataUnavailableError(
+        f"{dataset} could not be loaded from {where} and could not be downloaded ({type(e).__name__}: {e}). "
+        f"{_hint(dataset)}") from e
+  arrays = tuple(np.asarray(a) for a in (train_images, train_labels, test_images, test_labels))
+  if path:
+    partial = None
+    try:  # written whole under another name, then renamed: a reader never sees a part of it
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      fd, partial = tempfile.mkstemp(suffix=".partial", dir=os.path.dirname(path))
+      with os.fdopen(fd, "wb") as f:
+        np.savez(f, **dict(zip(_DECODED, arrays)))
+      os.replace(partial, path)
+    except OSError:  # no cache here: the next run decodes again
+      if partial and os.path.exists(partial):
+        os.remove(partial)
+  return arrays
 
 
 def _hint(dataset: str) -> str:
