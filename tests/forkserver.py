@@ -11,7 +11,8 @@ it hands its request and its standard streams to the server, forwards SIGINT, SI
 exits as the child did (the same exit code, or the same signal). A child dies with its client (SIGKILL included: the
 child watches the client's pid), so a test that kills or times out its subprocess stops the run. A request the
 server cannot serve as a fresh interpreter would (other interpreter options, or an environment that differs in a
-variable read at import, such as TFDS_DATA_DIR) runs in a fresh interpreter: the client execs the real `python`.
+variable read at import, such as TF_CPP_MIN_LOG_LEVEL, or TFDS_DATA_DIR unset) runs in a fresh interpreter: the
+client execs the real `python`.
 
 What a test sees differs in two ways: the pid of its subprocess is the client's, not the program's, and the
 libraries above are imported before the program starts (a check of `sys.modules` sees them); tests that look at a

@@ -188,7 +188,7 @@ def _decoded(dataset: str, data_dir: Optional[str]) -> Tuple[np.ndarray, ...]:
       try:
         with np.load(path) as kept:
           return tuple(kept[k] for k in _DECODED)
-      except (OSError, ValueError, KeyError, EOFError):  # none yet, or unreadable: decode
+      except Exception:  # none yet, or unreadable (a missing file, a truncated zip, ...): decode
         pass
     (train_images, train_labels), (test_images, test_labels) = tfds.load(
         dataset, split=["train", "test"], data_dir=data_dir, batch_size=-1, as_supervised=True)
