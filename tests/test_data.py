@@ -1,5 +1,6 @@
 """MNIST loading, shuffling order and masking noise: shapes, ranges, fractions, determinism, disjoint splits."""
 
+import concurrent.futures
 import hashlib
 
 import numpy as np
@@ -31,9 +32,10 @@ def test_missing_data_names_tfds_data_dir(tmp_path, monkeypatch):
 
 
 def test_decoded_splits_are_kept_between_runs_and_are_what_tfds_decodes(tmp_path, monkeypatch):
-  """The first load decodes with tensorflow-datasets and keeps the splits in $SDAE_DATA_CACHE; a later load (a later
-  run: the in-process cache cleared) reads them there without decoding; both give the images and labels that
-  tensorflow-datasets gives for the splits' slices; an unreadable cache file is decoded again; "off": no cache."""
+  """Two loads that start together (as two runs would: the lock is per open file) decode once, with
+  tensorflow-datasets, and keep the splits in $SDAE_DATA_CACHE; a later load (a later run: the in-process cache
+  cleared) reads them there without decoding and gives the images and labels that tensorflow-datasets gives for the
+  splits' slices; an unreadable cache file is decoded again; "off": no cache."""
   import tensorflow_datasets as tfds
   v, n = 5000, 300
   sliced = [[np.asarray(a) for a in split] for split in tfds.load(
@@ -46,15 +48,22 @@ def test_decoded_splits_are_kept_between_runs_and_are_what_tfds_decodes(tmp_path
     for (images, labels), split in zip(sliced, ("train", "validation", "test")):
       assert np.array_equal(getattr(loaded, f"{split}_images"), images.reshape(len(images), -1) / np.float32(255))
       assert np.array_equal(getattr(loaded, f"{split}_labels"), labels), split
+  decodes, real_load = [], tfds.load
+  monkeypatch.setattr(tfds, "load", lambda *a, **k: decodes.append(a) or real_load(*a, **k))
+  with concurrent.futures.ThreadPoolExecutor(2) as pool:
+    together = list(pool.map(lambda _: data._decoded("mnist", None), range(2)))
+  assert len(decodes) == 1 and all(np.array_equal(a, b) for a, b in zip(*together))
+  monkeypatch.setattr(tfds, "load", real_load)
   load()
-  kept = list((tmp_path / "cache").iterdir())
-  assert len(kept) == 1 and kept[0].name.startswith("mnist_") and kept[0].suffix == ".npz"
+  kept = sorted((tmp_path / "cache").iterdir())  # the arrays, and the lock that lets one run decode at a time
+  assert [p.name for p in kept] == [kept[0].name, kept[0].name + ".lock"]
+  assert kept[0].name.startswith("mnist_") and kept[0].suffix == ".npz"
   with monkeypatch.context() as m:
     m.setattr(tfds, "load", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded again")))
     load()
   kept[0].write_bytes(kept[0].read_bytes()[:4096])  # a truncated file
   load()
-  assert [p.name for p in (tmp_path / "cache").iterdir()] == [kept[0].name]  # written again, nothing left beside it
+  assert sorted((tmp_path / "cache").iterdir()) == kept  # written again, nothing left beside it
   data._load_tfds.cache_clear()
   monkeypatch.setenv(data.CACHE_ENV, "off")
   assert data.cache_dir() is None
