@@ -14,7 +14,7 @@ _SHARED_DATA = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
 if "TFDS_DATA_DIR" not in os.environ and os.path.isdir(_SHARED_DATA):
   os.environ["TFDS_DATA_DIR"] = os.path.abspath(_SHARED_DATA)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# The decoded datasets (common/data/loader.py) are kept for the test runs in a folder of the tests' own, not the
+# The decoded datasets (common/data/decoded_cache.py) are kept for the test runs in a folder of the tests' own, not the
 # user's ~/.cache; the test processes share it (a file is renamed into place whole).
 os.environ.setdefault("SDAE_DATA_CACHE", os.path.join(tempfile.gettempdir(), "sdae_pretraining_test_data"))
 

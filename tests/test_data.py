@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from common.data import decoded_cache
 from common.data import loader as data
 
 
@@ -40,7 +41,7 @@ def test_decoded_splits_are_kept_between_runs_and_are_what_tfds_decodes(tmp_path
   v, n = 5000, 300
   sliced = [[np.asarray(a) for a in split] for split in tfds.load(
       "mnist", split=[f"train[{v}:{v + n}]", f"train[:{v}]", "test"], batch_size=-1, as_supervised=True)]
-  monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
+  monkeypatch.setenv(decoded_cache.CACHE_ENV, str(tmp_path / "cache"))
 
   def load():
     data._load_tfds.cache_clear()
@@ -65,8 +66,8 @@ def test_decoded_splits_are_kept_between_runs_and_are_what_tfds_decodes(tmp_path
   load()
   assert sorted((tmp_path / "cache").iterdir()) == kept  # written again, nothing left beside it
   data._load_tfds.cache_clear()
-  monkeypatch.setenv(data.CACHE_ENV, "off")
-  assert data.cache_dir() is None
+  monkeypatch.setenv(decoded_cache.CACHE_ENV, "off")
+  assert decoded_cache.cache_dir() is None
 
 
 def test_epoch_order_is_a_permutation_and_a_pure_function_of_seed_and_epoch():

@@ -1,3 +1,3 @@
-"""The data layer: the datasets a run may use, their splits and checks (`sources`), and loading, shuffling and
-masking noise (`loader`). It may import `common.base`. The order, bottom to top, is checked by
-tests/test_import_layers.py."""
+"""The data layer: the datasets a run may use, their splits and checks (`sources`), loading, shuffling and masking
+noise (`loader`), and the decoded datasets kept between runs (`decoded_cache`). It may import `common.base`. The
+order, bottom to top, is checked by tests/test_import_layers.py."""

@@ -14,25 +14,17 @@ Randomness never depends on where or in which batch an example is processed:
 This is what makes the equivalences between the schedules (docs/design.md) hold exactly.
 """
 
-import contextlib
 import dataclasses
 import functools
-import hashlib
-import json
 import os
 import socket
-import tempfile
 from typing import Optional, Tuple
-
-try:
-  import fcntl  # POSIX: the cache's lock (`_one_at_a_time`)
-except ImportError:  # elsewhere the runs that start together each decode
-  fcntl = None
 
 import numpy as np
 import tensorflow as tf
 
 from common.base import errors
+from common.data import decoded_cache
 from common.data import sources as datasets
 
 # Stream identifiers of `epoch_indices`, so pretraining and finetuning orders differ.
@@ -162,101 +154,26 @@ def _load_tfds(dataset: str, data_dir: Optional[str], train_examples: Optional[i
                  *convert(train_images[:v], train_labels[:v]), *convert(test_images, test_labels))
 
 
-# Where the decoded splits of tensorflow-datasets are kept between runs (`cache_dir`).
-CACHE_ENV = "SDAE_DATA_CACHE"
-_DECODED = ("train_images", "train_labels", "test_images", "test_labels")
-
-
-def cache_dir() -> Optional[str]:
-  """The folder of decoded tfds splits: $SDAE_DATA_CACHE, else $XDG_CACHE_HOME/sdae_pretraining, else
-  ~/.cache/sdae_pretraining; None (no cache) when $SDAE_DATA_CACHE is set to "" or "off"."""
-  chosen = os.environ.get(CACHE_ENV)
-  if chosen is not None:
-    return None if chosen in ("", "off") else chosen
-  return os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser(os.path.join("~", ".cache")),
-                      "sdae_pretraining")
-
-
 def _decoded(dataset: str, data_dir: Optional[str]) -> Tuple[np.ndarray, ...]:
   """Every image and label of the train and test splits as tensorflow-datasets gives them (in its order), read from
-  `cache_dir()` when a run kept them there, else decoded by tensorflow-datasets (every image is a PNG: a second or
-  more per run) and kept there for the next run; runs that start together decode once (`_one_at_a_time`).
+  the cache (`common.data.decoded_cache`) when a run kept them there, else decoded by tensorflow-datasets (every
+  image is a PNG: a second or more per run) and kept there for the next run; runs that start together decode once.
   DataUnavailableError: tensorflow-datasets cannot load it."""
   import tensorflow_datasets as tfds  # Imported here: only needed once.
   try:
-    path = _cache_file(dataset, tfds.builder(dataset, data_dir=data_dir).data_dir)
-    with _one_at_a_time(path):
-      arrays = _read(path)
+    path = decoded_cache.path_for(dataset, tfds.builder(dataset, data_dir=data_dir).data_dir)
+    with decoded_cache.one_at_a_time(path):
+      arrays = decoded_cache.read(path)
       if arrays is None:
         (train_images, train_labels), (test_images, test_labels) = tfds.load(
             dataset, split=["train", "test"], data_dir=data_dir, batch_size=-1, as_supervised=True)
         arrays = tuple(np.asarray(a) for a in (train_images, train_labels, test_images, test_labels))
-        _write(path, arrays)
+        decoded_cache.write(path, arrays)
   except Exception as e:  # tfds raises many types when offline: DownloadError, OSError, ...
     raise errors.DataUnavailableError(
         f"{dataset} could not be loaded from {data_dir or '~/tensorflow_datasets'} and could not be downloaded "
         f"({type(e).__name__}: {e}). {_hint(dataset)}") from e
   return arrays
-
-
-def _cache_file(dataset: str, folder: str) -> Optional[str]:
-  """The cache file of the dataset prepared in `folder`, named by its files' names, sizes and modification times (a
-  dataset prepared again is decoded again); None without a cache."""
-  cache = cache_dir()
-  if not cache:
-    return None
-  files = sorted((e.name, e.stat().st_size, e.stat().st_mtime_ns) for e in os.scandir(folder))
-  key = hashlib.sha256(json.dumps([dataset, os.path.abspath(folder), files]).encode()).hexdigest()[:20]
-  return os.path.join(cache, f"{dataset.replace('/', '_')}_{key}.npz")
-
-
-@contextlib.contextmanager
-def _one_at_a_time(path: Optional[str]):
-  """Holds an exclusive lock on <path>.lock while the block runs, so that of the runs that start together one decodes
-  and the others then read its file; no lock without a cache or where none can be taken."""
-  lock = None
-  if path and fcntl is not None:
-    try:
-      os.makedirs(os.path.dirname(path), exist_ok=True)
-      lock = open(path + ".lock", "a")
-      fcntl.flock(lock, fcntl.LOCK_EX)
-    except OSError:  # e.g. a file system without locks
-      if lock:
-        lock.close()
-      lock = None
-  try:
-    yield
-  finally:
-    if lock:
-      lock.close()  # the lock goes with the file (and with the process, if it dies)
-
-
-def _read(path: Optional[str]) -> Optional[Tuple[np.ndarray, ...]]:
-  """The arrays kept at `path`, or None when there are none or they cannot be read (a truncated file, ...)."""
-  if not path:
-    return None
-  try:
-    with np.load(path) as kept:
-      return tuple(kept[k] for k in _DECODED)
-  except Exception:  # no file yet, or an unreadable one: decode
-    return None
-
-
-def _write(path: Optional[str], arrays: Tuple[np.ndarray, ...]) -> None:
-  """Keeps `arrays` at `path`, written whole under another name and then renamed, so a reader never sees a part; a
-  cache that cannot be written is left out (the next run decodes again)."""
-  if not path:
-    return
-  partial = None
-  try:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, partial = tempfile.mkstemp(suffix=".partial", dir=os.path.dirname(path))
-    with os.fdopen(fd, "wb") as f:
-      np.savez(f, **dict(zip(_DECODED, arrays)))
-    os.replace(partial, path)
-  except OSError:
-    if partial and os.path.exists(partial):
-      os.remove(partial)
 
 
 def _hint(dataset: str) -> str:
