@@ -62,8 +62,11 @@ def test_decoded_splits_are_kept_between_runs_and_are_what_tfds_decodes(tmp_path
   with monkeypatch.context() as m:
     m.setattr(tfds, "load", lambda *a, **k: (_ for _ in ()).throw(AssertionError("decoded again")))
     load()
-  kept[0].write_bytes(kept[0].read_bytes()[:4096])  # a truncated file
-  load()
+  whole = decoded_cache.read(str(kept[0]))
+  kept[0].write_bytes(kept[0].read_bytes()[:4096])  # a truncated file is no cache: decoded again
+  assert decoded_cache.read(str(kept[0])) is None
+  decoded_cache.write(str(kept[0]), whole)
+  assert all(np.array_equal(a, b) for a, b in zip(decoded_cache.read(str(kept[0])), whole))
   assert sorted((tmp_path / "cache").iterdir()) == kept  # written again, nothing left beside it
   data._load_tfds.cache_clear()
   monkeypatch.setenv(decoded_cache.CACHE_ENV, "off")
