@@ -14,9 +14,6 @@ _SHARED_DATA = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
 if "TFDS_DATA_DIR" not in os.environ and os.path.isdir(_SHARED_DATA):
   os.environ["TFDS_DATA_DIR"] = os.path.abspath(_SHARED_DATA)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# The decoded datasets (common/data/decoded_cache.py) are kept for the test runs in a folder of the tests' own, not the
-# user's ~/.cache; the test processes share it (a file is renamed into place whole).
-os.environ.setdefault("SDAE_DATA_CACHE", os.path.join(tempfile.gettempdir(), "sdae_pretraining_test_data"))
 
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -35,8 +32,13 @@ assert len(tf.config.list_logical_devices("CPU")) == NUM_TEST_DEVICES
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
+from common.data import decoded_cache  # noqa: E402
 from common.data import loader as data  # noqa: E402
 import forkserver  # noqa: E402
+
+# The decoded datasets are kept for the test runs in a folder of the tests' own, not the user's ~/.cache; the test
+# processes share it (a file is renamed into place whole). Set before any program starts.
+os.environ.setdefault(decoded_cache.CACHE_ENV, os.path.join(tempfile.gettempdir(), "sdae_pretraining_test_data"))
 
 # A small slice of real MNIST, enough to learn from in seconds.
 SLICE_EXAMPLES = 2000
