@@ -23,6 +23,7 @@ import numpy as np
 
 # The variable that names the cache's folder (`cache_dir`).
 CACHE_ENV = "SDAE_DATA_CACHE"
+# The arrays of a cache file, as tensorflow-datasets gives them: images uint8 [N, H, W, C], labels int64 [N].
 ARRAYS = ("train_images", "train_labels", "test_images", "test_labels")
 
 
@@ -69,7 +70,8 @@ def one_at_a_time(path: Optional[str]):
 
 
 def read(path: Optional[str]) -> Optional[Tuple[np.ndarray, ...]]:
-  """The arrays kept at `path`, or None when there are none or they cannot be read (a truncated file, ...)."""
+  """The arrays kept at `path` (`ARRAYS`, in that order), or None when there is no cache, no file yet, or one that
+  cannot be read (a truncated file, ...); never raises."""
   if not path:
     return None
   try:
@@ -80,8 +82,8 @@ def read(path: Optional[str]) -> Optional[Tuple[np.ndarray, ...]]:
 
 
 def write(path: Optional[str], arrays: Tuple[np.ndarray, ...]) -> None:
-  """Keeps `arrays` at `path`, written whole under another name and then renamed, so a reader never sees a part; a
-  cache that cannot be written is left out (the next run decodes again)."""
+  """Keeps `arrays` (`ARRAYS`, in that order) at `path`, written whole under another name and then renamed, so a reader
+  never sees a part; a cache that cannot be written is left out (the next run decodes again); never raises OSError."""
   if not path:
     return
   partial = None
