@@ -62,12 +62,21 @@ def shared_keys(a, b):
 def python() -> str:
   """The `python` of subprocesses that run a program as a user types it: this process's own fork server
   (tests/forkserver.py: the same run without paying for `import tensorflow` again), started on first use; the
-  interpreter itself where the server cannot run (it needs Linux's pidfd_open and sched_getaffinity)."""
+  interpreter itself where the server cannot run (it needs Linux's pidfd_open and sched_getaffinity). A test suite
+  that a fork server runs (the seventh-program test's, in a copy of the repository) reuses that server."""
+  if hasattr(sys, "real_python"):  # this process is a fork server's child: `sys.executable` is its client
+    return sys.executable
   if not (hasattr(os, "pidfd_open") and hasattr(os, "sched_getaffinity")):
     return sys.executable
   folder = tempfile.mkdtemp(prefix="forkserver")
   atexit.register(shutil.rmtree, folder, ignore_errors=True)
   return forkserver.install(folder, env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+def fresh_python() -> str:
+  """The interpreter itself, never a fork server's client: for tests that look at what a fresh interpreter imports
+  (`sys.executable` is a fork server's client in a test suite that the server runs)."""
+  return getattr(sys, "real_python", sys.executable)
 
 
 def run_module(module, *flags, env=None, timeout=600):

@@ -16,8 +16,8 @@ client execs the real `python`.
 
 What a test sees differs in two ways: the pid of its subprocess is the client's, not the program's, and the
 libraries above are imported before the program starts (a check of `sys.modules` sees them); tests that look at a
-run's pid, or at what a fresh interpreter imports, start the real interpreter (`sys.executable`). A test that finds
-a run's processes by their command line or environment finds its client, and the run dies with it.
+run's pid, or at what a fresh interpreter imports, start the interpreter itself (`conftest.fresh_python`). A test
+that finds a run's processes by their command line or environment finds its client, and the run dies with it.
 """
 
 import json

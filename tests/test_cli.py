@@ -115,10 +115,10 @@ def test_flags_are_checked_before_tensorflow_is_imported():
   refused in a fraction of a second; the library (and TensorFlow) loads in main, once the flags are valid."""
   import subprocess
   import sys
-  from conftest import ROOT
+  from conftest import ROOT, fresh_python
   code = ("import sys, importlib\n"
           f"for m in {PROGRAMS!r}:\n"
           "  importlib.import_module(m)\n"
           "  print(m, 'tensorflow' in sys.modules)\n")
-  out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+  out = subprocess.run([fresh_python(), "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
   assert out.split() == [w for p in PROGRAMS for w in (p, "False")]

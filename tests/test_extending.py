@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 
 from common.settings import config as config_lib
@@ -40,11 +39,11 @@ def _copy(tmp_path):
   return root
 
 
-def _run(root, *args, timeout=900, interpreter=None):
-  """`python args...` in the copy `root` (through the fork server unless `interpreter` is given)."""
+def _run(root, *args, timeout=900):
+  """`python args...` in the copy `root`, through the fork server."""
   env = dict(os.environ, PYTHONPATH=str(root))
   env.pop("TF_CONFIG", None)
-  return subprocess.run([interpreter or python(), *args], cwd=root, env=env, capture_output=True, text=True,
+  return subprocess.run([python(), *args], cwd=root, env=env, capture_output=True, text=True,
                         timeout=timeout)
 
 
@@ -77,9 +76,9 @@ def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
   assert record["strategy"] == "toy_parallel" and record["config"]["num_devices"] == 2
   assert len(record["layers"]) == 2 and record["finetune"]["test_accuracy"] > 0 and record["schedule"]["steps"]
 
-  # A test suite of its own, in a fresh interpreter: it checks what a fresh interpreter imports.
-  registry_tests = _run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_registry.py",
-                        interpreter=sys.executable)
+  # A test suite of its own, run by this suite's fork server (its checks of what a fresh interpreter imports start
+  # the interpreter itself: conftest.fresh_python).
+  registry_tests = _run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_registry.py")
   assert registry_tests.returncode == 0, registry_tests.stdout[-3000:]
   lists = _run(root, "-c", "from experiments import presets; "
                "print(sorted({r.program for e in presets.build('cpu').values() for r in e.runs})); "

@@ -36,7 +36,7 @@ from experiments.studies import large_batch
 from experiments.studies import pp_scaling
 from experiments.studies import strategy_comparison
 from tests.fixtures import make_records
-from conftest import ROOT
+from conftest import ROOT, fresh_python
 
 RESULTS = os.path.join(ROOT, "results")
 
@@ -76,7 +76,7 @@ def test_report_modules_import_no_tensorflow():
   folder = os.path.dirname(experiments.report.__file__)
   modules = ["experiments.report." + f[:-3] for f in sorted(os.listdir(folder)) if f.endswith(".py") and f != "__init__.py"]
   code = f"import sys\nfor m in {modules!r}:\n  __import__(m)\nprint('tensorflow' in sys.modules)"
-  done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
+  done = subprocess.run([fresh_python(), "-c", code], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
                         capture_output=True, text=True)
   assert done.returncode == 0, done.stderr[-2000:]
   assert done.stdout.strip() == "False" and len(modules) >= 2

@@ -14,7 +14,7 @@ import pytest
 from common import launch
 from common.settings import programs
 
-from conftest import ROOT, run_module
+from conftest import ROOT, fresh_python, run_module
 
 
 def _python_files():
@@ -93,7 +93,7 @@ def test_the_registry_imports_no_tensorflow():
   """Flags are parsed before TensorFlow loads: the registry and every program's declaration import none of it."""
   code = ("import sys; from common.settings import programs; programs.PROGRAMS; "
           "assert 'tensorflow' not in sys.modules, sorted(m for m in sys.modules if 'tensorflow' in m)[:5]")
-  proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+  proc = subprocess.run([fresh_python(), "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
   assert proc.returncode == 0, proc.stderr[-2000:]
 
 
