@@ -1,5 +1,5 @@
 """The measurement campaign: every number of the project measured again on one machine and one code. Its steps derive
-from the registries: every benchmark of `catalog.BENCHMARKS` at each of its `campaign` settings, then the presets cpu
+from the registry: every benchmark of `presets.BENCHMARKS` at each of its `campaign` settings, then the presets cpu
 and mid (`experiments.reproduce`), the whole job at full size with the fastest program and precision (`end_to_end`:
 pretraining plus finetuning, `presets.END_TO_END`), the full preset's other full-size runs, then the report. Each step runs the command a user would type, from the repository
 root, its output streamed; a run whose record exists is not rerun (`--replace` deletes them first). A benchmark step
@@ -22,7 +22,6 @@ from experiments import ROOT
 from experiments import driver
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import catalog
 from experiments.benchmarks import harness
 
 PRESETS = ("cpu", "mid", "full")
@@ -74,12 +73,12 @@ def steps(output_dir: str = "results", bfloat16: bool = True) -> List[Step]:
   the end-to-end run in bfloat16 if `bfloat16`, the processor having it natively, else in float32); ValueError if two
   share a name (two settings of a benchmark writing one records folder)."""
   out, found = os.path.abspath(output_dir), []
-  for b in catalog.BENCHMARKS:
+  for b in presets.BENCHMARKS:
     folder, work = os.path.join(out, "benchmarks", b.name), os.path.join(ROOT, harness.WORK_DIR, b.name)
     moved = [] if folder == os.path.join(ROOT, harness.OUTPUT_DIR, b.name) else [f"--output_dir={_argument(folder)}"]
     for overrides in b.campaign:
       s = harness.setting(b, overrides)
-      summary = os.path.join(folder, b.summary_file(s))
+      summary = os.path.join(folder, harness.summary_file(b, s))
       found.append(Step(f"{b.name}/{b.folder(s)}", tuple(harness.command(b, overrides) + moved),
                         functools.partial(harness.plan, b, s, folder, work),
                         (os.path.join(folder, b.folder(s)), summary), summary, (os.path.join(work, b.folder(s)),)))

@@ -1,7 +1,8 @@
-"""The registry of studies: one `Study` per figure or table of results/README.md, declared in its own file of
-`experiments/studies/` (its sizes per preset by name, the function building its runs: `spec`, one `Run` a run; its
-table and figure), found there on first use (`STUDIES`, `get`, `build`); and what several studies share: the presets,
-the compared programs, the run builders of the accuracy, scaling and comparison runs."""
+"""The registry of studies: one `Study` per figure, table or benchmark of results/README.md, declared in its own file
+of `experiments/studies/` (its sizes per preset by name, the function building its runs: `spec`, one `Run` a run;
+its table and figure) or `experiments/benchmarks/` (its configurations, command line and summary), found there on
+first use (`STUDIES`, `BENCHMARKS`, `get`, `build`); and what several studies share: the presets, the compared
+programs, the run builders of the accuracy, scaling and comparison runs."""
 
 import dataclasses
 import functools
@@ -90,22 +91,49 @@ def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: in
 
 @dataclasses.dataclass(frozen=True)
 class Study:
-  """A study: a figure or table of results/README.md and the runs behind it. `name`, `title`, `sizes` ({preset:
-  {size: value}}), `runs` (sizes, "preset", "dp_flags", "output_dir" -> [Run]), `table` ((its records, other
-  machines' records) -> (markdown, sentences)), `figure` (the same -> a matplotlib figure, or None), `kind` (report;
-  beyond: beyond the report; own: the project's own questions), its records' `layout`, `timed` (True: its table
-  compares seconds, so its records of a preset come from one machine and code and its runs go one at a time; False:
-  accuracy only), `order` (in every listing)."""
+  """A study: a figure, table or benchmark of results/README.md and the runs behind it, declared in a file of
+  `experiments/studies/` or `experiments/benchmarks/` (`STUDIES` there). `name`, `title`, `runs` (its settings -> [Run]),
+  `kind` (report; beyond: beyond the report; own: the project's own questions), `order` (in every listing
+  of its kind), `figure`.
+
+  A study of the presets (no `summarize`) is run by `experiments.reproduce`: `sizes` ({preset: {size: value}}; `runs`
+  takes one with "preset", "dp_flags" and "output_dir" added), `table` ((its records, other machines' records) ->
+  (markdown, sentences)), `figure` (the same -> a matplotlib figure, or None), its records' `layout`, `timed` (True:
+  its table compares seconds, so its records of a preset come from one machine and code and its runs go one at a
+  time; False: accuracy only).
+
+  A benchmark (`summarize` set) is run by its own command line, `experiments.benchmarks.harness`, its configurations
+  alternated repeat after repeat (records under results/benchmarks/<name>/): `runs` takes a `harness.Setting`;
+  `summarize` ((Setting, {configuration: [record per repeat]}) -> {measure: value}), `defaults` of the shared flags,
+  `options` ({flag: (default: float, int, str or list of str, help)}), `folder` (Setting -> the records' folder; its
+  summary is summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure, README
+  label)), `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table,
+  cells a spread, a number or text), `figure_file` (its figure's file under figures/, drawn by `report.figures`),
+  `campaign` (the settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the
+  defaults, shared flags and options alike, as `harness.setting` takes them)."""
   name: str
-  title: str
-  sizes: Mapping[str, Mapping[str, Any]]
-  runs: Callable[[Mapping[str, Any]], List[Run]]
-  table: Callable
+  title: str = ""
+  sizes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+  runs: Callable[[Any], List[Run]] = lambda settings: []
+  table: Optional[Callable] = None
   figure: Optional[Callable] = None
   kind: str = "report"
   layout: str = "runs/{study}/{preset}_{run}.json"
   timed: bool = True
   order: int = 0
+  summarize: Optional[Callable[[Any, Mapping[str, List[dict]]], Dict[str, Any]]] = None
+  defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  options: Mapping[str, Tuple[Any, str]] = dataclasses.field(default_factory=dict)
+  folder: Callable[[Any], str] = lambda s: f"b{s.batch_size}"
+  columns: Sequence[Tuple[str, str]] = ()
+  details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
+  figure_file: str = ""
+  campaign: Sequence[Mapping[str, Any]] = ({},)
+
+  @property
+  def benchmark(self) -> bool:
+    """True for a benchmark (run by its own command line and the harness), False for a study of the presets."""
+    return self.summarize is not None
 
 
 class StudyRuns(NamedTuple):
@@ -143,27 +171,30 @@ COMPARISON_SIZES = dict(paper=dict(examples=55_000, epochs=60, batch=5000, hidde
 
 @functools.lru_cache(maxsize=None)
 def _registered() -> Tuple[Study, ...]:
-  """Every study declared in experiments/studies/ (each module's STUDIES), in their order; ValueError for two of one
-  name or order."""
-  from experiments import studies  # noqa: the package of study files, imported on first use
-  found = [e for m in pkgutil.iter_modules(studies.__path__) for e in
-           getattr(importlib.import_module(f"{studies.__name__}.{m.name}"), "STUDIES", ())]
-  for key in ("name", "order"):
-    if len({getattr(e, key) for e in found}) != len(found):
-      raise ValueError(f"two studies share a {key}")
-  return tuple(sorted(found, key=lambda e: e.order))
+  """Every study declared in experiments/studies/ and experiments/benchmarks/ (each module's STUDIES), the presets'
+  first, each kind in its order; ValueError for two of one name, or two of one kind and order."""
+  from experiments import benchmarks  # noqa: the packages of study files, imported on first use
+  from experiments import studies  # noqa
+  found = [e for package in (studies, benchmarks) for m in pkgutil.iter_modules(package.__path__) for e in
+           getattr(importlib.import_module(f"{package.__name__}.{m.name}"), "STUDIES", ())]
+  for key, what in ((lambda e: e.name, "name"), (lambda e: (e.benchmark, e.order), "kind and order")):
+    if len({key(e) for e in found}) != len(found):
+      raise ValueError(f"two studies share a {what}")
+  return tuple(sorted(found, key=lambda e: (e.benchmark, e.order)))
 
 
 def __getattr__(attribute: str):
-  """STUDIES (every study, in order), NAMES, REPORT_STUDIES and BEYOND (the names of those of kind report and
-  beyond), END_TO_END (`experiments.studies.full_size`), and each study by its name in capitals (presets.FULL_SIZE):
-  found on first use, so a study file may import this module."""
-  if attribute == "STUDIES":
-    return _registered()
+  """STUDIES (every study of the presets, in order), BENCHMARKS (every benchmark, in order), NAMES (of STUDIES),
+  REPORT_STUDIES and BEYOND (the names of those of kind report and beyond), END_TO_END
+  (`experiments.studies.full_size`), and each study by its name in capitals (presets.FULL_SIZE): found on first use,
+  so a study file may import this module."""
+  if attribute in ("STUDIES", "BENCHMARKS"):
+    return tuple(e for e in _registered() if e.benchmark == (attribute == "BENCHMARKS"))
   if attribute == "NAMES":
-    return tuple(e.name for e in _registered())
+    return tuple(e.name for e in _registered() if not e.benchmark)
   if attribute in ("REPORT_STUDIES", "BEYOND"):
-    return tuple(e.name for e in _registered() if e.kind == {"REPORT_STUDIES": "report", "BEYOND": "beyond"}[attribute])
+    kind = {"REPORT_STUDIES": "report", "BEYOND": "beyond"}[attribute]
+    return tuple(e.name for e in _registered() if e.kind == kind and not e.benchmark)
   if attribute == "END_TO_END":
     return importlib.import_module("experiments.studies.full_size").END_TO_END
   if attribute.isupper() and any(e.name == attribute.lower() for e in _registered()):
@@ -185,7 +216,7 @@ def build(preset: str, output_dir: Optional[str] = None) -> Dict[str, StudyRuns]
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
   owner: Dict[Tuple, Run] = {}
   out = {}
-  for study in (e for e in _registered() if preset in e.sizes):
+  for study in (e for e in _registered() if preset in e.sizes and not e.benchmark):
     runs = study.runs(dict(study.sizes[preset], dp_flags=_DP_FLAGS.get(preset, ()), preset=preset,
                            output_dir=output_dir or os.path.join(ROOT, "results")))
     first = [owner.setdefault(r.key(), dataclasses.replace(r, home=study.name, stored_name=r.name)) for r in runs]

@@ -1,4 +1,4 @@
-"""The measurement campaign (`experiments.campaign`): its steps derive from the benchmark catalog and the presets, a
+"""The measurement campaign (`experiments.campaign`): its steps derive from the registry's benchmarks and the presets, a
 benchmark setting's command line gives the harness the setting it declares, --replace deletes exactly a step's
 records, --only and --dry_run; no training (stand-in commands, fake record files in temporary directories)."""
 
@@ -13,7 +13,6 @@ import pytest
 from experiments import campaign
 from experiments import driver
 from experiments import presets
-from experiments.benchmarks import catalog
 from experiments.benchmarks import harness
 from experiments.benchmarks import kernels as bench_kernels
 from conftest import ROOT, python
@@ -24,13 +23,14 @@ UNFITTED = {driver.POOLED: driver.FALLBACK}
 MAIN = """
 import json, sys
 from absl import flags
-from experiments.benchmarks import catalog, harness
+from experiments import presets
+from experiments.benchmarks import harness
 harness.run = lambda benchmark, setting, output_dir, work_dir, command, **_: print(json.dumps([repr(setting),
                                                                                                  command])) or ("", {})
 for name, argv in json.loads(sys.argv[1]):
   before, sys.argv = set(flags.FLAGS), [name, *argv]
   harness.app.run = lambda main: main(flags.FLAGS(sys.argv))
-  harness.main(next(b for b in catalog.BENCHMARKS if b.name == name))
+  harness.main(next(b for b in presets.BENCHMARKS if b.name == name))
   for defined in set(flags.FLAGS) - before:
     delattr(flags.FLAGS, defined)
 """
@@ -41,14 +41,14 @@ def _campaign(*flags):
                         text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))
 
 
-def test_the_steps_derive_from_the_catalog_and_the_presets(tmp_path, monkeypatch):
+def test_the_steps_derive_from_the_registry_and_the_presets(tmp_path, monkeypatch):
   steps = campaign.steps(str(tmp_path))
   names = [s.name for s in steps]
   assert len(names) == len(set(names))
   assert names[-5:] == ["preset/cpu", "preset/mid", "end_to_end", "preset/full", "report"]
-  # Every benchmark, each of its campaign settings once, in catalog order.
-  assert [s.group for s in steps[:-5]] == [b.name for b in catalog.BENCHMARKS for _ in b.campaign]
-  for b in catalog.BENCHMARKS:
+  # Every benchmark, each of its campaign settings once, in the registry's order.
+  assert [s.group for s in steps[:-5]] == [b.name for b in presets.BENCHMARKS for _ in b.campaign]
+  for b in presets.BENCHMARKS:
     mine = [s for s in steps if s.group == b.name]
     assert [s.name for s in mine] == [f"{b.name}/{b.folder(harness.setting(b, o))}" for o in b.campaign]
     assert [s.command for s in mine] == [tuple(harness.command(b, o)) + (
@@ -70,11 +70,11 @@ def test_the_steps_derive_from_the_catalog_and_the_presets(tmp_path, monkeypatch
   assert " ".join(default["kernels/b5000"]) == "python -m experiments.benchmarks.kernels --batch_size=5000 " \
                                                 "--train_examples=55000"
   assert default["preset/mid"][-1] == "--output_dir=results"
-  # A benchmark joins the campaign through the catalog alone; two settings writing one folder are refused.
+  # A benchmark joins the campaign through the registry alone; two settings writing one folder are refused.
   extra = dataclasses.replace(bench_kernels.BENCHMARK, name="extra", campaign=({"batch_size": 7},))
-  monkeypatch.setattr(catalog, "BENCHMARKS", catalog.BENCHMARKS + (extra,))
+  monkeypatch.setattr(presets, "BENCHMARKS", presets.BENCHMARKS + (extra,))
   assert [s.name for s in campaign.steps(str(tmp_path))][-6] == "extra/b7"
-  monkeypatch.setattr(catalog, "BENCHMARKS", (dataclasses.replace(extra, campaign=({}, {"repeats": 5})),))
+  monkeypatch.setattr(presets, "BENCHMARKS", (dataclasses.replace(extra, campaign=({}, {"repeats": 5})),))
   with pytest.raises(ValueError, match="named twice .*: extra/b100"):
     campaign.steps(str(tmp_path))
 
@@ -83,9 +83,9 @@ def test_setting_gives_mains_defaults_and_each_command_line_gives_its_setting():
   """harness.main, given a step's flags, builds the Setting `harness.setting` gives for the step's overrides and
   records the step's command; with no flags, the defaults."""
   steps = {s.name: s for s in campaign.steps(os.path.join(ROOT, "results"))}
-  cases = [(b, {}, ["python", "-m", f"experiments.benchmarks.{b.name}"]) for b in catalog.BENCHMARKS] + [
+  cases = [(b, {}, ["python", "-m", f"experiments.benchmarks.{b.name}"]) for b in presets.BENCHMARKS] + [
       (b, o, list(steps[f"{b.name}/{b.folder(harness.setting(b, o))}"].command))
-      for b in catalog.BENCHMARKS for o in b.campaign]
+      for b in presets.BENCHMARKS for o in b.campaign]
 
   done = subprocess.run([python(), "-c", MAIN, json.dumps([(b.name, c[3:]) for b, _, c in cases])], cwd=ROOT,
                         capture_output=True, text=True, timeout=120, env=dict(os.environ, PYTHONPATH=ROOT))

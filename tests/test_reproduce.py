@@ -574,7 +574,7 @@ def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_sum
   folder.mkdir(parents=True)
   (folder / "summary_b100.json").write_text(json.dumps(summary))
   path = figures.straggler(str(tmp_path))
-  assert path.endswith(bench_async.BENCHMARK.figure) and os.path.getsize(path) > 10_000
+  assert path.endswith(bench_async.BENCHMARK.figure_file) and os.path.getsize(path) > 10_000
   # hybrid: only the measured configurations; the model (no all-reduce cost) only where one replica per stage.
   hybrid = {"pretrain_seconds": {"p1_r1": spread, "p1_r2": spread, "p2_r1": spread, DP.run_name: spread},
             "model": {"describe": "rate", "predictions": [

@@ -10,6 +10,7 @@ import statistics
 from typing import Dict, List
 
 from common.settings import programs
+from experiments import presets
 from experiments.benchmarks import harness
 
 HELDOUT = "--heldout_every_epoch"
@@ -60,14 +61,15 @@ def details(summary: Dict):
            for name, rate in summary["examples_per_second"].items()])
 
 
-BENCHMARK = harness.Benchmark(
-    name=ASYNC.name, configurations=configurations, summarize=summarize,
+BENCHMARK = presets.Study(
+    name=ASYNC.name, runs=configurations, summarize=summarize,
     defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"slow_worker_delay": (0.01, "Seconds worker 0 sleeps in every step of the straggler configurations.")},
     columns=((f"{SYNC.run_name}_straggler_slowdown", "data parallel: straggler / none"),
              (f"{ASYNC.run_name}_straggler_slowdown", "async: straggler / none")), details=details,
-    figure="async_data_parallel.png",
+    figure_file="async_data_parallel.png",
     campaign=tuple({"batch_size": b, "slow_worker_delay": 0.01} for b in (100, 1000)), order=7)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -10,6 +10,7 @@ import statistics
 from typing import Dict, List
 
 from common.settings import programs
+from experiments import presets
 from experiments.benchmarks import harness
 
 ASYNC = programs.ASYNC_DATA_PARALLEL
@@ -56,12 +57,13 @@ def details(summary: Dict):
           for m in summary["functions"].values()])
 
 
-BENCHMARK = harness.Benchmark(
-    name="async_functions", configurations=configurations, summarize=summarize, details=details,
+BENCHMARK = presets.Study(
+    name="async_functions", runs=configurations, summarize=summarize, details=details,
     defaults={"batch_size": 100, "pretrain_epochs": 2},
     options={"steps_per_function_values": (["1", "4", "8", "32"], "The K values compared.")},
     columns=(("fastest_vs_smallest", "fastest K / smallest K"),),
     campaign=({"batch_size": 100},), order=8)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

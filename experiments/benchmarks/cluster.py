@@ -7,6 +7,7 @@ from typing import List
 
 from common.measure import cost
 from common.settings import programs
+from experiments import presets
 from experiments.benchmarks import harness
 from experiments.benchmarks import model_parallel
 
@@ -36,10 +37,11 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   }
 
 
-BENCHMARK = harness.Benchmark(
-    name="cluster", configurations=configurations, summarize=summarize, folder=lambda s: "records",
+BENCHMARK = presets.Study(
+    name="cluster", runs=configurations, summarize=summarize, folder=lambda s: "records",
     defaults={"hidden_units": "1000,1000", "pretrain_epochs": 4, "train_examples": 11_000},
     columns=(("cluster_overhead", "cluster overhead (cluster / in-process - 1)"),), order=11)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

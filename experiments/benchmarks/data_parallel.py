@@ -6,6 +6,7 @@ from typing import Dict, List
 
 from common.settings import programs
 from data_parallel import config as dp_config
+from experiments import presets
 from experiments.benchmarks import harness
 
 GREEDY, DP = programs.GREEDY, programs.DATA_PARALLEL
@@ -48,8 +49,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   }
 
 
-BENCHMARK = harness.Benchmark(
-    name=DP.name, configurations=configurations, summarize=summarize,
+BENCHMARK = presets.Study(
+    name=DP.name, runs=configurations, summarize=summarize,
     defaults={"hidden_units": "2000", "batch_size": 5000, "train_examples": 55_000},
     options={"profile_steps": (5, "Steps per timed loop of data_parallel's op profile."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the data_parallel configurations (several: a comparison).")},
@@ -59,6 +60,7 @@ BENCHMARK = harness.Benchmark(
              ("one_replica_vs_greedy_slowdown", "1 replica / greedy time")),
     campaign=tuple({"batch_size": b} for b in (100, 5000)) + tuple(
         {"batch_size": b, "train_examples": 22_000, "kernels": ["xla", "tf"]} for b in (100, 5000)), order=6)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

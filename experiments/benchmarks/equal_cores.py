@@ -9,6 +9,7 @@ import re
 from typing import Dict, List
 
 from common.settings import programs
+from experiments import presets
 from experiments import records
 from experiments.benchmarks import harness
 
@@ -70,12 +71,13 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   return out
 
 
-BENCHMARK = harness.Benchmark(
-    name="equal_cores", configurations=configurations, summarize=summarize,
+BENCHMARK = presets.Study(
+    name="equal_cores", runs=configurations, summarize=summarize,
     defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"cores": (0, "N, the cores every configuration uses (devices x threads per device); 0: all of the "
                           "machine's.")},
     folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)), order=12)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -14,6 +14,7 @@ import statistics
 from typing import Dict, List
 
 from common.settings import programs
+from experiments import presets
 from experiments.benchmarks import harness
 
 PLACEMENTS = ("replicas", "one_device", "pipelined")
@@ -66,8 +67,8 @@ def details(summary: Dict):
       for precision, m in summary["placements"].items() for p in PLACEMENTS]
 
 
-BENCHMARK = harness.Benchmark(
-    name="finetune", configurations=configurations, summarize=summarize, details=details,
+BENCHMARK = presets.Study(
+    name="finetune", runs=configurations, summarize=summarize, details=details,
     folder=lambda s: f"b{s.batch_size}",
     defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 1, "train_examples": 11_000},
     options={"finetune_epochs": (2, "Finetuning epochs of every run."),
@@ -75,6 +76,7 @@ BENCHMARK = harness.Benchmark(
     columns=tuple((f"finetune_speedup_{p}", f"finetuning, fastest placement / one core, {p}")
                   for p in programs.PRECISIONS),
     campaign=({"precisions": list(programs.PRECISIONS)},), order=9)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

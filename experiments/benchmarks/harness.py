@@ -1,7 +1,7 @@
-"""One harness for every benchmark: a `Benchmark` maps its command line (`Setting`) to named configurations run
-through `experiments.driver` alternately, repeat after repeat (rotated), then writes a summary of their records
-(setting, command, provenance of one machine and code, load averages, spreads, noisy configurations, measures);
-`main` is its CLI."""
+"""One harness for every benchmark (a `presets.Study` with `summarize`): it maps its command line (`Setting`) to
+named configurations (the study's `runs`) run through `experiments.driver` alternately, repeat after repeat
+(rotated), then writes a summary of their records (setting, command, provenance of one machine and code, load
+averages, spreads, noisy configurations, measures); `main` is its CLI."""
 
 import dataclasses
 import json
@@ -51,31 +51,10 @@ class Setting:
                         self.train_examples, extra=extra, launcher=launcher, threads=threads)
 
 
-@dataclasses.dataclass(frozen=True)
-class Benchmark:
-  """`name` (module; records default to results/benchmarks/<name>/), `configurations` (Setting -> named [Run]),
-  `summarize` ((Setting, Records) -> {measure: value}), `defaults` of the shared flags, `options` ({flag: (default:
-  float, int, str or list of str, help)}), `folder` (Setting -> the records' folder; its summary is
-  summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure, README label)),
-  `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table, cells a
-  spread, a number or text), `figure` (its figure's file under figures/, drawn by `report.figures`), `campaign` (the
-  settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the defaults, shared flags
-  and options alike, as `setting` takes them), `order` (its place in results/README.md and the campaign)."""
-  name: str
-  configurations: Callable[[Setting], List[presets.Run]]
-  summarize: Callable[[Setting, Records], Dict[str, Any]]
-  defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-  options: Mapping[str, Tuple[Any, str]] = dataclasses.field(default_factory=dict)
-  folder: Callable[[Setting], str] = lambda s: f"b{s.batch_size}"
-  columns: Sequence[Tuple[str, str]] = ()
-  details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
-  figure: str = ""
-  campaign: Sequence[Mapping[str, Any]] = ({},)
-  order: int = 0
-
-  def summary_file(self, setting: Setting) -> str:
-    folder = self.folder(setting)
-    return "summary.json" if folder == "records" else f"summary_{folder}.json"
+def summary_file(benchmark: presets.Study, setting: Setting) -> str:
+  """The file name of a setting's summary: summary_<folder>.json, or summary.json for the fixed folder "records"."""
+  folder = benchmark.folder(setting)
+  return "summary.json" if folder == "records" else f"summary_{folder}.json"
 
 
 def spread(values: Sequence[float]) -> Dict[str, object]:
@@ -114,11 +93,11 @@ def seconds_to_loss_of(record: Mapping[str, Any], reference: Mapping[str, Any]) 
   return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)[0]
 
 
-def plan(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str,
+def plan(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str,
          rates: Optional[driver.Rates] = None) -> List[driver.Job]:
   """The runs in alternation order (repeat r rotates the configurations by r); logs and checkpoints per setting."""
   rates = rates or driver.fit_rates(output_dir)
-  configurations = benchmark.configurations(setting)
+  configurations = benchmark.runs(setting)
   folder, n = benchmark.folder(setting), len(configurations)
   return [driver.job(benchmark.name, r * n + k + 1, setting.repeats * n, c,
                      os.path.join(output_dir, folder, f"{c.name}_r{r}.json"), os.path.join(work_dir, folder), rates)
@@ -145,11 +124,11 @@ def provenance(found: Records) -> Dict[str, Any]:
   return out
 
 
-def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
+def summarize(benchmark: presets.Study, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """The summary of `jobs`' records in alternation order, its `noisy` configurations flagged; ValueError for several
   machines or codes."""
-  configurations = benchmark.configurations(setting)
+  configurations = benchmark.runs(setting)
   ordered = sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
   found: Records = {c.name: [records.load(j.record) for j in ordered if j.spec.name == c.name] for c in configurations}
   first = next(iter(found.values()))[0]["environment"]
@@ -167,7 +146,7 @@ def summarize(benchmark: Benchmark, setting: Setting, jobs: Sequence[driver.Job]
   }
 
 
-def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, command: str,
+def run(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str, command: str,
         out: Callable[[str], None] = print, modules: Optional[Mapping[str, str]] = None) -> Tuple[str, Dict[str, Any]]:
   """Runs the missing records, writes the summary unless nothing ran and one exists; returns (path, summary).
   `modules` replaces programs' modules (tests); driver.RunFailedError, or ValueError (several machines or codes)."""
@@ -178,7 +157,7 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
   machine_load = {"wall_seconds": time.perf_counter() - start, "load_average_start": list(load),
                   "load_average_end": list(os.getloadavg())}
   summary = summarize(benchmark, setting, jobs, command, machine_load if ran else None)
-  path = os.path.join(output_dir, benchmark.summary_file(setting))
+  path = os.path.join(output_dir, summary_file(benchmark, setting))
   if ran or not os.path.exists(path):
     with open(path, "w") as f:
       json.dump(summary, f, indent=1)
@@ -190,7 +169,7 @@ def run(benchmark: Benchmark, setting: Setting, output_dir: str, work_dir: str, 
   return path, summary
 
 
-def defaults(benchmark: Benchmark) -> Dict[str, Any]:
+def defaults(benchmark: presets.Study) -> Dict[str, Any]:
   """Every flag of `benchmark` with its default: the shared flags (its `defaults` over SHARED_DEFAULTS), its options."""
   return {**SHARED_DEFAULTS, **benchmark.defaults, **{name: d for name, (d, _) in benchmark.options.items()}}
 
@@ -202,7 +181,7 @@ def _parsed(name: str, default: Any, value: Any) -> Any:
   return type(default)(value)
 
 
-def setting(benchmark: Benchmark, overrides: Mapping[str, Any]) -> Setting:
+def setting(benchmark: presets.Study, overrides: Mapping[str, Any]) -> Setting:
   """The Setting of `benchmark`'s command line with `overrides` ({flag: value}, as the flag holds it or as the
   command line spells it: lists as lists or "a,b") over its defaults; ValueError for a flag it does not have."""
   d = defaults(benchmark)
@@ -214,7 +193,7 @@ def setting(benchmark: Benchmark, overrides: Mapping[str, Any]) -> Setting:
                  **{name: v.pop(name) for name in SHARED_DEFAULTS if name != "hidden_units"}, options=v)
 
 
-def command(benchmark: Benchmark, overrides: Mapping[str, Any]) -> List[str]:
+def command(benchmark: presets.Study, overrides: Mapping[str, Any]) -> List[str]:
   """The command line of a setting, "python" first: `python -m experiments.benchmarks.<name> --flag=value ...` of
   `overrides` only (lists comma-joined); ValueError for a flag the benchmark does not have."""
   setting(benchmark, overrides)
@@ -222,7 +201,7 @@ def command(benchmark: Benchmark, overrides: Mapping[str, Any]) -> List[str]:
       f"--{name}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for name, v in overrides.items()]
 
 
-def main(benchmark: Benchmark) -> None:
+def main(benchmark: presets.Study) -> None:
   """The command line of a benchmark module: the shared flags (with the benchmark's defaults) and its options."""
   d = defaults(benchmark)
   helps = {"batch_size": "Global batch of every run.", "pretrain_epochs": "Pretraining epochs E of every run.",
@@ -253,7 +232,7 @@ def main(benchmark: Benchmark) -> None:
   app.run(_main)
 
 
-def load_summaries(output_dir: str, benchmark: Benchmark) -> Dict[str, Dict[str, Any]]:
+def load_summaries(output_dir: str, benchmark: presets.Study) -> Dict[str, Dict[str, Any]]:
   """{summary file name: summary} of a benchmark's summaries under <output_dir>/benchmarks/<name>/."""
   folder = os.path.join(output_dir, "benchmarks", benchmark.name)
   return {f: records.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder) if os.path.isdir(folder) else [])

@@ -13,6 +13,7 @@ from typing import Dict, List, Tuple
 from common.measure import provenance
 from common.settings import programs
 from experiments import perf_model
+from experiments import presets
 from experiments.benchmarks import harness
 
 PP, DP = programs.PIPELINE_PARALLEL, programs.DATA_PARALLEL
@@ -63,11 +64,12 @@ def details(summary: Dict):
             else f"{predicted[(p, r)]:.3g}" + (" (fit)" if p == 1 else "")] for p, r in measured])
 
 
-BENCHMARK = harness.Benchmark(
-    name="hybrid", configurations=configurations, summarize=summarize,
+BENCHMARK = presets.Study(
+    name="hybrid", runs=configurations, summarize=summarize,
     options={"stages": (["1", "2", "4"], "Stage counts P."), "replicas": (["1", "2", "4"], "Replicas per stage R.")},
     columns=(("p1_r2_vs_p2_r1", "P=1,R=2 vs P=2,R=1"), ("p1_r2_vs_data_parallel", "P=1,R=2 vs data parallel")),
     details=details, order=5)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -11,6 +11,7 @@ from typing import Dict, List
 
 from common.measure import cost
 from common.settings import programs
+from experiments import presets
 from experiments.benchmarks import harness
 from experiments.benchmarks import precision as precision_bench
 
@@ -62,8 +63,8 @@ def details(summary: Dict):
       for name, m in summary["configurations"].items()]
 
 
-BENCHMARK = harness.Benchmark(
-    name="limit", configurations=configurations, summarize=summarize, details=details,
+BENCHMARK = presets.Study(
+    name="limit", runs=configurations, summarize=summarize, details=details,
     defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 2,
               "train_examples": 11_000, "num_devices": 2, "repeats": 3},
     options={"precision": (programs.PRECISIONS[0], "Precision (--precision) of every run."),
@@ -73,6 +74,7 @@ BENCHMARK = harness.Benchmark(
                   ("greedy_1core",) + tuple(f"pipeline_{p}" for p in POOLS)),
     campaign=tuple({"batch_size": b, "train_examples": n, "precision": p} for b, n in ((100, 11_000), (1000, 22_000))
                    for p in programs.PRECISIONS), order=10)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

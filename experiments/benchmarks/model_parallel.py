@@ -8,6 +8,7 @@ from typing import Dict, List, Tuple
 from common.layerwise import schedule as schedule_lib
 from common.measure import cost
 from common.settings import programs
+from experiments import presets
 from experiments import records
 from experiments.benchmarks import harness
 
@@ -102,8 +103,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   return out
 
 
-BENCHMARK = harness.Benchmark(
-    name=MP.name, configurations=configurations, summarize=summarize,
+BENCHMARK = presets.Study(
+    name=MP.name, runs=configurations, summarize=summarize,
     defaults={"hidden_units": "1000,1000", "pretrain_epochs": 4, "train_examples": 11_000},
     folder=lambda s: f"b{s.batch_size}" + ("_variants" if len(_variants(s)) > 1 else ""),
     options={"target_speedup": (1.4, "Speedup over sync_layerwise whose reachability is reported."),
@@ -117,6 +118,7 @@ BENCHMARK = harness.Benchmark(
                "thread_pool": ["shared", "per_device"]},
               {"batch_size": 100, "train_examples": 22_000, "pretrain_epochs": 4, "hidden_units": "1000,1000,1000,1000",
                "kernels": ["tf", "xla"], "thread_pool": ["shared", "per_device"]}), order=3)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

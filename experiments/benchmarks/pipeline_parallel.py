@@ -8,6 +8,7 @@ from typing import Dict, List, Tuple
 
 from common.measure import cost
 from common.settings import programs
+from experiments import presets
 from experiments.benchmarks import harness
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
@@ -64,8 +65,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   return out
 
 
-BENCHMARK = harness.Benchmark(
-    name=PIPELINE, configurations=configurations, summarize=summarize,
+BENCHMARK = presets.Study(
+    name=PIPELINE, runs=configurations, summarize=summarize,
     defaults={"pretrain_epochs": 3, "train_examples": 55_000},
     options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline configurations."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline configurations."),
@@ -80,6 +81,7 @@ BENCHMARK = harness.Benchmark(
         {"batch_size": b, "pretrain_epochs": 1, "chunk_steps": ["1", "2", "4", "8", "16", "32"], "baselines": 0}
         for b in (100, 1000)) + tuple(
         {"batch_size": b, "pretrain_epochs": 1, "kernels": ["tf", "xla"], "baselines": 0} for b in (100, 1000)), order=4)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -12,6 +12,7 @@ from typing import Dict, List
 from common.measure import cost
 from common.settings import programs
 from experiments import driver
+from experiments import presets
 from experiments.benchmarks import harness
 
 
@@ -80,11 +81,12 @@ def details(summary: Dict):
        m["fraction_of_bf16_rate"][bf16]] for name, m in summary["programs"].items()]
 
 
-BENCHMARK = harness.Benchmark(
-    name="precision", configurations=configurations, summarize=summarize, defaults={"train_examples": 55_000},
+BENCHMARK = presets.Study(
+    name="precision", runs=configurations, summarize=summarize, defaults={"train_examples": 55_000},
     columns=tuple((f"speedup_{p.name}", f"{p.label}: f32 s / bf16 s") for p in programs.PROGRAMS)
     + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details,
     campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)), order=2)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -21,9 +21,10 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   return {"speedup_vs_greedy": harness.speedups(found, programs.baseline().run_name)}
 
 
-BENCHMARK = harness.Benchmark(
-    name="strategies", configurations=configurations, summarize=summarize,
+BENCHMARK = presets.Study(
+    name="strategies", runs=configurations, summarize=summarize,
     defaults={"batch_size": 5000, "pretrain_epochs": 10, "train_examples": 10_000}, order=1)
+STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -172,7 +172,7 @@ def straggler(output_dir: str) -> Optional[str]:
            title=f"batch {s['setting']['batch_size']}, straggler sleeps {s['setting']['slow_worker_delay']:g} s/step")
   fig.suptitle("Asynchronous vs synchronous data parallelism, with and without a straggler", fontsize=10)
   fig.tight_layout()
-  path = os.path.join(output_dir, "figures", async_bench.BENCHMARK.figure)
+  path = os.path.join(output_dir, "figures", async_bench.BENCHMARK.figure_file)
   save(fig, path)
   return path
 

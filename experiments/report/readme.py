@@ -13,7 +13,6 @@ from experiments import driver
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import catalog
 from experiments.benchmarks import equal_cores as equal_cores_bench
 from experiments.benchmarks import harness
 from experiments.report import series
@@ -71,7 +70,7 @@ def benchmark_section(output_dir: str) -> str:
   """Every benchmark summary of this machine and the others: each configuration's seconds and the measures (the
   columns some summary has)."""
   parts = []
-  for benchmark in catalog.BENCHMARKS:
+  for benchmark in presets.BENCHMARKS:
     found = [(os.path.join(where, "benchmarks", benchmark.name), file, summary)
              for where in [output_dir] + [os.path.join(output_dir, m) for m in records.OTHER_MACHINES]
              for file, summary in harness.load_summaries(where, benchmark).items()]
@@ -96,7 +95,7 @@ def benchmark_section(output_dir: str) -> str:
                        ["machine, code", "setting", "pretraining s per configuration"]
                        + [label for _, label in columns] + ["summary"], rows) + "".join(
                            "\n\n" + d for d in details) + (
-                           f"\n\n![{benchmark.name}](figures/{benchmark.figure})" if benchmark.figure else ""))
+                           f"\n\n![{benchmark.name}](figures/{benchmark.figure_file})" if benchmark.figure_file else ""))
   return "\n\n".join(parts) or "No benchmark records yet."
 
 
