@@ -394,7 +394,8 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
                                                 for n, v in seconds.items()}}
   (folder / "summary_n2_b100.json").write_text(json.dumps(summary))
   section = readme.equal_cores_section(str(tmp_path))
-  sentence, table = section[2], section[-1]
+  paragraphs = section.split("\n\n")
+  sentence, table = paragraphs[1], paragraphs[-1]
   # Medians of the per-repeat ratios 2.0, 1.5, 2.0 (not the ratio of medians, 11 / 5.5 = 2.0 by chance only).
   assert ("at batch 100, `model_parallel` with `--num_devices=2 --threads_per_device=1 --thread_pool=shared` "
           "(2.00× greedy on all 2 cores, 1.50–2.00)") in sentence

@@ -24,9 +24,16 @@ from experiments.report import tables
 BEYOND_CORES, BEYOND_CORES_COMMIT = "devices_beyond_cores", "452f604"
 
 
+def budget_rates(output_dir: str) -> driver.Rates:
+  """The rates of the budget's estimates, fitted on every machine's driver-log lines (the same table wherever it is
+  made)."""
+  return driver.fit_rates(output_dir, every_machine=True)
+
+
 def budget_table(output_dir: str) -> str:
-  """Estimated vs measured minutes per study of the cpu preset, over its runs that have records."""
-  rates, measured = driver.fit_rates(output_dir, every_machine=True), {}  # the same table wherever it is made
+  """Estimated vs measured minutes per study of the cpu preset, over its runs that have records (the rates of the
+  estimate: `budget_rates`)."""
+  rates, measured = budget_rates(output_dir), {}
   studies = {name: presets.StudyRuns(name, tuple(r for r in e.runs if os.path.exists(
       records.record_path(output_dir, "cpu", r)))) for name, e in presets.build("cpu").items()}
   jobs = driver.plan(studies, "cpu", output_dir, "", rates)
@@ -39,11 +46,7 @@ def budget_table(output_dir: str) -> str:
           for name, e in studies.items() for own in [sum(r.home == name for r in e.runs)]]
   rows.append(["**total**", sum(r.home == e.name for e in studies.values() for r in e.runs),
                driver.minutes(sum(estimated.values())), driver.minutes(sum(measured.values())) if measured else "—", ""])
-  return (tables.md_table(["study", "runs", "estimated", "measured", "shrunk from the report (paper preset)"], rows)
-          + "\n\nEstimate: `experiments/driver.py`, per program fixed seconds + FLOPs (`common/measure/cost.py`) at a rate, "
-          "both fitted by least squares to the wall seconds of the runs in `runs/driver_log.jsonl` (so in-sample "
-          f"here): {driver.describe_rates(rates)}. Measured: the wall-clock seconds in `runs/driver_log.jsonl` (reruns "
-          "included). A run shared by two studies counts for the first.")
+  return tables.md_table(["study", "runs", "estimated", "measured", "shrunk from the report (paper preset)"], rows)
 
 
 def model_line(name: str, d: Optional[records.StudyRecords]) -> str:
@@ -88,14 +91,10 @@ def benchmark_section(output_dir: str) -> str:
             [tables.fmt(c, "spread") if isinstance(c, dict) else f"{c:.3g}" if isinstance(c, float) else c
              for c in row] for row in cells]))
     if rows:
-      parts.append(f"**`{benchmark.name}`** (`python -m experiments.benchmarks.{benchmark.name}`; each summary's "
-                   "`command` field has its flags; summaries made before the benchmarks moved to "
-                   f"`experiments/benchmarks/` name the module `experiments.bench_{benchmark.name}`, same flags and "
-                   "configurations):\n\n" + tables.md_table(
-                       ["machine, code", "setting", "pretraining s per configuration"]
-                       + [label for _, label in columns] + ["summary"], rows) + "".join(
-                           "\n\n" + d for d in details) + (
-                           f"\n\n![{benchmark.name}](figures/{benchmark.figure_file})" if benchmark.figure_file else ""))
+      parts.append(template("benchmark").substitute(name=benchmark.name, table=tables.md_table(
+          ["machine, code", "setting", "pretraining s per configuration"] + [label for _, label in columns]
+          + ["summary"], rows), details="".join("\n\n" + d for d in details), figure=f"\n\n![{benchmark.name}]"
+          f"(figures/{benchmark.figure_file})" if benchmark.figure_file else ""))
   return "\n\n".join(parts) or "No benchmark records yet."
 
 
@@ -116,23 +115,19 @@ def devices_beyond_cores(output_dir: str) -> str:
                                                       else ""),
               f"{m['warmup_seconds']:.1f}", f"{m['outside_phases_seconds']:.1f}", f"{m['run_seconds']:.1f}",
               f"{m['cores_busy_training']:.2f}"] for name, m in summary["per_configuration"].items()]
-  return "" if not rows else (
-      f"**`{BEYOND_CORES}`** ({records.hardware(harness.flat_records(folder, *summaries.values()))}): data_parallel "
-      "and model_parallel on more logical devices than cores, before and after the fix of docs/data_parallel.md "
-      "(\"More devices than cores\"), one run per configuration. Its module is no longer in the tree (`git show "
-      f"{BEYOND_CORES_COMMIT}:experiments/benchmarks/{BEYOND_CORES}.py`); {'; '.join(commits)} (each summary's "
-      "`code_commit`). Growth: seconds per layer-epoch over those on as many devices as cores (at most devices / "
-      "cores is expected).\n\n" + tables.md_table(
+  return "" if not rows else template("beyond_cores").substitute(
+      name=BEYOND_CORES, hardware=records.hardware(harness.flat_records(folder, *summaries.values())),
+      commit=BEYOND_CORES_COMMIT, commits="; ".join(commits), dagger=tables.DAGGER, table=tables.md_table(
           ["code", "program", "devices", "s per layer-epoch", "growth vs devices = cores", "warm-up s",
-           "outside every timed phase s", "run s", "cores busy"], rows) + "\n\n" + tables.DAGGER)
+           "outside every timed phase s", "run s", "cores busy"], rows))
 
 
-def equal_cores_section(output_dir: str) -> List[str]:
-  """The equal-cores section's lines (the table last), or a line saying how to make it."""
+def equal_cores_section(output_dir: str) -> str:
+  """The equal-cores section (the table last), or a line saying how to make it."""
   found, rs = series.equal_cores(output_dir)
   if not found:
-    return ["No equal-cores records yet: `python -m experiments.benchmarks.equal_cores --batch_size=100` "
-            "(and 1000, 5000)."]
+    return ("No equal-cores records yet: `python -m experiments.benchmarks.equal_cores --batch_size=100` "
+            "(and 1000, 5000).")
   best, rows = [], []
   for (cores, batch), s in found.items():
     r, fastest = series.ratios_to_baseline(s, s["fastest_program"]), set(s["fastest_configuration"].values())
@@ -146,20 +141,12 @@ def equal_cores_section(output_dir: str) -> List[str]:
                    tables.fmt(secs, "spread") + (" ‡" if name in harness.noisy(s) else ""),
                    tables.fmt(series.ratios_to_baseline(s, name), "spread"),
                    "—" if not t or None in t else f"{statistics.median(t):.1f}"])
-  return [
-      "Not in the report. The report asks \"G devices against one\"; a CPU user asks \"I have N cores: which "
-      "program, with which flags, finishes first?\" Every program runs in every configuration of devices × "
-      "threads per device that uses exactly the N cores (model_parallel and pipeline_parallel with each thread "
-      "pool), alternated repeat after repeat; greedy with all N threads on one device is the reference "
-      "(`python -m experiments.benchmarks.equal_cores --batch_size=100`, then 1000 and 5000). The last column is "
-      "the time until every layer's held-out reconstruction loss reached greedy's final one (+1%), — when a repeat "
-      "never did.", "",
-      f"On {records.machine_label(rs) or 'a machine its summaries do not name'}, with 4 × 1000 units and "
-      f"{next(iter(found.values()))['setting']['train_examples']:,} images, the program that finishes pretraining "
-      "first is: " + "; ".join(best) + "." + (f" {tables.NOISY}" if any(map(harness.noisy, found.values())) else ""),
-      "", f"![equal cores](figures/{series.EQUAL_CORES})", "",
-      tables.md_table(["cores", "batch", "program (bold: its fastest configuration)", "flags", "pretraining s",
-                "× greedy on all cores", "s to greedy's held-out loss"], rows)]
+  return template("equal_cores").substitute(
+      machine=records.machine_label(rs) or "a machine its summaries do not name", best="; ".join(best),
+      examples=f"{next(iter(found.values()))['setting']['train_examples']:,}", figure=series.EQUAL_CORES,
+      noisy=f" {tables.NOISY}" if any(map(harness.noisy, found.values())) else "", table=tables.md_table(
+          ["cores", "batch", "program (bold: its fastest configuration)", "flags", "pretraining s",
+           "× greedy on all cores", "s to greedy's held-out loss"], rows))
 
 
 def machine_section(output_dir: str, machine: str) -> str:
@@ -186,10 +173,10 @@ def machine_section(output_dir: str, machine: str) -> str:
         model.allreduce_seconds_per_param):
       text += (" These runs have no op profile, so the model takes all of an epoch to split over the replicas "
                "(f = 1) and the all-reduce to be free (gamma = 0).")
-    parts.append(f"**`{machine}/{folder}/`** ({records.hardware(list(rs.values()))}; command in "
-                 f"[`{machine}/README.md`]({machine}/README.md)).{text}\n\n" + tables.md_table(
-                     ["run", "program", "hidden units", "batch", "epochs", "devices", "pretraining s",
-                      "speedup over 1 device", "model s (error)", "test accuracy"], rows))
+    parts.append(template("machine_folder").substitute(
+        machine=machine, folder=folder, hardware=records.hardware(list(rs.values())), model=text,
+        table=tables.md_table(["run", "program", "hidden units", "batch", "epochs", "devices", "pretraining s",
+                               "speedup over 1 device", "model s (error)", "test accuracy"], rows)))
   return "\n\n".join(parts)
 
 
@@ -236,9 +223,10 @@ TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates"
 
 
 def template(name: str) -> string.Template:
-  """The prose of a generated page (`experiments/report/templates/<name>.md`), its numbers and tables as $fields."""
+  """The prose of a generated page or section (`experiments/report/templates/<name>.md`, without its last newline),
+  its numbers and tables as $fields."""
   with open(os.path.join(TEMPLATES, f"{name}.md")) as f:
-    return string.Template(f.read())
+    return string.Template(f.read().removesuffix("\n"))
 
 
 def text(output_dir: str) -> str:
@@ -254,11 +242,11 @@ def text(output_dir: str) -> str:
       "differs between machines: compare ratios within one machine.",
       headline=users.table(output_dir, data, provenance=True),
       budget_machine=records.machine_label([r for d in data.values() if d and d.preset == "cpu" for r in d.runs.values()]),
-      budget=budget_table(output_dir), model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
+      budget=budget_table(output_dir), budget_rates=driver.describe_rates(budget_rates(output_dir)), model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
       noisy=tables.NOISY, benchmarks=benchmark_section(output_dir), beyond_cores=devices_beyond_cores(output_dir),
-      equal_cores="\n".join(equal_cores_section(output_dir)),
-      machines="\n\n".join(f"## More records of the {m} machine\n\nSingle runs outside the run list, each folder made "
-                            f"by one command (see the machine's README).\n\n{section}" for m, section in others if section),
+      equal_cores=equal_cores_section(output_dir),
+      machines="\n\n".join(template("machine").substitute(machine=m, sections=section) for m, section in others
+                            if section),
       studies="\n".join(study_section(output_dir, name, data[name]) for name in presets.NAMES))
   return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
 
@@ -277,13 +265,13 @@ def quickstart(output_dir: str) -> str:
   r = records.load(os.path.join(output_dir, "quickstart", "make_train.json"))
   if r is None:
     return ""
-  f = r["finetune"]
-  return (f"On {users.machine_class([r])} it took {r['total_seconds'] / 60:.0f} minutes ({r['pretrain_seconds'] / 60:.1f} "
-          f"of pretraining, {f['seconds'] / 60:.1f} of finetuning) and ended with the line "
-          f"`{r['strategy']}: pretraining {r['pretrain_seconds']:.1f} s, finetuning {f['seconds']:.1f} s, test accuracy "
-          f"{f['test_accuracy']:.4f} (...)` (one run, recipe `{r['config'].get('recipe', 'report')}`, "
-          f"{'x'.join(map(str, r['config']['hidden_units']))} units, {r['config']['pretrain_epochs']} + "
-          f"{r['config']['finetune_epochs']} epochs; `make train RESULTS_DIR=results/quickstart` makes its record).")
+  f, c = r["finetune"], r["config"]
+  return template("quickstart").substitute(
+      machine=users.machine_class([r]), minutes=f"{r['total_seconds'] / 60:.0f}",
+      pretrain_minutes=f"{r['pretrain_seconds'] / 60:.1f}", finetune_minutes=f"{f['seconds'] / 60:.1f}",
+      strategy=r["strategy"], pretrain_seconds=f"{r['pretrain_seconds']:.1f}", finetune_seconds=f"{f['seconds']:.1f}",
+      accuracy=f"{f['test_accuracy']:.4f}", recipe=c.get("recipe", "report"), units="x".join(map(str, c["hidden_units"])),
+      pretrain_epochs=c["pretrain_epochs"], finetune_epochs=c["finetune_epochs"])
 
 
 def top_blocks(output_dir: str) -> Dict[str, str]:
