@@ -1,6 +1,7 @@
-"""Checks that the report takes no ratio across machines or codes: every study that compares seconds (`Study.timed`)
-has the records of each of its presets (per machine folder) from one machine and one code, and so has every
-benchmark summary; exit status 1, one line per offender, if any does not. `records.ratio` itself refuses such a pair.
+"""Checks that the report takes no ratio across machines or codes: in the table of every record (`records.table`), each
+study that compares seconds (`Study.timed`) has the records of each of its presets (per machine folder) from one
+machine and one code, and so has every benchmark summary; exit status 1, one line per offender, if any does not.
+`records.ratio` itself refuses such a pair.
   python -m experiments.check_ratios [--output_dir=results]"""
 
 import os
@@ -11,7 +12,6 @@ from absl import app
 from absl import flags
 
 from experiments import records
-from experiments.benchmarks import harness
 
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "results", "The records (and report) to check.")
 
@@ -19,16 +19,11 @@ _OUTPUT_DIR = flags.DEFINE_string("output_dir", "results", "The records (and rep
 def problems(output_dir: str) -> List[str]:
   """One line per timed study's preset, and per benchmark summary, whose records differ in machine or code."""
   frame = records.table(output_dir)
-  out = [f"{os.path.join(folder or '.', study)} ({preset}): its records come from "
-         f"{records.machine_label(list(group['record']))}"
-         for (folder, study, preset), group in frame[frame["timed"]].groupby(["folder", "study", "preset"])
-         if not records.same_source(list(group["record"]))]
-  for folder, _, files in sorted(os.walk(output_dir)):
-    for file in (f for f in sorted(files) if f.startswith("summary") and f.endswith(".json")):
-      found = [r for r in harness.flat_records(folder, records.load(os.path.join(folder, file))) if r]
-      if found and not records.same_source(found):
-        out.append(f"{os.path.join(folder, file)}: its records come from {records.machine_label(found)}")
-  return out
+  groups = frame[frame["timed"]].groupby(["folder", "study", "preset", "summary"])
+  return [(os.path.join(output_dir, folder, "benchmarks", study, summary) if summary else
+           f"{os.path.join(folder or '.', study)} ({preset})") + f": its records come from "
+          f"{records.machine_label(list(group['record']))}" for (folder, study, preset, summary), group in groups
+          if not records.same_source(list(group["record"]))]
 
 
 def main(argv):

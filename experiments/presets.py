@@ -9,7 +9,7 @@ import functools
 import importlib
 import os
 import pkgutil
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from common.data import sources as datasets
 from common.settings import programs
@@ -100,7 +100,7 @@ class Study:
   takes one with "preset", "dp_flags" and "output_dir" added), `table` ((its records, other machines' records) ->
   (markdown, sentences)), `figure` (the same -> a matplotlib figure, or None), its records' `layout`, `timed` (True:
   its table compares seconds, so its records of a preset come from one machine and code and its runs go one at a
-  time; False: accuracy only).
+  time; False: accuracy only; or a function of a run's name: True for the runs whose seconds it compares, `times`).
 
   A benchmark (`summarize` set) is run by its own command line, `experiments.benchmarks.harness`, its configurations
   alternated repeat after repeat (records under results/benchmarks/<name>/): `runs` takes a `harness.Setting`;
@@ -119,7 +119,7 @@ class Study:
   figure: Optional[Callable] = None
   kind: str = "report"
   layout: str = "runs/{study}/{preset}_{run}.json"
-  timed: bool = True
+  timed: Union[bool, Callable[[str], bool]] = True
   order: int = 0
   summarize: Optional[Callable[[Any, Mapping[str, List[dict]]], Dict[str, Any]]] = None
   defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
@@ -129,6 +129,10 @@ class Study:
   details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
   figure_file: str = ""
   campaign: Sequence[Mapping[str, Any]] = ({},)
+
+  def times(self, run: str) -> bool:
+    """Whether the study compares the seconds of its run named `run` (`timed`)."""
+    return self.timed(run) if callable(self.timed) else self.timed
 
   @property
   def benchmark(self) -> bool:

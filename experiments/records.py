@@ -221,23 +221,56 @@ def same_source(rs: Sequence[Mapping]) -> bool:
   return all(comparable(rs[0], r) for r in rs[1:])
 
 
+def load_summaries(output_dir: str, benchmark: str) -> Dict[str, Record]:
+  """{summary file name: summary} of a benchmark's summaries under <output_dir>/benchmarks/<benchmark>/."""
+  folder = os.path.join(output_dir, "benchmarks", benchmark)
+  return {f: load(os.path.join(folder, f)) for f in sorted(os.listdir(folder) if os.path.isdir(folder) else [])
+          if f.startswith("summary") and f.endswith(".json")}
+
+
+def records_of(folder: str, summary: Mapping[str, Any]) -> Dict[str, List[Optional[Record]]]:
+  """{configuration: [record per repeat, None where it is missing]} of a benchmark summary in `folder`
+  (<folder>/<records folder>/<file>)."""
+  return {name: [load(os.path.join(folder, *path.replace(os.sep, "/").split("/")[-2:])) for path in paths]
+          for name, paths in summary.get("records", {}).items()}
+
+
+def flat_records(folder: str, *summaries: Mapping[str, Any]) -> List[Optional[Record]]:
+  """Every record of benchmark `summaries` (in `folder`, `records_of`), as one list."""
+  return [r for s in summaries for rs in records_of(folder, s).values() for r in rs]
+
+
+TABLE_COLUMNS = ("folder", "study", "preset", "summary", "run", "program", "dataset", "seed", "timed", "machine", "isa",
+                 "commit", "code", "record")
+
+
 def table(output_dir: str):
-  """Every record of the studies under `output_dir` and its other machines' folders, one row each (a pandas
-  DataFrame): folder ("" or the other machine's), study, preset, run, program, dataset, seed, timed (the study compares
-  seconds), machine (`host`: processor, instruction set, machine identity where recorded, cores), isa, commit, code
-  (the code digest, else the commit), and the record itself."""
+  """Every record under `output_dir` and its other machines' folders, one row each (a pandas DataFrame, columns
+  `TABLE_COLUMNS`): folder ("" or the other machine's), study (a study of the presets, or a benchmark's folder under
+  benchmarks/, its module removed or not), preset (a study's; "" for a benchmark), summary (the benchmark summary's
+  file; "" for a study), run (a benchmark's: <configuration>_r<repeat>), program, dataset, seed, timed (its study
+  compares seconds; every benchmark does), machine (`host`: processor, instruction set, machine identity where
+  recorded, cores), isa, commit, code (the code digest, else the commit), and the record itself."""
   import pandas  # noqa: only the checks and analyses that want the table load pandas
+
+  def row(folder, study, preset, summary, run, r, timed):
+    return {"folder": folder, "study": study, "preset": preset, "summary": summary, "run": run,
+            "program": r.get("strategy"), "dataset": dataset(r), "seed": r.get("config", {}).get("seed"),
+            "timed": timed, "machine": host(r), "isa": instruction_set(r), "commit": r["environment"].get("commit"),
+            "code": r["environment"].get("code_digest") or code(r), "record": r}
   rows = []
   for folder in ("",) + tuple(m for m in OTHER_MACHINES if os.path.isdir(os.path.join(output_dir, m))):
     for study in presets.STUDIES:
       data = StudyRecords.load(os.path.join(output_dir, folder), study.name)
       for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
-        rows += [{"folder": folder, "study": study.name, "preset": preset, "run": name, "program": r.get("strategy"),
-                  "dataset": dataset(r), "seed": r.get("config", {}).get("seed"), "timed": study.timed,
-                  "machine": host(r), "isa": instruction_set(r), "commit": r["environment"].get("commit"),
-                  "code": r["environment"].get("code_digest") or code(r), "record": r} for name, r in runs.items()]
-  return pandas.DataFrame(rows, columns=["folder", "study", "preset", "run", "program", "dataset", "seed", "timed",
-                                         "machine", "isa", "commit", "code", "record"])
+        rows += [row(folder, study.name, preset, "", name, r, study.times(name)) for name, r in runs.items()]
+    benchmarks = os.path.join(output_dir, folder, "benchmarks")
+    for name in sorted(os.listdir(benchmarks)) if os.path.isdir(benchmarks) else ():
+      for file, summary in load_summaries(os.path.join(output_dir, folder), name).items():
+        rows += [row(folder, name, "", file, f"{configuration}_r{i}", r, True)
+                 for configuration, rs in records_of(os.path.join(benchmarks, name), summary).items()
+                 for i, r in enumerate(rs) if r]
+  return pandas.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
 def ratio(a: Mapping, b: Mapping) -> Optional[float]:

@@ -419,6 +419,16 @@ def test_check_ratios_finds_a_ratio_across_machines_or_codes(output_dir, tmp_pat
   with open(path, "w") as f:
     json.dump(record, f)
   assert any("summary_b1000_variants.json" in line for line in check_ratios.problems(out))
+  # One table holds the studies' records and the benchmarks' (a benchmark's by its summary), with their machine,
+  # instruction set and commit; a study may time only some of its runs (the longer finetuning: accuracy only).
+  frame = records.table(output_dir)
+  mine = frame[(frame["study"] == programs.MODEL_PARALLEL.name) & (frame["summary"] == "summary_b1000_variants.json")]
+  assert len(mine) == len(os.listdir(folder)) and set(mine["preset"]) == {""} and mine["timed"].all()
+  assert set(mine["machine"]) == {records.host(mine["record"].iloc[0])} and mine["isa"].notna().all()
+  assert mine["commit"].notna().all()
+  longer = frame[(frame["study"] == "pretraining_programs") & frame["run"].str.contains("_longer_s")]
+  assert len(longer) and not longer["timed"].any()
+  assert frame[(frame["study"] == "pretraining_programs") & ~frame["run"].str.contains("_longer_s")]["timed"].all()
 
 
 def test_cores_note_says_what_the_records_show(output_dir):
@@ -476,7 +486,7 @@ def test_pipeline_scaling_and_heldout_convergence(output_dir):
 
 def test_a_noisy_configuration_is_marked_with_its_spread_and_said_in_words_in_the_headline(output_dir, tmp_path):
   pp = programs.PIPELINE_PARALLEL.name
-  summaries = harness.load_summaries(output_dir, load(f"experiments.benchmarks.{pp}.BENCHMARK"))
+  summaries = records.load_summaries(output_dir, load(f"experiments.benchmarks.{pp}.BENCHMARK").name)
   assert summaries and all(s["noisy"] == [] for s in summaries.values())  # the fixtures' repeats take equal times
   out = str(tmp_path / "noisy")
   shutil.copytree(output_dir, out)

@@ -340,7 +340,7 @@ def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster
 
 
 def test_no_programs_default_kernel_path_is_the_one_the_committed_benchmark_found_slower():
-  summaries = list(harness.load_summaries(RESULTS, bench_kernels.BENCHMARK).values())
+  summaries = list(records.load_summaries(RESULTS, bench_kernels.BENCHMARK.name).values())
   for precision in programs.PRECISIONS:  # each precision measured: its default per program is the records' choice
     if not [s for s in summaries if bench_kernels.precision_of(s) == precision]:
       continue

@@ -232,24 +232,6 @@ def main(benchmark: presets.Study) -> None:
   app.run(_main)
 
 
-def load_summaries(output_dir: str, benchmark: presets.Study) -> Dict[str, Dict[str, Any]]:
-  """{summary file name: summary} of a benchmark's summaries under <output_dir>/benchmarks/<name>/."""
-  folder = os.path.join(output_dir, "benchmarks", benchmark.name)
-  return {f: records.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder) if os.path.isdir(folder) else [])
-          if f.startswith("summary") and f.endswith(".json")}
-
-
-def records_of(folder: str, summary: Mapping[str, Any]) -> Records:
-  """{configuration: [record per repeat]} of a summary in `folder` (<folder>/<records folder>/<file>)."""
-  return {name: [records.load(os.path.join(folder, *path.replace(os.sep, "/").split("/")[-2:])) for path in paths]
-          for name, paths in summary.get("records", {}).items()}
-
-
-def flat_records(folder: str, *summaries: Mapping[str, Any]) -> List[dict]:
-  """Every record of `summaries` (in `folder`, `records_of`), as one list."""
-  return [r for s in summaries for rs in records_of(folder, s).values() for r in rs]
-
-
 def setting_of(summary: Mapping[str, Any]) -> Optional[str]:
   """A short label of a summary's setting, e.g. "2 x 1000 units, batch 1000, 4 epochs, 11,000 images"."""
   s = summary.get("setting") or {}

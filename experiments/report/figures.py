@@ -16,7 +16,6 @@ from experiments import records
 from experiments import reported
 from experiments.benchmarks import async_data_parallel as async_bench
 from experiments.benchmarks import equal_cores as equal_cores_bench
-from experiments.benchmarks import harness
 from experiments.report import series
 
 REPORT_COLOR = "0.45"
@@ -154,7 +153,7 @@ def equal_cores(output_dir: str) -> Optional[str]:
 def straggler(output_dir: str) -> Optional[str]:
   """<output_dir>/figures/async_data_parallel.png: per batch, every configuration's seconds to greedy's final
   held-out loss (median over repeats), with and without the straggler; None without summaries."""
-  found = harness.load_summaries(output_dir, async_bench.BENCHMARK)
+  found = records.load_summaries(output_dir, async_bench.BENCHMARK.name)
   if not found:
     return None
   fig, axes = new(len(found), width=5.6, height=4.2)

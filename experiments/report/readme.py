@@ -76,12 +76,12 @@ def benchmark_section(output_dir: str) -> str:
   for benchmark in presets.BENCHMARKS:
     found = [(os.path.join(where, "benchmarks", benchmark.name), file, summary)
              for where in [output_dir] + [os.path.join(output_dir, m) for m in records.OTHER_MACHINES]
-             for file, summary in harness.load_summaries(where, benchmark).items()]
+             for file, summary in records.load_summaries(where, benchmark.name).items()]
     columns = [(key, label) for key, label in benchmark.columns if any(key in summary for *_, summary in found)]
     rows, details = [], []
     for folder, file, summary in found:
       link = os.path.relpath(os.path.join(folder, file), output_dir)
-      rows.append([records.machine_label(harness.flat_records(folder, summary)), harness.setting_of(summary),
+      rows.append([records.machine_label(records.flat_records(folder, summary)), harness.setting_of(summary),
                    "; ".join(f"{n} {tables.fmt(s, 'spread')}" + (" ‡" if n in harness.noisy(summary) else "")
                              for n, s in summary["pretrain_seconds"].items()),
                    *[tables.fmt(summary.get(key), "spread") for key, _ in columns], f"[`{link}`]({link})"])
@@ -105,7 +105,7 @@ def devices_beyond_cores(output_dir: str) -> str:
                if f.startswith("summary")} if os.path.isdir(folder) else {}
   rows, commits = [], []
   for summary in summaries.values():
-    code, found = summary["setting"]["code"][0], harness.records_of(folder, summary)
+    code, found = summary["setting"]["code"][0], records.records_of(folder, summary)
     commits.append(f"{code} ran commit {summary['code_commit'][:7]}" if summary.get("code_commit") else
                    f"{code}: commit not recorded")
     rows += [[code, series.program_name(series.strategy(found[name][0])),
@@ -116,7 +116,7 @@ def devices_beyond_cores(output_dir: str) -> str:
               f"{m['warmup_seconds']:.1f}", f"{m['outside_phases_seconds']:.1f}", f"{m['run_seconds']:.1f}",
               f"{m['cores_busy_training']:.2f}"] for name, m in summary["per_configuration"].items()]
   return "" if not rows else template("beyond_cores").substitute(
-      name=BEYOND_CORES, hardware=records.hardware(harness.flat_records(folder, *summaries.values())),
+      name=BEYOND_CORES, hardware=records.hardware(records.flat_records(folder, *summaries.values())),
       commit=BEYOND_CORES_COMMIT, commits="; ".join(commits), dagger=tables.DAGGER, table=tables.md_table(
           ["code", "program", "devices", "s per layer-epoch", "growth vs devices = cores", "warm-up s",
            "outside every timed phase s", "run s", "cores busy"], rows))

@@ -76,10 +76,10 @@ def by_preset(data: records.StudyRecords) -> Dict[str, Runs]:
 
 def equal_cores(output_dir: str) -> Tuple[Dict[Tuple[int, int], dict], List[dict]]:
   """({(cores, batch size): summary} of this machine's equal-cores summaries, sorted; their records)."""
-  found = harness.load_summaries(output_dir, equal_cores_bench.BENCHMARK)
+  found = records.load_summaries(output_dir, equal_cores_bench.BENCHMARK.name)
   by_key = {(s["cores"], s["setting"]["batch_size"]): s for s in found.values()}
   folder = os.path.join(output_dir, "benchmarks", equal_cores_bench.BENCHMARK.name)
-  return dict(sorted(by_key.items())), harness.flat_records(folder, *found.values())
+  return dict(sorted(by_key.items())), records.flat_records(folder, *found.values())
 
 
 def ratios_to_baseline(summary: dict, name: str) -> dict:

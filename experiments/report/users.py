@@ -41,7 +41,7 @@ def _summary(output_dir: str, benchmark: str, file: str, used: List[dict]) -> Op
   folder = os.path.join(output_dir, "benchmarks", benchmark)
   summary = records.load(os.path.join(folder, file))
   if summary is not None:
-    used += [r for r in harness.flat_records(folder, summary) if r]
+    used += [r for r in records.flat_records(folder, summary) if r]
   return summary
 
 
@@ -62,7 +62,7 @@ def _strategies(output_dir: str, names: List[str], used: List[dict]) -> str:
   if not s:
     return "not measured yet"
   labels = {p.run_name: p.name for p in programs.PROGRAMS}
-  found = harness.records_of(os.path.join(output_dir, "benchmarks", "strategies"), s)
+  found = records.records_of(os.path.join(output_dir, "benchmarks", "strategies"), s)
   return ", ".join(f"{_short(labels[n])} {_spread(s['speedup_vs_greedy'][n])}{staleness(found.get(n, []))}"
                    for n in names if n in s["speedup_vs_greedy"]) + _noisy_note(s)
 
