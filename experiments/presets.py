@@ -94,7 +94,7 @@ class Study:
   """A study: a figure, table or benchmark of results/README.md and the runs behind it, declared in a file of
   `experiments/studies/` or `experiments/benchmarks/` (`STUDIES` there). `name`, `title`, `runs` (its settings -> [Run]),
   `kind` (report; beyond: beyond the report; own: the project's own questions), `order` (in every listing
-  of its kind), `figure`.
+  of its kind), `figure`, `reported` (the report's numbers it sets ours beside, declared in its file; None: none).
 
   A study of the presets (no `summarize`) is run by `experiments.reproduce`: `sizes` ({preset: {size: value}}; `runs`
   takes one with "preset", "dp_flags" and "output_dir" added), `table` ((its records, other machines' records) ->
@@ -121,6 +121,7 @@ class Study:
   layout: str = "runs/{study}/{preset}_{run}.json"
   timed: Union[bool, Callable[[str], bool]] = True
   order: int = 0
+  reported: Any = None
   summarize: Optional[Callable[[Any, Mapping[str, List[dict]]], Dict[str, Any]]] = None
   defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
   options: Mapping[str, Tuple[Any, str]] = dataclasses.field(default_factory=dict)

@@ -18,7 +18,6 @@ from experiments import load
 from experiments import check_ratios
 from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.benchmarks import harness
 from experiments.report import figures
 from experiments.report import readme
@@ -111,7 +110,8 @@ def test_scaling_figure_plots_the_records_and_the_report(output_dir):
   measured = {tuple(line.get_ydata()) for line in left.get_lines()}
   four = tuple(data.runs[f"h4_g{g}"]["pretrain_seconds"] for g in range(1, 5))
   assert four in measured
-  report_speedups = tuple(reported.MP_SCALING_B5000[4][1] / reported.MP_SCALING_B5000[4][g] for g in range(1, 5))
+  rep = presets.MP_SCALING_B5000.reported[4]
+  report_speedups = tuple(rep[1] / rep[g] for g in range(1, 5))
   assert any(line.get_ydata() == pytest.approx(report_speedups) for line in right.get_lines()
              if len(line.get_ydata()) == 4)
   labels = [t.get_text() for t in right.get_legend().get_texts()]
@@ -155,7 +155,7 @@ def test_accuracy_figures_show_every_preset_present(output_dir):
   assert "ours (paper), model parallel" in labels and "ours (cpu), greedy layer-wise" in labels
   rows = dp_accuracy.dp_accuracy_rows(_data(output_dir, "dp_accuracy").runs, "cpu")
   assert [r["epochs"] for r in rows] == [6, 12]
-  assert [r["report"] for r in rows] == [reported.DP_ACCURACY[30], reported.DP_ACCURACY[60]]
+  assert [r["report"] for r in rows] == [presets.DP_ACCURACY.reported[30], presets.DP_ACCURACY.reported[60]]
   assert all(r["baseline"] is not None and r["large_batch"] is not None for r in rows)
 
 
@@ -178,7 +178,7 @@ def test_results_readme_compares_every_study_with_the_report(output_dir):
     assert f"--only={study}" in text
   for study in presets.REPORT_STUDIES:
     assert f"figures/{study}.png" in text
-  rep, greedy = reported.STRATEGY_COMPARISON, programs.GREEDY.name  # the report's numbers beside ours, its sizes said
+  rep, greedy = presets.STRATEGY_COMPARISON.reported, programs.GREEDY.name  # the report's numbers beside ours, its sizes said
   assert f"| 4 GPUs, 4 × 2000: model parallel {rep[greedy] / rep[programs.MODEL_PARALLEL.name]:.2f}×, " in text
   # The model's errors at the fit points and at the predicted points are reported apart, for each scaling study.
   assert text.count("in-sample error at the fit points (G <= 2): largest ") == 3
@@ -214,7 +214,7 @@ def test_large_batch_choice_uses_validation_accuracy_only(output_dir):
 def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
   table, sentences = full_size.table(_data(output_dir, "full_size"), {})
   assert "| `model_parallel_g2_b100_e30` | MNIST | batch 100 |" in table
-  assert f"{reported.MP_ACCURACY_TEXT} (model parallel" in table
+  assert f"{accuracy_vs_epochs.REPORTED_MP_TEXT} (model parallel" in table
   assert "global batch 5000 (2500 per device on 2)" in table
   # The Fashion-MNIST runs: labelled with their dataset and machine, the goal and the published baselines beside them.
   row = next(line for line in table.splitlines() if line.startswith(f"| `fashion_mnist_{programs.GREEDY.name}_b100_e30`"))

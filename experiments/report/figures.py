@@ -110,12 +110,13 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
         left.plot(xs, [model.predict(by_g[gs[0]]["config"], g) for g in xs], "--", color=c, alpha=0.5, linewidth=1)
       if 1 in by_g:
         points(right, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, c, f"ours, {label}", line, marker)
-  report = reported.MP_SCALING.get(data.study, {})
+  reported_here = presets.get(data.study).reported  # {layers: {devices: seconds}}, or the report's words
+  report = reported_here if isinstance(reported_here, dict) else {}
   for i, (h, rep) in enumerate(sorted(report.items())):
     report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{REPORT_LABEL}, {h} layers",
                   COLORS[i])
   if not report:
-    right.plot([], [], " ", label=f"{REPORT_LABEL}: {reported.DP_SCALING_TEXT}")
+    right.plot([], [], " ", label=f"{REPORT_LABEL}: {reported_here}")
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (fit on G <= 2)")
   devices_axes(left, right, series.cores(data), max_g)
   model, why = perf_model.calibrated(data.runs)

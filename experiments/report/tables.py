@@ -77,7 +77,8 @@ def cores_note(data: records.StudyRecords, others: Others) -> str:
 
 def scaling(data: records.StudyRecords, others: Others) -> Table:
   """Seconds and speedup per (machine, layers, devices), ours beside the report's and the model's."""
-  report, rows = reported.MP_SCALING.get(data.study, {}), []
+  reported_here, rows = presets.get(data.study).reported, []  # {layers: {devices: seconds}}, or the report's words
+  report = reported_here if isinstance(reported_here, dict) else {}
   for machine, d in [("", data)] + list(others.items()):
     model, _ = perf_model.calibrated(d.runs)
     predicted = {(len(p.hidden_units), p.devices): p for p in (perf_model.predictions(model, d.runs) if model else [])}
@@ -90,7 +91,7 @@ def scaling(data: records.StudyRecords, others: Others) -> Table:
                      f"{fmt(p.predicted)} ({p.relative_error:+.0%}{', fit' if p.in_calibration else ''})"
                      if p else "—", fmt(rep.get(g)), fmt(rep[1] / rep[g] if g in rep else None, "×")])
   model, _ = perf_model.calibrated(data.runs)
-  dp = [f"The report calls its speedup {reported.DP_SCALING_TEXT}.",
+  dp = [f"The report calls its speedup {reported_here}.",
         f"Ours: {series.batch_label(list(data.runs.values()))}; {reported.DP_BATCH_NOTE}."]
   sentences = (dp if data.study == presets.DP_SCALING.name else []) + ["Each point is a single run."]
   if model is not None and model.slowdown > 1.0:

@@ -10,11 +10,11 @@ from common.measure import provenance
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.benchmarks import harness
 from experiments.benchmarks import pipeline_parallel as pipeline_benchmark
 from experiments.report import series
 from experiments.report import tables
+from experiments.studies import accuracy_vs_epochs
 from experiments.studies import pretraining_ablation
 from experiments.studies import pretraining_sweep
 
@@ -120,8 +120,9 @@ def _precision(output_dir: str, used: List[dict]) -> str:
 def table(output_dir: str, data: series.Data, provenance: bool = False) -> str:
   """The headline (module docstring) from the records in `output_dir`; with `provenance` a last column names each
   row's machine and code (results/README.md)."""
-  rows, rep = [], reported.STRATEGY_COMPARISON
-  full_report = f"greedy {reported.ACCURACY[GREEDY.name][30]}, model parallel ~{reported.MP_ACCURACY_TEXT}"
+  rows, rep = [], presets.STRATEGY_COMPARISON.reported
+  full_report = (f"greedy {presets.ACCURACY_VS_EPOCHS.reported[GREEDY.name][30]}, model parallel "
+                 f"~{accuracy_vs_epochs.REPORTED_MP_TEXT}")
   specs = [
       ("Speedup over greedy, 2 devices, 4 × 1000 units, batch 5000, 3 repeats",
        f"4 GPUs, 4 × 2000: model parallel {rep[GREEDY.name] / rep[MP.name]:.2f}×, "
@@ -132,7 +133,7 @@ def table(output_dir: str, data: series.Data, provenance: bool = False) -> str:
       ("Test accuracy, report's recipe, 4 × 2000 units, 30 + 30 epochs, single runs", full_report,
        lambda u: _full(data, ["greedy_b100_e30", "model_parallel_g2_b100_e30", "pipeline_parallel_g2_b100_e30"], u)),
       ("Data parallel at global batch 5000, 30 + 30 epochs: report's recipe, large-batch recipe",
-       f"{reported.DP_ACCURACY[30]} (batch 5000 per GPU, 4 GPUs)",
+       f"{presets.DP_ACCURACY.reported[30]} (batch 5000 per GPU, 4 GPUs)",
        lambda u: _full(data, ["dp_b5000_e30_report", "dp_b5000_e30_large_batch"], u,
                        ["report's recipe", "large-batch recipe"])),
       ("Test accuracy added by tuned pretraining over none at its own best rate, 4 × 500 units",

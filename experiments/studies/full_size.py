@@ -5,11 +5,12 @@ from typing import Dict, List
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Study, FASHION, GREEDY, HELDOUT, MNIST, MP, NO_PROFILE,
                                  PP, RECIPES, Run, spec)
 from experiments.report import series
 from experiments.report.tables import APART, Others, PUBLISHED, Table, fmt, md_table
+from experiments.studies import accuracy_vs_epochs
+from experiments.studies import dp_accuracy
 from experiments.studies.fashion_mnist_accuracy import accuracy_goal
 
 
@@ -35,9 +36,9 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   """Every declared full-size run (not run yet where it has no record; of another folder's, `APART`, those it has),
   each row labelled with its dataset and machine:
   test accuracy beside the report's (MNIST) or the goal and published baselines (other datasets), and time."""
-  report = {GREEDY.name: f"{reported.ACCURACY[GREEDY.name][30]} (greedy 30+30, conres2.png)",
-            MP.name: f"{reported.MP_ACCURACY_TEXT} (model parallel, \"around 96.62%\" in the text)",
-            DP.name: f"{reported.DP_ACCURACY[30]} (data parallel, batch 5000 per tower, 30+30)"}
+  report = {GREEDY.name: f"{accuracy_vs_epochs.REPORTED[GREEDY.name][30]} (greedy 30+30, conres2.png)",
+            MP.name: f"{accuracy_vs_epochs.REPORTED_MP_TEXT} (model parallel, \"around 96.62%\" in the text)",
+            DP.name: f"{dp_accuracy.REPORTED[30]} (data parallel, batch 5000 per tower, 30+30)"}
   rows = [[f"`{run.name}`", records.dataset_label(run.dataset), series.batch_label([r]) if r else "—",
            fmt(records.test_accuracy(r), "acc") if r else "not run yet",
            f"tuned recipe's goal ≥ {TUNED_GOALS[run.dataset]}" if run.name.endswith("_tuned") else
