@@ -13,13 +13,12 @@ from common.settings import programs
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.benchmarks import async_data_parallel as async_bench
 from experiments.benchmarks import equal_cores as equal_cores_bench
 from experiments.report import series
 
 REPORT_COLOR = "0.45"
-REPORT_LABEL = reported.HARDWARE
+REPORT_LABEL = presets.REPORT_HARDWARE
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 # Markers and line styles of the machines a scaling figure shows: this one (""), then the others.
 MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":"), records.EARLIER: ("s", "-.")}

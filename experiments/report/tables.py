@@ -10,7 +10,6 @@ from data_parallel import config as dp_config
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.benchmarks import harness
 from experiments.report import series
 
@@ -22,8 +21,6 @@ Table = Tuple[str, List[str]]
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
 PHASES = dp_config.PROFILE_PHASES
 SINGLE = "Single runs."
-PUBLISHED = ("Published baselines: test accuracies of other models in the Fashion-MNIST benchmark table "
-             "(`reported.PUBLISHED_BASELINES`), not the report's numbers nor ours.")
 DAGGER = "† more logical devices than cores the process could use (oversubscribed)."
 NOISY = (f"‡ repeats more than {harness.NOISE:.0%} apart (max / min − 1 of a configuration's pretraining seconds): "
          "shown with its spread, never in the headline; the campaign measures such a setting once more.")
@@ -92,7 +89,7 @@ def scaling(data: records.StudyRecords, others: Others) -> Table:
                      if p else "—", fmt(rep.get(g)), fmt(rep[1] / rep[g] if g in rep else None, "×")])
   model, _ = perf_model.calibrated(data.runs)
   dp = [f"The report calls its speedup {reported_here}.",
-        f"Ours: {series.batch_label(list(data.runs.values()))}; {reported.DP_BATCH_NOTE}."]
+        f"Ours: {series.batch_label(list(data.runs.values()))}; {presets.REPORT_DP_BATCH_NOTE}."]
   sentences = (dp if data.study == presets.DP_SCALING.name else []) + ["Each point is a single run."]
   if model is not None and model.slowdown > 1.0:
     sentences.append(f"The performance model's slowdown of devices side by side, rho = {model.slowdown:.2f}, is fitted "

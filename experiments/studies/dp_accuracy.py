@@ -5,7 +5,6 @@ from typing import Dict, List, Optional
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.presets import CONFIG_1, DP, Study, GREEDY, LARGE_BATCH_FLAGS, NO_PROFILE, RECIPES, Run, spec
 from experiments.report import series
 from experiments.report.figures import REPORT_COLOR, REPORT_LABEL, bars, finish, new
@@ -59,7 +58,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   return md_table(["preset", "epochs", "ours DP batch", "ours DP report recipe", "ours DP large-batch",
                    "ours greedy (batch 100)", "goal (greedy - 0.005)", "report DP (batch 5000 per tower)"], rows), [
       f"The report's recipe keeps the batch-100 learning rates at its batch 5000 (its 0.7472 / 0.8162; "
-      f"{reported.DP_BATCH_NOTE}); the large-batch recipe, chosen on validation accuracy in the `large_batch` study, "
+      f"{presets.REPORT_DP_BATCH_NOTE}); the large-batch recipe, chosen on validation accuracy in the `large_batch` study, "
       f"scales them with the batch{recipe}. {SINGLE}"]
 
 

@@ -5,7 +5,6 @@ from typing import Dict, Tuple
 
 from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.presets import Study
 from experiments.report import series
 from experiments.report.figures import REPORT_LABEL, bars, finish, new
@@ -43,7 +42,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
                    else "—", f"{REPORTED_TOTAL.get(g, '—')}"])
   return md_table(["devices"] + [f"ours {p}" for p in PHASES] + [
       "ours total", "report loss+gradient", "report accumulate+average", "report total"], rows), [
-          f"Ours: {series.batch_label(list(data.runs.values()))}; {reported.DP_BATCH_NOTE}.", cores_note(data, others)]
+          f"Ours: {series.batch_label(list(data.runs.values()))}; {presets.REPORT_DP_BATCH_NOTE}.", cores_note(data, others)]
 
 
 def _phases(ax, rows: Dict[int, Dict[str, float]], over: Dict[int, bool]) -> None:

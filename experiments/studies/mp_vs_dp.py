@@ -2,8 +2,8 @@
 
 from typing import Dict, List, Tuple
 
+from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.presets import CONFIG_1, CONFIG_2, DP, Study, MP, Run, spec
 from experiments.report import series
 from experiments.report.figures import REPORT_LABEL, bars, color, finish, new
@@ -41,7 +41,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
                  r.get(DP.name, "—"), r.get(MP.name, "—"), fmt(r[MP.name] / r[DP.name] if r else None, "×")])
   return md_table(["setting (ours)", "ours DP s", "ours MP s", "ours MP/DP", "report DP s", "report MP s",
                    "report MP/DP"], rows), [
-      f"Ours: {series.batch_label(list(data.runs.values()))}; the report: batch 7000 ({reported.DP_BATCH_NOTE}). "
+      f"Ours: {series.batch_label(list(data.runs.values()))}; the report: batch 7000 ({presets.REPORT_DP_BATCH_NOTE}). "
       f"{SINGLE}"]
 
 

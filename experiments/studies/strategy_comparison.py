@@ -3,7 +3,6 @@
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments import reported
 from experiments.presets import Study, GREEDY
 from experiments.report import series
 from experiments.report import tables
@@ -31,7 +30,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
           for r in rs.values() for p in [series.strategy(r)]]
   return md_table(["program", "ours batch", "ours s", "ours speedup", "report s", "report speedup"], rows), [
       "Single runs; the benchmarks in the Benchmarks section repeat the comparison with spread.",
-      f"The report ran batch 5000 ({reported.DP_BATCH_NOTE}).", cores_note(data, others)]
+      f"The report ran batch 5000 ({presets.REPORT_DP_BATCH_NOTE}).", cores_note(data, others)]
 
 
 def figure(data: records.StudyRecords, others=None):
