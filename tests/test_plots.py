@@ -338,7 +338,7 @@ def test_the_committed_headline_is_for_users():
   table = users.table(RESULTS, series.load_all(RESULTS))
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
-  assert not [cell for row in rows for cell in row if len(cell.strip()) > 100]
+  assert not [cell for row in rows for cell in row if len(cell.strip()) > users.CELL]
 
 
 def test_labels_name_a_processor_without_trademarks_or_clock():
@@ -458,7 +458,7 @@ def test_readme_results_table_is_for_users(output_dir):
   table = users.table(output_dir, series.load_all(output_dir))
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
-  assert not [cell for row in rows for cell in row if len(cell.strip()) > 100]
+  assert not [cell for row in rows for cell in row if len(cell.strip()) > users.CELL]
   assert not re.search(r"\b[0-9a-f]{7}\b", table) and not set("§‡†") & set(table)
   assert all("cores" in row[-1] for row in rows if "not run yet" not in row[2] and "not measured" not in row[2])
 
