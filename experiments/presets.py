@@ -116,11 +116,11 @@ class Study:
   label)), `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table,
   cells a spread, a number or text), `figure_file` (its figure's file under figures/, drawn by `report.figures`),
   `campaign` (the settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the
-  defaults, shared flags and options alike, as `harness.setting` takes them)."""
+  defaults, shared flags and options alike, as `harness.setting` takes them). ValueError: no `runs`."""
   name: str
   title: str = ""
   sizes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-  runs: Callable[[Any], List[Run]] = lambda settings: []
+  runs: Optional[Callable[[Any], List[Run]]] = None
   table: Optional[Callable] = None
   figure: Optional[Callable] = None
   kind: str = "report"
@@ -136,6 +136,10 @@ class Study:
   details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
   figure_file: str = ""
   campaign: Sequence[Mapping[str, Any]] = ({},)
+
+  def __post_init__(self):
+    if self.runs is None:
+      raise ValueError(f"study {self.name!r} declares no runs")
 
   def times(self, run: str) -> bool:
     """Whether the study compares the seconds of its run named `run` (`timed`)."""

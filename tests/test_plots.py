@@ -66,8 +66,13 @@ def test_every_study_names_a_table_and_a_figure_that_exist():
     assert callable(study.table), study.name
     assert study.figure is None or callable(study.figure), study.name
     assert study.kind in ("report", "beyond", "own") and study.sizes and set(study.sizes) <= set(presets.PRESETS)
+  for benchmark in presets.BENCHMARKS:  # a benchmark: a study with a summary, run by its own command line
+    assert callable(benchmark.summarize) and not benchmark.sizes and benchmark.table is None, benchmark.name
+    assert load(f"experiments.benchmarks.{benchmark.name}.BENCHMARK") is benchmark
   with pytest.raises(ValueError, match="unknown study"):
     presets.get("nope")
+  with pytest.raises(ValueError, match="declares no runs"):
+    presets.Study("no_runs", "A study without runs", dict(smoke={}))
 
 
 def test_report_modules_import_no_tensorflow():
