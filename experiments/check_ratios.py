@@ -21,7 +21,7 @@ def problems(output_dir: str) -> List[str]:
   frame = records.table(output_dir)
   groups = frame[frame["timed"]].groupby(["folder", "study", "preset", "summary"])
   return [(os.path.join(output_dir, folder, "benchmarks", study, summary) if summary else
-           f"{os.path.join(folder or '.', study)} ({preset})") + f": its records come from "
+           f"{os.path.join(folder or '.', study)} ({preset})") + ": its records come from "
           f"{records.machine_label(list(group['record']))}" for (folder, study, preset, summary), group in groups
           if not records.same_source(list(group["record"]))]
 

@@ -98,8 +98,8 @@ def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: in
 @dataclasses.dataclass(frozen=True)
 class Study:
   """A study: a figure, table or benchmark of results/README.md and the runs behind it, declared in a file of
-  `experiments/studies/` or `experiments/benchmarks/` (`STUDIES` there). `name`, `title`, `runs` (its settings -> [Run]),
-  `kind` (report; beyond: beyond the report; own: the project's own questions), `order` (in every listing
+  `experiments/studies/` or `experiments/benchmarks/` (`STUDIES` there). `name`, `title`, `runs` (its settings ->
+  [Run]), `kind` (report; beyond: beyond the report; own: the project's own questions), `order` (in every listing
   of its kind), `figure`, `reported` (the report's numbers it sets ours beside, declared in its file; None: none).
 
   A study of the presets (no `summarize`) is run by `experiments.reproduce`: `sizes` ({preset: {size: value}}; `runs`

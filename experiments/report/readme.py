@@ -24,16 +24,10 @@ from experiments.report import tables
 BEYOND_CORES, BEYOND_CORES_COMMIT = "devices_beyond_cores", "452f604"
 
 
-def budget_rates(output_dir: str) -> driver.Rates:
-  """The rates of the budget's estimates, fitted on every machine's driver-log lines (the same table wherever it is
-  made)."""
-  return driver.fit_rates(output_dir, every_machine=True)
-
-
-def budget_table(output_dir: str) -> str:
-  """Estimated vs measured minutes per study of the cpu preset, over its runs that have records (the rates of the
-  estimate: `budget_rates`)."""
-  rates, measured = budget_rates(output_dir), {}
+def budget_table(output_dir: str, rates: driver.Rates) -> str:
+  """Estimated vs measured minutes per study of the cpu preset, over its runs that have records, estimated at `rates`
+  (`text` fits them on every machine's driver-log lines, so the table is the same wherever it is made)."""
+  measured = {}
   studies = {name: presets.StudyRuns(name, tuple(r for r in e.runs if os.path.exists(
       records.record_path(output_dir, "cpu", r)))) for name, e in presets.build("cpu").items()}
   jobs = driver.plan(studies, "cpu", output_dir, "", rates)
@@ -101,8 +95,7 @@ def benchmark_section(output_dir: str) -> str:
 def devices_beyond_cores(output_dir: str) -> str:
   """The removed devices_beyond_cores benchmark's records: per code and configuration, its measures."""
   folder = os.path.join(output_dir, "benchmarks", BEYOND_CORES)
-  summaries = {f: records.load(os.path.join(folder, f)) for f in sorted(os.listdir(folder))
-               if f.startswith("summary")} if os.path.isdir(folder) else {}
+  summaries = records.load_summaries(output_dir, BEYOND_CORES)
   rows, commits = [], []
   for summary in summaries.values():
     code, found = summary["setting"]["code"][0], records.records_of(folder, summary)
@@ -236,13 +229,15 @@ def text(output_dir: str) -> str:
   models = [model_line(name, d) for name in series.SCALING for d in (
       [data[name], *records.other_machines(output_dir, name).values()] if data[name] else [None])]
   others = [(m, machine_section(output_dir, m)) for m in machines]
+  rates = driver.fit_rates(output_dir, every_machine=True)  # the budget's: the same table wherever it is made
   text = template("results").substitute(
       folders="" if not machines else "Records kept in folders of their own, each labelled by its records' own "
       "machine and code wherever shown: " + "; ".join(_folder(output_dir, m) for m in machines) + ". Per-core speed "
       "differs between machines: compare ratios within one machine.",
       headline=users.table(output_dir, data, provenance=True),
       budget_machine=records.machine_label([r for d in data.values() if d and d.preset == "cpu" for r in d.runs.values()]),
-      budget=budget_table(output_dir), budget_rates=driver.describe_rates(budget_rates(output_dir)), model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
+      budget=budget_table(output_dir, rates), budget_rates=driver.describe_rates(rates),
+      model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
       noisy=tables.NOISY, benchmarks=benchmark_section(output_dir), beyond_cores=devices_beyond_cores(output_dir),
       equal_cores=equal_cores_section(output_dir),
       machines="\n\n".join(template("machine").substitute(machine=m, sections=section) for m, section in others
@@ -270,7 +265,8 @@ def quickstart(output_dir: str) -> str:
       machine=users.machine_class([r]), minutes=f"{r['total_seconds'] / 60:.0f}",
       pretrain_minutes=f"{r['pretrain_seconds'] / 60:.1f}", finetune_minutes=f"{f['seconds'] / 60:.1f}",
       strategy=r["strategy"], pretrain_seconds=f"{r['pretrain_seconds']:.1f}", finetune_seconds=f"{f['seconds']:.1f}",
-      accuracy=f"{f['test_accuracy']:.4f}", recipe=c.get("recipe", "report"), units="x".join(map(str, c["hidden_units"])),
+      accuracy=f"{f['test_accuracy']:.4f}", recipe=c.get("recipe", "report"),
+      units="x".join(map(str, c["hidden_units"])),
       pretrain_epochs=c["pretrain_epochs"], finetune_epochs=c["finetune_epochs"])
 
 
