@@ -232,7 +232,9 @@ class Config:
                                         "and (after finetuning) predict, loadable without this repository "
                                         "(docs/use_the_model.md).", kind=str, training=False)
   profile_dir: Optional[str] = setting(None, "Capture a TensorFlow profiler trace of the first pretraining epochs into "
-                                       "this directory (view in TensorBoard).", kind=str, training=False)
+                                       "this directory and of the first finetuning epoch into its finetune/ (view in "
+                                       "TensorBoard; account: python -m common.measure.trace_account).", kind=str,
+                                       training=False)
   precision: str = setting(
       PRECISIONS[0], "Precision of the matrix products of pretraining and finetuning: float32 (the report's) or "
       "mixed_bfloat16 (bfloat16 operands, float32 variables, updates, sigmoids, losses and sums; needs a processor "

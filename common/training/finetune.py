@@ -8,6 +8,7 @@ sigmoid to the logits before the softmax; that defect is not mirrored.
 
 import contextlib
 import math
+import os
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -41,6 +42,8 @@ DEFAULT_PLACEMENT = {"float32": "one_device", "mixed_bfloat16": "one_device"}
 # "Finetuning on every device"); on this path bfloat16 finetuning on one core took 0.64 of float32's time on an
 # Intel Xeon with AMX (medians of the finetune benchmark; XLA in bfloat16 was not measured again).
 KERNELS = {"float32": "xla", "mixed_bfloat16": "tf"}
+# With --profile_dir the first finetuning epoch trained here is traced into this folder of it.
+PROFILE_SUBDIR = "finetune"
 
 
 def auto_placement(precision: str, thread_pool: str, num_devices: int) -> str:
@@ -344,7 +347,8 @@ def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Datas
   progress = progress_lib.Progress(epochs, "finetune", config.show_progress, done_work=done)
   learning_rate = config.finetune_learning_rate if learning_rate is None else learning_rate
   for epoch in range(done, epochs):
-    with timer.phase("finetune_train"):
+    traced = os.path.join(config.profile_dir, PROFILE_SUBDIR) if config.profile_dir and epoch == done else None
+    with timer.phase("finetune_train"), timing.trace(traced):
       result = epochs_lib.run_epoch(epoch_fn, epoch, steps, learning_rate, chunks_per_epoch, progress, 1.0,
                                     "finetuning loss", "--finetune_learning_rate")
     loss, seconds = result["loss"], result["seconds"]

@@ -198,5 +198,16 @@ def draw(output_dir: str, studies: Optional[Sequence[str]] = None, out: Callable
     written.append(series.figure_path(output_dir, study))
     save(make(output_dir, study, data), written[-1])
     out(f"[figures] {study}: {written[-1]} (preset {data.preset}, {len(data.runs)} records)")
-  paths = [equal_cores(output_dir), straggler(output_dir)] if studies is None else []
+  paths = [equal_cores(output_dir), straggler(output_dir)] + [
+      benchmark_figure(output_dir, b) for b in presets.BENCHMARKS if b.figure] if studies is None else []
   return written + [p for p in paths if p]
+
+
+def benchmark_figure(output_dir: str, benchmark: presets.Study) -> Optional[str]:
+  """<output_dir>/figures/<its figure_file>: a benchmark's `figure` of its summaries; None without summaries."""
+  found = records.load_summaries(output_dir, benchmark.name)
+  if not found:
+    return None
+  path = os.path.join(output_dir, "figures", benchmark.figure_file)
+  save(benchmark.figure(found), path)
+  return path
