@@ -69,7 +69,7 @@ def details(summary: Dict):
 
 BENCHMARK = presets.Study(
     name="finetune", runs=configurations, summarize=summarize, details=details,
-    folder=lambda s: f"b{s.batch_size}",
+    folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}",
     defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 1, "train_examples": 11_000},
     options={"finetune_epochs": (2, "Finetuning epochs of every run."),
              "precisions": ([programs.PRECISIONS[0]], "Precisions to compare the placements in.")},

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
+from common.measure import provenance as provenance_lib
 from common.settings import programs
 from experiments import driver
 from experiments import presets
@@ -49,6 +50,13 @@ class Setting:
     """A configuration: a run of `program` with this setting's flags on `devices` devices, pretraining only."""
     return presets.spec(name, program, self.hidden_units, self.pretrain_epochs, self.batch_size, devices,
                         self.train_examples, extra=extra, launcher=launcher, threads=threads)
+
+
+def machine_class() -> str:
+  """This processor's instruction-set class as a folder name, e.g. "avx512_bf16" (`provenance.instruction_set`): the
+  folder of a benchmark whose choices differ by class, so each class's records sit apart."""
+  name = provenance_lib.instruction_set(provenance_lib.cpu_flags()) or "unknown"
+  return name.lower().replace("-", "").replace(" ", "_")
 
 
 def summary_file(benchmark: presets.Study, setting: Setting) -> str:
