@@ -8,6 +8,7 @@ import pytest
 from common.artifacts import runlog
 from common.measure import cost
 from common.settings import programs
+from common.settings import processor_defaults
 from common.training import finetune
 from common.training import finetune_pipeline
 
@@ -48,7 +49,8 @@ def test_pipelined_stages_balance_the_classifiers_layers():
 
 
 def test_auto_is_the_benchmarks_choice_where_its_threads_are_there(tmp_path):
-  for precision, chosen in finetune.DEFAULT_PLACEMENT.items():
+  for precision in programs.PRECISIONS:
+    chosen = processor_defaults.choice("finetune_placement", precision)[0] or finetune.DEFAULT_PLACEMENT
     assert chosen in finetune.PLACEMENTS
     assert finetune.auto_placement(precision, "shared", 2) == chosen
     assert finetune.auto_placement(precision, "per_device", 1) == chosen

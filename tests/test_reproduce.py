@@ -494,27 +494,38 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   assert summary[f"finetune_speedup_{f32}"]["median"] == pytest.approx(2.0)
   caption, header, rows = bench_finetune.details(summary)
   assert [row[1] for row in rows] == list(bench_finetune.PLACEMENTS) and rows[2][3] == "yes"
-  # limit: greedy on one core, the pipeline with each intra-op pool; fractions of one core's rate times the cores.
+  # limit: per precision greedy on one core, the pipeline with each intra-op pool; fractions of one core's rate times
+  # the cores, finetuning speedups over one core (same repeat), bfloat16's one-core finetuning against float32's.
   from experiments.benchmarks import limit as bench_limit
-  s = harness.Setting((32,), 100, 2, 400, 2, 2, {"precision": f32, "finetune_epochs": 1})
+  bf16 = programs.PRECISIONS[1]
+  s = harness.Setting((32,), 100, 2, 400, 2, 2, {"precisions": [f32, bf16], "finetune_epochs": 1})
   runs = bench_limit.configurations(s)
   assert [(r.name, r.flag("num_devices")) for r in runs] == [
-      ("greedy_1core", 1), ("pipeline_per_device", 2), ("pipeline_shared", 2)]
-  assert "--thread_pool=shared" in runs[2].extra_flags and f"--precision={f32}" in runs[0].extra_flags
+      (f"{n}_{p}", 1 if n.startswith("greedy") else 2) for p in (f32, bf16) for n in bench_limit.BASES]
+  assert "--thread_pool=shared" in runs[2].extra_flags and f"--precision={bf16}" in runs[3].extra_flags
   config = {"hidden_units": [32], "train_examples": 400, "batch_size": 100, "threads_per_device": 1}
-  found = {r.name: [{"pretrain_seconds": 2.0, "strategy": r.program, "layers": [{"epochs": [{}, {}]}],
-                     "config": dict(config, num_devices=r.flag("num_devices")), "environment": {"usable_cores": 2},
-                     "finetune": {"seconds": 1.0, "epochs": 1, "placement": "replicas"}}] * 2 for r in runs}
-  monkeypatch.setattr(bench_limit.precision_bench, "matmul_rates", lambda s: {f32: {"gflops_per_second": 1e-3}})
+  fine_seconds = {"greedy_1core": 3.0, "pipeline_per_device": 2.0, "pipeline_shared": 1.5}  # float32; bfloat16 half
+  found = {f"{n}_{p}": [{"pretrain_seconds": 2.0, "strategy": r.program, "layers": [{"epochs": [{}, {}]}],
+                         "config": dict(config, num_devices=r.flag("num_devices"), precision=p),
+                         "environment": {"usable_cores": 2},
+                         "finetune": {"seconds": fine_seconds[n] / (2 if p == bf16 else 1), "epochs": 1,
+                                      "placement": "replicas"}}] * 2
+           for p in (f32, bf16) for n, r in zip(bench_limit.BASES, runs)}
+  monkeypatch.setattr(bench_limit.precision_bench, "matmul_rates",
+                      lambda s: {f32: {"gflops_per_second": 1e-3}, bf16: {"gflops_per_second": 2e-3}})
   summary = bench_limit.summarize(s, found)
-  one = found["greedy_1core"][0]
-  assert summary["configurations"]["greedy_1core"]["cores"] == 1
-  assert summary["fraction_greedy_1core"]["median"] == pytest.approx(bench_precision.flops(one) / 2.0 / 1e6)
-  assert summary["fraction_pipeline_shared"]["median"] == pytest.approx(
-      bench_precision.flops(found["pipeline_shared"][0]) / 2.0 / 2e6)
+  one = found[f"greedy_1core_{f32}"][0]
+  assert summary["configurations"][f"greedy_1core_{f32}"]["cores"] == 1
+  assert summary["configurations"][f"greedy_1core_{f32}"]["pretrain_fraction_of_limit"]["median"] == pytest.approx(
+      bench_precision.flops(one) / 2.0 / 1e6)
+  assert summary[f"pipeline_fraction_{bf16}"]["median"] == pytest.approx(
+      bench_precision.flops(found[f"pipeline_shared_{bf16}"][0]) / 2.0 / 4e6)
   fine = 3 * 400 * 2 * (784 * 32 + 32 * 10)
-  assert summary["configurations"]["pipeline_shared"]["finetune_fraction_of_limit"]["median"] == pytest.approx(
-      fine / 1.0 / 2e6)
+  assert summary["configurations"][f"pipeline_shared_{f32}"]["finetune_fraction_of_limit"]["median"] == pytest.approx(
+      fine / 1.5 / 2e6)
+  assert summary[f"finetune_speedup_{f32}"]["median"] == pytest.approx(2.0)
+  assert summary[f"finetune_speedup_{f32}"]["pool"] == "shared"
+  assert summary["bf16_over_f32_finetune_one_core"]["median"] == pytest.approx(2.0)
   assert [row[0] for row in bench_limit.details(summary)[2]] == [r.name for r in runs]
   # async_functions: the async program on W workers at each K; the fastest K by examples per second.
   from experiments.benchmarks import async_functions as bench_functions

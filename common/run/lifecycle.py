@@ -41,6 +41,7 @@ from common.model import export
 from common.model import precision as precision_lib
 from common.settings import config as config_lib
 from common.settings import programs
+from common.settings import processor_defaults
 from common.training import epochs
 from common.training import finetune
 from common.training import finetune_pipeline
@@ -458,6 +459,8 @@ def finish(run: Run, record: Dict[str, Any], **finetune_options) -> Dict[str, An
   run.summaries.flush()
   full = runlog.new_record(config, run.devices)
   full["environment"]["kernels"] = run.kernels
+  # Which processor class's measurements gave each `auto` choice (common/settings/processor_defaults.py).
+  full["environment"]["auto_from"] = processor_defaults.sources(run.program.name, config.precision)
   full["dataset"] = run.data.describe()
   full.update(record)
   full["heldout_reconstruction"] = [{"layer": i + 1, "loss": v} for i, v in enumerate(heldout)]

@@ -18,6 +18,7 @@ import importlib
 from typing import Mapping, Optional, Tuple, Type
 
 from common.settings import config as config_lib
+from common.settings import processor_defaults
 
 # The registered programs, by folder, in the order every figure and table lists them.
 PACKAGES = ("greedy", "sync_layerwise", "model_parallel", "data_parallel", "pipeline_parallel", "async_data_parallel")
@@ -54,10 +55,10 @@ class Program:
     network: one of `NETWORK`: what crosses between its devices.
     splits_batch: True when every global batch is split over the devices (each takes an equal share, so the batch
       must be a multiple of the devices).
-    kernels: {precision: kernel path of its pretraining steps with --kernels=auto}, "tf" or "xla", chosen by
-      the kernels benchmark (docs/kernels_and_threads.md).
+    kernels: {precision: kernel path of its pretraining steps with --kernels=auto}, "tf" or "xla", where the
+      kernels benchmark measured no class of processor (`processor_defaults`; docs/kernels_and_threads.md).
     thread_pool: {precision: intra-op pool of its logical CPU devices with --thread_pool=auto}, "per_device"
-      or "shared" (docs/kernels_and_threads.md).
+      or "shared", where no benchmark measured a class of processor (`processor_defaults`).
     kernel_paths: the kernel paths it can run (--kernels), of "xla" and "tf".
     thread_pools: the intra-op pools worth comparing for it on several devices (the equal-cores benchmark).
     timing_flags: flags every timed run of it adds (e.g. to skip an op profile that would be timed with it).
@@ -106,12 +107,13 @@ class Program:
     return f"{self.name}.train"
 
   def default_kernels(self, precision: str = PRECISIONS[0]) -> str:
-    """The kernel path of --kernels=auto at `precision`."""
-    return self.kernels[precision]
+    """The kernel path of --kernels=auto at `precision`: this processor class's row of
+    `processor_defaults.TABLE` (or the nearest measured class's), else the declared `kernels`."""
+    return processor_defaults.choice("kernels", precision, self.name)[0] or self.kernels[precision]
 
   def default_thread_pool(self, precision: str = PRECISIONS[0]) -> str:
-    """The thread pool of --thread_pool=auto at `precision`."""
-    return self.thread_pool[precision]
+    """The thread pool of --thread_pool=auto at `precision`: as `default_kernels`, from the table or `thread_pool`."""
+    return processor_defaults.choice("thread_pool", precision, self.name)[0] or self.thread_pool[precision]
 
   def devices_for(self, devices: int) -> int:
     """The devices it trains on when given `devices`: 1 for a one-device program."""

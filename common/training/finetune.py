@@ -24,6 +24,7 @@ from common.model import graph
 from common.model import optimizers
 from common.model import precision as precision_lib
 from common.settings import config as config_lib
+from common.settings import processor_defaults
 from common.training import epochs as epochs_lib
 from common.training import finetune_pipeline
 
@@ -32,10 +33,9 @@ from common.training import finetune_pipeline
 # share of every batch), "one_device" (the first device, with whatever intra-op threads the run has), "pipelined"
 # (the classifier's layers in stages over the devices, micro-batches: `common.training.finetune_pipeline`).
 PLACEMENTS = config_lib.FINETUNE_PLACEMENTS[1:]
-# The placement of --finetune_placement=auto per precision: the fastest at batch 100 in the finetune benchmark
-# (experiments/benchmarks/finetune.py; docs/kernels_and_threads.md, "Finetuning"): one_device in both, on an Intel
-# Xeon with AMX (results/benchmarks/finetune/summary_b100.json; float32 also on an AMD EPYC with AVX2 before it).
-DEFAULT_PLACEMENT = {"float32": "one_device", "mixed_bfloat16": "one_device"}
+# The placement of --finetune_placement=auto where the finetune benchmark measured no class of processor
+# (`common.settings.processor_defaults` holds what it measured per class; docs/kernels_and_threads.md, "Finetuning").
+DEFAULT_PLACEMENT = "one_device"
 # The kernel path of a finetuning step per precision (`common.model.autoencoder.compile_step`): XLA in float32, TensorFlow's
 # oneDNN kernels in bfloat16, where they ran pretraining 1.5-2.3x as fast as XLA's on an AMX Xeon (medians, the kernels
 # benchmark, docs/kernels_and_threads.md) and where finetuning on XLA was slower than float32 (docs/design.md,
@@ -46,15 +46,13 @@ KERNELS = {"float32": "xla", "mixed_bfloat16": "tf"}
 PROFILE_SUBDIR = "finetune"
 
 
-def auto_placement(precision: str, thread_pool: str, num_devices: int) -> str:
-  """The placement of --finetune_placement=auto: `DEFAULT_PLACEMENT[precision]`, except "replicas" for "one_device"
-  on several devices with one intra-op pool per device (`thread_pool` "per_device"), where one device would finetune
-  on one device's threads: the benchmark's one_device ran one device with every core's thread.
-
-  Raises:
-    KeyError: a precision not in `DEFAULT_PLACEMENT`.
-  """
-  chosen = DEFAULT_PLACEMENT[precision]
+def auto_placement(precision: str, thread_pool: str, num_devices: int, isa: Optional[str] = None) -> str:
+  """The placement of --finetune_placement=auto: the finetune benchmark's fastest for class `isa` (default: this
+  processor's, or the nearest measured class's: `processor_defaults.choice`), else `DEFAULT_PLACEMENT`; except
+  "replicas" for "one_device" on several devices with one intra-op pool per device (`thread_pool` "per_device"),
+  where one device would finetune on one device's threads: the benchmark's one_device ran one device with every
+  core's thread."""
+  chosen = processor_defaults.choice("finetune_placement", precision, isa=isa)[0] or DEFAULT_PLACEMENT
   return "replicas" if chosen == "one_device" and thread_pool != "shared" and num_devices > 1 else chosen
 
 

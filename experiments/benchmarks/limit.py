@@ -1,11 +1,13 @@
-"""Benchmark: the machine's limit and how close the job gets to it. In one run: one core's matrix-product rate at the
-step's shapes (`matmul_rates`, one thread, per precision; the limit of C cores is C times it), and the fraction of
-that limit reached by greedy (one device, one thread: one core), by pipeline_parallel on --num_devices one-thread
-devices with each intra-op pool (per_device: one thread each; shared: one pool of all their threads, so the
-lighter stage's core helps the heavier one), pretraining (FLOPs from `common.measure.cost`: the record's layer-epochs)
-and finetuning (`common.measure.cost.finetune_epoch_flops` of its epochs, evaluation left out), at --precision.
-Alternated repeat after repeat; timings are committed: run alone on the machine.
-  python -m experiments.benchmarks.limit --batch_size=100   (and 1000)"""
+"""Benchmark: the machine's limit and how close the job gets to it. In one run, in each precision of --precisions:
+one core's matrix-product rate at the step's shapes (`matmul_rates`, one thread; the limit of C cores is C times it),
+and the fraction of that limit reached by greedy (one device, one thread: one core), by pipeline_parallel on
+--num_devices one-thread devices with each intra-op pool (per_device: one thread each; shared: one pool of all their
+threads, so the lighter stage's core helps the heavier one), pretraining (FLOPs from `common.measure.cost`: the
+record's layer-epochs) and finetuning (`common.measure.cost.finetune_epoch_flops` of its epochs, evaluation left
+out, at the placement --finetune_placement=auto gives each pool); finetuning's speedup over one core, and one core's
+bfloat16 finetuning against float32's. Alternated repeat after repeat; timings are committed: run alone on the
+machine. Records per instruction-set class (folder b<batch>_<class>; summaries of one precision are from before).
+  python -m experiments.benchmarks.limit --batch_size=100   (and --batch_size=1000 --train_examples=22000)"""
 
 from typing import Dict, List
 
@@ -16,14 +18,18 @@ from experiments.benchmarks import harness
 from experiments.benchmarks import precision as precision_bench
 
 POOLS = ("per_device", "shared")
+BASES = ("greedy_1core",) + tuple(f"pipeline_{pool}" for pool in POOLS)
 
 
 def configurations(s: harness.Setting) -> List:
-  """greedy on one core; pipeline_parallel on the devices with each pool; every run finetunes too."""
-  extra = (f"--precision={s.options['precision']}", f"--finetune_epochs={s.options['finetune_epochs']}")
-  return [s.spec("greedy_1core", programs.GREEDY, 1, extra=extra)] + [
-      s.spec(f"pipeline_{pool}", programs.PIPELINE_PARALLEL, s.num_devices, extra=extra + (f"--thread_pool={pool}",))
-      for pool in POOLS]
+  """Per precision: greedy on one core; pipeline_parallel on the devices with each pool; every run finetunes too."""
+  out = []
+  for p in s.options["precisions"]:
+    extra = (f"--precision={p}", f"--finetune_epochs={s.options['finetune_epochs']}")
+    out += [s.spec(f"greedy_1core_{p}", programs.GREEDY, 1, extra=extra)] + [
+        s.spec(f"pipeline_{pool}_{p}", programs.PIPELINE_PARALLEL, s.num_devices, extra=extra + (f"--thread_pool={pool}",))
+        for pool in POOLS]
+  return out
 
 
 def cores_of(record: dict) -> int:
@@ -32,48 +38,77 @@ def cores_of(record: dict) -> int:
   return min(c["num_devices"] * c["threads_per_device"], record["environment"]["usable_cores"])
 
 
+def _finetune_rate(r: dict) -> float:
+  return cost.finetune_epoch_flops(r["config"]["hidden_units"], r["config"]["train_examples"]) * \
+      r["finetune"]["epochs"] / r["finetune"]["seconds"]
+
+
 def summarize(s: harness.Setting, found: harness.Records) -> Dict:
-  """Per configuration: pretraining and finetuning GFLOP/s and their fraction of the limit of its cores."""
-  precision = s.options["precision"]
-  rate = precision_bench.matmul_rates(s)[precision]["gflops_per_second"] * 1e9
-  out = {"precision": precision, "matmul_gflops_per_second_one_core": rate / 1e9, "configurations": {}}
+  """Per configuration: pretraining and finetuning GFLOP/s and their fraction of its precision's limit of its cores;
+  per precision the faster pool's pretraining fraction and finetuning speedup over one core (same repeat), and one
+  core's finetuning in float32 over bfloat16 (seconds, same repeat) when both ran."""
+  rates = precision_bench.matmul_rates(s)
+  out = {"precisions": list(s.options["precisions"]), "matmul_gflops_per_second_one_core": {
+      p: rates[p]["gflops_per_second"] for p in s.options["precisions"]}, "configurations": {}}
   for name, rs in found.items():
-    pre = [precision_bench.flops(r) / r["pretrain_seconds"] for r in rs]
-    fine = [cost.finetune_epoch_flops(r["config"]["hidden_units"], r["config"]["train_examples"]) *
-            r["finetune"]["epochs"] / r["finetune"]["seconds"] for r in rs]
-    c = cores_of(rs[0])
+    p = rs[0]["config"]["precision"]
+    rate, c = rates[p]["gflops_per_second"] * 1e9, cores_of(rs[0])
+    pre, fine = [precision_bench.flops(r) / r["pretrain_seconds"] for r in rs], [_finetune_rate(r) for r in rs]
     out["configurations"][name] = {
-        "cores": c, "pretrain_gflops_per_second": harness.spread([x / 1e9 for x in pre]),
+        "precision": p, "cores": c, "pretrain_gflops_per_second": harness.spread([x / 1e9 for x in pre]),
         "pretrain_fraction_of_limit": harness.spread([x / (c * rate) for x in pre]),
         "finetune_gflops_per_second": harness.spread([x / 1e9 for x in fine]),
         "finetune_fraction_of_limit": harness.spread([x / (c * rate) for x in fine]),
+        "finetune_speedup_vs_one_core": harness.spread([a["finetune"]["seconds"] / b["finetune"]["seconds"] for a, b
+                                                        in zip(found[f"greedy_1core_{p}"], rs)]),
         "finetune_placement": rs[0]["finetune"].get("placement")}
-  for name in found:
-    out[f"fraction_{name}"] = out["configurations"][name]["pretrain_fraction_of_limit"]
+  for p in s.options["precisions"]:
+    mine = {pool: out["configurations"][f"pipeline_{pool}_{p}"] for pool in POOLS}
+    best = max(POOLS, key=lambda pool: mine[pool]["pretrain_fraction_of_limit"]["median"])
+    out[f"pipeline_fraction_{p}"] = dict(mine[best]["pretrain_fraction_of_limit"], pool=best)
+    fast = max(POOLS, key=lambda pool: mine[pool]["finetune_speedup_vs_one_core"]["median"])
+    out[f"finetune_speedup_{p}"] = dict(mine[fast]["finetune_speedup_vs_one_core"], pool=fast)
+  f32, bf16 = programs.PRECISIONS
+  if {f32, bf16} <= set(s.options["precisions"]):
+    out["bf16_over_f32_finetune_one_core"] = harness.spread([
+        a["finetune"]["seconds"] / b["finetune"]["seconds"]
+        for a, b in zip(found[f"greedy_1core_{f32}"], found[f"greedy_1core_{bf16}"])])
   return out
 
 
 def details(summary: Dict):
-  """The README table: per configuration the fraction of its cores' limit, pretraining and finetuning."""
-  caption = (f"{summary['precision']}; the limit: one core's matrix-product rate at the step's shapes, "
-             f"{summary['matmul_gflops_per_second_one_core']:.0f} GFLOP/s, times the cores a configuration uses")
-  return caption, ["configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
-                   "finetuning placement"], [
-      [name, m["cores"], m["pretrain_fraction_of_limit"], m["finetune_fraction_of_limit"], m["finetune_placement"]]
-      for name, m in summary["configurations"].items()]
+  """The README table: per configuration the fraction of its precision's limit of its cores, pretraining and
+  finetuning, and finetuning's speedup over one core (a summary of one precision, from before: no speedup)."""
+  if "precisions" not in summary:  # one precision per summary, configurations named without it
+    rate = summary["matmul_gflops_per_second_one_core"]
+    return (f"{summary['precision']}; the limit: one core's matrix-product rate at the step's shapes, {rate:.0f} "
+            "GFLOP/s, times the cores a configuration uses"), [
+        "configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
+        "finetuning placement"], [
+        [name, m["cores"], m["pretrain_fraction_of_limit"], m["finetune_fraction_of_limit"], m["finetune_placement"]]
+        for name, m in summary["configurations"].items()]
+  rates = ", ".join(f"{p} {r:.0f}" for p, r in summary["matmul_gflops_per_second_one_core"].items())
+  return (f"the limit: one core's matrix-product rate at the step's shapes (GFLOP/s: {rates}) times the cores a "
+          "configuration uses; finetuning speedup: one core's finetuning seconds / the configuration's (same repeat)"), [
+      "configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
+      "finetuning speedup over one core", "finetuning placement"], [
+      [name, m["cores"], m["pretrain_fraction_of_limit"], m["finetune_fraction_of_limit"],
+       m["finetune_speedup_vs_one_core"], m["finetune_placement"]] for name, m in summary["configurations"].items()]
 
 
 BENCHMARK = presets.Study(
     name="limit", runs=configurations, summarize=summarize, details=details,
     defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 2,
               "train_examples": 11_000, "num_devices": 2, "repeats": 3},
-    options={"precision": (programs.PRECISIONS[0], "Precision (--precision) of every run."),
+    options={"precisions": (list(programs.PRECISIONS), "Precisions (--precision) of the runs, alternated."),
              "finetune_epochs": (2, "Finetuning epochs of every run.")},
-    folder=lambda s: f"b{s.batch_size}_{s.options['precision']}",
-    columns=tuple((f"fraction_{n}", f"{n}: fraction of the limit") for n in
-                  ("greedy_1core",) + tuple(f"pipeline_{p}" for p in POOLS)),
-    campaign=tuple({"batch_size": b, "train_examples": n, "precision": p} for b, n in ((100, 11_000), (1000, 22_000))
-                   for p in programs.PRECISIONS), order=10)
+    folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}",
+    columns=tuple((f"fraction_{n}", f"{n}: fraction of the limit") for n in BASES) + tuple(
+        (f"{m}_{p}", f"{label}, {p}") for p in programs.PRECISIONS for m, label in (
+            ("pipeline_fraction", "pipeline, fraction of the limit (faster pool)"),
+            ("finetune_speedup", "finetuning / one core (faster pool)"))) + (
+        ("bf16_over_f32_finetune_one_core", "one core's finetuning, float32 / bfloat16 seconds"),),
+    campaign=tuple({"batch_size": b, "train_examples": n} for b, n in ((100, 11_000), (1000, 22_000))), order=10)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

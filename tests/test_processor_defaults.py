@@ -1,0 +1,91 @@
+"""What `auto` chooses per processor class: the table in common/settings/processor_defaults.py is the one
+`experiments.defaults_table` makes from the committed benchmark summaries; a class without a row takes the nearest
+measured class's choice; the rules of the table, on fixture summaries."""
+
+import json
+import os
+
+import pytest
+
+from common.settings import processor_defaults
+from common.settings import programs
+from common.training import finetune
+from experiments import defaults_table
+from conftest import ROOT
+
+F32, BF16 = programs.PRECISIONS
+PP = programs.PIPELINE_PARALLEL.name
+
+
+def test_the_table_is_the_one_the_committed_summaries_make():
+  assert processor_defaults.TABLE == defaults_table.table(os.path.join(ROOT, "results")), (
+      "run python -m experiments.defaults_table --write")
+
+
+def test_a_class_without_a_row_takes_the_nearest_measured_ones_choice(monkeypatch):
+  monkeypatch.setattr(processor_defaults, "TABLE", {
+      "AMX": {"finetune_placement": {F32: "pipelined", BF16: "one_device"}},
+      "AVX2": {"finetune_placement": {F32: "replicas"}, "thread_pool": {PP: {F32: "shared"}}}})
+  choice = processor_defaults.choice
+  assert choice("finetune_placement", F32, isa="AMX") == ("pipelined", "AMX")
+  assert choice("finetune_placement", F32, isa="AVX-512 BF16") == ("pipelined", "AMX")  # 1 step up, 2 down
+  assert choice("finetune_placement", F32, isa="AVX-512") == ("replicas", "AVX2")  # 2 steps up, 1 down
+  assert choice("finetune_placement", BF16, isa="AVX2") == ("one_device", "AMX")  # the nearest row that has it
+  assert choice("thread_pool", F32, PP, isa="older") == ("shared", "AVX2")
+  assert choice("thread_pool", BF16, PP, isa="AMX") == (None, None)  # measured nowhere: the program's declared one
+  assert choice("kernels", F32, PP, isa=None) == (None, None)
+  assert programs.PIPELINE_PARALLEL.default_kernels(F32) == programs.PIPELINE_PARALLEL.kernels[F32]
+  assert finetune.auto_placement(F32, "shared", 2, isa="AMX") == "pipelined"
+  assert finetune.auto_placement(BF16, "per_device", 2, isa="AMX") == "replicas"  # one device's one thread: replicas
+  with pytest.raises(ValueError, match="unknown setting"):
+    choice("precision", F32)
+
+
+def _summary(folder, name, cpu_flags, setting, records=None, **measures):
+  os.makedirs(folder, exist_ok=True)
+  paths = {}
+  for config, found in (records or {}).items():
+    paths[config] = []
+    for r, record in enumerate(found):
+      path = os.path.join(folder, "b100_x", f"{config}_r{r}.json")
+      os.makedirs(os.path.dirname(path), exist_ok=True)
+      with open(path, "w") as f:
+        json.dump(record, f)
+      paths[config].append(f"results/benchmarks/{os.path.basename(folder)}/b100_x/{config}_r{r}.json")
+  with open(os.path.join(folder, name), "w") as f:
+    json.dump({"provenance": {"cpu_flags": cpu_flags}, "setting": setting, "records": paths, **measures}, f)
+
+
+def test_the_rules_of_the_table_on_fixture_summaries(tmp_path):
+  bf16_epyc, avx2 = ["avx2", "avx512f", "avx512_bf16"], ["avx2"]
+  benchmarks = tmp_path / "benchmarks"
+
+  def run(pretrain, fine):
+    return {"pretrain_seconds": pretrain, "finetune": {"seconds": fine}}
+  # limit, both precisions in one summary: per precision the pool with the shorter pretraining + finetuning.
+  _summary(str(benchmarks / "limit"), "summary_b100_avx512_bf16.json", bf16_epyc, {"batch_size": 100}, {
+      f"pipeline_per_device_{F32}": [run(10, 5)] * 3, f"pipeline_shared_{F32}": [run(11, 3)] * 3,
+      f"pipeline_per_device_{BF16}": [run(6, 3), run(6, 3), run(9, 9)], f"pipeline_shared_{BF16}": [run(7, 3)] * 3})
+  # limit, one precision per summary (from before), and another batch (not a row's source).
+  _summary(str(benchmarks / "limit"), "summary_b100_float32.json", avx2, {"batch_size": 100, "precision": F32}, {
+      "pipeline_per_device": [run(10, 5)] * 2, "pipeline_shared": [run(12, 5)] * 2})
+  _summary(str(benchmarks / "limit"), "summary_b1000_float32.json", avx2, {"batch_size": 1000, "precision": F32}, {
+      "pipeline_per_device": [run(10, 5)], "pipeline_shared": [run(1, 1)]})
+  # finetune: its fastest placement per precision; kernels: the path faster in every repeat.
+  _summary(str(benchmarks / "finetune"), "summary_b100_avx512_bf16.json", bf16_epyc, {"batch_size": 100},
+           placements={F32: {"choice": "one_device"}, BF16: {"choice": "pipelined"}})
+  _summary(str(benchmarks / "kernels"), "summary_b100.json", bf16_epyc, {"batch_size": 100, "precision": F32},
+           programs={"greedy": {"faster": "xla", "all_repeats_agree": True},
+                     PP: {"faster": "tf", "all_repeats_agree": False}})
+  made = defaults_table.table(str(tmp_path))
+  assert made == {
+      "AVX-512 BF16": {"kernels": {"greedy": {F32: "xla"}}, "thread_pool": {PP: {F32: "shared", BF16: "per_device"}},
+                       "finetune_placement": {F32: "one_device", BF16: "pipelined"}},
+      "AVX2": {"thread_pool": {PP: {F32: "per_device"}}}}
+  assert list(made) == [c for c in processor_defaults.CLASS_ORDER if c in made]
+  target = tmp_path / "defaults.py"
+  target.write_text("head\n" + defaults_table.BEGIN + "TABLE = {}\n" + defaults_table.END + "tail\n")
+  defaults_table.write(made, str(target))
+  namespace = {"Dict": dict}
+  exec(target.read_text().split(defaults_table.BEGIN)[1].split(defaults_table.END)[0], namespace)
+  assert namespace["TABLE"] == made and target.read_text().startswith("head\n") and target.read_text().endswith("tail\n")
