@@ -14,7 +14,7 @@ from experiments import defaults_table
 from conftest import ROOT
 
 F32, BF16 = programs.PRECISIONS
-PP = programs.PIPELINE_PARALLEL.name
+PP, G = programs.PIPELINE_PARALLEL.name, programs.GREEDY.name
 
 
 def test_the_table_is_the_one_the_committed_summaries_make():
@@ -47,11 +47,11 @@ def _summary(folder, name, cpu_flags, setting, records=None, **measures):
   for config, found in (records or {}).items():
     paths[config] = []
     for r, record in enumerate(found):
-      path = os.path.join(folder, "b100_x", f"{config}_r{r}.json")
+      path = os.path.join(folder, name[:-5], f"{config}_r{r}.json")
       os.makedirs(os.path.dirname(path), exist_ok=True)
       with open(path, "w") as f:
         json.dump(record, f)
-      paths[config].append(f"results/benchmarks/{os.path.basename(folder)}/b100_x/{config}_r{r}.json")
+      paths[config].append(f"results/benchmarks/{os.path.basename(folder)}/{name[:-5]}/{config}_r{r}.json")
   with open(os.path.join(folder, name), "w") as f:
     json.dump({"provenance": {"cpu_flags": cpu_flags}, "setting": setting, "records": paths, **measures}, f)
 
@@ -75,11 +75,11 @@ def test_the_rules_of_the_table_on_fixture_summaries(tmp_path):
   _summary(str(benchmarks / "finetune"), "summary_b100_avx512_bf16.json", bf16_epyc, {"batch_size": 100},
            placements={F32: {"choice": "one_device"}, BF16: {"choice": "pipelined"}})
   _summary(str(benchmarks / "kernels"), "summary_b100.json", bf16_epyc, {"batch_size": 100, "precision": F32},
-           programs={"greedy": {"faster": "xla", "all_repeats_agree": True},
+           programs={G: {"faster": "xla", "all_repeats_agree": True},
                      PP: {"faster": "tf", "all_repeats_agree": False}})
   made = defaults_table.table(str(tmp_path))
   assert made == {
-      "AVX-512 BF16": {"kernels": {"greedy": {F32: "xla"}}, "thread_pool": {PP: {F32: "shared", BF16: "per_device"}},
+      "AVX-512 BF16": {"kernels": {G: {F32: "xla"}}, "thread_pool": {PP: {F32: "shared", BF16: "per_device"}},
                        "finetune_placement": {F32: "one_device", BF16: "pipelined"}},
       "AVX2": {"thread_pool": {PP: {F32: "per_device"}}}}
   assert list(made) == [c for c in processor_defaults.CLASS_ORDER if c in made]

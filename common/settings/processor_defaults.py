@@ -22,7 +22,15 @@ SETTINGS = ("kernels", "thread_pool", "finetune_placement")  # the first two per
 
 # Made by `python -m experiments.defaults_table --write`; do not edit by hand.
 # BEGIN TABLE
-TABLE: Dict[str, Dict[str, dict]] = {}
+TABLE: Dict[str, Dict[str, dict]] = {'AMX': {'kernels': {'greedy': {'float32': 'tf', 'mixed_bfloat16': 'tf'},
+                     'sync_layerwise': {'float32': 'tf', 'mixed_bfloat16': 'tf'},
+                     'model_parallel': {'float32': 'tf', 'mixed_bfloat16': 'tf'},
+                     'data_parallel': {'float32': 'tf', 'mixed_bfloat16': 'tf'},
+                     'pipeline_parallel': {'mixed_bfloat16': 'tf'}},
+         'thread_pool': {'pipeline_parallel': {'mixed_bfloat16': 'shared'}},
+         'finetune_placement': {'float32': 'one_device', 'mixed_bfloat16': 'one_device'}},
+ 'AVX-512 BF16': {'finetune_placement': {'float32': 'one_device', 'mixed_bfloat16': 'one_device'}},
+ 'AVX2': {'thread_pool': {'pipeline_parallel': {'float32': 'shared'}}}}
 # END TABLE
 
 
