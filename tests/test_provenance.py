@@ -8,6 +8,7 @@ import re
 
 from common.measure import provenance
 from common.settings import config as config_lib
+from common.settings import processor_defaults
 from common.settings import programs
 from greedy import pretrain as greedy
 from conftest import ROOT, SLICE_EXAMPLES
@@ -34,6 +35,9 @@ def test_a_record_written_today_names_its_code_machine_and_settings(tmp_path):
   assert (env["kernels"], env["thread_pool"], env["precision"]) == (
       programs.GREEDY.default_kernels(), programs.GREEDY.default_thread_pool(), programs.PRECISIONS[0])
   assert len(env["code_digest"]) == 16
+  # Which processor class's measurements gave each `auto` choice (None: the program's declared default).
+  assert env["auto_from"] == processor_defaults.sources(programs.GREEDY.name, programs.PRECISIONS[0])
+  assert env["auto_from"]["class"] == provenance.instruction_set(env["cpu_flags"])
 
 
 def test_the_instruction_set_is_read_from_cpuinfo_and_named_by_class(tmp_path):
