@@ -29,7 +29,8 @@ TABLE: Dict[str, Dict[str, dict]] = {'AMX': {'kernels': {'greedy': {'float32': '
                      'pipeline_parallel': {'mixed_bfloat16': 'tf'}},
          'thread_pool': {'pipeline_parallel': {'mixed_bfloat16': 'shared'}},
          'finetune_placement': {'float32': 'one_device', 'mixed_bfloat16': 'one_device'}},
- 'AVX-512 BF16': {'finetune_placement': {'float32': 'one_device', 'mixed_bfloat16': 'one_device'}},
+ 'AVX-512 BF16': {'thread_pool': {'pipeline_parallel': {'float32': 'shared', 'mixed_bfloat16': 'shared'}},
+                  'finetune_placement': {'float32': 'one_device', 'mixed_bfloat16': 'one_device'}},
  'AVX2': {'thread_pool': {'pipeline_parallel': {'float32': 'shared'}}}}
 # END TABLE
 
