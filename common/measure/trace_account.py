@@ -156,9 +156,10 @@ COLORS = {"matrix products": "tab:blue", "conversions": "tab:orange", "element-w
 
 
 def draw(ax, shown: Dict[str, Any], title: str) -> None:
-  """Draws a `timeline` on a matplotlib axis: one row per thread, spans coloured by category (inner spans over
-  outer ones, so the executor's own time shows grey and idle time white)."""
-  names = list(shown["threads"])
+  """Draws a `timeline` on a matplotlib axis: one row per thread with spans, coloured by category (inner spans over
+  outer ones, so the executor's own time shows grey and idle time white; a thread waiting inside an executor's span,
+  e.g. for an XLA computation, shows that span's grey)."""
+  names = [name for name, spans in shown["threads"].items() if spans]
   for row, name in enumerate(names):
     for start, length, kind, _ in sorted(shown["threads"][name], key=lambda s: s[3]):
       ax.broken_barh([(start * 1e3, length * 1e3)], (row - 0.4, 0.8), color=COLORS[kind], linewidth=0)
