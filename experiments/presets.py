@@ -114,7 +114,8 @@ class Study:
   `options` ({flag: (default: float, int, str or list of str, help)}), `folder` (Setting -> the records' folder; its
   summary is summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure, README
   label)), `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table,
-  cells a spread, a number or text), `figure_file` (its figure's file under figures/, drawn by `report.figures`),
+  cells a spread, a number or text), `figure_file` (its figure's file under figures/, drawn by `report.figures`;
+  its `figure`, when set, takes its summaries {file name: summary} and returns a matplotlib figure),
   `campaign` (the settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the
   defaults, shared flags and options alike, as `harness.setting` takes them). ValueError: no `runs`."""
   name: str

@@ -88,4 +88,5 @@ def test_the_rules_of_the_table_on_fixture_summaries(tmp_path):
   defaults_table.write(made, str(target))
   namespace = {"Dict": dict}
   exec(target.read_text().split(defaults_table.BEGIN)[1].split(defaults_table.END)[0], namespace)
-  assert namespace["TABLE"] == made and target.read_text().startswith("head\n") and target.read_text().endswith("tail\n")
+  text = target.read_text()
+  assert namespace["TABLE"] == made and text.startswith("head\n") and text.endswith("tail\n")

@@ -100,7 +100,8 @@ def account(path: str, steps: int) -> Dict[str, Any]:
 
   Returns:
     {"window_seconds", "steps", "threads": {thread: {category: seconds per step}} (each thread's categories sum to
-     window_seconds / steps; threads busy for less than IDLE_THREAD of the window left out), "shares": {category: share of all threads' window time}}.
+     window_seconds / steps; threads busy for less than IDLE_THREAD of the window left out), "shares": {category:
+     share of all threads' window time}}.
 
   Raises:
     ValueError: a trace without TensorFlow threads, or steps < 1.

@@ -27,7 +27,8 @@ def configurations(s: harness.Setting) -> List:
   for p in s.options["precisions"]:
     extra = (f"--precision={p}", f"--finetune_epochs={s.options['finetune_epochs']}")
     out += [s.spec(f"greedy_1core_{p}", programs.GREEDY, 1, extra=extra)] + [
-        s.spec(f"pipeline_{pool}_{p}", programs.PIPELINE_PARALLEL, s.num_devices, extra=extra + (f"--thread_pool={pool}",))
+        s.spec(f"pipeline_{pool}_{p}", programs.PIPELINE_PARALLEL, s.num_devices,
+               extra=extra + (f"--thread_pool={pool}",))
         for pool in POOLS]
   return out
 
@@ -89,7 +90,8 @@ def details(summary: Dict):
         for name, m in summary["configurations"].items()]
   rates = ", ".join(f"{p} {r:.0f}" for p, r in summary["matmul_gflops_per_second_one_core"].items())
   return (f"the limit: one core's matrix-product rate at the step's shapes (GFLOP/s: {rates}) times the cores a "
-          "configuration uses; finetuning speedup: one core's finetuning seconds / the configuration's (same repeat)"), [
+          "configuration uses; finetuning speedup: one core's finetuning seconds / the configuration's "
+          "(same repeat)"), [
       "configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
       "finetuning speedup over one core", "finetuning placement"], [
       [name, m["cores"], m["pretrain_fraction_of_limit"], m["finetune_fraction_of_limit"],
