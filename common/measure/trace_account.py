@@ -15,6 +15,7 @@ serves every logical device, so one thread may run both devices' ops (docs/kerne
   python -m common.measure.trace_account <profile_dir> [steps]   # prints the account of the newest trace
 """
 
+import functools
 import glob
 import os
 import re
@@ -65,9 +66,11 @@ def category(name: str) -> str:
   return "element-wise"
 
 
+@functools.lru_cache(maxsize=4)
 def thread_spans(path: str) -> Dict[str, List[Tuple[int, int, int, str]]]:
   """{thread name: [(start ps, end ps, nesting depth, category), ...] in start order} of the host plane's TensorFlow
-  threads (names starting "tf_"), times absolute in picoseconds."""
+  threads (names starting "tf_"), times absolute in picoseconds; read once per file (`account` and `timeline` share
+  it: do not modify)."""
   from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=g-import-not-at-top
   space = xplane_pb2.XSpace()
   with open(path, "rb") as f:
@@ -91,6 +94,11 @@ def thread_spans(path: str) -> Dict[str, List[Tuple[int, int, int, str]]]:
   return out
 
 
+def _window(spans: Dict[str, List[Tuple[int, int, int, str]]]) -> Tuple[int, int]:
+  """(first start, last end) in picoseconds over every thread's spans."""
+  return min(s[0] for ss in spans.values() for s in ss), max(s[1] for ss in spans.values() for s in ss)
+
+
 def account(path: str, steps: int) -> Dict[str, Any]:
   """The account of a trace file's window (the first span's start to the last one's end over every thread).
 
@@ -111,20 +119,19 @@ def account(path: str, steps: int) -> Dict[str, Any]:
   spans = thread_spans(path)
   if not spans:
     raise ValueError(f"{path}: no TensorFlow thread in the trace")
-  first = min(s[0] for ss in spans.values() for s in ss)
-  last = max(s[1] for ss in spans.values() for s in ss)
+  first, last = _window(spans)
   window = (last - first) / PS_PER_SECOND
   threads = {}
   for name, ss in spans.items():
-    own = dict.fromkeys(CATEGORIES, 0.0)
-    for i, (start, end, depth, kind) in enumerate(ss):  # self time: the span minus its direct children
-      inner = 0
-      for start2, end2, depth2, _ in ss[i + 1:]:
-        if start2 >= end:
-          break
-        if depth2 == depth + 1:
-          inner += end2 - start2
-      own[kind] += (end - start - inner) / PS_PER_SECOND
+    own, own_ps, open_spans = dict.fromkeys(CATEGORIES, 0.0), [end - start for start, end, _, _ in ss], []
+    for i, (start, end, _, _) in enumerate(ss):  # self time: a span minus its direct children (one pass)
+      while open_spans and ss[open_spans[-1]][1] <= start:
+        open_spans.pop()
+      if open_spans:
+        own_ps[open_spans[-1]] -= end - start
+      open_spans.append(i)
+    for (_, _, _, kind), ps in zip(ss, own_ps):
+      own[kind] += ps / PS_PER_SECOND
     busy = sum(v for k, v in own.items() if k != "idle")
     if busy < IDLE_THREAD * window:
       continue
@@ -140,8 +147,7 @@ def timeline(path: str, steps: int, shown: int = 3) -> Dict[str, Any]:
   {thread: [[start s, duration s, category, depth], ...]}} (times from the shown part's start, microseconds kept;
   idle waits and spans shorter than 1/2000 of the length, below a picture's resolution, left out)."""
   spans = thread_spans(path)
-  first = min(s[0] for ss in spans.values() for s in ss)
-  last = max(s[1] for ss in spans.values() for s in ss)
+  first, last = _window(spans)
   length = (last - first) * min(shown, steps) / steps
   start = first + (last - first - length) / 2
   out = {}

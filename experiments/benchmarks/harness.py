@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
-from common.measure import provenance as provenance_lib
+from common.settings import processor_defaults
 from common.settings import programs
 from experiments import driver
 from experiments import presets
@@ -53,9 +53,9 @@ class Setting:
 
 
 def machine_class() -> str:
-  """This processor's instruction-set class as a folder name, e.g. "avx512_bf16" (`provenance.instruction_set`): the
+  """This processor's instruction-set class as a folder name, e.g. "avx512_bf16" (`processor_defaults.this_class`): the
   folder of a benchmark whose choices differ by class, so each class's records sit apart."""
-  name = provenance_lib.instruction_set(provenance_lib.cpu_flags()) or "unknown"
+  name = processor_defaults.this_class() or "unknown"
   return name.lower().replace("-", "").replace(" ", "_")
 
 

@@ -38,7 +38,8 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   """Per configuration and phase: the account of its newest trace and a timeline of three steps."""
   out = {"accounts": {}, "timelines": {}}
   for name, rs in found.items():
-    record, precision = rs[-1], name.split("_", 1)[1]
+    record = rs[-1]
+    precision = record["config"]["precision"]
     out["accounts"][name], out["timelines"][name] = {}, {}
     for phase, sub in PHASES.items():
       path = trace_account.latest(os.path.join(_trace_dir(s, precision), sub))
