@@ -78,9 +78,6 @@ def _least_squares(points: Sequence[Tuple[float, float]]) -> Optional[Rate]:
   return Rate(my - slope * mx, 1.0 / slope, n) if slope > 0 and my - slope * mx >= 0 else None
 
 
-BFLOAT16_FLAG = "--precision=mixed_bfloat16"
-
-
 def native_bfloat16() -> bool:
   """Whether this processor has native bfloat16 arithmetic (`common.measure.provenance`, without TensorFlow; the programs
   refuse bfloat16 without it, unless on a GPU, which the driver does not run on)."""
@@ -88,8 +85,8 @@ def native_bfloat16() -> bool:
 
 
 def computes_in_bfloat16(spec: presets.Run) -> bool:
-  """Whether the run's flags ask for mixed_bfloat16 (`BFLOAT16_FLAG`), which needs `native_bfloat16`."""
-  return BFLOAT16_FLAG in spec.arguments()
+  """Whether the run computes in mixed_bfloat16, which needs `native_bfloat16`."""
+  return spec.config.precision == programs.PRECISIONS[1]
 
 
 def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> List["Job"]:
@@ -136,7 +133,7 @@ def fit_rates(output_dir: str, machine: Optional[str] = None, every_machine: boo
 
 def run_seconds(spec: presets.Run, rates: Rates) -> float:
   """Estimated wall-clock seconds of a run."""
-  return rates.get(spec.program, rates[POOLED]).seconds(flops(spec.program, dict(spec.flags)))
+  return rates.get(spec.program, rates[POOLED]).seconds(flops(spec.program, dataclasses.asdict(spec.config)))
 
 
 def minutes(seconds: float) -> str:
@@ -196,10 +193,10 @@ def plan(studies: Mapping[str, presets.StudyRuns], preset: str, output_dir: str,
 
 
 def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
-  """`python -m [launcher] <module> <flags>` of a job; `modules` ({program: module}) replaces programs' modules. No
-  pictures beside the record (`--nopictures`), unless the run's own flags say `--pictures` (a figure using them)."""
+  """`python -m [launcher] <module> <arguments>` of a job (its run's, then where its record, log and checkpoints go);
+  `modules` ({program: module}) replaces programs' modules."""
   module = (modules or {}).get(j.spec.program) or programs.get(j.spec.program).module
-  return [sys.executable, "-m", *j.spec.launcher, module, "--nopictures", *j.spec.arguments(),
+  return [sys.executable, "-m", *j.spec.launcher, module, *j.spec.arguments(),
           f"--results_dir={os.path.dirname(j.record)}", f"--run_name={j.run_name}", "--progress=log",
           *([f"--model_dir={j.model_dir}"] if j.model_dir else [])]
 
@@ -212,7 +209,7 @@ def failure_record(j: Job, cmd: Sequence[str], code: int) -> Dict:
     errors = [line.strip() for line in log if line.startswith("error: ")]
   record = {"strategy": j.spec.program, "run_name": j.run_name, "failed": errors[-1][7:] if errors else
             f"exit status {code}", "exit_status": code, "command": list(cmd[2:]),
-            "config": records.run_config(j.spec).to_dict(), "environment": provenance.fields()}
+            "config": j.spec.config.to_dict(), "environment": provenance.fields()}
   with open(j.record, "w") as f:
     json.dump(record, f, indent=1)
   return record

@@ -9,9 +9,12 @@ import functools
 import importlib
 import os
 import pkgutil
+import types
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from common.data import sources as datasets
+from common.settings import config as config_lib
+from common.settings import flags as settings_flags
 from common.settings import programs
 from common.settings import recipes
 from experiments import ROOT
@@ -30,69 +33,75 @@ GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PAR
 COMPARED: Tuple[programs.Program, ...] = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)
 ACCURACY_COMPARED = tuple(p for p in COMPARED if p is not DP)  # data_parallel's accuracy study is dp_accuracy
 # The comparison runs record the held-out reconstruction after every epoch (the convergence study's loss).
-HELDOUT = ("--heldout_every_epoch",)
-# Data-parallel flags: the accuracy and sweep runs skip the op profile of layer 1; the timing runs profile it.
-NO_PROFILE = ("--profile_steps=0",)
-_DP_FLAGS = {"paper": (), "cpu": (), "smoke": ("--profile_steps=1", "--profile_repeats=1"), "mid": NO_PROFILE,
-             "full": NO_PROFILE}
-# The large-batch recipe's values as explicit flags, as its records were made before --recipe existed.
-LARGE_BATCH_FLAGS = recipes.as_flags("large_batch")
-# The large-batch study's candidates: data_parallel at the large global batch with these flags.
-LARGE_BATCH_CANDIDATES = (("dp_report", ()), ("dp_linear_warmup2", ("--pretrain_lr_scaling=linear",
-                          "--finetune_lr_scaling=linear", "--warmup_epochs=2")),
-                          ("dp_large_batch_recipe", LARGE_BATCH_FLAGS))
-RECIPES = (("report", ()), ("large_batch", LARGE_BATCH_FLAGS))
-BF16 = f"--precision={programs.PRECISIONS[1]}"
+HELDOUT = {"heldout_every_epoch": True}
+# Data-parallel settings: the accuracy and sweep runs skip the op profile of layer 1; the timing runs profile it.
+NO_PROFILE = {"profile_steps": 0}
+_DP_SETTINGS = {"smoke": {"profile_steps": 1, "profile_repeats": 1}, "mid": NO_PROFILE, "full": NO_PROFILE}
+# The large-batch recipe's values set one by one, as its records were made before --recipe existed.
+LARGE_BATCH = dict(recipes.get("large_batch").values)
+# The large-batch study's candidates: data_parallel at the large global batch with these settings.
+LARGE_BATCH_CANDIDATES = (("dp_report", {}), ("dp_linear_warmup2", {"pretrain_lr_scaling": "linear",
+                          "finetune_lr_scaling": "linear", "warmup_epochs": 2}), ("dp_large_batch_recipe", LARGE_BATCH))
+RECIPES = (("report", {}), ("large_batch", LARGE_BATCH))
+BF16 = {"precision": programs.PRECISIONS[1]}
 MNIST, FASHION = datasets.DEFAULT, "fashion_mnist"  # Fashion-MNIST: an accuracy study and two full-size runs
+NONE: Mapping[str, Any] = types.MappingProxyType({})  # no settings beside a run's sizes
+# The settings every run's command line names, whatever their values (the rest: those not at their defaults).
+SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices", "threads_per_device",
+          "train_examples", "seed")
 
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-  """One run: name in its study, registered program, shared flags ((name, value) pairs), program flags ("--name=value"),
-  whether it resumes from checkpoints, the study and name its record is stored under, launcher module and flags."""
+  """One run: its name in its study, its program's `Config` (every setting; its command line is derived from it),
+  whether it resumes from checkpoints, the study and name its record is stored under, the launcher's module and
+  flags, and whether it may fail (a sweep's candidate whose training diverges is a result)."""
   name: str
-  program: str
-  flags: Tuple[Tuple[str, Any], ...]
-  extra_flags: Tuple[str, ...] = ()
+  config: config_lib.Config
   resumable: bool = False
   home: str = ""
   stored_name: str = ""
   launcher: Tuple[str, ...] = ()
   may_fail: bool = False
 
-  def flag(self, name: str) -> Any:
-    """The value of shared flag `name`."""
-    return dict(self.flags)[name]
-
   @property
-  def dataset(self) -> str:
-    """The --dataset of the run (MNIST unless its program flags name another)."""
-    return next((f.split("=", 1)[1] for f in self.extra_flags if f.startswith("--dataset=")), MNIST)
+  def program(self) -> str:
+    """The registered program that runs it."""
+    return self.config.program
 
   def arguments(self) -> List[str]:
-    """The flags as command-line arguments."""
-    return [f"--{k}={','.join(map(str, v)) if isinstance(v, (tuple, list)) else v}" for k, v in self.flags
-            ] + list(self.extra_flags)
+    """Its program's command-line arguments (`common.settings.flags.arguments`: the SHARED settings, then every
+    other not at its default)."""
+    return settings_flags.arguments(self.config, SHARED)
 
   def key(self) -> Tuple:
     """Two runs with equal keys compute the same thing."""
-    return (self.program, self.flags, self.extra_flags, self.launcher)
+    return (self.config, self.launcher)
 
   def summary(self) -> str:
-    """A short description for progress lines: program and the main flags."""
-    f = dict(self.flags)
-    return (f"{self.program} H={len(f['hidden_units'])}x{max(f['hidden_units'])} G={f['num_devices']} "
-            f"E={f['pretrain_epochs']}+{f['finetune_epochs']} B={f['batch_size']} N={f['train_examples']}")
+    """A short description for progress lines: program and the main settings."""
+    c = self.config
+    return (f"{self.program} H={len(c.hidden_units)}x{max(c.hidden_units)} G={c.num_devices} "
+            f"E={c.pretrain_epochs}+{c.finetune_epochs} B={c.batch_size} N={c.train_examples}")
 
 
 def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: int, batch: int, devices: int,
-         examples: int, finetune_epochs: int = 0, extra: Sequence[str] = (), resumable: bool = False,
-         launcher: Sequence[str] = (), threads: int = 1, seed: int = 0, may_fail: bool = False) -> Run:
-  """The Run of a run with every shared flag set, on `program.devices_for(devices)` devices."""
-  flags = (("hidden_units", tuple(hidden)), ("pretrain_epochs", epochs), ("finetune_epochs", finetune_epochs),
-           ("batch_size", batch), ("num_devices", program.devices_for(devices)),
-           ("threads_per_device", threads), ("train_examples", examples), ("seed", seed))
-  return Run(name, program.name, flags, tuple(extra), resumable, launcher=tuple(launcher), may_fail=may_fail)
+         examples: int, finetune_epochs: int = 0, settings: Mapping[str, Any] = NONE,
+         resumable: bool = False, launcher: Sequence[str] = (), threads: int = 1, seed: int = 0,
+         may_fail: bool = False) -> Run:
+  """The Run of `program` with these sizes on `program.devices_for(devices)` devices and `settings` ({field: value})
+  over them; ValueError (from `Config`) for a value the program refuses."""
+  values = {**dict(hidden_units=tuple(hidden), pretrain_epochs=epochs, finetune_epochs=finetune_epochs,
+                    batch_size=batch, num_devices=program.devices_for(devices), threads_per_device=threads,
+                    train_examples=examples, seed=seed), **settings}
+  return Run(name, _config(program.name, tuple(values.items())), resumable, launcher=tuple(launcher),
+             may_fail=may_fail)
+
+
+@functools.lru_cache(maxsize=None)
+def _config(program: str, values: Tuple[Tuple[str, Any], ...]) -> config_lib.Config:
+  """The `Config` of `program` with `values` (built once: the presets declare thousands of runs, few distinct)."""
+  return programs.get(program).make_config(**dict(values))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +112,7 @@ class Study:
   of its kind), `figure`, `reported` (the report's numbers it sets ours beside, declared in its file; None: none).
 
   A study of the presets (no `summarize`) is run by `experiments.reproduce`: `sizes` ({preset: {size: value}}; `runs`
-  takes one with "preset", "dp_flags" and "output_dir" added), `table` ((its records, other machines' records) ->
+  takes one with "preset", "dp_settings" and "output_dir" added), `table` ((its records, other machines' records) ->
   (markdown, sentences)), `figure` (the same -> a matplotlib figure, or None), its records' `layout`, `timed` (True:
   its table compares seconds, so its records of a preset come from one machine and code and its runs go one at a
   time; False: accuracy only; or a function of a run's name: True for the runs whose seconds it compares, `times`).
@@ -160,22 +169,22 @@ class StudyRuns(NamedTuple):
 
 def dp_scaling_runs(s) -> List[Run]:  # the op profile: one layer (the profile is of layer 1)
   return [spec(f"g{g}", DP, s.get("hidden", (s.get("units"),)), s["epochs"], s["batch"] - s["batch"] % g, g,
-               s["examples"], extra=s["dp_flags"]) for g in s["devices"]]  # a batch the replicas split evenly
+               s["examples"], settings=s["dp_settings"]) for g in s["devices"]]  # a batch the replicas split evenly
 
 
 def accuracy_runs(s) -> List[Run]:
   data = s.get("dataset", MNIST)
   return [spec(f"{'' if data == MNIST else data + '_'}{p.run_name}_e{e}", p, s["hidden"], e, s["batch"],
-               s["devices"], s["examples"], e, extra=() if data == MNIST else (f"--dataset={data}",),
+               s["devices"], s["examples"], e, settings={"dataset": data},
                resumable=True) for e in s["epochs"] for p in ACCURACY_COMPARED]
 
 
-BY_PRECISION = (("", ()), ("_bf16", (BF16,)))  # (run-name suffix, extra flags) per precision, float32 first
+BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per precision, float32 first
 
 
 def comparison_runs(s) -> List[Run]:
   return [spec(p.run_name, p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
-               extra=(s["dp_flags"] if p is DP else ()) + HELDOUT) for p in COMPARED]
+               settings={**(s["dp_settings"] if p is DP else {}), **HELDOUT}) for p in COMPARED]
 
 
 # Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
@@ -233,7 +242,7 @@ def build(preset: str, output_dir: Optional[str] = None) -> Dict[str, StudyRuns]
   owner: Dict[Tuple, Run] = {}
   out = {}
   for study in (e for e in _registered() if preset in e.sizes and not e.benchmark):
-    runs = study.runs(dict(study.sizes[preset], dp_flags=_DP_FLAGS.get(preset, ()), preset=preset,
+    runs = study.runs(dict(study.sizes[preset], dp_settings=_DP_SETTINGS.get(preset, {}), preset=preset,
                            output_dir=output_dir or os.path.join(ROOT, "results")))
     first = [owner.setdefault(r.key(), dataclasses.replace(r, home=study.name, stored_name=r.name)) for r in runs]
     out[study.name] = StudyRuns(study.name, tuple(dataclasses.replace(r, home=f.home, stored_name=f.stored_name)
@@ -272,7 +281,7 @@ def shrink_notes(name: str, preset: str) -> List[str]:
     return []
 
   def values(runs: Sequence[Run], flag: str) -> str:
-    found = sorted(set(r.flag(flag) for r in runs), key=lambda v: (str(type(v)), v))
+    found = sorted(set(getattr(r.config, flag) for r in runs), key=lambda v: (str(type(v)), v))
     return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
   notes = [(label, values(build(preset)[name].runs, flag), values(paper[name].runs, flag))
            for flag, label in _SHRINK_FLAGS]

@@ -11,8 +11,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from common.measure import provenance
 from common.settings import config as config_lib
-from common.settings import flags as settings_flags
-from common.settings import programs
 from experiments import presets
 
 # Folders of records kept beside this machine's, each documented by its README.md and `PROVENANCE_FILE`: a 16-core
@@ -75,19 +73,11 @@ def folder_summary(output_dir: str, machine: str) -> str:
 
 
 
-def run_config(spec: presets.Run) -> config_lib.Config:
-  """The `Config` of a run as its program builds it from its command line (a later flag overrides an earlier one, as
-  on the command line; ValueError for a bad one)."""
-  program = programs.get(spec.program)
-  given = settings_flags.values_from_arguments(program.config, spec.extra_flags)
-  return program.make_config(**{**dict(spec.flags), **given})
-
-
 def mismatches(record: Mapping, spec: presets.Run) -> List[str]:
   """The training settings whose value in `record["config"]` (and its `dataset`) differs from the run `spec`'s, by the
   rule that decides resuming a checkpoint (`config.stale_settings`: a setting the record predates counts as its
   default), e.g. after a study's runs were edited."""
-  config = run_config(spec)
+  config = spec.config
   saved = dict(record.get("config", {}), dataset=dataset(record))
   want = config.training_fingerprint()
   return [f"{k}={saved.get(k)!r} (run: {want[k]!r})" for k in config_lib.stale_settings(config, saved)]

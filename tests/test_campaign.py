@@ -63,7 +63,7 @@ def test_the_steps_derive_from_the_registry_and_the_presets(tmp_path, monkeypatc
     assert e2e.command[3:5] == ("--preset=full", f"--only=full_size/{run}")
     assert [os.path.basename(p) for p in e2e.owned] == [f"{run}.json"]
     assert set(e2e.owned).isdisjoint(full.owned) and len(full.owned) == len(full.plan(UNFITTED)) - 1
-    assert [j.spec.flag("finetune_epochs") for j in e2e.plan(UNFITTED)] == [30]
+    assert [j.spec.config.finetune_epochs for j in e2e.plan(UNFITTED)] == [30]
   assert steps[-1].command == ("python", "-m", "experiments.reproduce", "--figures_only", f"--output_dir={tmp_path}")
   # In the committed results (the default), the commands are the ones a user types.
   default = {s.name: s.command for s in campaign.steps(os.path.join(ROOT, "results"))}
@@ -163,7 +163,7 @@ def test_without_native_bfloat16_bfloat16_benchmarks_are_skipped_and_presets_kee
   assert "kernels/b100" in by_name and "report" in by_name
   assert any(line.startswith("[campaign] skipping precision/b100: ") for line in lines)
   cpu, before = by_name["preset/cpu"], next(s for s in every if s.name == "preset/cpu")
-  bf16 = {j.record for j in before.plan(UNFITTED) if driver.BFLOAT16_FLAG in j.spec.arguments()}
+  bf16 = {j.record for j in before.plan(UNFITTED) if driver.computes_in_bfloat16(j.spec)}
   assert bf16 and bf16 <= set(before.owned) and not bf16 & set(cpu.owned)
   assert set(cpu.owned) == set(before.owned) - bf16
   assert all(not s.bfloat16 or s.group == "preset" for s in kept)

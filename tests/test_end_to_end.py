@@ -35,7 +35,7 @@ def test_smoke_selection_covers_every_program_and_dataset():
   runs = [r for rs in chosen.values() for r in rs]
   assert list(chosen) == sorted(SMOKE_STUDIES, key=presets.NAMES.index) and len(runs) == 11
   assert {r.program for r in runs} == {p.name for p in programs.PROGRAMS}
-  assert {r.dataset for r in runs} == {"mnist", "fashion_mnist"}
+  assert {r.config.dataset for r in runs} == {"mnist", "fashion_mnist"}
   assert any(r.resumable for r in runs) and any(r.may_fail for r in runs)
   assert any(presets.get(name).timed and presets.get(name).figure for name in whole)
 

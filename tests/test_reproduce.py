@@ -2,6 +2,7 @@
 harness (with stand-in programs that write synthetic records), and the smoke preset end to end with the real
 programs."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -39,7 +40,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
     for study in studies.values():
       assert study.runs, (name, study.name)
       for run in study.runs:
-        examples, batch, g = run.flag("train_examples"), run.flag("batch_size"), run.flag("num_devices")
+        examples, batch, g = run.config.train_examples, run.config.batch_size, run.config.num_devices
         assert 2 * batch <= examples or name == "smoke", (study.name, run.name)  # >= 2 steps per epoch
         if run.program == DP.name:
           assert batch % g == 0, (study.name, run.name)
@@ -48,13 +49,13 @@ def test_presets_are_consistent_and_paper_matches_the_report():
   paper = presets.build("paper")
   b100 = {r.name: r for r in paper["mp_scaling_b100"].runs}
   assert sorted(b100) == ["h2_g1", "h2_g2", "h3_g1", "h3_g2", "h3_g3", "h4_g1", "h4_g2", "h4_g3", "h4_g4"]
-  assert (b100["h4_g4"].flag("pretrain_epochs"), b100["h4_g4"].flag("batch_size")) == (30, 100)
+  assert (b100["h4_g4"].config.pretrain_epochs, b100["h4_g4"].config.batch_size) == (30, 100)
   b5000 = {r.name: r for r in paper["mp_scaling_b5000"].runs}
-  assert (b5000["h3_g3"].flag("pretrain_epochs"), b5000["h3_g3"].flag("batch_size")) == (60, 5000)
-  assert {r.flag("pretrain_epochs") for r in paper["dp_scaling"].runs} == {40}
-  assert {r.flag("batch_size") for r in paper["mp_vs_dp"].runs} == {7000}
-  assert sorted({r.flag("pretrain_epochs") for r in paper["accuracy_vs_epochs"].runs}) == [10, 20, 30, 40, 50, 60]
-  assert all(r.flag("train_examples") == 55_000 for e in paper.values() for r in e.runs)
+  assert (b5000["h3_g3"].config.pretrain_epochs, b5000["h3_g3"].config.batch_size) == (60, 5000)
+  assert {r.config.pretrain_epochs for r in paper["dp_scaling"].runs} == {40}
+  assert {r.config.batch_size for r in paper["mp_vs_dp"].runs} == {7000}
+  assert sorted({r.config.pretrain_epochs for r in paper["accuracy_vs_epochs"].runs}) == [10, 20, 30, 40, 50, 60]
+  assert all(r.config.train_examples == 55_000 for e in paper.values() for r in e.runs)
   # Shared runs: convergence draws strategy_comparison's records (their own: they record the held-out loss
   # after every epoch, which the scaling runs do not).
   for preset in ("cpu", "paper"):
@@ -63,7 +64,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
     assert list(conv) == [p.run_name for p in presets.COMPARED]
     assert conv[GREEDY.run_name] == ("strategy_comparison", GREEDY.run_name)
     assert conv[MP.run_name] == ("strategy_comparison", MP.run_name)
-    assert all("--heldout_every_epoch" in r.extra_flags for r in studies["convergence"].runs)
+    assert all(r.config.heldout_every_epoch for r in studies["convergence"].runs)
     dp_acc = {r.name: r.home for r in studies["dp_accuracy"].runs}
     assert [k for k, home in dp_acc.items() if home == "accuracy_vs_epochs"] == [
         n for n in dp_acc if n.startswith(GREEDY.run_name)]
@@ -80,30 +81,30 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
     for run in runs:
       record = next(filter(None, (records.load(records.record_path(folder, preset, run))
                                   for folder in (RESULTS, os.path.join(RESULTS, records.EARLIER)))), None)
-      tuned = "--recipe=tuned" in run.extra_flags
-      assert record is not None or preset == "mid" or run.dataset != "mnist" or tuned, (preset, run.name)
+      tuned = run.config.recipe == "tuned"
+      assert record is not None or preset == "mid" or run.config.dataset != "mnist" or tuned, (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
   full = {r.name: r for r in presets.build("full")["full_size"].runs}
-  assert full["dp_b5000_e30_large_batch"].extra_flags[-len(presets.LARGE_BATCH_CANDIDATES[-1][1]):] == \
-      presets.LARGE_BATCH_CANDIDATES[-1][1]
+  large = full["dp_b5000_e30_large_batch"].config
+  assert all(getattr(large, k) == v for k, v in presets.LARGE_BATCH_CANDIDATES[-1][1].items())
   # Greedy, model parallel and the pipeline in both precisions, the same runs otherwise.
   for name in ("greedy_b100_e30", "model_parallel_g2_b100_e30", "pipeline_parallel_g2_b100_e30"):
-    assert full[f"{name}_bf16"].flags == full[name].flags
-    assert full[f"{name}_bf16"].extra_flags == full[name].extra_flags + (presets.BF16,)
+    assert full[f"{name}_bf16"].config == dataclasses.replace(full[name].config, **presets.BF16)
   # The two Fashion-MNIST full-size runs: greedy and the pipeline on 2 devices, the MNIST runs' sizes otherwise; with
   # the tuned recipe the same two on each dataset.
-  fashion = {n: r for n, r in full.items() if r.dataset == presets.FASHION and not n.endswith("_tuned")}
+  fashion = {n: r for n, r in full.items() if r.config.dataset == presets.FASHION and not n.endswith("_tuned")}
   assert sorted(fashion) == ["fashion_mnist_greedy_b100_e30", "fashion_mnist_pipeline_parallel_g2_b100_e30"]
   tuned = sorted(n for n in full if n.endswith("_tuned"))
   assert tuned == sorted(f"{d}{n[len('fashion_mnist_'):]}_tuned" for d in ("", "fashion_mnist_") for n in fashion)
   for name in tuned:
     report = full[name[:-len("_tuned")]]
-    assert full[name].flags == report.flags and "--recipe=tuned" in full[name].extra_flags
-    assert full[name].dataset == report.dataset
+    assert all(getattr(full[name].config, k) == getattr(report.config, k) for k in presets.SHARED)
+    assert full[name].config.recipe == "tuned" and report.config.recipe == "report"
+    assert full[name].config.dataset == report.config.dataset
   for name, run in fashion.items():
     mnist = full[name[len("fashion_mnist_"):]]
-    assert run.flags == mnist.flags and run.extra_flags == mnist.extra_flags + ("--dataset=fashion_mnist",)
+    assert run.config == dataclasses.replace(mnist.config, dataset="fashion_mnist")
 
 
 def test_the_compared_programs_derive_from_the_registry():
@@ -113,7 +114,7 @@ def test_the_compared_programs_derive_from_the_registry():
   assert set(presets.COMPARED) - set(presets.ACCURACY_COMPARED) == {DP}  # data_parallel: its own accuracy study
   runs = presets.build("smoke")["strategy_comparison"].runs
   assert [(r.name, r.program) for r in runs] == [(p.run_name, p.name) for p in presets.COMPARED]
-  assert [r.flag("num_devices") for r in runs] == [1 if r.program in one_device else 2 for r in runs]
+  assert [r.config.num_devices for r in runs] == [1 if r.program in one_device else 2 for r in runs]
 
 
 def _log(folder, lines, machines=()):
@@ -205,7 +206,8 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   assert any(line.startswith("[reproduce smoke] ") and " run 1/" in line for line in lines)
   for job in jobs:
     assert os.path.exists(job.record)
-    assert "fake run" in open(job.log).read() and " --nopictures " in open(job.log).readline()  # no pictures
+    pictures = " --pictures " if job.spec.config.pictures else " --nopictures "  # only the runs that draw them
+    assert "fake run" in open(job.log).read() and pictures in open(job.log).readline()
   log = records.driver_log(out)
   assert len(log) == len(jobs) and {line["parallel_jobs"] for line in log} == {2}
   # A rerun skips every existing record.
@@ -254,7 +256,7 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
   order = [j.run_name for j in jobs]
   g, s, m = GREEDY.name, SYNC.name, MP.name
   assert order == [f"{g}_r0", f"{s}_r0", f"{m}_r0", f"{s}_r1", f"{m}_r1", f"{g}_r1"]
-  assert {j.spec.flag("num_devices") for j in jobs if j.spec.program == m} == {2}
+  assert {j.spec.config.num_devices for j in jobs if j.spec.program == m} == {2}
   lines = []
   path, summary = harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append,
                               fake_modules)
@@ -295,22 +297,23 @@ def test_benchmarks_list_one_configuration_per_variant():
   runs = bench_model_parallel.configurations(setting)
   assert [r.name for r in runs] == [GREEDY.name, SYNC.name, MP.name] + [
       f"{MP.name}_{v}" for v in ("xla_shared", "tf_per_device", "tf_shared")]
-  assert runs[3].extra_flags == ("--kernels=xla", "--thread_pool=shared")
+  assert (runs[3].config.kernels, runs[3].config.thread_pool) == ("xla", "shared")
   assert bench_model_parallel.BENCHMARK.folder(setting) == "b100_variants"
   setting = harness.Setting((32, 16), 100, 2, 400, 2, 1, {"chunk_steps": ["1", "4"], "kernels": ["tf", "xla"],
                                                           "baselines": 0})
   runs = bench_pipeline_parallel.configurations(setting)
   assert [r.name for r in runs] == [f"{PP.name}_{v}" for v in ("k1_tf", "k1_xla", "k4_tf", "k4_xla")]
-  assert runs[3].extra_flags == ("--pipeline_chunk_steps=4", "--kernels=xla")
+  assert (runs[3].config.pipeline_chunk_steps, runs[3].config.kernels) == (4, "xla")
   assert bench_pipeline_parallel.BENCHMARK.folder(setting) == "b100_chunks_kernels"
   setting = harness.Setting((32,), 100, 2, 400, 2, 1, {"profile_steps": 5, "kernels": ["xla", "tf"]})
   runs = bench_data_parallel.configurations(setting)
   assert [r.name for r in runs] == [GREEDY.name, "dp_g1", "dp_g2", "dp_g1_tf", "dp_g2_tf"]
-  assert runs[4].extra_flags == ("--profile_steps=5", "--kernels=tf") and runs[4].flag("num_devices") == 2
+  assert (runs[4].config.profile_steps, runs[4].config.kernels, runs[4].config.num_devices) == (5, "tf", 2)
   assert bench_data_parallel.BENCHMARK.folder(setting) == "b100_kernels"
   # The default setting names no kernel path: the committed records' configurations are unchanged.
   runs = bench_data_parallel.configurations(harness.Setting((32,), 100, 2, 400, 2, 1, {"profile_steps": 5}))
-  assert [r.name for r in runs] == [GREEDY.name, "dp_g1", "dp_g2"] and runs[2].extra_flags == ("--profile_steps=5",)
+  assert [r.name for r in runs] == [GREEDY.name, "dp_g1", "dp_g2"] and runs[2].config.profile_steps == 5
+  assert not [a for a in runs[2].arguments() if a.startswith("--kernels")]
 
 
 def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster():
@@ -319,12 +322,12 @@ def test_kernels_benchmark_runs_every_program_on_both_paths_and_names_the_faster
   names = [p.name for p in bench_kernels.PROGRAMS]
   assert names == [p.name for p in programs.PROGRAMS if p.kernel_paths == ("xla", "tf")]
   assert [r.name for r in runs] == [f"{p}_{k}" for p in names for k in ("xla", "tf")]
-  assert all(f"--precision={programs.PRECISIONS[1]}" in r.extra_flags for r in runs)
+  assert all(r.config.precision == programs.PRECISIONS[1] for r in runs)
   assert bench_kernels.BENCHMARK.folder(setting) == f"b100_{programs.PRECISIONS[1]}"
-  assert [r.flag("num_devices") for r in runs[::2]] == [1 if p.one_device else 2 for p in bench_kernels.PROGRAMS]
-  assert all(r.extra_flags[0] == f"--kernels={r.name.rsplit('_', 1)[1]}" for r in runs)
+  assert [r.config.num_devices for r in runs[::2]] == [1 if p.one_device else 2 for p in bench_kernels.PROGRAMS]
+  assert all(r.config.kernels == r.name.rsplit('_', 1)[1] for r in runs)
   dp = next(r for r in runs if r.program == DP.name)
-  assert "--profile_steps=0" in dp.extra_flags  # data_parallel's timing flags: no op profile inside the timed epochs
+  assert dp.config.profile_steps == 0  # data_parallel's timing flags: no op profile inside the timed epochs
   # greedy: xla faster in both repeats; pipeline: tf faster in one repeat, slower in the other.
   seconds = {p: {"xla": [10.0, 10.0], "tf": [12.0, 11.0]} for p in names}
   seconds[PP.name] = {"xla": [10.0, 8.0], "tf": [6.0, 9.0]}
@@ -367,11 +370,11 @@ def test_equal_cores_benchmark_gives_every_program_the_same_cores():
   assert [n for n in names if n.endswith("_shared")] == [f"{p.name}_g2_t1_shared" for p in programs.PROGRAMS
                                                          if len(p.thread_pools) > 1]
   assert {f"{MP.name}_g2_t1_shared", f"{PP.name}_g2_t1_shared"} <= set(names)
-  assert all(r.flag("num_devices") * r.flag("threads_per_device") == 2 for r in runs)
-  assert all("--heldout_every_epoch" in r.extra_flags for r in runs)
+  assert all(r.config.num_devices * r.config.threads_per_device == 2 for r in runs)
+  assert all(r.config.heldout_every_epoch for r in runs)
   assert bench_equal_cores.baseline(setting) == "greedy_g1_t2"
   # Both pools named on the command line: neither configuration depends on the program's default.
-  pools = {r.name: [f for f in r.extra_flags if f.startswith("--thread_pool")] for r in runs}
+  pools = {r.name: [f for f in r.arguments() if f.startswith("--thread_pool")] for r in runs}
   assert pools["model_parallel_g2_t1"] == ["--thread_pool=per_device"]
   assert pools["model_parallel_g2_t1_shared"] == ["--thread_pool=shared"]
   assert pools["greedy_g1_t2"] == [] and pools["model_parallel_g1_t2"] == []
@@ -430,8 +433,9 @@ def test_command_line_errors():
 
 def test_every_run_of_every_campaign_step_is_a_command_line_its_program_accepts(tmp_path):
   """Every run the campaign can launch (each benchmark at its campaign settings, every preset's studies) is parsed by
-  its program's own flags and builds its `Config` (every per-setting and cross-setting check) without training: a
-  study or benchmark whose runs a program would refuse fails here, in seconds, not hours into a campaign."""
+  its program's own flags and builds its `Config` (every per-setting and cross-setting check) without training, the
+  one its run declared: a study or benchmark whose runs a program would refuse, or whose derived command line would
+  train something else, fails here, in seconds, not hours into a campaign."""
   from common.settings import flags as settings_flags
   from experiments import campaign
   checked = set()
@@ -444,9 +448,11 @@ def test_every_run_of_every_campaign_step_is_a_command_line_its_program_accepts(
         continue
       checked.add((program.name, arguments))
       try:
-        program.config(**settings_flags.values_from_arguments(program.config, arguments))
+        parsed = program.make_config(**settings_flags.values_from_arguments(program.config, arguments))
       except ValueError as e:
         pytest.fail(f"{step.name}: {j.spec.name}: {e}")
+      # The command line derived from the run's Config gives its program that Config's training settings.
+      assert parsed.training_fingerprint() == j.spec.config.training_fingerprint(), (step.name, j.spec.name)
   assert len({p for p, _ in checked}) == len(programs.PROGRAMS) and len(checked) > 300
 
 
@@ -466,7 +472,7 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   s = harness.Setting((32, 16), 100, 2, 400, 2, 2, {})
   runs = bench_precision.configurations(s)
   assert [r.name for r in runs] == [f"{p.name}_{q}" for p in programs.PROGRAMS for q in (f32, bf16)]
-  assert all(r.flag("num_devices") == (1 if programs.get(r.program).one_device else 2) for r in runs)
+  assert all(r.config.num_devices == (1 if programs.get(r.program).one_device else 2) for r in runs)
   layers = [{"epochs": [{}, {}]}, {"epochs": [{}, {}]}]
   found = _records({r.name: [10.0, 12.0] if r.name.endswith(f32) else [5.0, 8.0] for r in runs}, layers=layers,
                    config={"hidden_units": [32, 16], "train_examples": 400, "batch_size": 100},
@@ -484,9 +490,9 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   # finetuning seconds, the fastest placement is the choice.
   s = harness.Setting((32,), 100, 1, 400, 2, 2, {"finetune_epochs": 2, "precisions": [f32]})
   runs = bench_finetune.configurations(s)
-  assert [(r.name, r.flag("num_devices"), r.flag("threads_per_device")) for r in runs] == [
+  assert [(r.name, r.config.num_devices, r.config.threads_per_device) for r in runs] == [
       (f"one_core_{f32}", 1, 1), (f"replicas_{f32}", 2, 1), (f"one_device_{f32}", 1, 2), (f"pipelined_{f32}", 2, 1)]
-  assert "--finetune_epochs=2" in runs[0].extra_flags and "--finetune_placement=pipelined" in runs[3].extra_flags
+  assert runs[0].config.finetune_epochs == 2 and runs[3].config.finetune_placement == "pipelined"
   seconds = {"one_core": 9.0, "replicas": 5.0, "one_device": 6.0, "pipelined": 4.5}
   found = {f"{p}_{f32}": [{"finetune": {"seconds": t, "placement": p}}] * 2 for p, t in seconds.items()}
   summary = bench_finetune.summarize(s, found)
@@ -500,13 +506,13 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   bf16 = programs.PRECISIONS[1]
   s = harness.Setting((32,), 100, 2, 400, 2, 2, {"precisions": [f32, bf16], "finetune_epochs": 1})
   runs = bench_limit.configurations(s)
-  assert [(r.name, r.flag("num_devices")) for r in runs] == [
+  assert [(r.name, r.config.num_devices) for r in runs] == [
       (f"{n}_{p}", 1 if n == bench_limit.BASES[0] else 2) for p in (f32, bf16) for n in bench_limit.BASES]
-  assert "--thread_pool=shared" in runs[2].extra_flags and f"--precision={bf16}" in runs[3].extra_flags
+  assert runs[2].config.thread_pool == "shared" and runs[3].config.precision == bf16
   config = {"hidden_units": [32], "train_examples": 400, "batch_size": 100, "threads_per_device": 1}
   fine_seconds = {"greedy_1core": 3.0, "pipeline_per_device": 2.0, "pipeline_shared": 1.5}  # float32; bfloat16 half
   found = {f"{n}_{p}": [{"pretrain_seconds": 2.0, "strategy": r.program, "layers": [{"epochs": [{}, {}]}],
-                         "config": dict(config, num_devices=r.flag("num_devices"), precision=p),
+                         "config": dict(config, num_devices=r.config.num_devices, precision=p),
                          "environment": {"usable_cores": 2},
                          "finetune": {"seconds": fine_seconds[n] / (2 if p == bf16 else 1), "epochs": 1,
                                       "placement": "replicas"}}] * 2
@@ -531,7 +537,7 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   from experiments.benchmarks import async_functions as bench_functions
   s = harness.Setting((32,), 100, 1, 400, 2, 2, {"steps_per_function_values": ["1", "2", "4"]})
   runs = bench_functions.configurations(s)
-  assert [r.name for r in runs] == ["k1", "k2", "k4"] and "--steps_per_function=4" in runs[2].extra_flags
+  assert [r.name for r in runs] == ["k1", "k2", "k4"] and runs[2].config.steps_per_function == 4
   assert all("--workers=2" in r.launcher and "--ps=1" in r.launcher for r in runs)
   found = {f"k{k}": [{"pretrain_seconds": t, "async": {"steps_per_function": min(k, 2)},
                       "staleness": {"mean": 0.5, "max": m}}] * 2 for k, t, m in ((1, 4.0, 1), (2, 2.0, 2), (4, 2.5, 3))}
@@ -545,7 +551,7 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   s = harness.Setting((32, 32, 32, 32), 100, 1, 400, 2, 2, {"stages": ["1", "2", "4"], "replicas": ["1", "2"]})
   runs = bench_hybrid.configurations(s)
   assert [r.name for r in runs] == ["p1_r1", "p1_r2", "p2_r1", DP.run_name]
-  assert runs[1].flag("num_devices") == 2 and "--replicas_per_stage=2" in runs[1].extra_flags
+  assert runs[1].config.num_devices == 2 and runs[1].config.replicas_per_stage == 2
   assert [(p, r) for p, r in bench_hybrid.points(s)] == [(1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (4, 2)]
   # async: greedy, then data parallel and async on W workers without and with the straggler.
   s = harness.Setting((32,), 100, 1, 400, 2, 1, {"slow_worker_delay": 0.01})
@@ -554,7 +560,7 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
                                     programs.ASYNC_DATA_PARALLEL.run_name,
                                     f"{programs.ASYNC_DATA_PARALLEL.run_name}_straggler"]
   assert runs[4].launcher == ("common.launch", "--workers=2", "--ps=1")
-  assert "--benchmark_slow_worker_delay_seconds=0.01" in runs[4].extra_flags
+  assert runs[4].config.benchmark_slow_worker_delay_seconds == 0.01
   # strategies: the cpu preset's strategy comparison, every compared program.
   runs = bench_strategies.configurations(harness.Setting((1000,) * 4, 5000, 10, 10_000, 2, 3, {}))
   assert [r.name for r in runs] == [p.run_name for p in presets.COMPARED]

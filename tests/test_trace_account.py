@@ -61,7 +61,7 @@ def test_step_account_traces_the_pipeline_and_draws_its_timelines():
   runs = step_account.configurations(s)
   assert [r.name for r in runs] == [f"pipeline_{p}" for p in programs.PRECISIONS]
   assert all(r.program == programs.PIPELINE_PARALLEL.name for r in runs)
-  assert "--profile_dir=t/b100_float32" in runs[0].extra_flags and "--finetune_epochs=1" in runs[0].extra_flags
+  assert runs[0].config.profile_dir == "t/b100_float32" and runs[0].config.finetune_epochs == 1
   record = {"pipeline": {"chunk_steps": 4}, "dataset": {"examples": {"train": 400}}, "finetune": {"batch_size": 100}}
   assert step_account.steps(record, "pretraining") == 4 and step_account.steps(record, "finetuning") == 4
   thread = dict(zip(trace_account.CATEGORIES, (0.004, 0.001, 0.001, 0.0, 0.0005, 0.0005)))

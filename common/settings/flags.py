@@ -94,3 +94,27 @@ def config_from_flags(program) -> config_lib.Config:
   """The run's configuration from the parsed flags of `program` (a `common.settings.programs.Program`)."""
   return program.make_config(**{f.name: _parsed(f, flags.FLAGS[config_lib.flag_name(f)].value)
                                 for f in _fields(program.config)})
+
+
+def arguments(config: config_lib.Config, always: Sequence[str] = ()) -> List[str]:
+  """The command-line arguments ("--name=value", "--name", "--noname") that give a program `config`, in declaration
+  order: every field in `always`, and every setting whose value differs from its class's default or its flag's
+  (a recipe setting's: the recipe's value; the recipe's: the class's), so that the arguments give `config` whether
+  parsed by the program or by `values_from_arguments`, its inverse. The program is the module run, so no argument
+  names it. ValueError for a value no argument spells (None where the default is not; a flag whose value is parsed
+  into another, like --progress: the runner gives those)."""
+  base, out = type(config)(program=config.program, recipe=config.recipe), []
+  for f in _fields(type(config)):
+    value, name, meta = getattr(config, f.name), config_lib.flag_name(f), f.metadata
+    if meta["parse"] and f.name != "hidden_units":  # --results_dir, --progress: the runner gives them
+      defaults = (f.default,)
+    else:  # a field whose flag's default differs from its own (--pictures) is given either way
+      defaults = (getattr(base, f.name),) if meta["recipe"] else (type(config).recipe,) if f.name == "recipe" else (
+          f.default, _parsed(f, meta["flag_default"]))
+    if f.name not in always and all(value == d for d in defaults):
+      continue
+    if value is None or meta["parse"] and f.name != "hidden_units":
+      raise ValueError(f"--{name}={value!r}: no argument of a run gives this setting")
+    out.append(f"--{'' if value else 'no'}{name}" if isinstance(value, bool) else
+               f"--{name}={','.join(map(str, value)) if isinstance(value, tuple) else value}")
+  return out

@@ -61,7 +61,7 @@ class Program:
       or "shared", where no benchmark measured a class of processor (`processor_defaults`).
     kernel_paths: the kernel paths it can run (--kernels), of "xla" and "tf".
     thread_pools: the intra-op pools worth comparing for it on several devices (the equal-cores benchmark).
-    timing_flags: flags every timed run of it adds (e.g. to skip an op profile that would be timed with it).
+    timing_settings: settings every timed run of it takes ((field, value) pairs, e.g. no op profile timed with it).
     baseline: True for the report's baseline, which every speedup divides (exactly one program).
     hooks: the module of its hooks (default "<name>.pretrain"): `pretrain(run) -> record` (its schedule, required),
       and optionally `plan(config, devices, dataset)` (its layout, kept as `Run.plan`), `place(plan, devices) -> [device of
@@ -82,7 +82,7 @@ class Program:
   thread_pool: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict.fromkeys(PRECISIONS, "per_device"))
   kernel_paths: Tuple[str, ...] = ("xla", "tf")
   thread_pools: Tuple[str, ...] = ("per_device",)
-  timing_flags: Tuple[str, ...] = ()
+  timing_settings: Tuple[Tuple[str, object], ...] = ()
   baseline: bool = False
   hooks: str = ""
 

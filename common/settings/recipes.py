@@ -61,12 +61,6 @@ def get(name: str) -> Recipe:
   raise ValueError(f"--recipe must be one of {', '.join(NAMES)}, got {name!r}.")
 
 
-def as_flags(name: str) -> Tuple[str, ...]:
-  """The values recipe `name` changes from the report's, as explicit flags ("--name=value"): what a command gives to
-  run them without naming the recipe (records made before `--recipe` existed)."""
-  return tuple(f"--{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in get(name).values.items())
-
-
 def main(argv=None) -> None:
   """Prints the resolved values of a recipe (default: every recipe) for a program (default: the baseline)."""
   from absl import app, flags  # noqa: only the command needs them

@@ -23,7 +23,7 @@ def _name(k: int) -> str:
 def configurations(s: harness.Setting) -> List:
   """async_data_parallel on W workers and one parameter server at each K."""
   launcher = ("common.launch", f"--workers={s.num_devices}", "--ps=1")
-  return [s.spec(_name(int(k)), ASYNC, 1, extra=ASYNC.timing_flags + (f"--steps_per_function={int(k)}",),
+  return [s.spec(_name(int(k)), ASYNC, 1, settings={**dict(ASYNC.timing_settings), "steps_per_function": int(k)},
                  launcher=launcher) for k in s.options["steps_per_function_values"]]
 
 

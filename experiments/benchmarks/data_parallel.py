@@ -21,8 +21,8 @@ def _suffixes(s: harness.Setting) -> Dict[str, str]:
 def configurations(s: harness.Setting) -> List:
   """greedy; data_parallel on 1 and on s.num_devices replicas (per kernel path), each profiling layer 1."""
   return [s.spec(GREEDY.name, GREEDY, 1)] + [
-      s.spec(f"dp_g{g}{suffix}", DP, g, (f"--profile_steps={s.options['profile_steps']}",) + (
-          (f"--kernels={k}",) if k != "auto" else ())) for k, suffix in _suffixes(s).items() for g in (1, s.num_devices)]
+      s.spec(f"dp_g{g}{suffix}", DP, g, {"profile_steps": s.options["profile_steps"], "kernels": k})
+      for k, suffix in _suffixes(s).items() for g in (1, s.num_devices)]
 
 
 def _profile(runs: List[dict]) -> Dict[str, object]:

@@ -13,7 +13,7 @@ from experiments import presets
 from experiments import records
 from experiments.benchmarks import harness
 
-HELDOUT = "--heldout_every_epoch"
+HELDOUT = {"heldout_every_epoch": True}
 _NAME = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
 
 
@@ -50,7 +50,7 @@ def configurations(s: harness.Setting) -> List:
               and not (p.splits_batch and s.batch_size % d)):
       pools = p.thread_pools if g > 1 and len(p.thread_pools) > 1 else ("",)
       runs += [s.spec(f"{p.name}_g{g}_t{n // g}" + ("" if pool in ("", "per_device") else f"_{pool}"), p, g,
-                      extra=(HELDOUT,) + ((f"--thread_pool={pool}",) if pool else ()), threads=n // g) for pool in pools]
+                      settings={**HELDOUT, **({"thread_pool": pool} if pool else {})}, threads=n // g) for pool in pools]
   return runs
 
 

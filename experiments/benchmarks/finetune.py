@@ -28,12 +28,12 @@ def configurations(s: harness.Setting) -> List:
   """Finetuning --finetune_epochs epochs on one core and in each placement, in each precision."""
   out, g = [], s.num_devices
   for precision in s.options["precisions"]:
-    extra = (f"--finetune_epochs={s.options['finetune_epochs']}", f"--precision={precision}")
-    out.append(s.spec(_name("one_core", precision), programs.PIPELINE_PARALLEL, 1, extra=extra))
+    own = {"finetune_epochs": s.options["finetune_epochs"], "precision": precision}
+    out.append(s.spec(_name("one_core", precision), programs.PIPELINE_PARALLEL, 1, own))
     for placement in PLACEMENTS:
       shared = placement == "one_device"
       out.append(s.spec(_name(placement, precision), programs.PIPELINE_PARALLEL, 1 if shared else g,
-                        threads=g if shared else 1, extra=extra + (f"--finetune_placement={placement}",)))
+                        threads=g if shared else 1, settings={**own, "finetune_placement": placement}))
   return out
 
 

@@ -45,11 +45,12 @@ class Setting:
   repeats: int
   options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
-  def spec(self, name: str, program: programs.Program, devices: int, extra: Sequence[str] = (),
+  def spec(self, name: str, program: programs.Program, devices: int, settings: Mapping[str, Any] = presets.NONE,
            launcher: Sequence[str] = (), threads: int = 1) -> presets.Run:
-    """A configuration: a run of `program` with this setting's flags on `devices` devices, pretraining only."""
+    """A configuration: a run of `program` with this setting's sizes on `devices` devices, pretraining only, and
+    `settings` ({field: value}) over them."""
     return presets.spec(name, program, self.hidden_units, self.pretrain_epochs, self.batch_size, devices,
-                        self.train_examples, extra=extra, launcher=launcher, threads=threads)
+                        self.train_examples, settings=settings, launcher=launcher, threads=threads)
 
 
 def machine_class() -> str:

@@ -32,8 +32,8 @@ def points(s: harness.Setting) -> List[Tuple[int, int]]:
 def configurations(s: harness.Setting) -> List:
   """pipeline_parallel at every (P, R) whose devices fit the usable cores ((1, 1) always), and data_parallel."""
   cores = provenance.usable_cores()
-  return [s.spec(_name(p, r), PP, p * r, extra=(f"--replicas_per_stage={r}",)) for p, r in points(s)
-          if p * r <= cores or (p, r) == (1, 1)] + [s.spec(DP.run_name, DP, s.num_devices, extra=DP.timing_flags)]
+  return [s.spec(_name(p, r), PP, p * r, {"replicas_per_stage": r}) for p, r in points(s)
+          if p * r <= cores or (p, r) == (1, 1)] + [s.spec(DP.run_name, DP, s.num_devices, dict(DP.timing_settings))]
 
 
 def summarize(s: harness.Setting, found: harness.Records) -> Dict:

@@ -18,7 +18,7 @@ F32 = programs.PRECISIONS[0]
 def configurations(s: harness.Setting) -> List:
   """Every program with each kernel path, timed: <program>_xla and <program>_tf."""
   return [s.spec(f"{p.name}_{path}", p, p.devices_for(s.num_devices),
-                 extra=(f"--kernels={path}", f"--precision={s.options['precision']}") + p.timing_flags)
+                 settings={"kernels": path, "precision": s.options["precision"], **dict(p.timing_settings)})
           for p in PROGRAMS for path in PATHS]
 
 

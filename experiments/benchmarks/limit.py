@@ -25,10 +25,10 @@ def configurations(s: harness.Setting) -> List:
   """Per precision: greedy on one core; pipeline_parallel on the devices with each pool; every run finetunes too."""
   out = []
   for p in s.options["precisions"]:
-    extra = (f"--precision={p}", f"--finetune_epochs={s.options['finetune_epochs']}")
-    out += [s.spec(f"greedy_1core_{p}", programs.GREEDY, 1, extra=extra)] + [
+    own = {"precision": p, "finetune_epochs": s.options["finetune_epochs"]}
+    out += [s.spec(f"greedy_1core_{p}", programs.GREEDY, 1, own)] + [
         s.spec(f"pipeline_{pool}_{p}", programs.PIPELINE_PARALLEL, s.num_devices,
-               extra=extra + (f"--thread_pool={pool}",))
+               settings={**own, "thread_pool": pool})
         for pool in POOLS]
   return out
 

@@ -24,7 +24,7 @@ def _variants(s: harness.Setting) -> Dict[str, Tuple[str, str]]:
 def configurations(s: harness.Setting) -> List:
   """greedy and sync_layerwise on one device, model_parallel on s.num_devices (one per kernels x thread pool)."""
   return [s.spec(p.name, p, 1) for p in (GREEDY, SYNC)] + [
-      s.spec(name, MP, s.num_devices, extra=(f"--kernels={k}", f"--thread_pool={t}")) for name, (k, t) in
+      s.spec(name, MP, s.num_devices, {"kernels": k, "thread_pool": t}) for name, (k, t) in
       _variants(s).items()]
 
 

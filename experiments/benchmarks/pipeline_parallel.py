@@ -27,13 +27,13 @@ def _variants(s: harness.Setting) -> Dict[str, Tuple[int, str]]:
 def configurations(s: harness.Setting) -> List:
   """The baselines (unless --baselines=0) and pipeline_parallel on G devices for each chunk size and kernel path."""
   variants = _variants(s)
-  flags = {name: (f"--pipeline_chunk_steps={k}", f"--kernels={kern}") for name, (k, kern) in variants.items()}
-  runs = [s.spec(name, PP, s.num_devices, extra=extra) for name, extra in flags.items()]
-  main = next(iter(flags.values()))
+  own = {name: {"pipeline_chunk_steps": k, "kernels": kern} for name, (k, kern) in variants.items()}
+  runs = [s.spec(name, PP, s.num_devices, settings) for name, settings in own.items()]
+  main = next(iter(own.values()))
   if s.options["baselines"]:
     runs = [s.spec(GREEDY.name, GREEDY, 1), s.spec(MP.name, MP, s.num_devices), *runs,
-            s.spec(f"{PIPELINE}_1_device", PP, 1, extra=main),
-            dataclasses.replace(s.spec(f"{PIPELINE}_checkpoints", PP, s.num_devices, extra=main), resumable=True)]
+            s.spec(f"{PIPELINE}_1_device", PP, 1, main),
+            dataclasses.replace(s.spec(f"{PIPELINE}_checkpoints", PP, s.num_devices, main), resumable=True)]
   return runs
 
 

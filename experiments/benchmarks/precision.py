@@ -22,8 +22,9 @@ def _name(program: programs.Program, precision: str) -> str:
 
 def configurations(s: harness.Setting) -> List:
   """Every registered program in each precision, timed."""
-  return [s.spec(_name(p, precision), p, p.devices_for(s.num_devices), extra=(f"--precision={precision}",)
-                 + p.timing_flags) for p in programs.PROGRAMS for precision in programs.PRECISIONS]
+  return [s.spec(_name(p, precision), p, p.devices_for(s.num_devices),
+                 {"precision": precision, **dict(p.timing_settings)})
+          for p in programs.PROGRAMS for precision in programs.PRECISIONS]
 
 
 def flops(record: dict) -> float:

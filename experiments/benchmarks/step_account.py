@@ -23,8 +23,8 @@ def _trace_dir(s: harness.Setting, precision: str) -> str:
 
 def configurations(s: harness.Setting) -> List:
   """pipeline_parallel with --profile_dir, one configuration per precision."""
-  return [s.spec(f"pipeline_{p}", programs.PIPELINE_PARALLEL, s.num_devices, extra=(
-      f"--precision={p}", "--finetune_epochs=1", f"--profile_dir={_trace_dir(s, p)}")) for p in s.options["precisions"]]
+  return [s.spec(f"pipeline_{p}", programs.PIPELINE_PARALLEL, s.num_devices, {
+      "precision": p, "finetune_epochs": 1, "profile_dir": _trace_dir(s, p)}) for p in s.options["precisions"]]
 
 
 def steps(record: dict, phase: str) -> int:

@@ -3,6 +3,7 @@ size, on its devices and threads), pretraining only, alternated repeat after rep
 the baseline in the same repeat, the study's single runs with a spread. Timings are committed: run alone.
   python -m experiments.benchmarks.strategies"""
 
+import dataclasses
 from typing import Dict, List
 
 from common.settings import programs
@@ -12,7 +13,8 @@ from experiments.benchmarks import harness
 
 def configurations(s: harness.Setting) -> List:
   """The strategy_comparison study's runs at the setting's sizes (the cpu preset's by default)."""
-  return [s.spec(r.name, programs.get(r.program), r.flag("num_devices"), extra=r.extra_flags)
+  return [s.spec(r.name, programs.get(r.program), r.config.num_devices, {
+      k: v for k, v in dataclasses.asdict(r.config).items() if k not in presets.SHARED + ("program",)})
           for r in presets.build("cpu")["strategy_comparison"].runs]
 
 

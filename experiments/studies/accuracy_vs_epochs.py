@@ -22,7 +22,7 @@ REPORTED_MP_TEXT = 0.9662
 
 def epoch_settings(preset: str, study: str = "accuracy_vs_epochs") -> List[int]:
   """The pretraining epoch counts an accuracy study runs at `preset`."""
-  return sorted({r.flag("pretrain_epochs") for r in presets.build(preset)[study].runs})
+  return sorted({r.config.pretrain_epochs for r in presets.build(preset)[study].runs})
 
 
 def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:

@@ -5,7 +5,7 @@ from typing import Dict, List, Optional
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments.presets import CONFIG_1, DP, Study, GREEDY, LARGE_BATCH_FLAGS, NO_PROFILE, RECIPES, Run, spec
+from experiments.presets import CONFIG_1, DP, Study, GREEDY, LARGE_BATCH, NO_PROFILE, RECIPES, Run, spec
 from experiments.report import series
 from experiments.report.figures import REPORT_COLOR, REPORT_LABEL, bars, finish, new
 from experiments.report.series import Runs
@@ -37,9 +37,9 @@ def _dp_accuracy(s) -> List[Run]:
   recipes = (RECIPES[0], ("large_batch", s["large_batch"]))
   # The greedy reference at the accuracy study's batch, when it has these epochs.
   return [spec(f"dp_e{e}_{recipe}", DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
-               extra=extra + NO_PROFILE, resumable=True) for e in s["epochs"] for recipe, extra in recipes] + [
+               settings={**settings, **NO_PROFILE}, resumable=True) for e in s["epochs"] for recipe, settings in recipes] + [
       r for r in presets.accuracy_runs(ACCURACY_VS_EPOCHS.sizes[s["preset"]])
-      if r.program == GREEDY.name and r.flag("pretrain_epochs") in s["epochs"]]
+      if r.program == GREEDY.name and r.config.pretrain_epochs in s["epochs"]]
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
@@ -89,11 +89,11 @@ def figure(data: records.StudyRecords, others=None):
 DP_ACCURACY = Study(
     "dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe", dict(
         paper=dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4,
-                   large_batch=LARGE_BATCH_FLAGS),
+                   large_batch=LARGE_BATCH),
         cpu=dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=2,
-                 large_batch=LARGE_BATCH_FLAGS),
+                 large_batch=LARGE_BATCH),
         smoke=dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
-                   large_batch=LARGE_BATCH_FLAGS + ("--warmup_epochs=1",))), _dp_accuracy, table,
+                   large_batch={**LARGE_BATCH, "warmup_epochs": 1})), _dp_accuracy, table,
     figure, timed=False, order=8, reported=REPORTED)
 
 STUDIES = (DP_ACCURACY,)

@@ -21,7 +21,7 @@ def sweep_points(data: records.StudyRecords) -> List[Tuple[int, float, float, bo
 
 
 def _dp_batch_sweep(s) -> List[Run]:
-  return [spec(f"b{b}", DP, (s["units"],), s["epochs"], b, s["devices"], s["examples"], extra=NO_PROFILE)
+  return [spec(f"b{b}", DP, (s["units"],), s["epochs"], b, s["devices"], s["examples"], settings=NO_PROFILE)
           for b in s["batches"]]
 
 

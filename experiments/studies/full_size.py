@@ -22,14 +22,14 @@ def _full_size(s) -> List[Run]:
   e, b, g = s["epochs"], s["batch"], s["devices"]
   name = lambda p: f"{p.name}{'' if p.one_device else f'_g{g}'}_b{b}_e{e}"  # noqa: E731
   return [spec(f"{name(p)}{suffix}", p, s["hidden"], e, b, g, s["examples"], e,
-               extra=(HELDOUT if p is PP else ()) + extra, resumable=True)
-          for suffix, extra in BY_PRECISION for p in (GREEDY, MP, PP)] + [
+               settings={**(HELDOUT if p is PP else {}), **settings}, resumable=True)
+          for suffix, settings in BY_PRECISION for p in (GREEDY, MP, PP)] + [
       spec(f"dp_b{s['dp_batch']}_e{e}_{recipe}", DP, s["hidden"], e, s["dp_batch"], g, s["examples"], e,
-           extra=NO_PROFILE + flags, resumable=True) for recipe, flags in RECIPES] + [
+           settings={**NO_PROFILE, **settings}, resumable=True) for recipe, settings in RECIPES] + [
       spec(f"{FASHION}_{name(p)}", p, s["hidden"], e, b, g, s["examples"], e,
-           extra=(HELDOUT if p is PP else ()) + (f"--dataset={FASHION}",), resumable=True) for p in (GREEDY, PP)] + [
+           settings={**(HELDOUT if p is PP else {}), "dataset": FASHION}, resumable=True) for p in (GREEDY, PP)] + [
       spec(f"{'' if d == MNIST else d + '_'}{name(p)}_tuned", p, s["hidden"], e, b, g, s["examples"], e,
-           extra=("--recipe=tuned", f"--dataset={d}"), resumable=True) for d in (MNIST, FASHION) for p in (GREEDY, PP)]
+           settings={"recipe": "tuned", "dataset": d}, resumable=True) for d in (MNIST, FASHION) for p in (GREEDY, PP)]
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
@@ -39,10 +39,10 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   report = {GREEDY.name: f"{accuracy_vs_epochs.REPORTED[GREEDY.name][30]} (greedy 30+30, conres2.png)",
             MP.name: f"{accuracy_vs_epochs.REPORTED_MP_TEXT} (model parallel, \"around 96.62%\" in the text)",
             DP.name: f"{dp_accuracy.REPORTED[30]} (data parallel, batch 5000 per tower, 30+30)"}
-  rows = [[f"`{run.name}`", records.dataset_label(run.dataset), series.batch_label([r]) if r else "—",
+  rows = [[f"`{run.name}`", records.dataset_label(run.config.dataset), series.batch_label([r]) if r else "—",
            fmt(records.test_accuracy(r), "acc") if r else "not run yet",
-           f"tuned recipe's goal ≥ {TUNED_GOALS[run.dataset]}" if run.name.endswith("_tuned") else
-           report.get(run.program, "—") if run.dataset == presets.MNIST else accuracy_goal(run.dataset),
+           f"tuned recipe's goal ≥ {TUNED_GOALS[run.config.dataset]}" if run.name.endswith("_tuned") else
+           report.get(run.program, "—") if run.config.dataset == presets.MNIST else accuracy_goal(run.config.dataset),
            records.machine_label([r]) if r else "—"]
           for run in presets.build(data.preset)[data.study].runs for r in [data.runs.get(run.name)]
           if r or others is not APART]

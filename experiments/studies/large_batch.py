@@ -25,8 +25,8 @@ def large_batch_choice(data: records.StudyRecords) -> Tuple[List[dict], Optional
 def _large_batch(s) -> List[Run]:
   e, b = s["epochs"], s["reference_batch"]
   return [spec(f"{GREEDY.name}_b{b}", GREEDY, s["hidden"], e, b, 1, s["examples"], e, resumable=True)] + [
-      spec(name, DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e, extra=flags + NO_PROFILE,
-           resumable=True) for name, flags in LARGE_BATCH_CANDIDATES]
+      spec(name, DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e, settings={**settings, **NO_PROFILE},
+           resumable=True) for name, settings in LARGE_BATCH_CANDIDATES]
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:

@@ -12,7 +12,7 @@ from experiments.report.tables import Others, Table, fmt, md_table
 def _precision(s) -> List[Run]:  # float32's runs are accuracy_vs_epochs' at its most epochs
   e = s["epochs"]
   return [spec(f"{p.run_name}_e{e}{suffix}", p, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
-               extra=extra, resumable=True) for p in (GREEDY, PP) for suffix, extra in BY_PRECISION]
+               settings=settings, resumable=True) for p in (GREEDY, PP) for suffix, settings in BY_PRECISION]
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:

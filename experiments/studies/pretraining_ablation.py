@@ -17,8 +17,8 @@ from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS
 
 # The ablation (does pretraining help?) and the comparison (the report's question with the tuned recipe): greedy with
 # no pretraining, the report's recipe and the tuned one; every program against greedy, with the tuned recipe.
-ABLATION_ARMS = (("none", ("--recipe=tuned", "--pretrain_epochs=0")), ("report", ("--recipe=report",)),
-                 ("tuned", ("--recipe=tuned",)))
+ABLATION_ARMS = (("none", {"recipe": "tuned", "pretrain_epochs": 0}), ("report", {"recipe": "report"}),
+                 ("tuned", {"recipe": "tuned"}))
 
 
 def ablation_runs(spec, s: dict) -> list:
@@ -26,12 +26,11 @@ def ablation_runs(spec, s: dict) -> list:
   arm and seed a greedy run, seed 0's drawing its filters. `spec` is `experiments.presets.spec`."""
   out = []
   for d in s.get("datasets", DATASETS):
-    for arm, flags in ABLATION_ARMS:
+    for arm, settings in ABLATION_ARMS:
       for seed in s.get("seeds", SEEDS):
-        extra = flags[:1] + (f"--dataset={d}",) + (("--pictures",) if seed == 0 else ())
-        epochs = 0 if "--pretrain_epochs=0" in flags else s["epochs"]
-        out.append(spec(f"{SHORT[d]}_{arm}_s{seed}", programs.GREEDY, s["hidden"], epochs, s["batch"], 1,
-                        s["examples"], s["epochs"], extra=extra, seed=seed))
+        out.append(spec(f"{SHORT[d]}_{arm}_s{seed}", programs.GREEDY, s["hidden"], s["epochs"], s["batch"], 1,
+                        s["examples"], s["epochs"], settings={**settings, "dataset": d, "pictures": seed == 0},
+                        seed=seed))
   return out
 
 
@@ -116,7 +115,7 @@ def _runs(s) -> List[Run]:
   """Its own runs, and the sweep's confirm-stage runs of its best candidate without pretraining (shared)."""
   study = sweep.PRETRAINING_SWEEP
   runs = study.runs(dict(study.sizes[s["preset"]], preset=s["preset"], output_dir=s["output_dir"]))
-  own = [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.flag('seed')}", may_fail=False)
+  own = [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.config.seed}", may_fail=False)
          for r in runs if r.name.startswith("confirm_") and r.name.split("_")[2] == "none"]
   return ablation_runs(spec, s) + own
 

@@ -25,13 +25,13 @@ def comparison_runs(spec, s: dict) -> list:
   then, per dataset of s["longer"], the `LONGER_PROGRAMS` finetuning FINETUNE_FACTOR times as long."""
   def run(d, seed, name, p, devices, finetune_epochs, own):
     return spec(f"{SHORT[d]}_{name}_s{seed}", p, s["hidden"], s["epochs"], s["batch"], devices, s["examples"],
-                finetune_epochs, extra=("--recipe=tuned", f"--dataset={d}") + own, seed=seed)
-  variants = [(p.run_name, p, s["devices"], p.timing_flags) for p in programs.PROGRAMS] + [
-      ("pp_r2", programs.PIPELINE_PARALLEL, 2 * s["devices"], ("--replicas_per_stage=2",))]
+                finetune_epochs, settings={"recipe": "tuned", "dataset": d, **own}, seed=seed)
+  variants = [(p.run_name, p, s["devices"], dict(p.timing_settings)) for p in programs.PROGRAMS] + [
+      ("pp_r2", programs.PIPELINE_PARALLEL, 2 * s["devices"], {"replicas_per_stage": 2})]
   seeds = s.get("seeds", SEEDS)
-  return [run(d, seed, name, p, g, s["epochs"], ("--heldout_every_epoch",) + own)
+  return [run(d, seed, name, p, g, s["epochs"], {"heldout_every_epoch": True, **own})
           for d in s.get("datasets", DATASETS) for seed in seeds for name, p, g, own in variants] + [
-      run(d, seed, p.run_name + LONGER, p, s["devices"], FINETUNE_FACTOR * s["epochs"], p.timing_flags)
+      run(d, seed, p.run_name + LONGER, p, s["devices"], FINETUNE_FACTOR * s["epochs"], dict(p.timing_settings))
       for d in s.get("longer", ()) for seed in seeds for p in LONGER_PROGRAMS]
 
 

@@ -8,7 +8,7 @@ candidate is ranked by its validation accuracy averaged over both datasets and t
 import functools
 import itertools
 import os
-from typing import List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from common.settings import programs
 from common.settings import recipes
@@ -28,9 +28,9 @@ FINETUNE_RATES = (0.3, 1.0, 3.0)
 
 
 class Candidate(NamedTuple):
-  """A set of hyperparameters: its name in run names and its flags (beside the size's)."""
+  """A set of hyperparameters: its name in run names and its settings ({field: value}, beside the size's)."""
   name: str
-  flags: Tuple[str, ...]
+  settings: Mapping[str, Any]
   pretrained: bool = True
 
 
@@ -43,19 +43,19 @@ def candidate(pretrain_rate: float, corruption: float, finetune_rate: float, sch
   """The candidate with these values."""
   name = (f"p{_g(pretrain_rate)}_c{_g(corruption)}_f{_g(finetune_rate)}"
           + ("" if schedule == "cosine" else f"_{schedule}"))
-  return Candidate(name, (f"--pretrain_learning_rate={_g(pretrain_rate)}", f"--corruption={_g(corruption)}",
-                          f"--finetune_learning_rate={_g(finetune_rate)}", f"--finetune_lr_schedule={schedule}",
-                          "--finetune_keep_best" if keep_best else "--nofinetune_keep_best"))
+  return Candidate(name, dict(pretrain_learning_rate=pretrain_rate, corruption=corruption,
+                              finetune_learning_rate=finetune_rate, finetune_lr_schedule=schedule,
+                              finetune_keep_best=keep_best))
 
 
 def no_pretraining(finetune_rate: float, schedule: str = "cosine") -> Candidate:
   """Finetuning from the initial weights at this rate (--pretrain_epochs=0 is set by the run)."""
   return Candidate(f"none_f{_g(finetune_rate)}" + ("" if schedule == "cosine" else f"_{schedule}"),
-                   (f"--finetune_learning_rate={_g(finetune_rate)}", f"--finetune_lr_schedule={schedule}",
-                    "--finetune_keep_best"), pretrained=False)
+                   dict(finetune_learning_rate=finetune_rate, finetune_lr_schedule=schedule, finetune_keep_best=True),
+                   pretrained=False)
 
 
-REPORT = Candidate("report", ())
+REPORT = Candidate("report", {})
 
 
 def coarse_candidates(grid_points: Optional[int] = None) -> List[Candidate]:
@@ -133,7 +133,7 @@ def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
   p, c, f = (float(x[1:]) for x in top[0].name.split("_")[:3])
   none = max((r for r in coarse_rows if not r["pretrained"] and r["score"] is not None and r["candidate"] != "report"),
              key=lambda r: r["score"])
-  last = Candidate(f"{top[0].name}_last", candidate(p, c, f, keep_best=False).flags)
+  last = Candidate(f"{top[0].name}_last", candidate(p, c, f, keep_best=False).settings)
   return top + [candidate(p, c, f, "constant"), last,
                 by_name[none["candidate"]], REPORT]
 
@@ -232,7 +232,7 @@ def _runs(s) -> List[Run]:
   def runs(stage, size, candidates):
     return [spec(run_name(stage, d, cand, seed), programs.GREEDY, size["hidden"],
                  size["epochs"] if cand.pretrained else 0, size["batch"], 1, size["examples"], size["epochs"],
-                 extra=cand.flags + (f"--dataset={d}",), seed=seed, may_fail=True)
+                 settings={**cand.settings, "dataset": d}, seed=seed, may_fail=True)
             for cand in candidates for d in datasets_ for seed in s.get("seeds", SEEDS)]
   coarse = runs("coarse", s["coarse"], coarse_candidates(s.get("grid_points")))
   folder = os.path.join(s["output_dir"], "runs", "pretraining_sweep")
