@@ -126,7 +126,9 @@ class Study:
   cells a spread, a number or text), `figure_file` (its figure's file under figures/, drawn by `report.figures`;
   its `figure`, when set, takes its summaries {file name: summary} and returns a matplotlib figure),
   `campaign` (the settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the
-  defaults, shared flags and options alike, as `harness.setting` takes them). ValueError: no `runs`."""
+  defaults, shared flags and options alike, as `harness.setting` takes them), `section` (output_dir -> markdown: a
+  section of its own in results/README.md after the Benchmarks, headed by its `title`, its figure shown there).
+  ValueError: no `runs`."""
   name: str
   title: str = ""
   sizes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
@@ -146,6 +148,7 @@ class Study:
   details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
   figure_file: str = ""
   campaign: Sequence[Mapping[str, Any]] = ({},)
+  section: Optional[Callable[[str], str]] = None
 
   def __post_init__(self):
     if self.runs is None:

@@ -396,7 +396,7 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
              "seconds_to_greedy_heldout_loss": {n: [v[0] * 0.9, None, v[2]] if n.startswith("pipe") else v
                                                 for n, v in seconds.items()}}
   (folder / "summary_n2_b100.json").write_text(json.dumps(summary))
-  section = readme.equal_cores_section(str(tmp_path))
+  section = bench_equal_cores.section(str(tmp_path))
   paragraphs = section.split("\n\n")
   sentence, table = paragraphs[1], paragraphs[-1]
   # Medians of the per-repeat ratios 2.0, 1.5, 2.0 (not the ratio of medians, 11 / 5.5 = 2.0 by chance only).
@@ -406,7 +406,7 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
   assert "`--num_devices=2 --threads_per_device=1 --thread_pool=per_device`" in table
   pipeline_row = next(line for line in table.splitlines() if "pipeline" in line)
   assert pipeline_row.endswith("| — |")  # one repeat never reached greedy's loss
-  assert os.path.exists(figures.equal_cores(str(tmp_path)))
+  assert os.path.exists(figures.benchmark_figure(str(tmp_path), bench_equal_cores.BENCHMARK))
   with pytest.raises(ValueError, match="not an equal-cores configuration"):
     bench_equal_cores.flags_of(GREEDY.name)
 
@@ -591,7 +591,7 @@ def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_sum
   folder = tmp_path / "benchmarks" / bench_async.BENCHMARK.name
   folder.mkdir(parents=True)
   (folder / "summary_b100.json").write_text(json.dumps(summary))
-  path = figures.straggler(str(tmp_path))
+  path = figures.benchmark_figure(str(tmp_path), bench_async.BENCHMARK)
   assert path.endswith(bench_async.BENCHMARK.figure_file) and os.path.getsize(path) > 10_000
   # hybrid: only the measured configurations; the model (no all-reduce cost) only where one replica per stage.
   hybrid = {"pretrain_seconds": {"p1_r1": spread, "p1_r2": spread, "p2_r1": spread, DP.run_name: spread},

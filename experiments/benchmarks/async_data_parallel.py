@@ -7,11 +7,12 @@ loss (+1%, `harness.seconds_to_loss_of`), the staleness and rescheduled function
   python -m experiments.benchmarks.async_data_parallel --batch_size=100 --slow_worker_delay=0.01"""
 
 import statistics
-from typing import Dict, List
+from typing import Dict, List, Mapping
 
 from common.settings import programs
 from experiments import presets
 from experiments.benchmarks import harness
+from experiments.report import figures
 
 HELDOUT = {"heldout_every_epoch": True}
 GREEDY, SYNC, ASYNC = programs.GREEDY, programs.DATA_PARALLEL, programs.ASYNC_DATA_PARALLEL
@@ -61,13 +62,34 @@ def details(summary: Dict):
            for name, rate in summary["examples_per_second"].items()])
 
 
+def figure(summaries: Mapping[str, Dict]):
+  """Per batch, every configuration's seconds to greedy's final held-out loss (median over repeats), with and
+  without the straggler."""
+  fig, axes = figures.new(len(summaries), width=5.6, height=4.2)
+  program = {p.run_name: p.name for p in programs.PROGRAMS}
+  for ax, s in zip(axes, summaries.values()):
+    times = {n: statistics.median(t) for n, t in s["seconds_to_greedy_heldout_loss"].items() if None not in t}
+    names = list(s["seconds_to_greedy_heldout_loss"])
+    ax.barh(range(len(names)), [times.get(n, 0.0) for n in names],
+            color=[figures.color(program[n.split("_")[0]]) for n in names])
+    for i, n in enumerate(names):
+      ax.annotate("never" if n not in times else f"{times[n]:.0f} s", (times.get(n, 0.0), i), va="center", fontsize=7)
+    ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.set(xlabel="seconds until every layer reached greedy's final held-out loss (+1%)",
+           title=f"batch {s['setting']['batch_size']}, straggler sleeps {s['setting']['slow_worker_delay']:g} s/step")
+  fig.suptitle("Asynchronous vs synchronous data parallelism, with and without a straggler", fontsize=10)
+  fig.tight_layout()
+  return fig
+
+
 BENCHMARK = presets.Study(
     name=ASYNC.name, runs=configurations, summarize=summarize,
     defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"slow_worker_delay": (0.01, "Seconds worker 0 sleeps in every step of the straggler configurations.")},
     columns=((f"{SYNC.run_name}_straggler_slowdown", "data parallel: straggler / none"),
              (f"{ASYNC.run_name}_straggler_slowdown", "async: straggler / none")), details=details,
-    figure_file="async_data_parallel.png",
+    figure=figure, figure_file="async_data_parallel.png",
     campaign=tuple({"batch_size": b, "slow_worker_delay": 0.01} for b in (100, 1000)), order=7)
 STUDIES = (BENCHMARK,)
 

@@ -6,12 +6,17 @@ held-out loss (+1%).
 
 import os
 import re
-from typing import Dict, List
+import statistics
+from typing import Dict, List, Mapping, Tuple
 
 from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments.benchmarks import harness
+from experiments.report import figures
+from experiments.report import series
+from experiments.report import tables
+from experiments.report import template
 
 HELDOUT = {"heldout_every_epoch": True}
 _NAME = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
@@ -71,8 +76,70 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   return out
 
 
+def ratios_to_baseline(summary: Mapping, name: str) -> dict:
+  """Spread over repeats of the baseline-on-all-cores seconds / this configuration's seconds (same repeat)."""
+  seconds = summary["pretrain_seconds"]
+  return harness.spread([b / m for b, m in zip(seconds[summary["baseline"]]["values"], seconds[name]["values"])])
+
+
+def by_setting(summaries: Mapping[str, dict]) -> Dict[Tuple[int, int], dict]:
+  """{(cores, batch size): summary} of a machine's summaries, sorted."""
+  return dict(sorted({(s["cores"], s["setting"]["batch_size"]): s for s in summaries.values()}.items()))
+
+
+def section(output_dir: str) -> str:
+  """Its section of results/README.md (the table last), or a line saying how to make it."""
+  summaries = records.load_summaries(output_dir, BENCHMARK.name)
+  found = by_setting(summaries)
+  if not found:
+    return ("No equal-cores records yet: `python -m experiments.benchmarks.equal_cores --batch_size=100` "
+            "(and 1000, 5000).")
+  best, rows = [], []
+  for (cores, batch), s in found.items():
+    r, fastest = ratios_to_baseline(s, s["fastest_program"]), set(s["fastest_configuration"].values())
+    best.append(f"at batch {batch}, `{program_of(s['fastest_program'])}` with `{flags_of(s['fastest_program'])}` "
+                f"({r['median']:.2f}× greedy on all {cores} cores, {r['min']:.2f}–{r['max']:.2f})"
+                + (" ‡" if harness.noisy(s) else ""))
+    for name, secs in sorted(s["pretrain_seconds"].items(), key=lambda kv: kv[1]["median"]):
+      t, bold = (s.get("seconds_to_greedy_heldout_loss") or {}).get(name), "**" if name in fastest else ""
+      rows.append([cores, batch, bold + series.program_name(program_of(name)) + bold, f"`{flags_of(name)}`",
+                   tables.fmt(secs, "spread") + (" ‡" if name in harness.noisy(s) else ""),
+                   tables.fmt(ratios_to_baseline(s, name), "spread"),
+                   "—" if not t or None in t else f"{statistics.median(t):.1f}"])
+  folder = os.path.join(output_dir, "benchmarks", BENCHMARK.name)
+  return template("equal_cores").substitute(
+      machine=records.machine_label(records.flat_records(folder, *summaries.values())) or
+      "a machine its summaries do not name", best="; ".join(best),
+      examples=f"{next(iter(found.values()))['setting']['train_examples']:,}", figure=BENCHMARK.figure_file,
+      noisy=f" {tables.NOISY}" if any(map(harness.noisy, found.values())) else "", table=tables.md_table(
+          ["cores", "batch", "program (bold: its fastest configuration)", "flags", "pretraining s",
+           "× greedy on all cores", "s to greedy's held-out loss"], rows))
+
+
+def figure(summaries: Mapping[str, dict]):
+  """Every configuration's speedup over greedy on all cores, a panel per (cores, batch)."""
+  found = by_setting(summaries)
+  fig, axes = figures.new(len(found), width=5.6, height=4.8)
+  for ax, ((cores, batch), s) in zip(axes, found.items()):
+    names = sorted(s["pretrain_seconds"], key=lambda n: s["pretrain_seconds"][n]["median"])
+    spreads = [ratios_to_baseline(s, n) for n in names]
+    ax.barh(range(len(names)), [r["median"] for r in spreads], color=[figures.color(program_of(n)) for n in names],
+            xerr=[[r["median"] - r["min"] for r in spreads], [r["max"] - r["median"] for r in spreads]], capsize=3)
+    ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="0.3", lw=0.8, ls="--")
+    ax.set(xlabel="speedup over greedy on all cores\n(median, min–max over repeats)",
+           title=f"batch {batch}, {cores} cores")
+  fig.suptitle(f"Equal cores: 4 × 1000 units, {s['setting']['train_examples']:,} images,\n"
+               f"{s['setting']['pretrain_epochs']} pretraining epochs, {s['setting']['repeats']} alternated repeats",
+               fontsize=10)
+  fig.tight_layout()
+  return fig
+
+
 BENCHMARK = presets.Study(
-    name="equal_cores", runs=configurations, summarize=summarize,
+    name="equal_cores", title="Equal cores: which program finishes first on this machine", runs=configurations,
+    summarize=summarize, section=section, figure=figure, figure_file="equal_cores.png",
     defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"cores": (0, "N, the cores every configuration uses (devices x threads per device); 0: all of the "
                           "machine's.")},

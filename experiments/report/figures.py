@@ -1,9 +1,8 @@
-"""Every figure: <output_dir>/figures/<study>.png of each study with records (its `Study.figure` is one of the
-functions below) and the equal-cores figure; a footer names preset, dataset and hardware, oversubscribed points are
-hollow."""
+"""Every figure: <output_dir>/figures/<study>.png of each study with records (its `Study.figure`, drawn with the
+functions below) and each benchmark's figure of its summaries; a footer names preset, dataset and hardware,
+oversubscribed points are hollow."""
 
 import os
-import statistics
 import textwrap
 from typing import Callable, Dict, List, Optional, Sequence
 
@@ -13,8 +12,6 @@ from common.settings import programs
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import async_data_parallel as async_bench
-from experiments.benchmarks import equal_cores as equal_cores_bench
 from experiments.report import series
 
 REPORT_COLOR = "0.45"
@@ -124,58 +121,6 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   return fig
 
 
-def equal_cores(output_dir: str) -> Optional[str]:
-  """<output_dir>/figures/equal_cores.png, every configuration's speedup over greedy on all cores; None: no data."""
-  found, _ = series.equal_cores(output_dir)
-  if not found:
-    return None
-  fig, axes = new(len(found), width=5.6, height=4.8)
-  for ax, ((cores, batch), s) in zip(axes, found.items()):
-    names = sorted(s["pretrain_seconds"], key=lambda n: s["pretrain_seconds"][n]["median"])
-    spreads = [series.ratios_to_baseline(s, n) for n in names]
-    colors = [color(equal_cores_bench.program_of(n)) for n in names]
-    ax.barh(range(len(names)), [r["median"] for r in spreads], color=colors,
-            xerr=[[r["median"] - r["min"] for r in spreads], [r["max"] - r["median"] for r in spreads]], capsize=3)
-    ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
-    ax.invert_yaxis()
-    ax.axvline(1.0, color="0.3", lw=0.8, ls="--")
-    ax.set(xlabel="speedup over greedy on all cores\n(median, min–max over repeats)",
-           title=f"batch {batch}, {cores} cores")
-  fig.suptitle(f"Equal cores: 4 × 1000 units, {s['setting']['train_examples']:,} images,\n"
-               f"{s['setting']['pretrain_epochs']} pretraining epochs, {s['setting']['repeats']} alternated repeats",
-               fontsize=10)
-  fig.tight_layout()
-  path = os.path.join(output_dir, "figures", series.EQUAL_CORES)
-  save(fig, path)
-  return path
-
-
-def straggler(output_dir: str) -> Optional[str]:
-  """<output_dir>/figures/async_data_parallel.png: per batch, every configuration's seconds to greedy's final
-  held-out loss (median over repeats), with and without the straggler; None without summaries."""
-  found = records.load_summaries(output_dir, async_bench.BENCHMARK.name)
-  if not found:
-    return None
-  fig, axes = new(len(found), width=5.6, height=4.2)
-  for ax, s in zip(axes, found.values()):
-    times = {n: statistics.median(t) for n, t in s["seconds_to_greedy_heldout_loss"].items() if None not in t}
-    names = list(s["seconds_to_greedy_heldout_loss"])
-    program = {p.run_name: p.name for p in programs.PROGRAMS}
-    ax.barh(range(len(names)), [times.get(n, 0.0) for n in names],
-            color=[color(program[n.split("_")[0]]) for n in names])
-    for i, n in enumerate(names):
-      ax.annotate("never" if n not in times else f"{times[n]:.0f} s", (times.get(n, 0.0), i), va="center", fontsize=7)
-    ax.set_yticks(range(len(names)), [n.replace("_", " ") for n in names], fontsize=8)
-    ax.invert_yaxis()
-    ax.set(xlabel="seconds until every layer reached greedy's final held-out loss (+1%)",
-           title=f"batch {s['setting']['batch_size']}, straggler sleeps {s['setting']['slow_worker_delay']:g} s/step")
-  fig.suptitle("Asynchronous vs synchronous data parallelism, with and without a straggler", fontsize=10)
-  fig.tight_layout()
-  path = os.path.join(output_dir, "figures", async_bench.BENCHMARK.figure_file)
-  save(fig, path)
-  return path
-
-
 def make(output_dir: str, study: str, data: records.StudyRecords):
   """The figure of `study` drawn from `data` and the other machines' records in `output_dir`."""
   return presets.get(study).figure(data, records.other_machines(output_dir, study))
@@ -188,7 +133,7 @@ def save(fig, path: str) -> None:
 
 
 def draw(output_dir: str, studies: Optional[Sequence[str]] = None, out: Callable[[str], None] = print) -> List[str]:
-  """Draws the figures of `studies` (default: all, and equal_cores) that have records; returns their paths."""
+  """Draws the figures of `studies` (default: all, and every benchmark's) that have records; returns their paths."""
   written = []
   for study in (e.name for e in presets.STUDIES if e.figure and (studies is None or e.name in studies)):
     data = records.StudyRecords.load(output_dir, study)
@@ -198,8 +143,7 @@ def draw(output_dir: str, studies: Optional[Sequence[str]] = None, out: Callable
     written.append(series.figure_path(output_dir, study))
     save(make(output_dir, study, data), written[-1])
     out(f"[figures] {study}: {written[-1]} (preset {data.preset}, {len(data.runs)} records)")
-  paths = [equal_cores(output_dir), straggler(output_dir)] + [
-      benchmark_figure(output_dir, b) for b in presets.BENCHMARKS if b.figure] if studies is None else []
+  paths = [benchmark_figure(output_dir, b) for b in presets.BENCHMARKS if b.figure] if studies is None else []
   return written + [p for p in paths if p]
 
 

@@ -4,8 +4,6 @@ top README's headline (`write_top_readme`)."""
 
 import os
 import re
-import string
-import statistics
 from typing import Dict, List, Optional, Tuple
 
 from experiments import ROOT
@@ -13,9 +11,9 @@ from experiments import driver
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import equal_cores as equal_cores_bench
 from experiments.benchmarks import harness
 from experiments.report import series
+from experiments.report import template
 from experiments.report import users
 from experiments.report import tables
 
@@ -88,7 +86,7 @@ def benchmark_section(output_dir: str) -> str:
       parts.append(template("benchmark").substitute(name=benchmark.name, table=tables.md_table(
           ["machine, code", "setting", "pretraining s per configuration"] + [label for _, label in columns]
           + ["summary"], rows), details="".join("\n\n" + d for d in details), figure=f"\n\n![{benchmark.name}]"
-          f"(figures/{benchmark.figure_file})" if benchmark.figure_file else ""))
+          f"(figures/{benchmark.figure_file})" if benchmark.figure_file and not benchmark.section else ""))
   return "\n\n".join(parts) or "No benchmark records yet."
 
 
@@ -113,33 +111,6 @@ def devices_beyond_cores(output_dir: str) -> str:
       commit=BEYOND_CORES_COMMIT, commits="; ".join(commits), dagger=tables.DAGGER, table=tables.md_table(
           ["code", "program", "devices", "s per layer-epoch", "growth vs devices = cores", "warm-up s",
            "outside every timed phase s", "run s", "cores busy"], rows))
-
-
-def equal_cores_section(output_dir: str) -> str:
-  """The equal-cores section (the table last), or a line saying how to make it."""
-  found, rs = series.equal_cores(output_dir)
-  if not found:
-    return ("No equal-cores records yet: `python -m experiments.benchmarks.equal_cores --batch_size=100` "
-            "(and 1000, 5000).")
-  best, rows = [], []
-  for (cores, batch), s in found.items():
-    r, fastest = series.ratios_to_baseline(s, s["fastest_program"]), set(s["fastest_configuration"].values())
-    best.append(f"at batch {batch}, `{equal_cores_bench.program_of(s['fastest_program'])}` with "
-                f"`{equal_cores_bench.flags_of(s['fastest_program'])}` ({r['median']:.2f}× greedy on all {cores} cores, "
-                f"{r['min']:.2f}–{r['max']:.2f})" + (" ‡" if harness.noisy(s) else ""))
-    for name, secs in sorted(s["pretrain_seconds"].items(), key=lambda kv: kv[1]["median"]):
-      t, bold = (s.get("seconds_to_greedy_heldout_loss") or {}).get(name), "**" if name in fastest else ""
-      rows.append([cores, batch, bold + series.program_name(equal_cores_bench.program_of(name)) + bold,
-                   f"`{equal_cores_bench.flags_of(name)}`",
-                   tables.fmt(secs, "spread") + (" ‡" if name in harness.noisy(s) else ""),
-                   tables.fmt(series.ratios_to_baseline(s, name), "spread"),
-                   "—" if not t or None in t else f"{statistics.median(t):.1f}"])
-  return template("equal_cores").substitute(
-      machine=records.machine_label(rs) or "a machine its summaries do not name", best="; ".join(best),
-      examples=f"{next(iter(found.values()))['setting']['train_examples']:,}", figure=series.EQUAL_CORES,
-      noisy=f" {tables.NOISY}" if any(map(harness.noisy, found.values())) else "", table=tables.md_table(
-          ["cores", "batch", "program (bold: its fastest configuration)", "flags", "pretraining s",
-           "× greedy on all cores", "s to greedy's held-out loss"], rows))
 
 
 def machine_section(output_dir: str, machine: str) -> str:
@@ -212,16 +183,6 @@ def _folder(output_dir: str, machine: str) -> str:
   return f"[`{machine}/`]({machine}/README.md)" + (f", {summary}" if summary else "")
 
 
-TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
-
-
-def template(name: str) -> string.Template:
-  """The prose of a generated page or section (`experiments/report/templates/<name>.md`, without its last newline),
-  its numbers and tables as $fields."""
-  with open(os.path.join(TEMPLATES, f"{name}.md")) as f:
-    return string.Template(f.read().removesuffix("\n"))
-
-
 def text(output_dir: str) -> str:
   """<output_dir>/README.md as generated from the records in `output_dir` (template `results`)."""
   data = series.load_all(output_dir)
@@ -239,7 +200,7 @@ def text(output_dir: str) -> str:
       budget=budget_table(output_dir, rates), budget_rates=driver.describe_rates(rates),
       model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
       noisy=tables.NOISY, benchmarks=benchmark_section(output_dir), beyond_cores=devices_beyond_cores(output_dir),
-      equal_cores=equal_cores_section(output_dir),
+      sections="\n\n".join(f"## {b.title}\n\n{b.section(output_dir)}" for b in presets.BENCHMARKS if b.section),
       machines="\n\n".join(template("machine").substitute(machine=m, sections=section) for m, section in others
                             if section),
       studies="\n".join(study_section(output_dir, name, data[name]) for name in presets.NAMES))

@@ -9,13 +9,10 @@ from common.settings import programs
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import equal_cores as equal_cores_bench
-from experiments.benchmarks import harness
 
 MODEL_ERROR_GOAL = 0.15
 Runs = Dict[str, dict]
 SCALING = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")
-EQUAL_CORES = "equal_cores.png"
 Data = Dict[str, Optional[records.StudyRecords]]
 
 
@@ -72,20 +69,6 @@ def batch_label(rs: List[dict]) -> str:
 def by_preset(data: records.StudyRecords) -> Dict[str, Runs]:
   """{preset: {run name: record}} of every preset with records, the study's shown preset first."""
   return {data.preset: data.runs, **{p: data.other[p] for p in presets.PRESETS if p in data.other}}
-
-
-def equal_cores(output_dir: str) -> Tuple[Dict[Tuple[int, int], dict], List[dict]]:
-  """({(cores, batch size): summary} of this machine's equal-cores summaries, sorted; their records)."""
-  found = records.load_summaries(output_dir, equal_cores_bench.BENCHMARK.name)
-  by_key = {(s["cores"], s["setting"]["batch_size"]): s for s in found.values()}
-  folder = os.path.join(output_dir, "benchmarks", equal_cores_bench.BENCHMARK.name)
-  return dict(sorted(by_key.items())), records.flat_records(folder, *found.values())
-
-
-def ratios_to_baseline(summary: dict, name: str) -> dict:
-  """Spread over repeats of the baseline-on-all-cores seconds / this configuration's seconds (same repeat)."""
-  seconds = summary["pretrain_seconds"]
-  return harness.spread([b / m for b, m in zip(seconds[summary["baseline"]]["values"], seconds[name]["values"])])
 
 
 def program_name(program: str) -> str:
