@@ -8,6 +8,7 @@ import datetime
 import glob
 import json
 import math
+import statistics
 import os
 import subprocess
 import sys
@@ -70,12 +71,13 @@ def _program_of(line: Mapping) -> Optional[programs.Program]:
 
 
 def _least_squares(points: Sequence[Tuple[float, float]]) -> Optional[Rate]:
-  """The line seconds = a + FLOPs / rate through (FLOPs, seconds) points; None unless a >= 0 and rate > 0."""
-  n = len(points)
-  mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
-  sxx = sum((x - mx) ** 2 for x, _ in points)
-  slope = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
-  return Rate(my - slope * mx, 1.0 / slope, n) if slope > 0 and my - slope * mx >= 0 else None
+  """The line seconds = a + FLOPs / rate through (FLOPs, seconds) points (`statistics.linear_regression`); None
+  unless a >= 0 and rate > 0."""
+  try:
+    slope, intercept = statistics.linear_regression(*zip(*points))
+  except statistics.StatisticsError:  # fewer than two points, or one FLOP count
+    return None
+  return Rate(intercept, 1.0 / slope, len(points)) if slope > 0 and intercept >= 0 else None
 
 
 def native_bfloat16() -> bool:
