@@ -104,6 +104,17 @@ def _config(program: str, values: Tuple[Tuple[str, Any], ...]) -> config_lib.Con
   return programs.get(program).make_config(**dict(values))
 
 
+class Headline(NamedTuple):
+  """A row of the results headline (`experiments.report.users`), declared by the study whose records it reads:
+  `order` (its place among the rows), `label` (what it is, sizes said), `report` (the report's number at the same
+  sizes, with its own said; "—": none), `ours` ((output_dir, {study: its records}, used) -> the cell; the records
+  it read appended to `used`, for the machine column)."""
+  order: int
+  label: str
+  report: str
+  ours: Callable[[str, Mapping[str, Any], List[dict]], str]
+
+
 @dataclasses.dataclass(frozen=True)
 class Study:
   """A study: a figure, table or benchmark of results/README.md and the runs behind it, declared in a file of
@@ -128,7 +139,7 @@ class Study:
   `campaign` (the settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the
   defaults, shared flags and options alike, as `harness.setting` takes them), `section` (output_dir -> markdown: a
   section of its own in results/README.md after the Benchmarks, headed by its `title`, its figure shown there).
-  ValueError: no `runs`."""
+  Either kind may declare rows of the results headline (`headline`, `Headline`s). ValueError: no `runs`."""
   name: str
   title: str = ""
   sizes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
@@ -149,6 +160,7 @@ class Study:
   figure_file: str = ""
   campaign: Sequence[Mapping[str, Any]] = ({},)
   section: Optional[Callable[[str], str]] = None
+  headline: Sequence[Headline] = ()
 
   def __post_init__(self):
     if self.runs is None:

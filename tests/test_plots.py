@@ -3,6 +3,7 @@ run-record contract, made by `tests.fixtures.make_records` in a temporary direct
 whatever programs are registered); the committed results/README.md and headline regenerate byte for byte from the
 committed records; no training runs."""
 
+import dataclasses
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from experiments import check_ratios
 from experiments import presets
 from experiments import records
 from experiments.benchmarks import harness
+from experiments.benchmarks import strategies as bench_strategies
 from experiments.report import figures
 from experiments.report import readme
 from experiments.report import series
@@ -306,13 +308,26 @@ def test_the_strategies_cell_gives_the_staleness_a_programs_updates_had(tmp_path
                   for n in (base.run_name, other.run_name)}}))
   used = []
   short = other.label.replace(" layer-wise", "")
-  assert users._strategies(str(tmp_path), [other.run_name], used) == f"{short} 1.62× (1.00–1.00) (staleness 0–1)"
+  assert bench_strategies.speedups(str(tmp_path), [other.run_name], used) == f"{short} 1.62× (1.00–1.00) (staleness 0–1)"
   assert len(used) == 4
   # Workers that only took turns: staleness 0 alone, said as such.
   for i in (0, 1):
     (folder / "b5000" / f"{other.run_name}_r{i}.json").write_text(json.dumps(
         {"pretrain_seconds": 1.0, "staleness": {"histogram": [[0, 80]], "max": 0}}))
-  assert "(staleness 0)" in users._strategies(str(tmp_path), [other.run_name], [])
+  assert "(staleness 0)" in bench_strategies.speedups(str(tmp_path), [other.run_name], [])
+
+
+def test_the_headline_rows_are_declared_by_their_studies(output_dir, monkeypatch):
+  """Each headline row is declared by the study or benchmark whose records it reads (`presets.Headline`), in its
+  order; a ninth row is refused."""
+  declared = sorted((h for e in presets.STUDIES + presets.BENCHMARKS for h in e.headline), key=lambda h: h.order)
+  assert [h.order for h in declared] == list(range(1, users.ROWS + 1))
+  rows = users.table(output_dir, series.load_all(output_dir)).splitlines()[2:]
+  assert [row.split(" | ")[0][2:] for row in rows] == [h.label for h in declared]
+  extra = dataclasses.replace(presets.STUDIES[0], headline=(presets.Headline(9, "a ninth", "—", lambda *_: "x"),))
+  monkeypatch.setattr(presets, "STUDIES", presets.STUDIES + (extra,), raising=False)
+  with pytest.raises(ValueError, match="the headline may have 8 rows, 9 are declared"):
+    users.table(output_dir, {})
 
 
 def test_an_earlier_folders_records_get_tables_of_their_own_and_no_headline_cell(output_dir, tmp_path):

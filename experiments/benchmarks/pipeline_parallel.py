@@ -10,6 +10,7 @@ from common.measure import cost
 from common.settings import programs
 from experiments import presets
 from experiments.benchmarks import harness
+from experiments.report import users
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
 
@@ -65,8 +66,19 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   return out
 
 
+def over_greedy(output_dir: str, data, used: List[dict]) -> str:
+  """The headline's cell: the pipeline's speedup over greedy at batch 100 and 1000, with spreads."""
+  parts = []
+  for b in (100, 1000):
+    s = users.summary(output_dir, PIPELINE, f"summary_b{b}.json", used)
+    if s:
+      parts.append(f"{users.spread(s['speedup_vs_greedy'])} at batch {b}" + users.noisy_note(s))
+  return ", ".join(parts) or "not measured yet"
+
+
 BENCHMARK = presets.Study(
-    name=PIPELINE, runs=configurations, summarize=summarize,
+    name=PIPELINE, headline=(presets.Headline(
+        3, "Pipeline parallel over greedy, 2 devices, 4 × 1000 units, 3 repeats", "—", over_greedy),), runs=configurations, summarize=summarize,
     defaults={"pretrain_epochs": 3, "train_examples": 55_000},
     options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline configurations."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline configurations."),

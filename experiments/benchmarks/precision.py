@@ -10,10 +10,12 @@ import sys
 from typing import Dict, List
 
 from common.measure import cost
+from common.measure import provenance
 from common.settings import programs
 from experiments import driver
 from experiments import presets
 from experiments.benchmarks import harness
+from experiments.report import users
 
 
 def _name(program: programs.Program, precision: str) -> str:
@@ -82,8 +84,21 @@ def details(summary: Dict):
        m["fraction_of_bf16_rate"][bf16]] for name, m in summary["programs"].items()]
 
 
+def bf16_over_f32(output_dir: str, data, used: List[dict]) -> str:
+  """The headline's cell: the range of the programs' median bfloat16 speedups, per batch and instruction set."""
+  parts = []
+  for b in (100, 1000, 5000):
+    s = users.summary(output_dir, "precision", f"summary_b{b}.json", used)
+    if s:
+      values = [m["speedup_bf16_over_f32"]["median"] for m in s["programs"].values()]
+      isa = provenance.instruction_set(s["provenance"].get("cpu_flags"))
+      parts.append(f"{min(values):.1f}–{max(values):.1f}× ({b}, {isa}" + (", noisy" if harness.noisy(s) else "") + ")")
+  return ", ".join(parts) or "not measured yet"
+
+
 BENCHMARK = presets.Study(
-    name="precision", runs=configurations, summarize=summarize, defaults={"train_examples": 55_000},
+    name="precision", headline=(presets.Headline(
+        8, "bfloat16 over float32, pretraining: the programs' medians (batch, instruction set)", "—", bf16_over_f32),), runs=configurations, summarize=summarize, defaults={"train_examples": 55_000},
     columns=tuple((f"speedup_{p.name}", f"{p.label}: f32 s / bf16 s") for p in programs.PROGRAMS)
     + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details,
     campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)), order=2)

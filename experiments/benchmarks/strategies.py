@@ -4,11 +4,18 @@ the baseline in the same repeat, the study's single runs with a spread. Timings 
   python -m experiments.benchmarks.strategies"""
 
 import dataclasses
+import os
 from typing import Dict, List
 
 from common.settings import programs
 from experiments import presets
+from experiments import records
 from experiments.benchmarks import harness
+from experiments.report import users
+from experiments.studies.strategy_comparison import REPORTED
+
+NAME = "strategies"
+GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
 
 
 def configurations(s: harness.Setting) -> List:
@@ -23,8 +30,27 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   return {"speedup_vs_greedy": harness.speedups(found, programs.baseline().run_name)}
 
 
+def speedups(output_dir: str, names: List[str], used: List[dict]) -> str:
+  """The headline's cell: the speedups over greedy of the configurations `names` at batch 5000, with spreads."""
+  s = users.summary(output_dir, NAME, "summary_b5000.json", used)
+  if not s:
+    return "not measured yet"
+  labels = {p.run_name: p.name for p in programs.PROGRAMS}
+  found = records.records_of(os.path.join(output_dir, "benchmarks", NAME), s)
+  return ", ".join(f"{users.short(labels[n])} {users.spread(s['speedup_vs_greedy'][n])}{users.staleness(found.get(n, []))}"
+                   for n in names if n in s["speedup_vs_greedy"]) + users.noisy_note(s)
+
+
+HEADLINE = (
+    presets.Headline(1, "Speedup over greedy, 2 devices, 4 × 1000 units, batch 5000, 3 repeats",
+                     f"4 GPUs, 4 × 2000: model parallel {REPORTED[GREEDY.name] / REPORTED[MP.name]:.2f}×, "
+                     f"data parallel {REPORTED[GREEDY.name] / REPORTED[DP.name]:.2f}×",
+                     lambda output_dir, data, used: speedups(output_dir, ["mp", "dp"], used)),
+    presets.Headline(2, "Beyond the report, same benchmark", "—",
+                     lambda output_dir, data, used: speedups(output_dir, ["pp", "adp"], used)))
+
 BENCHMARK = presets.Study(
-    name="strategies", runs=configurations, summarize=summarize,
+    name=NAME, headline=HEADLINE, runs=configurations, summarize=summarize,
     defaults={"batch_size": 5000, "pretrain_epochs": 10, "train_examples": 10_000}, order=1)
 STUDIES = (BENCHMARK,)
 

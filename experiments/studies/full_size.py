@@ -8,6 +8,7 @@ from experiments import records
 from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Study, FASHION, GREEDY, HELDOUT, MNIST, MP, NO_PROFILE,
                                  PP, RECIPES, Run, spec)
 from experiments.report import series
+from experiments.report import users
 from experiments.report.tables import APART, Others, Table, fmt, md_table
 from experiments.studies import accuracy_vs_epochs
 from experiments.studies import dp_accuracy
@@ -71,9 +72,26 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "(docs/pretraining.md). " + PUBLISHED]
 
 
+HEADLINE = (
+    presets.Headline(4, "Test accuracy, report's recipe, 4 × 2000 units, 30 + 30 epochs, single runs",
+                     f"greedy {accuracy_vs_epochs.REPORTED[GREEDY.name][30]}, model parallel "
+                     f"~{accuracy_vs_epochs.REPORTED_MP_TEXT}", lambda output_dir, data, used: users.full_size(
+                         data, ["greedy_b100_e30", "model_parallel_g2_b100_e30", "pipeline_parallel_g2_b100_e30"],
+                         used)),
+    presets.Headline(5, "Data parallel at global batch 5000, 30 + 30 epochs: report's recipe, large-batch recipe",
+                     f"{dp_accuracy.REPORTED[30]} (batch 5000 per GPU, 4 GPUs)",
+                     lambda output_dir, data, used: users.full_size(
+                         data, ["dp_b5000_e30_report", "dp_b5000_e30_large_batch"], used,
+                         ["report's recipe", "large-batch recipe"])),
+    presets.Headline(7, "Test accuracy, tuned recipe, 4 × 2000, 30 + 30, MNIST (goal 0.985) / Fashion-MNIST (0.90)",
+                     "—", lambda output_dir, data, used: users.full_size(
+                         data, ["greedy_b100_e30_tuned", "pipeline_parallel_g2_b100_e30_tuned"], used) + " / "
+                     + users.full_size(data, ["fashion_mnist_greedy_b100_e30_tuned",
+                                              "fashion_mnist_pipeline_parallel_g2_b100_e30_tuned"], used)))
+
 FULL_SIZE = Study("full_size", "Full size: the report's network on all 55,000 images", dict(
     full=dict(examples=55_000, epochs=30, hidden=CONFIG_1, batch=100, dp_batch=5000, devices=2)),
-    _full_size, table, kind="own", layout="full_size/{run}.json", timed=False, order=14)
+    _full_size, table, kind="own", layout="full_size/{run}.json", timed=False, order=14, headline=HEADLINE)
 
 # The whole job at full size with the fastest program, per precision (pretraining plus finetuning: a full_size run):
 # the campaign's end-to-end step runs the one of the fastest precision the processor has.
