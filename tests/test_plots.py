@@ -496,7 +496,7 @@ def test_pipeline_scaling_and_heldout_convergence(output_dir):
   assert any("not used for the fit" in s for s in sentences)
   # The comparison runs record the held-out loss every epoch: the convergence study compares it.
   conv = _data(output_dir, "convergence")
-  rs = strategy_comparison.strategy_records(conv)
+  rs = strategy_comparison.program_records(conv)
   assert list(rs) == [p.run_name for p in presets.COMPARED]
   assert convergence.convergence_loss(rs)[0] == "heldout_loss"
   text, sentences = presets.CONVERGENCE.table(conv, {})

@@ -99,7 +99,7 @@ def devices_beyond_cores(output_dir: str) -> str:
     code, found = summary["setting"]["code"][0], records.records_of(folder, summary)
     commits.append(f"{code} ran commit {summary['code_commit'][:7]}" if summary.get("code_commit") else
                    f"{code}: commit not recorded")
-    rows += [[code, series.program_name(series.strategy(found[name][0])),
+    rows += [[code, series.program_name(series.program_of(found[name][0])),
               f"{m['devices']}{' †' if records.oversubscribed(found[name][0]) else ''}",
               f"{m['epoch_seconds']:.3f}", "—" if m["epoch_growth_vs_cores"] is None else
               f"{m['epoch_growth_vs_cores']:.2f}" + (f" (≤ {m['allowed_growth']:g})" if m["oversubscription"] > 1
@@ -123,7 +123,7 @@ def machine_section(output_dir: str, machine: str) -> str:
     base = {len(r["config"]["hidden_units"]): r for r in rs.values() if records.devices(r) == 1}
     model = perf_model.calibrated(rs)[0] if base and any(records.devices(r) == 2 for r in rs.values()) else None
     predicted = {p.name: p for p in perf_model.predictions(model, rs)} if model else {}
-    rows = [[f"`{name}`", series.program_name(series.strategy(r)), "x".join(map(str, r["config"]["hidden_units"])),
+    rows = [[f"`{name}`", series.program_name(series.program_of(r)), "x".join(map(str, r["config"]["hidden_units"])),
              series.batch_label([r]), r["config"]["pretrain_epochs"],
              f"{records.devices(r)}{' †' if records.oversubscribed(r) else ''}",
              tables.fmt(r["pretrain_seconds"]), tables.fmt(records.ratio(one, r) if one else None, "×"),

@@ -16,8 +16,8 @@ SCALING = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")
 Data = Dict[str, Optional[records.StudyRecords]]
 
 
-def strategy(record: dict) -> str:
-  """The program that wrote a record, e.g. "model_parallel"."""
+def program_of(record: dict) -> str:
+  """The program that wrote a record, e.g. "model_parallel" (its key "strategy": records keep their keys)."""
   return record.get("strategy") or record["config"]["strategy"]
 
 
@@ -61,7 +61,7 @@ def batch_label(rs: List[dict]) -> str:
   labels = []
   for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
     b, g = r["config"]["batch_size"], records.devices(r)
-    labels.append(f"batch {b}" if not programs.get(strategy(r)).splits_batch else f"global batch {b} (1 device)"
+    labels.append(f"batch {b}" if not programs.get(program_of(r)).splits_batch else f"global batch {b} (1 device)"
                   if g == 1 else f"global batch {b} ({b // g} per device on {g})")
   return "; ".join(dict.fromkeys(labels))
 

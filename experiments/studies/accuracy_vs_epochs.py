@@ -9,7 +9,7 @@ from experiments import records
 from experiments.presets import CONFIG_1, Study
 from experiments.report import series
 from experiments.report.figures import PRESET_MARKERS, REPORT_LABEL, color, finish, new, points, report_series
-from experiments.report.series import Runs, strategy
+from experiments.report.series import Runs, program_of
 from experiments.report.tables import Others, Table, fmt, md_table
 
 
@@ -30,7 +30,7 @@ def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:
   out: Dict[str, List[Tuple[int, float]]] = {}
   for r in runs.values():
     if records.test_accuracy(r) is not None:
-      out.setdefault(strategy(r), []).append((r["config"]["pretrain_epochs"], records.test_accuracy(r)))
+      out.setdefault(program_of(r), []).append((r["config"]["pretrain_epochs"], records.test_accuracy(r)))
   return {k: sorted(v) for k, v in out.items()}
 
 
@@ -43,9 +43,9 @@ def table(data: records.StudyRecords, others: Others) -> Table:
     # Each layer's held-out reconstruction loss at the end of pretraining against greedy's at the same epochs.
     runs, worst = runs.values(), {}
     greedy = {r["config"]["pretrain_epochs"]: r.get("heldout_reconstruction") for r in runs
-              if series.strategy(r) == programs.baseline().name}
+              if series.program_of(r) == programs.baseline().name}
     for r in runs:
-      e, program, ours = r["config"]["pretrain_epochs"], series.strategy(r), r.get("heldout_reconstruction")
+      e, program, ours = r["config"]["pretrain_epochs"], series.program_of(r), r.get("heldout_reconstruction")
       if program != programs.baseline().name and ours and greedy.get(e):
         worst[program] = max([worst.get(program, (0.0, 0))] + [
             (abs(a["loss"] / b["loss"] - 1), e) for a, b in zip(ours, greedy[e])])

@@ -13,7 +13,7 @@ from experiments.report import tables
 from experiments.report.figures import color, finish, new, points
 from experiments.report.series import Runs
 from experiments.report.tables import Others, Table, fmt, md_table
-from experiments.studies.strategy_comparison import strategy_records
+from experiments.studies.strategy_comparison import program_records
 
 
 # convergence: the fixed loss of layer k is the baseline's final loss of layer k times (1 + this).
@@ -30,16 +30,16 @@ def convergence_loss(rs: Runs) -> Tuple[str, Optional[List[float]]]:
 
 def times_to_target(data: records.StudyRecords) -> Dict[str, Tuple[Optional[float], List[Optional[float]]]]:
   """{run name: (seconds until every layer reached its fixed loss, the seconds of each layer)} (None: never)."""
-  rs = strategy_records(data)
+  rs = program_records(data)
   key, targets = convergence_loss(rs)
   return {s: records.time_to_loss(records.loss_curves(r, key), targets) for s, r in rs.items()} if targets else {}
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
   """Pretraining seconds, seconds to the fixed loss (all layers and per layer) and final losses per program."""
-  reach, rs = times_to_target(data), strategy_records(data)
+  reach, rs = times_to_target(data), program_records(data)
   key, _ = convergence_loss(rs)
-  rows = [[series.program_name(series.strategy(r)), fmt(r["pretrain_seconds"]),
+  rows = [[series.program_name(series.program_of(r)), fmt(r["pretrain_seconds"]),
            fmt(reach[s][0]) if reach.get(s, (None,))[0] is not None else "not reached",
            ", ".join(fmt(t) for t in reach.get(s, (None, []))[1]),
            ", ".join(f"{layer['epochs'][-1][key]:.2f}" for layer in r["layers"])] for s, r in rs.items()]
@@ -55,15 +55,15 @@ def table(data: records.StudyRecords, others: Others) -> Table:
 
 def figure(data: records.StudyRecords, others=None):
   """Per layer: the compared loss after each epoch vs seconds, the fixed loss dotted, times to it in the legend."""
-  rs = strategy_records(data)
+  rs = program_records(data)
   fig, axes = new(max(len(r["layers"]) for r in rs.values()), width=3.6, height=4.2)
   (key, targets), reach = convergence_loss(rs), times_to_target(data)
   for name, r in rs.items():
-    label = series.program_name(series.strategy(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
+    label = series.program_name(series.program_of(r)) + ("" if name not in reach else ": not reached" if reach[name][0]
                                                        is None else f": {tables.fmt(reach[name][0])} s")
     for k, curve in enumerate(records.loss_curves(r, key)):
       points(axes[k], [t for t, _ in curve], [loss for _, loss in curve], [records.oversubscribed(r)] * len(curve),
-             color(series.strategy(r)), label if k == 0 else None, marker=".")
+             color(series.program_of(r)), label if k == 0 else None, marker=".")
   for k, ax in enumerate(axes):
     if targets:
       ax.axhline(targets[k], linestyle=":", color="0.3", linewidth=1)

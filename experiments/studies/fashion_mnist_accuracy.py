@@ -7,7 +7,7 @@ from experiments import records
 from experiments.presets import Study, FASHION, MNIST, Run
 from experiments.report import series
 from experiments.report.figures import COLORS, bars, finish, new
-from experiments.report.series import strategy
+from experiments.report.series import program_of
 from experiments.report.tables import Others, SINGLE, Table, fmt, md_table
 from experiments.studies.accuracy_vs_epochs import ACCURACY_VS_EPOCHS
 
@@ -25,7 +25,7 @@ ACCURACY_GOALS = {presets.FASHION: 0.89}
 def dataset_accuracy(data: records.StudyRecords) -> Dict[str, Dict[str, float]]:
   """{dataset: {program: test accuracy}} of `fashion_mnist_accuracy`'s shown preset, in the study's order of datasets
   and of programs (`presets.ACCURACY_COMPARED`); a program without a record (or accuracy) is left out."""
-  found = {(records.dataset(r), strategy(r)): records.test_accuracy(r) for r in data.runs.values()}
+  found = {(records.dataset(r), program_of(r)): records.test_accuracy(r) for r in data.runs.values()}
   return {d: {p.name: found[(d, p.name)] for p in presets.ACCURACY_COMPARED if found.get((d, p.name)) is not None}
           for d in presets.get(data.study).sizes[data.preset]["datasets"]}
 
@@ -55,7 +55,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   rows += [[f"published: {m}", "—"] + [PUBLISHED_BASELINES.get(d, {}).get(m, "—") for d in acc]
            for m in baselines]
   return md_table(["program", "epochs"] + [f"{records.dataset_label(d)} test accuracy" for d in acc], rows), [
-      "The strategies of `accuracy_vs_epochs` at its size and most epochs on each dataset; MNIST's runs are that "
+      "The programs of `accuracy_vs_epochs` at its size and most epochs on each dataset; MNIST's runs are that "
       f"study's (shared records). {SINGLE} {PUBLISHED}"]
 
 

@@ -7,14 +7,14 @@ from common.settings import programs
 from experiments import records
 from experiments.presets import DP, Study, GREEDY, LARGE_BATCH_CANDIDATES, NO_PROFILE, Run, spec
 from experiments.report import series
-from experiments.report.series import strategy
+from experiments.report.series import program_of
 from experiments.report.tables import Others, SINGLE, Table, fmt, md_table
 
 
 def large_batch_choice(data: records.StudyRecords) -> Tuple[List[dict], Optional[str]]:
   """Per run {"run", "record", "program", "candidate" (not the baseline's reference run), "batch", "validation",
   "test", "losses"}, and the candidate with the highest validation accuracy (test plays no part)."""
-  rows = [{"run": name, "record": r, "program": strategy(r), "candidate": strategy(r) != programs.baseline().name,
+  rows = [{"run": name, "record": r, "program": program_of(r), "candidate": program_of(r) != programs.baseline().name,
            "batch": r["config"]["batch_size"], "validation": (r.get("finetune") or {}).get("validation_accuracy"),
            "test": records.test_accuracy(r), "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]}
           for name, r in data.runs.items()]

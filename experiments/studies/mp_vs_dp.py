@@ -7,7 +7,7 @@ from experiments import records
 from experiments.presets import CONFIG_1, CONFIG_2, DP, Study, MP, Run, spec
 from experiments.report import series
 from experiments.report.figures import REPORT_LABEL, bars, color, finish, new
-from experiments.report.series import Runs, strategy
+from experiments.report.series import Runs, program_of
 from experiments.report.tables import Others, SINGLE, Table, _seconds, fmt, md_table
 
 
@@ -22,7 +22,7 @@ def mp_vs_dp_groups(data: records.StudyRecords) -> List[Tuple[str, Runs]]:
   groups: Dict[Tuple[int, str], Runs] = {}
   for name, r in data.runs.items():
     config, epochs, _ = name.split("_")
-    groups.setdefault((int(epochs[1:]), config), {})[strategy(r)] = r
+    groups.setdefault((int(epochs[1:]), config), {})[program_of(r)] = r
   return [(f"{e} epochs - Config {c[1]}", groups[(e, c)]) for e, c in sorted(groups)]
 
 

@@ -20,7 +20,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   float32's (goals: within 1% per layer, 0.3 points of accuracy)."""
   rows, f32 = [], programs.PRECISIONS[0]
   for preset, runs in series.by_preset(data).items():
-    by = {(series.strategy(r), r["config"].get("precision", f32)): r for r in runs.values()}
+    by = {(series.program_of(r), r["config"].get("precision", f32)): r for r in runs.values()}
     for (program, precision), r in sorted(by.items()):
       held, base = [h["loss"] for h in r["heldout_reconstruction"]], by.get((program, f32))
       base = base if base is not None and records.same_source([base, r]) else None  # within one machine only

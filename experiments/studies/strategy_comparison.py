@@ -15,19 +15,19 @@ from experiments.report.tables import Others, Table, _seconds, cores_note, fmt, 
 REPORTED = {GREEDY.name: 1105, programs.MODEL_PARALLEL.name: 702, programs.DATA_PARALLEL.name: 1007}
 
 
-def strategy_records(data: records.StudyRecords) -> Runs:
+def program_records(data: records.StudyRecords) -> Runs:
   """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
   return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
   """Seconds and speedup over greedy per program, ours and the report's."""
-  rs, rep = strategy_records(data), REPORTED
+  rs, rep = program_records(data), REPORTED
   base = rs.get(programs.baseline().run_name)
   rows = [[series.program_name(p), series.batch_label([r]), _seconds(r),
            fmt(records.ratio(base, r) if base else None, "×"), rep.get(p, "—"),
            fmt(rep[GREEDY.name] / rep[p], "×") if p in rep else "—"]
-          for r in rs.values() for p in [series.strategy(r)]]
+          for r in rs.values() for p in [series.program_of(r)]]
   return md_table(["program", "ours batch", "ours s", "ours speedup", "report s", "report speedup"], rows), [
       "Single runs; the benchmarks in the Benchmarks section repeat the comparison with spread.",
       f"The report ran batch 5000 ({presets.REPORT_DP_BATCH_NOTE}).", cores_note(data, others)]
@@ -36,9 +36,9 @@ def table(data: records.StudyRecords, others: Others) -> Table:
 def figure(data: records.StudyRecords, others=None):
   """Bars of pretraining seconds per program with speedups over greedy; ours and the report's."""
   fig, (left, right) = new(2, width=5.5)
-  rs, rep = strategy_records(data), REPORTED
+  rs, rep = program_records(data), REPORTED
   base = rs.get(programs.baseline().run_name)
-  ours = [(series.strategy(r), r["pretrain_seconds"], records.oversubscribed(r),
+  ours = [(series.program_of(r), r["pretrain_seconds"], records.oversubscribed(r),
            tables.fmt(records.ratio(base, r), "×")[:-1] if base else "") for r in rs.values()]
   theirs = [(p, s, False, f"{rep[GREEDY.name] / s:.2f}") for p, s in rep.items()]
   for ax, shown, title in ((left, ours, "ours, single runs (speedup over greedy inside the bars)"),
@@ -55,7 +55,7 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-STRATEGY_COMPARISON = Study("strategy_comparison", "Does parallelism help? Pretraining time per strategy",
+STRATEGY_COMPARISON = Study("strategy_comparison", "Does parallelism help? Pretraining time per program",
                             presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9,
                             reported=REPORTED)
 
