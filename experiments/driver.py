@@ -8,8 +8,8 @@ import datetime
 import glob
 import json
 import math
-import statistics
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -135,7 +135,7 @@ def fit_rates(output_dir: str, machine: Optional[str] = None, every_machine: boo
 
 def run_seconds(spec: presets.Run, rates: Rates) -> float:
   """Estimated wall-clock seconds of a run."""
-  return rates.get(spec.program, rates[POOLED]).seconds(flops(spec.program, dataclasses.asdict(spec.config)))
+  return rates.get(spec.program, rates[POOLED]).seconds(flops(spec.program, vars(spec.config)))
 
 
 def minutes(seconds: float) -> str:

@@ -106,14 +106,13 @@ def arguments(config: config_lib.Config, always: Sequence[str] = ()) -> List[str
   base, out = type(config)(program=config.program, recipe=config.recipe), []
   for f in _fields(type(config)):
     value, name, meta = getattr(config, f.name), config_lib.flag_name(f), f.metadata
-    if meta["parse"] and f.name != "hidden_units":  # --results_dir, --progress: the runner gives them
-      defaults = (f.default,)
-    else:  # a field whose flag's default differs from its own (--pictures) is given either way
-      defaults = (getattr(base, f.name),) if meta["recipe"] else (type(config).recipe,) if f.name == "recipe" else (
-          f.default, _parsed(f, meta["flag_default"]))
+    runner = meta["parse"] and f.name != "hidden_units"  # --results_dir, --progress: the runner gives them
+    # A field whose flag's default differs from its own (--pictures) is given either way.
+    defaults = ((f.default,) if runner or f.name == "recipe" else (getattr(base, f.name),) if meta["recipe"]
+                else (f.default, _parsed(f, meta["flag_default"])))
     if f.name not in always and all(value == d for d in defaults):
       continue
-    if value is None or meta["parse"] and f.name != "hidden_units":
+    if value is None or runner:
       raise ValueError(f"--{name}={value!r}: no argument of a run gives this setting")
     out.append(f"--{'' if value else 'no'}{name}" if isinstance(value, bool) else
                f"--{name}={','.join(map(str, value)) if isinstance(value, tuple) else value}")

@@ -3,7 +3,6 @@ size, on its devices and threads), pretraining only, alternated repeat after rep
 the baseline in the same repeat, the study's single runs with a spread. Timings are committed: run alone.
   python -m experiments.benchmarks.strategies"""
 
-import dataclasses
 import os
 from typing import Dict, List
 
@@ -21,7 +20,7 @@ GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLE
 def configurations(s: harness.Setting) -> List:
   """The strategy_comparison study's runs at the setting's sizes (the cpu preset's by default)."""
   return [s.spec(r.name, programs.get(r.program), r.config.num_devices, {
-      k: v for k, v in dataclasses.asdict(r.config).items() if k not in presets.SHARED + ("program",)})
+      k: v for k, v in vars(r.config).items() if k not in presets.SHARED + ("program",)})
           for r in presets.build("cpu")["strategy_comparison"].runs]
 
 
