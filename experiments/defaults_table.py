@@ -18,10 +18,11 @@ from typing import Dict, List, Mapping
 from common.measure import provenance
 from common.settings import processor_defaults
 from common.settings import programs
+from experiments import ROOT
 from experiments import records
 from experiments.benchmarks import kernels as bench_kernels
+from experiments.benchmarks import limit as bench_limit
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = os.path.join(ROOT, "common", "settings", "processor_defaults.py")
 BEGIN, END = "# BEGIN TABLE\n", "# END TABLE\n"
 
@@ -38,9 +39,9 @@ def _by_class(output_dir: str, benchmark: str) -> Dict[str, List[Mapping]]:
 
 def _pool_seconds(output_dir: str, summary: Mapping, precision: str) -> Dict[str, float]:
   """{pool: median over repeats of pretraining + finetuning seconds} of pipeline_parallel in a limit summary."""
-  folder = os.path.join(output_dir, "benchmarks", "limit")
+  folder = os.path.join(output_dir, "benchmarks", bench_limit.BENCHMARK.name)
   found, out = records.records_of(folder, summary), {}
-  for pool in ("per_device", "shared"):
+  for pool in bench_limit.POOLS:
     rs = found.get(f"pipeline_{pool}_{precision}") or (
         found.get(f"pipeline_{pool}") if summary["setting"].get("precision") == precision else None)
     if rs and all(rs):
@@ -57,7 +58,7 @@ def table(output_dir: str = "results") -> Dict[str, Dict[str, dict]]:
         chosen = bench_kernels.choice(summaries, p.name, precision)
         if chosen:
           rows.setdefault(isa, {}).setdefault("kernels", {}).setdefault(p.name, {})[precision] = chosen
-  for isa, summaries in _by_class(output_dir, "limit").items():
+  for isa, summaries in _by_class(output_dir, bench_limit.BENCHMARK.name).items():
     for summary in (s for s in summaries if s["setting"]["batch_size"] == 100):
       for precision in programs.PRECISIONS:
         seconds = _pool_seconds(output_dir, summary, precision)

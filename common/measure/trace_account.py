@@ -20,7 +20,7 @@ import glob
 import os
 import re
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Sequence, Tuple
 
 CATEGORIES = ("matrix products", "conversions", "element-wise", "transfers", "dispatch", "idle")
 MATMULS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3", "Einsum")

@@ -14,17 +14,17 @@ from experiments import presets
 from experiments.benchmarks import harness
 from experiments.report import figures
 
-HELDOUT = {"heldout_every_epoch": True}
 GREEDY, SYNC, ASYNC = programs.GREEDY, programs.DATA_PARALLEL, programs.ASYNC_DATA_PARALLEL
 
 
 def configurations(s: harness.Setting) -> List:
   """greedy; data_parallel and async_data_parallel on W workers, each without and with the straggler."""
   w, delay = s.num_devices, s.options["slow_worker_delay"]
-  runs = [s.spec(GREEDY.run_name, GREEDY, 1, settings=HELDOUT)]
+  runs = [s.spec(GREEDY.run_name, GREEDY, 1, settings=presets.HELDOUT)]
   for program, launcher in ((SYNC, (f"--workers={w}",)), (ASYNC, (f"--workers={w}", "--ps=1"))):
     for suffix, straggler in (("", {}), ("_straggler", {"benchmark_slow_worker_delay_seconds": delay})):
-      runs.append(s.spec(program.run_name + suffix, program, 1, {**HELDOUT, **dict(program.timing_settings), **straggler},
+      runs.append(s.spec(program.run_name + suffix, program, 1,
+                         {**presets.HELDOUT, **dict(program.timing_settings), **straggler},
                          launcher=("common.launch", *launcher)))
   return runs
 

@@ -18,7 +18,6 @@ from experiments.report import series
 from experiments.report import tables
 from experiments.report import template
 
-HELDOUT = {"heldout_every_epoch": True}
 _NAME = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
 
 
@@ -55,7 +54,7 @@ def configurations(s: harness.Setting) -> List:
               and not (p.splits_batch and s.batch_size % d)):
       pools = p.thread_pools if g > 1 and len(p.thread_pools) > 1 else ("",)
       runs += [s.spec(f"{p.name}_g{g}_t{n // g}" + ("" if pool in ("", "per_device") else f"_{pool}"), p, g,
-                      settings={**HELDOUT, **({"thread_pool": pool} if pool else {})}, threads=n // g) for pool in pools]
+                      settings={**presets.HELDOUT, **({"thread_pool": pool} if pool else {})}, threads=n // g) for pool in pools]
   return runs
 
 

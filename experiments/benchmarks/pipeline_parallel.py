@@ -77,8 +77,9 @@ def over_greedy(output_dir: str, data, used: List[dict]) -> str:
 
 
 BENCHMARK = presets.Study(
-    name=PIPELINE, headline=(presets.Headline(
-        3, "Pipeline parallel over greedy, 2 devices, 4 × 1000 units, 3 repeats", "—", over_greedy),), runs=configurations, summarize=summarize,
+    name=PIPELINE, runs=configurations, summarize=summarize,
+    headline=(presets.Headline(3, "Pipeline parallel over greedy, 2 devices, 4 × 1000 units, 3 repeats", "—",
+                               over_greedy),),
     defaults={"pretrain_epochs": 3, "train_examples": 55_000},
     options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline configurations."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline configurations."),

@@ -97,8 +97,9 @@ def bf16_over_f32(output_dir: str, data, used: List[dict]) -> str:
 
 
 BENCHMARK = presets.Study(
-    name="precision", headline=(presets.Headline(
-        8, "bfloat16 over float32, pretraining: the programs' medians (batch, instruction set)", "—", bf16_over_f32),), runs=configurations, summarize=summarize, defaults={"train_examples": 55_000},
+    name="precision", runs=configurations, summarize=summarize, defaults={"train_examples": 55_000},
+    headline=(presets.Headline(8, "bfloat16 over float32, pretraining: the programs' medians (batch, instruction set)",
+                               "—", bf16_over_f32),),
     columns=tuple((f"speedup_{p.name}", f"{p.label}: f32 s / bf16 s") for p in programs.PROGRAMS)
     + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details,
     campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)), order=2)
