@@ -183,11 +183,15 @@ class StudyRuns(NamedTuple):
 
 
 def dp_scaling_runs(s) -> List[Run]:  # the op profile: one layer (the profile is of layer 1)
+  """data_parallel on each device count of s["devices"] at sizes `s` (a study's sizes with "dp_settings"), its batch
+  cut to a multiple of the devices."""
   return [spec(f"g{g}", DP, s.get("hidden", (s.get("units"),)), s["epochs"], s["batch"] - s["batch"] % g, g,
                s["examples"], settings=s["dp_settings"]) for g in s["devices"]]  # a batch the replicas split evenly
 
 
 def accuracy_runs(s) -> List[Run]:
+  """Every compared program but data_parallel, pretraining and finetuning E + E epochs for each E of s["epochs"], on
+  s["dataset"] (default MNIST), resumable."""
   data = s.get("dataset", MNIST)
   return [spec(f"{'' if data == MNIST else data + '_'}{p.run_name}_e{e}", p, s["hidden"], e, s["batch"],
                s["devices"], s["examples"], e, settings={"dataset": data},
@@ -198,6 +202,8 @@ BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per pr
 
 
 def comparison_runs(s) -> List[Run]:
+  """The baseline and every multi-device program at sizes `s`, each layer's held-out reconstruction after every
+  epoch (data_parallel with s["dp_settings"])."""
   return [spec(p.run_name, p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
                settings={**(s["dp_settings"] if p is DP else {}), **HELDOUT}) for p in COMPARED]
 

@@ -117,6 +117,7 @@ def other_machines(output_dir: str, study: str) -> Dict[str, StudyRecords]:
 
 
 def devices(record: Mapping) -> int:
+  """The devices the run trained on (`config.num_devices`)."""
   return int(record["config"]["num_devices"])
 
 

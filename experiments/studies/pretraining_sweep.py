@@ -217,6 +217,8 @@ def by_arm(runs: dict) -> dict:
 
 
 def accuracy(r: dict, key: str = "test_accuracy") -> Optional[float]:
+  """A record's finetuning `key` ("test_accuracy" or "validation_accuracy", in [0, 1]); None for a run that did not
+  finetune (or failed)."""
   return (r.get("finetune") or {}).get(key)
 
 
