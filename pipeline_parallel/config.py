@@ -1,4 +1,6 @@
-"""The pipeline_parallel configuration: the shared `Config` plus the chunk size and the replicas per stage."""
+"""The pipeline_parallel configuration: the shared `Config` plus the chunk size, the replicas per stage, and the
+schedule settings that address input drift (docs/pipeline_parallel.md, "Schedules"): each one's default is the
+original pipeline, which trains every layer at the constant rate from the first step to the last."""
 
 import dataclasses
 import os
@@ -35,9 +37,14 @@ def _replicas_split_evenly(values: Mapping[str, Any]) -> None:
   if isinstance(g, int) and g >= 1 and not os.environ.get("TF_CONFIG"):
     check_devices(g, r)
 
+# The pretraining rate over each layer's steps (`pipeline_parallel.schedule`).
+LR_SCHEDULES = ("constant", "cosine")
+
+
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig(config_lib.Config):
-  """`Config` plus the pipeline's own settings; the weights depend on neither."""
+  """`Config` plus the pipeline's own settings: the chunk size and the replicas per stage (the weights depend on
+  neither), and the schedule settings (`pipeline_parallel.schedule`; each default is the original schedule)."""
   TOGETHER = config_lib.Config.TOGETHER + ("replicas_per_stage", "num_devices")
   RULES = (_replicas_split_evenly,)
 
@@ -51,3 +58,21 @@ class PipelineConfig(config_lib.Config):
       "gradients (pipeline x data parallelism), on P = min(devices / R, layers) stages; --num_devices and "
       "--batch_size must be multiples of R; the weights do not depend on it (docs/pipeline_parallel.md).",
       check=config_lib.counts("devices per stage"))
+  pretrain_lr_schedule: str = config_lib.setting(
+      LR_SCHEDULES[0], "The pretraining rate of each layer over its own steps: constant, or cosine (from "
+      "--pretrain_learning_rate down to 0 at the layer's last step: Loshchilov and Hutter 2017, 'SGDR', without "
+      "restarts), so that the layers below settle while the layers above still learn on them.",
+      choices=LR_SCHEDULES, recipe=True)
+  layer_warmup_epochs: float = config_lib.setting(
+      0.0, "Layer n's rate rises linearly from 0 to the full rate over its first (n - 1) x this many epochs (layer 1 "
+      "keeps greedy's), so that the layers above learn little while the codes below them are young (decoupled greedy "
+      "learning warms its layers up in order: Belilovsky et al. 2020).",
+      check=config_lib.number_in(0, 1000, "in [0, 1000] epochs"), recipe=True)
+  stagger_epochs: float = config_lib.setting(
+      0.0, "Layer n starts (n - 1) x this many epochs after layer 1 and still trains --pretrain_epochs epochs: the run "
+      "is (layers - 1) x this many epochs longer, and a layer that has finished only encodes for the layers above.",
+      check=config_lib.number_in(0, 1000, "in [0, 1000] epochs"), recipe=True)
+  polish_epochs: int = config_lib.setting(
+      0, "After the pipelined steps, each layer n > 1 in turn, bottom first, trains this many more epochs on the "
+      "final, frozen layers below it (greedy's step, at --pretrain_learning_rate, on the epochs after the pipelined "
+      "ones).", check=config_lib.at_most(config_lib.MAX_EPOCHS, config_lib.non_negative_int("")), recipe=True)

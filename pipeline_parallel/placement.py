@@ -118,16 +118,17 @@ class Plan:
 
 def plan_for(hidden_units: Sequence[int], num_devices: int, train_examples: int, batch_size: int,
              pretrain_epochs: int, chunk_steps: int, replicas_per_stage: int = 1,
-             input_units: int = cost.INPUT_UNITS) -> Plan:
-  """The plan of a run with these flags: T = (N // B) x E steps, K clamped to one epoch's steps (so a layer
-  ends at most one epoch per tick, and every epoch gets its own record entry) and to T. The weights do not
-  depend on K. With E = 0 (no pretraining) the plan is of one epoch: it only places the layers.
+             input_units: int = cost.INPUT_UNITS, extra_steps: int = 0) -> Plan:
+  """The plan of a run with these flags: T = (N // B) x E steps (plus `extra_steps`: a staggered start's,
+  `pipeline_parallel.schedule`), K clamped to one epoch's steps (so a layer ends at most one epoch per tick, and
+  every epoch gets its own record entry) and to T. The weights do not depend on K. With E = 0 (no pretraining)
+  the plan is of one epoch: it only places the layers.
 
   Raises:
     ValueError: no steps (fewer training examples than one batch) or a K below 1.
   """
   steps_per_epoch = train_examples // batch_size
   # No pretraining (E = 0) still places the stages: the plan of one epoch, of which no tick runs.
-  total = steps_per_epoch * max(pretrain_epochs, 1)
+  total = steps_per_epoch * max(pretrain_epochs, 1) + (extra_steps if pretrain_epochs else 0)
   return Plan(tuple(hidden_units), num_devices, total, min(chunk_steps, steps_per_epoch, total), replicas_per_stage,
               input_units)

@@ -44,10 +44,13 @@ from common.distribute import devices as devices_lib
 from common.measure import cost
 from common.measure import timing
 from common.model import autoencoder
+from common.model import graph
 from common.run import lifecycle
+from common.training import epochs as epochs_lib
 from pipeline_parallel import config as config_lib
 from pipeline_parallel import placement
 from pipeline_parallel import program
+from pipeline_parallel import schedule as schedule_lib
 from pipeline_parallel import stages as stages_lib
 
 
@@ -100,9 +103,11 @@ def make_plan(config: config_lib.PipelineConfig, num_devices: int, input_units: 
   """The plan of a run on `num_devices` devices and data of `input_units` inputs (`placement.plan_for`); an
   epoch's held-out evaluation happens at the end of the tick it ended in."""
   config_lib.check_devices(num_devices, config.replicas_per_stage)
+  steps_per_epoch = config.train_examples // config.batch_size
+  schedule = schedule_lib.LayerSchedule.of(config, steps_per_epoch)
   return placement.plan_for(config.hidden_units, num_devices, config.train_examples, config.batch_size,
                             config.pretrain_epochs, config.pipeline_chunk_steps, config.replicas_per_stage,
-                            input_units)
+                            input_units, extra_steps=schedule.total_steps - schedule.layer_steps)
 
 
 def train(config: config_lib.PipelineConfig,
@@ -179,6 +184,7 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
   config = run.config
   hidden, n, b = config.hidden_units, run.data.num_train, config.batch_size
   steps_per_epoch = n // b
+  schedule = schedule_lib.LayerSchedule.of(config, steps_per_epoch)
   images = []
   for device in devices[0]:
     with tf.device(device):
@@ -186,7 +192,7 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
   pipeline = stages_lib.Pipeline([
       stages_lib.Stage([[run.layers[i] for i in stage]] + copies[p], devices[p],
                        p < plan.num_stages - 1, images if p == 0 else None, config.seed, config.corruption, b,
-                       run.kernels)
+                       run.kernels, schedule, stage[0])
       for p, stage in enumerate(plan.stages)])
   state = run.state.setdefault("pretrain", {
       "layers": [[] for _ in hidden], "tick": 0, "busy_seconds": [0.0] * plan.num_stages,
@@ -203,10 +209,15 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
                   tf.constant(0.0), *warm)[0][0].numpy()
   inputs = in_flight.load() if state["tick"] else pipeline.empty_inputs()
   tick_work = [max(c * k for c, (_, k) in zip(plan.stage_costs, plan.tick(t))) for t in range(plan.num_ticks)]
-  progress = progress_lib.Progress(sum(tick_work), "pretrain", config.show_progress, sum(tick_work[:state["tick"]]))
+  polish_work = [cost.layer_epoch_flops(hidden, i + 1, steps_per_epoch, plan.input_units) for i in range(len(hidden))]
+  polish = state.setdefault("polish", [[] for _ in hidden])
+  progress = progress_lib.Progress(
+      sum(tick_work) + config.polish_epochs * sum(polish_work[1:]), "pretrain", config.show_progress,
+      sum(tick_work[:state["tick"]]) + sum(w * len(h) for w, h in zip(polish_work, polish)))
   lr = tf.constant(config.pretrain_learning_rate, tf.float32)
   for k in range(state["tick"], plan.num_ticks):
     work = plan.tick(k)
+    _observe_starts(run, schedule, plan, k)
     firsts = tf.constant([f for f, _ in work], tf.int32)
     counts = tf.constant([c for _, c in work], tf.int32)
     trace = config.profile_dir if k == min(plan.num_stages - 1, plan.num_ticks - 1) else None
@@ -220,7 +231,7 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
     elif state["busy_seconds"] is not None:
       for p, (_, count) in enumerate(work):
         state["busy_seconds"][p] += float(ends[p] - starts[p]) if count else 0.0
-    ended = _account(losses, work, plan, partial, histories, stage_of, steps_per_epoch, run.pretrain_elapsed)
+    ended = _account(losses, work, partial, histories, stage_of, schedule, run.pretrain_elapsed)
     run.end_epochs(ended, steps_per_epoch * b)
     if ended:
       _log(progress, ended, histories, devices, stage_of, config.pretrain_epochs, steps_per_epoch * b)
@@ -231,14 +242,19 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
       with run.timer.phase("checkpoint_in_flight"):
         in_flight.store(inputs)
       run.save()
-  progress.close()
   state["tick"] = plan.num_ticks
+  if config.polish_epochs:
+    _polish(run, polish, [devices[stage_of[i][0]][0] for i in range(len(hidden))], images[0], devices[0][0],
+            -(-plan.total_steps // steps_per_epoch), progress, polish_work)
+  progress.close()
   wall = run.pretrain_elapsed
   busy = state["busy_seconds"]
   record = {
       "layers": [{"index": i + 1, "units": u, "device": ",".join(devices[stage_of[i][0]]),
-                  "stage": stage_of[i][0] + 1, "epochs": histories[i]} for i, u in enumerate(hidden)],
+                  "stage": stage_of[i][0] + 1, "epochs": histories[i],
+                  **({"polish": polish[i]} if config.polish_epochs else {})} for i, u in enumerate(hidden)],
       "pipeline": dict(plan.describe(), devices=[d[0] for d in devices] if plan.replicas_per_stage == 1 else devices,
+                       schedule=dict(schedule.describe(), polish_epochs=config.polish_epochs),
                        busy_seconds=busy,
                        idle_device_seconds=sum(wall - x for x in busy) if busy is not None else None,
                        flops=cost.pretraining_flops(hidden, config.pretrain_epochs, steps_per_epoch * b, pipelined=True,
@@ -250,28 +266,73 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
   return record
 
 
-def _account(losses: List[np.ndarray], work, plan: placement.Plan, partial: List[Dict[str, float]],
-             histories: List[List[Dict[str, Any]]], stage_of, steps_per_epoch: int,
+def _observe_starts(run: lifecycle.Run, schedule: schedule_lib.LayerSchedule, plan: placement.Plan, tick: int) -> None:
+  """Before `tick`, sketches for the input-drift measure what each layer n > 1 reads at its first step (epoch -1 of
+  `lifecycle.Run.observe_inputs`: the pipeline's layers read codes that move within an epoch), in the first tick whose
+  first step of layer 1 is at or after that layer's start: the layers below as they are then (those of lower stages
+  up to P - 1 chunks ahead)."""
+  kept = run.state.get("input_drift", {})
+  starting = {i: -1 for i in range(1, schedule.num_layers)
+              if -(-schedule.start(i) // plan.chunk_steps) == tick and "-1" not in kept.get(str(i), {})}
+  if starting:
+    run.observe_inputs(starting, lambda i: run.layers[:i])
+
+
+def _polish(run: lifecycle.Run, polish: List[List[Dict[str, Any]]], layer_devices: List[str], images: tf.Tensor,
+            images_device: str, first_epoch: int, progress: progress_lib.Progress, work: List[float]) -> None:
+  """--polish_epochs: each layer n > 1 in turn, bottom first, trains more epochs on frozen copies (on its device) of
+  the final layers below it, greedy's step at --pretrain_learning_rate on epochs `first_epoch`, ... of the data's
+  order and masks; each epoch's {"loss", "seconds", "epoch" (1-based, of the data), "elapsed_seconds"} appended to
+  `polish[n - 1]`, then a checkpoint. Raises TrainingDivergedError as a pipelined epoch does."""
+  config = run.config
+  for i in range(1, len(run.layers)):
+    if len(polish[i]) >= config.polish_epochs:
+      continue
+    device = layer_devices[i]
+    with tf.device(device):
+      frozen = [autoencoder.FrozenEncoder(layer) for layer in run.layers[:i]]
+      on_device = images if device == images_device else tf.constant(run.data.train_images)
+    trainer = autoencoder.LayerTrainer(run.layers[i], frozen, on_device, config.seed, config.corruption,
+                                       config.batch_size, device, run.kernels)
+    epoch_fn = graph.function(trainer.run_steps)
+    with run.timer.phase(timing.COMPILE_PHASE):  # Learning rate 0 changes nothing.
+      epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
+    for e in range(len(polish[i]), config.polish_epochs):
+      with run.training("pretrain_polish"):
+        result = epochs_lib.run_epoch(epoch_fn, first_epoch + e, trainer.steps_per_epoch,
+                                      config.pretrain_learning_rate, run.chunks_per_epoch, progress, work[i],
+                                      f"polishing loss of layer {i + 1}", "--pretrain_learning_rate")
+      polish[i].append(dict(result, epoch=first_epoch + e + 1, elapsed_seconds=run.pretrain_elapsed))
+      run.save()
+      progress.log(f"layer {i + 1} polish epoch {e + 1}/{config.polish_epochs} loss {result['loss']:.4f}",
+                   trainer.steps_per_epoch * config.batch_size, result["seconds"])
+
+
+def _account(losses: List[np.ndarray], work, partial: List[Dict[str, float]],
+             histories: List[List[Dict[str, Any]]], stage_of, schedule: schedule_lib.LayerSchedule,
              elapsed: float) -> Dict[int, Dict[str, Any]]:
-  """Adds a tick's per-step losses to each layer's running epoch; returns {layer: entry} of the epochs
-  that ended in this tick (appended to `histories`).
+  """Adds a tick's per-step losses to each layer's running epoch (the steps of its own window, `schedule`); returns
+  {layer: entry} of the epochs that ended in this tick (appended to `histories`).
 
   Raises:
     TrainingDivergedError: a loss is NaN or infinite.
   """
-  ended = {}
+  ended, steps_per_epoch = {}, schedule.steps_per_epoch
   for i, (p, m) in sorted(stage_of.items()):
     first, count = work[p]
+    start = schedule.start(i)
     for j in range(count):
+      tau = first + j - start  # the layer's own step
+      if not 0 <= tau < schedule.layer_steps:
+        continue
       loss = float(losses[p][j, m])
       if not math.isfinite(loss):
-        epoch = (first + j) // steps_per_epoch
         raise errors.TrainingDivergedError(
-            f"pretraining loss of layer {i + 1} became {loss} in epoch {epoch + 1}; lower "
+            f"pretraining loss of layer {i + 1} became {loss} in epoch {tau // steps_per_epoch + 1}; lower "
             "--pretrain_learning_rate. The last good checkpoint is kept.")
       partial[i]["loss_sum"] += loss
       partial[i]["steps"] += 1
-      if (first + j + 1) % steps_per_epoch == 0:
+      if (tau + 1) % steps_per_epoch == 0:
         entry = {"loss": partial[i]["loss_sum"] / partial[i]["steps"], "seconds": elapsed - partial[i]["since"]}
         histories[i].append(entry)
         ended[i] = entry

@@ -30,6 +30,7 @@ import tensorflow as tf
 from common.data import loader as data
 from common.model import autoencoder
 from common.model import graph
+from pipeline_parallel import schedule as schedule_lib
 
 # Group and instance keys of the stages' collectives: one process-wide sequence, so that pipelines built one
 # after another in a process (tests) never reuse a key; far above the keys tf.distribute allocates itself.
@@ -57,12 +58,17 @@ class Stage:
     seed, corruption, batch_size: as for greedy (`autoencoder.LayerTrainer`); batch_size is the global batch B,
       divisible by R.
     kernels: the kernel path of each layer's step (`autoencoder.KERNEL_PATHS`).
+    schedule: when each layer trains and at which rate (`pipeline_parallel.schedule`); None: the original schedule
+      (every layer at the given rate on every step).
+    first_layer: the 0-based index in the stack of the stage's bottom layer (the schedule is per layer).
   """
 
   def __init__(self, replicas: Sequence[Sequence[autoencoder.DenoisingAutoencoder]], devices: Sequence[str],
                emits: bool, images: Optional[Sequence[tf.Tensor]], seed: int, corruption: float, batch_size: int,
-               kernels: str):
+               kernels: str, schedule: Optional[schedule_lib.LayerSchedule] = None, first_layer: int = 0):
     self.replicas, self.devices, self.emits = [list(c) for c in replicas], list(devices), emits
+    self.schedule = None if schedule is None or schedule.is_original else schedule
+    self.first_layer = first_layer
     self.layers, self.device, self.batch_size = self.replicas[0], self.devices[0], batch_size
     self.share = batch_size // len(self.devices)
     self.batches = [data.Batches(i, seed, corruption, batch_size) for i in images] if images is not None else None
@@ -73,6 +79,9 @@ class Stage:
     if len(self.devices) == 1:
       self._steps = [[autoencoder.compile_step(self._layer_step(layer, up), kernels)
                       for layer, up in zip(self.layers, passes_up)]]
+      # A staggered layer outside its window only encodes (one device: the replicas' collectives run every step).
+      self._forwards = [autoencoder.compile_step(self._layer_forward(layer, up), kernels)
+                        for layer, up in zip(self.layers, passes_up)] if self.schedule and self.schedule.staggered else None
     else:
       self._steps = [[autoencoder.compile_step(self._layer_gradients(layer, up, batch_size), kernels)
                       for layer, up in zip(copies, passes_up)] for copies in self.replicas]
@@ -90,6 +99,13 @@ class Stage:
     return step
 
   @staticmethod
+  def _layer_forward(layer: autoencoder.DenoisingAutoencoder, passes_up: bool):
+    def forward(inputs, target, learning_rate):
+      del learning_rate  # The layer does not train: it only encodes both paths for the layers above.
+      return tf.constant(0.0), layer.encode(inputs), layer.encode(target) if passes_up else target
+    return forward
+
+  @staticmethod
   def _layer_gradients(layer: autoencoder.DenoisingAutoencoder, passes_up: bool, global_batch: int):
     def gradients(inputs, target):
       clean = layer.encode(target) if passes_up else target
@@ -97,11 +113,21 @@ class Stage:
       return loss, hidden, clean, grads
     return gradients
 
-  def _train_layer(self, k: int, inputs: List[tf.Tensor], targets: List[tf.Tensor], learning_rate: tf.Tensor):
-    """One SGD step of layer k of the stage on every replica: (the batch's mean loss, encodings per replica of
-    the corrupted path, of the clean path)."""
+  def _train_layer(self, k: int, inputs: List[tf.Tensor], targets: List[tf.Tensor], learning_rate: tf.Tensor,
+                   step: tf.Tensor):
+    """One SGD step of layer k of the stage at global `step` on every replica: (the batch's mean loss, encodings
+    per replica of the corrupted path, of the clean path). Under a schedule the rate is the layer's at that step; a
+    staggered layer outside its window does not train (loss 0 on one device; rate 0 with replicas)."""
+    if self.schedule is not None:
+      learning_rate = learning_rate * self.schedule.multiplier_tensor(self.first_layer + k, step)
     if len(self.devices) == 1:
-      loss, hidden, clean = self._steps[0][k](inputs[0], targets[0], learning_rate)
+      if self._forwards is None:
+        loss, hidden, clean = self._steps[0][k](inputs[0], targets[0], learning_rate)
+      else:
+        loss, hidden, clean = tf.cond(
+            self.schedule.trains_tensor(self.first_layer + k, step),
+            lambda: self._steps[0][k](inputs[0], targets[0], learning_rate),
+            lambda: self._forwards[k](inputs[0], targets[0], learning_rate))
       return loss, [hidden], [clean]
     results = []
     for r, device in enumerate(self.devices):
@@ -148,7 +174,7 @@ class Stage:
         corrupted, clean = [p[0] for p in pairs], [p[1] for p in pairs]
         step_losses = []
         for k in range(len(self.layers)):
-          loss, corrupted, clean = self._train_layer(k, corrupted, clean, learning_rate)
+          loss, corrupted, clean = self._train_layer(k, corrupted, clean, learning_rate, first_step + i)
           step_losses.append(loss)
         written = []
         for r in range(replicas):

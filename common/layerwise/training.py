@@ -63,9 +63,11 @@ class GroupTrainer:
     self.concurrent = concurrent
     self._copies: List[Tuple[autoencoder.FrozenEncoder, autoencoder.DenoisingAutoencoder]] = []
     self._epoch_fns = []
+    self._frozen: Dict[int, List[autoencoder.FrozenEncoder]] = {}
     for layer_index, device in zip(self.group, self.devices):
       with tf.device(device):
         frozen = [autoencoder.FrozenEncoder(layers[k]) for k in range(layer_index)]
+      self._frozen[layer_index] = frozen
       self._copies += [(frozen[k], layers[k]) for k in range(self.group[0], layer_index)]
       trainer = autoencoder.LayerTrainer(layers[layer_index], frozen, images[device], seed, corruption,
                                          batch_size, device, kernels)
@@ -73,6 +75,10 @@ class GroupTrainer:
     self.steps_per_epoch = trainer.steps_per_epoch
     self.run_steps = graph.function(self._run_steps)
     self.copy_weights = graph.function(self._copy_weights)
+
+  def inputs_of(self, layer: int) -> List[autoencoder.FrozenEncoder]:
+    """The frozen copies of layers 0 .. layer - 1 that 0-based `layer` of the group reads (on its device)."""
+    return self._frozen[layer]
 
   def _run_steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor, learning_rate: tf.Tensor,
                  active: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
@@ -168,6 +174,8 @@ def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent
           raise errors.TrainingDivergedError(
               f"pretraining loss of layer {i + 1} became {losses[i]} in step {step.step + 1} of group {g + 1}; "
               "lower --pretrain_learning_rate. The last good checkpoint is kept.")
+      # What each active layer read in this step: its frozen copies, before the copy refreshes them.
+      run.observe_inputs({i: len(histories[i]) for i in step.active}, trainer.inputs_of)
       with run.training(None):
         start = time.perf_counter()
         trainer.copy_weights()
@@ -179,7 +187,8 @@ def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent
       records.append({"group": g, "step": step.step, "active_layers": [i + 1 for i in step.active],
                       "wall_seconds": wall, "busy_seconds": device_busy, "copy_seconds": copy,
                       "idle_seconds": sum(wall - b for b in device_busy.values())})
-      run.end_epochs({i: histories[i][-1] for i in step.active}, trainer.steps_per_epoch * config.batch_size)
+      run.end_epochs({i: histories[i][-1] for i in step.active}, trainer.steps_per_epoch * config.batch_size,
+                     inputs_observed=True)
       run.save()
       _log_step(progress, records[-1], step, schedule, losses, layer_devices, trainer.steps_per_epoch * config.batch_size)
   progress.close()

@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import os
 import time
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -38,6 +38,7 @@ from common.measure import timing
 from common.model import autoencoder
 from common.model import evaluation
 from common.model import export
+from common.model import input_drift
 from common.model import precision as precision_lib
 from common.settings import config as config_lib
 from common.settings import programs
@@ -79,6 +80,7 @@ class Run:
       (`common.training.finetune_pipeline`), else None.
     kernels: the kernel path of the pretraining steps, "xla" or "tf" (`autoencoder.KERNEL_PATHS`).
     evaluator: the held-out reconstruction evaluator (`common.model.evaluation`).
+    drift: the input-drift measure (`common.model.input_drift`): what each layer read, epoch by epoch.
     summaries: TensorBoard scalars (`common.artifacts.summaries`; writes nothing without --tensorboard_dir).
     plan: what the program's `plan` hook decided from the devices and the data (its layout), else None.
     checkpoint_objects: the program's own objects checkpointed with the weights (its `checkpoint_objects` hook).
@@ -101,6 +103,7 @@ class Run:
   finetune_devices: Optional[List[str]]
   kernels: str
   evaluator: evaluation.HeldoutEvaluator
+  drift: input_drift.InputDrift
   summaries: summaries_lib.Summaries
   checkpoint: checkpoint_lib.CheckpointState
   on_checkpoint: Optional[Callable[["Run"], None]] = None
@@ -163,15 +166,29 @@ class Run:
       self._clock["pretrain_seconds"] += wall
       self._clock["pretrain_cpu_seconds"] += cpu
 
-  def end_epochs(self, entries: Dict[int, Dict[str, Any]], examples: int) -> None:
+  def observe_inputs(self, epochs: Dict[int, int], encoders_of: Callable[[int], Sequence[Any]]) -> None:
+    """Sketches what layers read in an epoch for the input-drift measure (`common.model.input_drift`; timing phase
+    "input_drift", outside the pretraining clock): {0-based layer: its 0-based epoch} and, per layer i, the
+    encoders of layers 0 .. i - 1 it read (`encoders_of(i)`). Layer 0 reads the images: nothing to sketch."""
+    if any(i > 0 for i in epochs):
+      with self.timer.phase("input_drift"):
+        for i, epoch in sorted(epochs.items()):
+          self.drift.observe(self.state, i, epoch, encoders_of(i))
+
+  def end_epochs(self, entries: Dict[int, Dict[str, Any]], examples: int, inputs_observed: bool = False) -> None:
     """Completes the record entries of layer-epochs that just ended, {0-based layer: entry}.
 
     Each entry ({"loss", "seconds", ...}, appended by the program to its layer's history) gets
     "elapsed_seconds" (`pretrain_elapsed` now) and, with --heldout_every_epoch, "heldout_loss": the
     layer's held-out reconstruction loss through the current stack below it (timed as "heldout_eval",
-    outside the pretraining clock). Its TensorBoard scalars are written; `examples` is the number of
-    examples one epoch processes.
+    outside the pretraining clock). Unless the program observed them itself (`inputs_observed`: its layers read
+    copies, which it sketches before refreshing them), what each layer read is sketched as the current layers
+    below it (`observe_inputs`). Its TensorBoard scalars are written; `examples` is the number of examples one
+    epoch processes.
     """
+    if not inputs_observed:
+      self.observe_inputs({i: len(self.state["pretrain"]["layers"][i]) - 1 for i in entries},
+                          lambda i: self.layers[:i])
     losses = []
     if self.config.heldout_every_epoch and entries:
       with self.timer.phase("heldout_eval"):
@@ -403,13 +420,14 @@ def start(config: config_lib.Config, program: programs.Program,
   clock["processes"] = clock.get("processes", 0) + 1
   # Under a mirrored strategy the layers are on every replica: evaluate on this process's default device.
   evaluator = evaluation.HeldoutEvaluator(data.test_images, config.corruption, None if mirrored else finetune_device)
+  drift = input_drift.InputDrift(data.validation_images, config.hidden_units, None if mirrored else finetune_device)
   return Run(
       config=config, program=program, devices=device_setup, data=data, layers=layers, classifier=classifier,
       state=state, timer=timing.PhaseTimer(), resumed=resumed, started=started, chief=chief,
       finetune_device=finetune_device, layer_devices=layer_devices, distribution=distribution,
       finetune_distribution=finetune_distribution, finetune_devices=finetune_devices,
       kernels=config.kernel_path(program.default_kernels(config.precision)),
-      evaluator=evaluator, summaries=summaries_lib.Summaries(config.tensorboard_dir if chief else None,
+      evaluator=evaluator, drift=drift, summaries=summaries_lib.Summaries(config.tensorboard_dir if chief else None,
                                                              config.effective_run_name),
       checkpoint=ckpt, on_checkpoint=on_checkpoint or cluster.fault_hook_from_environment(), lock=model_dir_lock,
       plan=plan, checkpoint_objects=extra)
@@ -433,6 +451,8 @@ def finish(run: Run, record: Dict[str, Any], **finetune_options) -> Dict[str, An
     heldout = run.evaluator.losses(run.layers)
   logging.info("Held-out reconstruction loss per layer (test images, fixed masks): %s",
                ", ".join(f"layer {i + 1} {v:.2f}" for i, v in enumerate(heldout)))
+  with run.timer.phase("input_drift"):
+    drift = run.drift.summary(run.state, run.layers)
   if config.finetune_epochs > 0:
     record["finetune"] = finetune.run_finetuning(
         run.classifier, run.layers, run.data, config, run.state, lambda _: run.save(), run.timer,
@@ -464,6 +484,7 @@ def finish(run: Run, record: Dict[str, Any], **finetune_options) -> Dict[str, An
   full["dataset"] = run.data.describe()
   full.update(record)
   full["heldout_reconstruction"] = [{"layer": i + 1, "loss": v} for i, v in enumerate(heldout)]
+  full["input_drift"] = drift
   full["pretrain_cpu_seconds"] = run.pretrain_cpu_seconds
   full["timing"] = dict(record.get("timing", {}), **run.timer.as_dict())
   full["resumed"] = run.resumed

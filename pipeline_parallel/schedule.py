@@ -1,0 +1,116 @@
+"""When each layer of the pipeline trains, and at which rate: the schedule settings of pipeline_parallel.
+
+The original pipeline trains every layer from the first step to the last at the constant rate. Layer n > 1 then
+learns on the codes of layers that are still moving (input drift: docs/pretraining.md). Each setting below
+changes only when a layer trains and at which rate; the mathematics of a step is the original one. Their
+defaults give the original schedule. With S steps per epoch and E epochs, layer n (1-based) has its own steps
+tau = t - start_n, for global steps t in [start_n, start_n + E S):
+
+  * stagger (`--stagger_epochs` d): start_n = round((n - 1) d S) (the original: 0); the run has
+    E S + start_H steps. Outside its window a layer does not train; a finished layer still encodes for the
+    layers above (a staggered start: Bengio et al. 2007, "Greedy layer-wise training of deep networks", is the
+    limit d = E).
+  * warm-up (`--layer_warmup_epochs` w): the rate of layer n is multiplied by min(1, (tau + 1) / W_n) with
+    W_n = round((n - 1) w S) steps (none when W_n = 0): the layers warm up in order, as decoupled greedy learning
+    does after each rate drop (Belilovsky et al. 2020, "Decoupled Greedy Learning of CNNs", section 4).
+  * rate schedule (`--pretrain_lr_schedule`): constant, or cosine, multiplied by (1 + cos(pi tau / (E S))) / 2
+    (Loshchilov and Hutter 2017, "SGDR", without restarts), so the lower layers settle while the upper ones train.
+
+A polish (`--polish_epochs`) is not a step schedule: it runs after the pipelined steps (`pipeline_parallel.pretrain`).
+"""
+
+import dataclasses
+import math
+
+import tensorflow as tf
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerSchedule:
+  """The window and rate multiplier of every layer in the pipelined steps.
+
+  Attributes:
+    num_layers: H.
+    steps_per_epoch: S.
+    epochs: E, the epochs every layer trains.
+    lr_schedule: "constant" or "cosine".
+    warmup_epochs: w (epochs, may be fractional); layer n warms up over (n - 1) w epochs.
+    stagger_epochs: d (epochs, may be fractional); layer n starts (n - 1) d epochs after layer 1.
+  """
+  num_layers: int
+  steps_per_epoch: int
+  epochs: int
+  lr_schedule: str = "constant"
+  warmup_epochs: float = 0.0
+  stagger_epochs: float = 0.0
+
+  @classmethod
+  def of(cls, config, steps_per_epoch: int) -> "LayerSchedule":
+    """The schedule of a `PipelineConfig` with S = `steps_per_epoch`."""
+    return cls(len(config.hidden_units), steps_per_epoch, config.pretrain_epochs, config.pretrain_lr_schedule,
+               config.layer_warmup_epochs, config.stagger_epochs)
+
+  @property
+  def is_original(self) -> bool:
+    """True for the original schedule: every layer at the constant rate on every step."""
+    return self.lr_schedule == "constant" and self.warmup_steps(self.num_layers - 1) == 0 and not self.staggered
+
+  @property
+  def staggered(self) -> bool:
+    """True when some layer starts after the first step."""
+    return self.start(self.num_layers - 1) > 0
+
+  @property
+  def layer_steps(self) -> int:
+    """E S, the steps every layer trains."""
+    return self.epochs * self.steps_per_epoch
+
+  def start(self, layer: int) -> int:
+    """The first global step of 0-based `layer`."""
+    return int(round(layer * self.stagger_epochs * self.steps_per_epoch))
+
+  def warmup_steps(self, layer: int) -> int:
+    """W of 0-based `layer`: the steps over which its rate rises (0: none)."""
+    return int(round(layer * self.warmup_epochs * self.steps_per_epoch))
+
+  @property
+  def total_steps(self) -> int:
+    """The global steps of the pipelined phase: E S + the top layer's start."""
+    return self.layer_steps + self.start(self.num_layers - 1)
+
+  def trains(self, layer: int, step: int) -> bool:
+    """Whether 0-based `layer` trains at global `step`."""
+    return 0 <= step - self.start(layer) < self.layer_steps
+
+  def multiplier(self, layer: int, step: int) -> float:
+    """The rate multiplier of 0-based `layer` at global `step` (Python; 0 outside its window)."""
+    tau = step - self.start(layer)
+    if not 0 <= tau < self.layer_steps:
+      return 0.0
+    w = self.warmup_steps(layer)
+    m = min(1.0, (tau + 1) / w) if w else 1.0
+    return m * (0.5 * (1.0 + math.cos(math.pi * tau / self.layer_steps)) if self.lr_schedule == "cosine" else 1.0)
+
+  def multiplier_tensor(self, layer: int, step: tf.Tensor) -> tf.Tensor:
+    """`multiplier` in graph code: float32 scalar of int32 scalar `step`."""
+    tau = tf.cast(step - self.start(layer), tf.float32)
+    inside = tf.logical_and(tau >= 0.0, tau < float(self.layer_steps))
+    m = tf.constant(1.0)
+    w = self.warmup_steps(layer)
+    if w:
+      m = tf.minimum(1.0, (tau + 1.0) / float(w))
+    if self.lr_schedule == "cosine":
+      m = m * 0.5 * (1.0 + tf.cos(math.pi * tau / float(self.layer_steps)))
+    return tf.where(inside, m, 0.0)
+
+  def trains_tensor(self, layer: int, step: tf.Tensor) -> tf.Tensor:
+    """`trains` in graph code: bool scalar of int32 scalar `step`."""
+    tau = step - self.start(layer)
+    return tf.logical_and(tau >= 0, tau < self.layer_steps)
+
+  def describe(self) -> dict:
+    """The schedule for the run record: settings and each layer's first step and warm-up steps."""
+    return {"lr_schedule": self.lr_schedule, "layer_warmup_epochs": self.warmup_epochs,
+            "stagger_epochs": self.stagger_epochs, "layer_start_steps": [self.start(i) for i in range(self.num_layers)],
+            "layer_warmup_steps": [self.warmup_steps(i) for i in range(self.num_layers)],
+            "layer_steps": self.layer_steps, "total_steps": self.total_steps}
