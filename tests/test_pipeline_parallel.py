@@ -22,6 +22,7 @@ from pipeline_parallel import placement
 from pipeline_parallel import pretrain as pipeline
 from pipeline_parallel import stages as stages_lib
 from conftest import SLICE_EXAMPLES, run_module
+import pipeline_reference
 
 assert len(tf.config.list_logical_devices("CPU")) >= 4
 
@@ -77,39 +78,10 @@ def test_partition_minimises_the_largest_stage():
   assert placement.Plan((10, 10), num_devices=4, total_steps=5, chunk_steps=5).num_stages == 2
 
 
-def _numpy_reference(images, hidden, epochs, batch, seed, corruption, lr):
-  """The definition of the schedule in float64 NumPy, one step after another, every layer in turn."""
-  n = images.shape[0]
-  steps = n // batch
-  sizes = [784] + list(hidden)
-  weights = [[autoencoder.sigmoid_glorot_uniform(sizes[i], sizes[i + 1], seed, i + 1).numpy().astype(np.float64),
-              np.zeros(sizes[i + 1]), np.zeros(sizes[i])] for i in range(len(hidden))]
-  sigmoid = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
-  for t in range(epochs * steps):
-    epoch, position = divmod(t, steps)
-    indices = data.epoch_indices(tf.constant(position * batch + np.arange(batch), tf.int32), seed,
-                                 tf.constant(epoch), n).numpy()
-    clean = images[indices].astype(np.float64)
-    mask = data.keep_mask(tf.constant(indices), seed, tf.constant(epoch), corruption, units=784).numpy()
-    x, y = clean * mask, clean
-    for w, b, c in weights:
-      h = sigmoid(x @ w + b)  # the step's forward pass, with the weights at the start of the step
-      h_clean = sigmoid(y @ w + b)
-      dz = (sigmoid(h @ w.T + c) - y) / batch  # d(mean over batch of summed cross-entropy) / d logits
-      da = (dz @ w) * h * (1 - h)
-      grad_w = x.T @ da + dz.T @ h
-      w -= lr * grad_w
-      b -= lr * da.sum(0)
-      c -= lr * dz.sum(0)
-      x, y = h, h_clean
-  return {f"layer{i + 1}/{name}": v for i, layer in enumerate(weights)
-          for name, v in zip(("kernel", "bias", "decoder_bias"), layer)}
-
-
 def test_program_equals_a_numpy_reference_of_the_definition(tmp_path):
   hidden, examples, batch = (20, 18, 16), 64, 8
   mnist = data.load_mnist(train_examples=examples)
-  want = _numpy_reference(mnist.train_images, hidden, epochs=2, batch=batch, seed=3, corruption=0.5, lr=0.5)
+  want = pipeline_reference.weights(mnist.train_images, hidden, epochs=2, batch=batch, seed=3, corruption=0.5, lr=0.5)
   pipeline.train(_config(tmp_path, "pp", hidden_units=hidden, train_examples=examples, batch_size=batch,
                        pretrain_learning_rate=0.5, num_devices=2, pipeline_chunk_steps=3))
   got = _weights(tmp_path, "pp")

@@ -5,7 +5,8 @@ Record layout (docs/programs.md, "The run record"):
    kernels, precision, cpu_count, usable_cores, cpu_model, commit, commit_dirty, code_digest, hostname, ...},
    "pretrain_seconds", "layers": [{"index", "units", "device",
    "epochs": [{"loss", "seconds"}, ...]}, ...], "timing": {phase: seconds}, "finetune": {...},
-   "total_seconds"}
+   "total_seconds", "input_drift": {per layer n > 1 and epoch, how far the codes it read were from the final
+   codes below it: `common.model.input_drift`}}
 plus, written by `common.run.lifecycle.finish`: "process_seconds" (= "total_seconds", this process's wall
 seconds), "run_seconds" and "run_processes" (the whole run, over its resumed processes), "resumed",
 "resumed_from" and "skipped_checkpoints" (docs/troubleshooting.md), "warnings" and "diverged" (a run that
@@ -28,7 +29,7 @@ from common.measure import provenance
 from common.settings import config as config_lib
 
 REQUIRED_FIELDS = ("strategy", "config", "environment", "pretrain_seconds", "layers", "timing",
-                   "finetune", "total_seconds")
+                   "finetune", "total_seconds", "input_drift")
 
 
 def environment(device_setup: devices_lib.DeviceSetup, precision: str = "float32") -> Dict[str, Any]:
@@ -52,7 +53,8 @@ def new_record(config: config_lib.Config, device_setup: devices_lib.DeviceSetup)
   """A record with every contract field present; the program fills in the results."""
   return {"strategy": config.program, "config": config.to_dict(),
           "environment": environment(device_setup, config.precision),
-          "pretrain_seconds": 0.0, "layers": [], "timing": {}, "finetune": None, "total_seconds": 0.0}
+          "pretrain_seconds": 0.0, "layers": [], "timing": {}, "finetune": None, "total_seconds": 0.0,
+          "input_drift": None}
 
 
 def record_path(record: Dict[str, Any], config: config_lib.Config) -> str:

@@ -7,29 +7,12 @@ after every epoch. The staggered starts are also the causal test of the drift: t
 
 from typing import Any, Dict, List, Mapping, Tuple
 
-from common.settings import programs
 from experiments.presets import Study, spec
+from experiments.schedules import ARMS
 from experiments.report import tables
 from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy,
                                                    by_arm, spread_text)
 
-GREEDY, PP = programs.GREEDY, programs.PIPELINE_PARALLEL
-# The compared arms: (name in run names, program, settings beside the tuned recipe's). Every pipeline arm names all
-# its schedule settings, so that its records stay its own whatever a recipe sets.
-ORIGINAL = {"pretrain_lr_schedule": "constant", "layer_warmup_epochs": 0.0, "stagger_epochs": 0.0, "polish_epochs": 0}
-ARMS: Tuple[Tuple[str, programs.Program, Mapping[str, Any]], ...] = (
-    ("greedy", GREEDY, {}),
-    ("pp", PP, ORIGINAL),
-    ("mp", programs.MODEL_PARALLEL, {}),
-    ("sl", programs.SYNC_LAYERWISE, {}),
-    ("pp_cosine", PP, dict(ORIGINAL, pretrain_lr_schedule="cosine")),
-    ("pp_warmup1", PP, dict(ORIGINAL, layer_warmup_epochs=1.0)),
-    ("pp_warmup2", PP, dict(ORIGINAL, layer_warmup_epochs=2.0)),
-    ("pp_stagger0.5", PP, dict(ORIGINAL, stagger_epochs=0.5)),
-    ("pp_stagger1", PP, dict(ORIGINAL, stagger_epochs=1.0)),
-    ("pp_stagger2", PP, dict(ORIGINAL, stagger_epochs=2.0)),
-    ("pp_polish1", PP, dict(ORIGINAL, polish_epochs=1)),
-)
 VAL = "validation_accuracy"
 
 

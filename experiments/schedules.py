@@ -1,0 +1,26 @@
+"""The pipeline's schedule arms that the frontier study (`studies/pretraining_frontier.py`) and its speed benchmark
+(`benchmarks/pipeline_schedules.py`) compare, declared once: (name in run names, program, settings). Every pipeline
+arm names all its schedule settings (`pipeline_parallel.schedule`), so that its records stay its own whatever a
+recipe sets."""
+
+from typing import Any, Mapping, Tuple
+
+from common.settings import programs
+
+GREEDY, PP = programs.GREEDY, programs.PIPELINE_PARALLEL
+ORIGINAL = {"pretrain_lr_schedule": "constant", "layer_warmup_epochs": 0.0, "stagger_epochs": 0.0, "polish_epochs": 0}
+Arm = Tuple[str, programs.Program, Mapping[str, Any]]
+BASELINE: Arm = ("greedy", GREEDY, {})
+PIPELINE_ARMS: Tuple[Arm, ...] = (
+    ("pp", PP, ORIGINAL),
+    ("pp_cosine", PP, dict(ORIGINAL, pretrain_lr_schedule="cosine")),
+    ("pp_warmup1", PP, dict(ORIGINAL, layer_warmup_epochs=1.0)),
+    ("pp_warmup2", PP, dict(ORIGINAL, layer_warmup_epochs=2.0)),
+    ("pp_stagger0.5", PP, dict(ORIGINAL, stagger_epochs=0.5)),
+    ("pp_stagger1", PP, dict(ORIGINAL, stagger_epochs=1.0)),
+    ("pp_stagger2", PP, dict(ORIGINAL, stagger_epochs=2.0)),
+    ("pp_polish1", PP, dict(ORIGINAL, polish_epochs=1)),
+)
+# The other schedules that train several layers at once, for comparison.
+OTHERS: Tuple[Arm, ...] = (("mp", programs.MODEL_PARALLEL, {}), ("sl", programs.SYNC_LAYERWISE, {}))
+ARMS: Tuple[Arm, ...] = (BASELINE, PIPELINE_ARMS[0]) + OTHERS + PIPELINE_ARMS[1:]
