@@ -5,8 +5,12 @@ tuned recipe, 3 seeds, MNIST and Fashion-MNIST; every run records its input drif
 after every epoch. The staggered starts are also the causal test of the drift: they remove the early drift in steps
 (d = E is greedy) and change nothing else but the data order of the upper layers' steps and the time."""
 
-from typing import Any, Dict, List, Mapping, Tuple
+import statistics
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from matplotlib import figure as mpl_figure
+
+from experiments import records
 from experiments.presets import Study, spec
 from experiments.schedules import ARMS
 from experiments.report import tables
@@ -53,9 +57,115 @@ def _mean_drift(per_run: List[List[Dict[str, Any]]], at: int) -> str:
   return f"{sum(values) / len(values):.3f}" if values else "—"
 
 
+# The arms of the drift figure (Fashion-MNIST, where the pipeline loses), with their colours.
+DRIFT_ARMS = (("greedy", "tab:blue"), ("mp", "tab:orange"), ("pp", "tab:red"), ("pp_cosine", "tab:purple"),
+              ("pp_stagger2", "tab:green"))
+SPEED_BENCHMARK = "pipeline_schedules"  # the benchmark that times the arms (experiments/benchmarks/)
+TOLERANCE = 0.1  # points of validation accuracy below greedy's that the rule of `choose` accepts
+
+
+def choose(data, speedups: Mapping[str, float]) -> Tuple[Optional[str], str]:
+  """The rule, written before it was applied (docs/pretraining.md): among the pipeline arms whose mean validation
+  accuracy minus greedy's (same seeds) is >= -TOLERANCE points on both datasets, the fastest by `speedups`
+  ({arm: median speedup over greedy at batch 100}); when none is, the arm whose worse dataset's mean difference is
+  largest. Test accuracy is not read. Returns (arm or None without records, why)."""
+  found = by_arm(data.runs)
+  worst = {}
+  for name, _, _ in ARMS:
+    if not name.startswith("pp"):
+      continue
+    diffs = []
+    for d in DATASETS:
+      greedy, rs = found.get((SHORT[d], "greedy"), {}), found.get((SHORT[d], name), {})
+      seeds = [s for s in rs if s in greedy]
+      if not seeds:
+        break
+      diffs.append(statistics.mean(100 * (accuracy(rs[s], VAL) - accuracy(greedy[s], VAL)) for s in seeds))
+    else:
+      worst[name] = min(diffs)
+  passing = [a for a, w in worst.items() if w >= -TOLERANCE and a in speedups]
+  if passing:
+    arm = max(passing, key=lambda a: speedups[a])
+    return arm, f"the fastest ({speedups[arm]:.2f}x) of {', '.join(sorted(passing))}, within {TOLERANCE} point"
+  if not worst:
+    return None, "no records"
+  arm = max(worst, key=worst.get)
+  return arm, f"no arm within {TOLERANCE} point on both datasets; the best worse-dataset difference ({worst[arm]:+.2f})"
+
+
+def frontier_figure(data, others) -> mpl_figure.Figure:
+  """Rows 1-2: per layer n > 1 (columns), the input drift (distance of the codes read to the final ones) and the
+  held-out reconstruction after each of its epochs, mean over the seeds, Fashion-MNIST, for `DRIFT_ARMS`. Row 3: per
+  dataset, each arm's mean validation accuracy minus greedy's (points; bars: min-max over the seeds) against its
+  speedup over greedy from the benchmark's newest batch-100 summary (greedy at (1, 0)); no row 3 without one."""
+  found = by_arm(data.runs)
+  speed = _speedups(data.output_dir)
+  rows = 3 if speed else 2
+  fig = mpl_figure.Figure(figsize=(15, 4.2 * rows))
+  axes = fig.subplots(rows, 3, squeeze=False)
+  for name, colour in DRIFT_ARMS:
+    rs = list(found.get(("fashion", name), {}).values())
+    if not rs:
+      continue
+    for n, (top, bottom) in enumerate(zip(axes[0], axes[1])):
+      drift = [r["input_drift"]["layers"][n]["epochs"] for r in rs]
+      _mean_line(top, [[e["distance_to_final"] for e in epochs] for epochs in drift], colour, name)
+      _mean_line(bottom, [[e["heldout_loss"] for e in r["layers"][n + 1]["epochs"]] for r in rs], colour, name)
+      top.set_title(f"layer {n + 2}: input drift (Fashion-MNIST)", fontsize=10)
+      bottom.set_title(f"layer {n + 2}: held-out reconstruction", fontsize=10)
+      top.set_ylabel("distance of the codes read to the final codes")
+      bottom.set_ylabel("nats per image")
+  for ax in list(axes[0]) + list(axes[1]):
+    ax.set_xlabel("epoch of the layer")
+    ax.legend(fontsize=7)
+  if speed:
+    for ax, d in zip(axes[2], DATASETS):
+      greedy = found.get((SHORT[d], "greedy"), {})
+      ax.plot([1.0], [0.0], "o", color="tab:blue")
+      ax.annotate("greedy", (1.0, 0.0), fontsize=7)
+      for name in speed:
+        rs = found.get((SHORT[d], name), {})
+        diffs = [100 * (accuracy(rs[s], VAL) - accuracy(greedy[s], VAL)) for s in rs if s in greedy]
+        if diffs:
+          mean = statistics.mean(diffs)
+          ax.errorbar([speed[name]], [mean], yerr=[[mean - min(diffs)], [max(diffs) - mean]], fmt="o", color="0.3",
+                      capsize=3)
+          ax.annotate(name, (speed[name], mean), fontsize=7, xytext=(4, 2), textcoords="offset points")
+      ax.axhline(-TOLERANCE, linestyle=":", color="0.6")
+      ax.set_title(f"{records.dataset_label(d)}: validation accuracy against speed", fontsize=10)
+      ax.set_xlabel("pretraining speedup over greedy (batch 100, 2 devices)")
+      ax.set_ylabel("validation accuracy minus greedy's (points)")
+    axes[2][2].axis("off")
+  fig.suptitle("The pipeline's schedules: input drift, held-out reconstruction, accuracy against speed", fontsize=12)
+  fig.text(0.01, 0.005, f"accuracy: {records.machine_label(list(data.runs.values()))}; speed: "
+           f"{speed.get('_machine', '—') if speed else '—'}", fontsize=7, family="monospace")
+  speed.pop("_machine", None)
+  fig.tight_layout(rect=(0, 0.02, 1, 0.97))
+  return fig
+
+
+def _mean_line(ax, series: Sequence[Sequence[float]], colour: str, label: str) -> None:
+  n = min(len(s) for s in series)
+  ax.plot(range(1, n + 1), [statistics.mean(s[i] for s in series) for i in range(n)], "o-", color=colour,
+          label=label, markersize=3)
+
+
+def _speedups(output_dir: str) -> Dict[str, Any]:
+  """{arm: median speedup over greedy} of the newest batch-100 summary of `SPEED_BENCHMARK` (most repeats first),
+  with "_machine": its machine label; {} without one."""
+  found = {f: s for f, s in records.load_summaries(output_dir, SPEED_BENCHMARK).items()
+           if s["setting"]["batch_size"] == 100}
+  if not found:
+    return {}
+  summary = max(found.values(), key=lambda s: (s["setting"]["repeats"], s["provenance"].get("commits", [""])[-1]))
+  folder = records.flat_records(f"{output_dir}/benchmarks/{SPEED_BENCHMARK}", summary)
+  return {**{arm: spread["median"] for arm, spread in summary["speedup_vs_greedy"].items()},
+          "_machine": records.machine_label([r for r in folder if r])}
+
+
 PRETRAINING_FRONTIER = Study(
     "pretraining_frontier", "The pipeline's schedules: accuracy against greedy, and input drift",
     dict(pretraining=dict(CPU_ACCURACY, devices=2),
          smoke=dict(SMOKE_ACCURACY, devices=2, arms=("greedy", "pp", "pp_stagger1"))),
-    frontier_runs, frontier_table, kind="own", order=18, timed=False)
+    frontier_runs, frontier_table, frontier_figure, kind="own", order=18, timed=False)
 STUDIES = (PRETRAINING_FRONTIER,)
