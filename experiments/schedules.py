@@ -10,7 +10,7 @@ from common.settings import programs
 GREEDY, PP = programs.GREEDY, programs.PIPELINE_PARALLEL
 ORIGINAL = {"pretrain_lr_schedule": "constant", "layer_warmup_epochs": 0.0, "stagger_epochs": 0.0, "polish_epochs": 0}
 Arm = Tuple[str, programs.Program, Mapping[str, Any]]
-BASELINE: Arm = ("greedy", GREEDY, {})
+BASELINE: Arm = (GREEDY.run_name, GREEDY, {})
 PIPELINE_ARMS: Tuple[Arm, ...] = (
     ("pp", PP, ORIGINAL),
     ("pp_cosine", PP, dict(ORIGINAL, pretrain_lr_schedule="cosine")),

@@ -12,6 +12,7 @@ from common.data import loader as data
 from common.model import autoencoder
 from common.model import input_drift
 from common.settings import config as config_lib
+from common.settings import programs
 from greedy import pretrain as greedy
 from model_parallel import pretrain as model_parallel
 from pipeline_parallel import config as pp_config
@@ -44,7 +45,7 @@ def _layer_one_after(tmp_path, epochs):
   if epochs == 0:
     init = autoencoder.sigmoid_glorot_uniform(784, HIDDEN[0], SIZES["seed"], 1).numpy()
     return {"layer1/kernel": init, "layer1/bias": np.zeros(HIDDEN[0], np.float32)}
-  greedy.train(_config(tmp_path, f"l1_{epochs}", program="greedy", hidden_units=HIDDEN[:1], pretrain_epochs=epochs))
+  greedy.train(_config(tmp_path, f"l1_{epochs}", program=programs.GREEDY.name, hidden_units=HIDDEN[:1], pretrain_epochs=epochs))
   return runlog.load_weights(str(tmp_path / f"l1_{epochs}.npz"))
 
 
@@ -62,7 +63,7 @@ def _distance(drift, a, b, final):
 
 
 def test_greedy_reads_the_final_codes(tmp_path):
-  record = greedy.train(_config(tmp_path, "g", program="greedy", hidden_units=(40, 24, 16)))
+  record = greedy.train(_config(tmp_path, "g", program=programs.GREEDY.name, hidden_units=(40, 24, 16)))
   layers = record["input_drift"]["layers"]
   assert [l["layer"] for l in layers] == [2, 3] and all(l["reads"] == "fixed" for l in layers)
   for layer in layers:
@@ -77,8 +78,8 @@ def test_model_parallel_drift_is_that_of_its_frozen_copies(tmp_path, drift):
   """G = H = 2, E = 2: layer 2 trains in steps 1 and 2 on the copy of layer 1 made after steps 0 and 1 (layer 1
   after 1 and 2 epochs); layer 1's final weights are those after 3 epochs. sync_layerwise runs the same schedule on
   one device: the same numbers."""
-  mp = model_parallel.train(_config(tmp_path, "mp", program="model_parallel", num_devices=2))
-  sl = sync_layerwise.train(_config(tmp_path, "sl", program="sync_layerwise"))
+  mp = model_parallel.train(_config(tmp_path, "mp", program=programs.MODEL_PARALLEL.name, num_devices=2))
+  sl = sync_layerwise.train(_config(tmp_path, "sl", program=programs.SYNC_LAYERWISE.name))
   after = {k: _layer_one_after(tmp_path, k) for k in (1, 2, 3)}
   want = [_distance(drift, after[1], after[3], after[3]), _distance(drift, after[2], after[3], after[3])]
   change = _distance(drift, after[2], after[1], after[3])

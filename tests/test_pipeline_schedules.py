@@ -75,7 +75,7 @@ def test_the_defaults_give_the_original_schedules_weights(tmp_path):
   for name, value in DEFAULTS.items():
     _, named = _train(tmp_path, name, **BEFORE, pipeline_chunk_steps=3, **{name: value})
     _assert_same(named, got, atol=0)
-  model_parallel.train(config_lib.Config(program="model_parallel", results_dir=str(tmp_path), run_name="mp",
+  model_parallel.train(config_lib.Config(program=programs.MODEL_PARALLEL.name, results_dir=str(tmp_path), run_name="mp",
                                          export_weights=str(tmp_path / "mp.npz"), **BEFORE))
   _assert_same(runlog.load_weights(str(tmp_path / "mp.npz")), of("mp"))
 

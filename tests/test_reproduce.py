@@ -33,7 +33,8 @@ def test_presets_are_consistent_and_paper_matches_the_report():
   for name in presets.PRESETS:
     studies = presets.build(name)
     study = {"mid": ["large_batch"], "full": ["full_size"],
-             "pretraining": ["pretraining_sweep", "pretraining_ablation", "pretraining_programs"]}.get(name)
+             "pretraining": ["pretraining_sweep", "pretraining_ablation", "pretraining_programs",
+                             "pretraining_frontier"]}.get(name)
     assert list(studies) == (study or [e.name for e in presets.STUDIES if (e.kind != "study" or name == "smoke")
                                        and name in e.sizes])
     assert study or set(presets.REPORT_STUDIES + presets.BEYOND) - set(studies) <= {presets.FASHION_MNIST_ACCURACY.name}
