@@ -135,9 +135,7 @@ class Study:
   summary is summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure, README
   label)), `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table,
   cells a spread, a number or text), `figure_file` (its figure's file under figures/, drawn by `report.figures`;
-  its `figure`, when set, takes its summaries {file name: summary} and returns a matplotlib figure),
-  `campaign` (the settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the
-  defaults, shared flags and options alike, as `harness.setting` takes them), `section` (output_dir -> markdown: a
+  its `figure`, when set, takes its summaries {file name: summary} and returns a matplotlib figure), `section` (output_dir -> markdown: a
   section of its own in results/README.md after the Benchmarks, headed by its `title`, its figure shown there).
   Either kind may declare rows of the results headline (`headline`, `Headline`s). ValueError: no `runs`."""
   name: str
@@ -158,7 +156,6 @@ class Study:
   columns: Sequence[Tuple[str, str]] = ()
   details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
   figure_file: str = ""
-  campaign: Sequence[Mapping[str, Any]] = ({},)
   section: Optional[Callable[[str], str]] = None
   headline: Sequence[Headline] = ()
 

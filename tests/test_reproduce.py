@@ -431,28 +431,28 @@ def test_command_line_errors():
   assert "results/full_size/greedy_b100_e30.json" in dry.stdout and "full_size/fashion_mnist_greedy_b100_e30" in dry.stdout
 
 
-def test_every_run_of_every_campaign_step_is_a_command_line_its_program_accepts(tmp_path):
-  """Every run the campaign can launch (each benchmark at its campaign settings, every preset's studies) is parsed by
-  its program's own flags and builds its `Config` (every per-setting and cross-setting check) without training, the
-  one its run declared: a study or benchmark whose runs a program would refuse, or whose derived command line would
-  train something else, fails here, in seconds, not hours into a campaign."""
+def test_every_run_of_every_preset_and_benchmark_is_a_command_line_its_program_accepts(tmp_path):
+  """Every run `experiments.reproduce` can launch (every preset's studies) and every benchmark's configurations at
+  its defaults are parsed by their program's own flags and build its `Config` (every per-setting and cross-setting
+  check) without training, the one the run declared: a study or benchmark whose runs a program would refuse, or whose
+  derived command line would train something else, fails here, in seconds, not hours into a run."""
   from common.settings import flags as settings_flags
-  from experiments import campaign
   checked = set()
-  for step in campaign.steps(str(tmp_path)):
-    for j in step.plan(campaign._UNFITTED):
-      cmd = driver.command(j)
-      program = programs.get(j.spec.program)
-      arguments = tuple(cmd[cmd.index(program.module) + 1:])
-      if (program.name, arguments) in checked:
-        continue
-      checked.add((program.name, arguments))
-      try:
-        parsed = program.make_config(**settings_flags.values_from_arguments(program.config, arguments))
-      except ValueError as e:
-        pytest.fail(f"{step.name}: {j.spec.name}: {e}")
-      # The command line derived from the run's Config gives its program that Config's training settings.
-      assert parsed.training_fingerprint() == j.spec.config.training_fingerprint(), (step.name, j.spec.name)
+  jobs = [(p, j) for p in presets.PRESETS for j in driver.plan(presets.build(p, str(tmp_path)), p, str(tmp_path), "w")]
+  jobs += [(b.name, j) for b in presets.BENCHMARKS for j in harness.plan(b, harness.setting(b, {}), str(tmp_path), "w")]
+  for where, j in jobs:
+    cmd = driver.command(j)
+    program = programs.get(j.spec.program)
+    arguments = tuple(cmd[cmd.index(program.module) + 1:])
+    if (program.name, arguments) in checked:
+      continue
+    checked.add((program.name, arguments))
+    try:
+      parsed = program.make_config(**settings_flags.values_from_arguments(program.config, arguments))
+    except ValueError as e:
+      pytest.fail(f"{where}: {j.spec.name}: {e}")
+    # The command line derived from the run's Config gives its program that Config's training settings.
+    assert parsed.training_fingerprint() == j.spec.config.training_fingerprint(), (where, j.spec.name)
   assert len({p for p, _ in checked}) == len(programs.PROGRAMS) and len(checked) > 300
 
 

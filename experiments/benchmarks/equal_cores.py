@@ -142,7 +142,7 @@ BENCHMARK = presets.Study(
     defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"cores": (0, "N, the cores every configuration uses (devices x threads per device); 0: all of the "
                           "machine's.")},
-    folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)), order=12)
+    folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", order=12)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

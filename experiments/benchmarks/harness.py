@@ -24,7 +24,7 @@ Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
 PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores", "machine_id")
 PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
 # The shared flags' defaults (a benchmark's `defaults` override them), and where records and program logs go by
-# default (<dir>/<benchmark name>, relative to the repository root, where the campaign runs the benchmarks).
+# default (<dir>/<benchmark name>, relative to the repository root).
 SHARED_DEFAULTS = {"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 2,
                    "train_examples": 22_000, "num_devices": 2, "repeats": 3}
 OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")

@@ -112,12 +112,7 @@ BENCHMARK = presets.Study(
              "thread_pool": (["auto"], "Thread pools (--thread_pool) of the model_parallel configurations.")},
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_sync_layerwise", "speedup vs sync_layerwise"),
              ("bound_speedup_vs_greedy", "bound vs greedy"), ("fraction_of_bound", "fraction of bound"),
-             ("cores_bound_speedup_vs_greedy", "bound with shared cores vs greedy")),
-    campaign=({"batch_size": 100, "repeats": 5}, {"batch_size": 1000, "repeats": 7},
-              {"batch_size": 1000, "train_examples": 22_000, "kernels": ["tf", "xla"],
-               "thread_pool": ["shared", "per_device"]},
-              {"batch_size": 100, "train_examples": 22_000, "pretrain_epochs": 4, "hidden_units": "1000,1000,1000,1000",
-               "kernels": ["tf", "xla"], "thread_pool": ["shared", "per_device"]}), order=3)
+             ("cores_bound_speedup_vs_greedy", "bound with shared cores vs greedy")), order=3)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

@@ -89,11 +89,7 @@ BENCHMARK = presets.Study(
                       + ("_kernels" if len(s.options["kernels"]) > 1 else "")),
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_model_parallel", "speedup vs model_parallel"),
              ("one_device_speedup_vs_greedy", "1 device vs greedy"),
-             ("fraction_of_flop_bound", "fraction of FLOP bound")),
-    campaign=tuple({"batch_size": b} for b in (100, 1000)) + tuple(
-        {"batch_size": b, "pretrain_epochs": 1, "chunk_steps": ["1", "2", "4", "8", "16", "32"], "baselines": 0}
-        for b in (100, 1000)) + tuple(
-        {"batch_size": b, "pretrain_epochs": 1, "kernels": ["tf", "xla"], "baselines": 0} for b in (100, 1000)), order=4)
+             ("fraction_of_flop_bound", "fraction of FLOP bound")), order=4)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ PHASES = dp_config.PROFILE_PHASES
 SINGLE = "Single runs."
 DAGGER = "† more logical devices than cores the process could use (oversubscribed)."
 NOISY = (f"‡ repeats more than {harness.NOISE:.0%} apart (max / min − 1 of a configuration's pretraining seconds): "
-         "shown with its spread, never in the headline; the campaign measures such a setting once more.")
+         "shown with its spread, never in the headline.")
 
 
 def fmt(x, kind: str = "s") -> str:
