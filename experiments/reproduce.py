@@ -24,7 +24,8 @@ _OUTPUT_DIR = flags.DEFINE_string("output_dir", "results", "Where the records, f
 _WORK_DIR = flags.DEFINE_string("work_dir", "scratch/reproduce", "Program logs and checkpoints of resumable runs.")
 _JOBS = flags.DEFINE_integer("jobs", 1, "Runs at once; more than 1 distorts timings, so only with --preset=smoke.",
                              lower_bound=1)
-_DRY_RUN = flags.DEFINE_bool("dry_run", False, "Print the runs with estimated minutes; run nothing.")
+_DRY_RUN = flags.DEFINE_bool("dry_run", False, "List the runs (with the seconds and machine of those that have a "
+                              "record); run nothing.")
 _FIGURES_ONLY = flags.DEFINE_bool("figures_only", False, "Run nothing; draw every figure and table from the records.")
 
 
@@ -48,22 +49,16 @@ def main(argv):
       studies = presets.select(presets.build(preset, output_dir), _ONLY.value)
     except ValueError as e:
       _fail(str(e))
-    rates = driver.fit_rates(output_dir)
-    jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value, rates))
+    jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value))
     if _DRY_RUN.value:
-      estimates = {name: sum(j.estimate for j in jobs if j.group == name) for name in studies}
-      for name, study in studies.items():
-        print(f"{name}: {len(study.runs)} runs, estimated {driver.minutes(estimates[name])}")
-        print("".join(f"  {j.spec.stored_name}: {j.spec.summary()} ~{j.estimate:.0f} s -> {j.record}\n"
-                      for j in jobs if j.group == name), end="")
-      print(f"total estimated {driver.minutes(sum(estimates.values()))} ({driver.describe_rates(rates)})")
+      print("\n".join(driver.listing(jobs)))
       return
     try:
       # A stage whose runs depend on an earlier stage's records (the pretraining sweep's confirm stage) appears once
       # they exist: plan again until a pass runs nothing.
       while driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value):
         studies = presets.select(presets.build(preset, output_dir), _ONLY.value)
-        jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value, rates))
+        jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value))
     except driver.RunFailedError as e:
       _fail(str(e))
   figures.draw(output_dir)

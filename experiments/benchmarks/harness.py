@@ -102,14 +102,12 @@ def seconds_to_loss_of(record: Mapping[str, Any], reference: Mapping[str, Any]) 
   return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)[0]
 
 
-def plan(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str,
-         rates: Optional[driver.Rates] = None) -> List[driver.Job]:
+def plan(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str) -> List[driver.Job]:
   """The runs in alternation order (repeat r rotates the configurations by r); logs and checkpoints per setting."""
-  rates = rates or driver.fit_rates(output_dir)
   configurations = benchmark.runs(setting)
   folder, n = benchmark.folder(setting), len(configurations)
   return [driver.job(benchmark.name, r * n + k + 1, setting.repeats * n, c,
-                     os.path.join(output_dir, folder, f"{c.name}_r{r}.json"), os.path.join(work_dir, folder), rates)
+                     os.path.join(output_dir, folder, f"{c.name}_r{r}.json"), os.path.join(work_dir, folder))
           for r in range(setting.repeats) for k in range(n) for c in [configurations[(k + r) % n]]]
 
 

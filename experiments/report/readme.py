@@ -1,4 +1,4 @@
-"""results/README.md from the records alone: the headline (`users`), the cpu budget, the performance models, the benchmarks,
+"""results/README.md from the records alone: the headline (`users`), the performance models, the benchmarks,
 the equal-cores answer, other machines' runs, and per study its figure, table, sentences and commands; and the
 top README's headline (`write_top_readme`)."""
 
@@ -20,25 +20,6 @@ from experiments.report import tables
 # The removed benchmark of more devices than cores (docs/data_parallel.md, "More devices than cores"): its
 # records stay in results/benchmarks/devices_beyond_cores/; its module was last in the tree at this commit.
 BEYOND_CORES, BEYOND_CORES_COMMIT = "devices_beyond_cores", "452f604"
-
-
-def budget_table(output_dir: str, rates: driver.Rates) -> str:
-  """Estimated vs measured minutes per study of the cpu preset, over its runs that have records, estimated at `rates`
-  (`text` fits them on every machine's driver-log lines, so the table is the same wherever it is made)."""
-  measured = {}
-  studies = {name: presets.StudyRuns(name, tuple(r for r in e.runs if os.path.exists(
-      records.record_path(output_dir, "cpu", r)))) for name, e in presets.build("cpu").items()}
-  jobs = driver.plan(studies, "cpu", output_dir, "", rates)
-  estimated = {name: sum(j.estimate for j in jobs if j.group == name) for name in studies}
-  for line in (x for x in records.driver_log(output_dir) if x["preset"] == "cpu"):
-    measured[line["entry"]] = measured.get(line["entry"], 0.0) + line["wall_seconds"]
-  rows = [[f"`{name}`", own if own == len(e.runs) else f"{own} (+{len(e.runs) - own} shared)",
-           driver.minutes(estimated[name]), driver.minutes(measured[name]) if name in measured else "—",
-           "; ".join(presets.shrink_notes(name, "cpu"))]
-          for name, e in studies.items() for own in [sum(r.home == name for r in e.runs)]]
-  rows.append(["**total**", sum(r.home == e.name for e in studies.values() for r in e.runs),
-               driver.minutes(sum(estimated.values())), driver.minutes(sum(measured.values())) if measured else "—", ""])
-  return tables.md_table(["study", "runs", "estimated", "measured", "shrunk from the report (paper preset)"], rows)
 
 
 def model_line(name: str, d: Optional[records.StudyRecords]) -> str:
@@ -165,7 +146,7 @@ def study_section(output_dir: str, name: str, data: Optional[records.StudyRecord
     lines += _table_lines(name, data, *table_of(data, others))
     studies, rel = presets.build(data.preset, output_dir), os.path.relpath(os.path.abspath(output_dir), ROOT)
     rel = output_dir if rel.startswith("..") else rel  # the output directory as the commands name it
-    jobs = driver.plan(studies, data.preset, rel, "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
+    jobs = driver.plan(studies, data.preset, rel, "scratch/reproduce")
     mine = {(r.home, r.stored_name) for r in studies[name].runs if r.name in data.runs}  # the runs with records
     lines += [f"Command: `python -m experiments.reproduce --preset={data.preset} --only={name} "
               f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
@@ -190,14 +171,11 @@ def text(output_dir: str) -> str:
   models = [model_line(name, d) for name in series.SCALING for d in (
       [data[name], *records.other_machines(output_dir, name).values()] if data[name] else [None])]
   others = [(m, machine_section(output_dir, m)) for m in machines]
-  rates = driver.fit_rates(output_dir, every_machine=True)  # the budget's: the same table wherever it is made
   text = template("results").substitute(
       folders="" if not machines else "Records kept in folders of their own, each labelled by its records' own "
       "machine and code wherever shown: " + "; ".join(_folder(output_dir, m) for m in machines) + ". Per-core speed "
       "differs between machines: compare ratios within one machine.",
       headline=users.table(output_dir, data, provenance=True),
-      budget_machine=records.machine_label([r for d in data.values() if d and d.preset == "cpu" for r in d.runs.values()]),
-      budget=budget_table(output_dir, rates), budget_rates=driver.describe_rates(rates),
       model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
       noisy=tables.NOISY, benchmarks=benchmark_section(output_dir), beyond_cores=devices_beyond_cores(output_dir),
       sections="\n\n".join(f"## {b.title}\n\n{b.section(output_dir)}" for b in presets.BENCHMARKS if b.section),
