@@ -13,13 +13,8 @@ from common.measure import provenance
 from common.settings import config as config_lib
 from experiments import presets
 
-# Folders of records kept beside this machine's, each documented by its README.md and `PROVENANCE_FILE`: a 16-core
-# machine's, and `EARLIER`: records of earlier code on machines no longer at hand whose instruction set was not
-# recorded (every table labels them by their own environment; the headline cites none of them).
-EARLIER = "earlier"
-OTHER_MACHINES = ("xeon16", EARLIER)
-# In an other machine's folder: what its README documents of records that predate provenance (`documented_provenance`).
-PROVENANCE_FILE = "provenance.json"
+# What a table shows for a field a record lacks (records made before the field existed).
+NOT_RECORDED = "not recorded"
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
 # Which preset a study shows when several have records: paper when complete, else the first of these.
 _PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
@@ -39,38 +34,15 @@ def _read_json(path: str) -> Optional[Any]:
 
 
 def load(path: str) -> Optional[Record]:
-  """The record (or any JSON file) at `path`, or None when there is none; a run record in another machine's folder
-  gets what that folder's `documented_provenance` says, where its own `environment` lacks it."""
-  record = _read_json(path)
-  if isinstance(record, dict) and isinstance(record.get("environment"), dict):
-    for key, value in documented_provenance(path).items():
-      record["environment"].setdefault(key, value)
-  return record
+  """The record (or any JSON file) at `path` as written, or None when there is none."""
+  return _read_json(path)
 
 
-def documented_provenance(path: str) -> Dict[str, Any]:
-  """Environment fields that `<machine>/provenance.json` documents for the record at `path` in one of
-  `OTHER_MACHINES`' folders, else {}: its "environment" (fields of every record there, e.g. "commit") and
-  "usable_cores" ({path prefix in the machine folder: cores its jobs were pinned to}, the longest prefix winning).
-  ValueError when the file is not such an object."""
-  parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
-  at = max((i for i, part in enumerate(parts[:-1]) if part in OTHER_MACHINES), default=None)
-  doc = None if at is None else _read_json(os.path.join(os.sep.join(parts[:at + 1]) or os.sep, PROVENANCE_FILE))
-  if doc is None:
-    return {}
-  if not isinstance(doc, dict) or not all(isinstance(doc.get(k, {}), dict) for k in ("environment", "usable_cores")):
-    raise ValueError(f"{PROVENANCE_FILE} of {parts[at]} must hold an object with \"environment\" and "
-                     f"\"usable_cores\" objects")
-  out, relative = dict(doc.get("environment", {})), "/".join(parts[at + 1:])
-  cores = [(len(prefix), n) for prefix, n in doc.get("usable_cores", {}).items() if relative.startswith(prefix)]
-  return dict(out, usable_cores=max(cores)[1]) if cores else out
-
-
-def folder_summary(output_dir: str, machine: str) -> str:
-  """What another folder of `OTHER_MACHINES` holds, in a phrase: its `PROVENANCE_FILE`'s "summary" ("" without)."""
-  doc = _read_json(os.path.join(output_dir, machine, PROVENANCE_FILE))
-  return str(doc.get("summary", "")) if isinstance(doc, dict) else ""
-
+def folders(output_dir: str) -> List[str]:
+  """The folders of records kept beside the main ones (e.g. another machine's, documented by their README.md): every
+  subfolder of `output_dir` with a runs/ or benchmarks/ folder of its own, sorted; each loads like the main one."""
+  return sorted(f for f in os.listdir(output_dir) if any(os.path.isdir(os.path.join(output_dir, f, sub))
+                                                         for sub in ("runs", "benchmarks")))
 
 
 def mismatches(record: Mapping, spec: presets.Run) -> List[str]:
@@ -111,8 +83,8 @@ class StudyRecords:
 
 
 def other_machines(output_dir: str, study: str) -> Dict[str, StudyRecords]:
-  """{machine directory: the study's records there} for the other machines that have records of it."""
-  found = {m: StudyRecords.load(os.path.join(output_dir, m), study) for m in OTHER_MACHINES}
+  """{folder: the study's records there} for the other folders of records (`folders`) that have records of it."""
+  found = {m: StudyRecords.load(os.path.join(output_dir, m), study) for m in folders(output_dir)}
   return {m: d for m, d in found.items() if d is not None}
 
 
@@ -122,7 +94,8 @@ def devices(record: Mapping) -> int:
 
 
 def cores(record: Mapping) -> int:
-  """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count`."""
+  """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count` (a record
+  made before the field)."""
   return int(record["environment"].get("usable_cores") or record["environment"]["cpu_count"])
 
 
@@ -138,9 +111,9 @@ def oversubscribed(record: Mapping) -> bool:
 
 def processor(cpu_model: Optional[str]) -> str:
   """A processor's name as tables show it: trademarks, the clock and a trailing "Processor" left out ("Intel(R)
-  Xeon(R) Gold 6148 CPU @ 2.40GHz" -> "Intel Xeon Gold 6148"); "unknown processor" for None or "unknown"."""
+  Xeon(R) Gold 6148 CPU @ 2.40GHz" -> "Intel Xeon Gold 6148"); "processor not recorded" for None or "unknown"."""
   if not cpu_model or cpu_model == "unknown":
-    return "unknown processor"
+    return f"processor {NOT_RECORDED}"
   short = re.sub(r"\((R|TM|tm)\)|(\s+CPU)?\s*@\s*[\d.]+\s*GHz|\s+Processor\s*$", " ", cpu_model)
   return " ".join(short.split()) or cpu_model
 
@@ -150,7 +123,7 @@ def instruction_set(record: Mapping) -> Optional[str]:
   return provenance.instruction_set(record["environment"].get("cpu_flags"))
 
 
-NO_ISA = "instruction set not recorded"  # the label of a record without `environment.cpu_flags`
+NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `environment.cpu_flags`
 
 
 def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str:
@@ -170,9 +143,9 @@ def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str
 
 
 def code(record: Mapping) -> str:
-  """The code a run ran: "commit <short hash>" ("+dirty" with uncommitted changes), or "commit unknown"."""
+  """The code a run ran: "commit <short hash>" ("+dirty" with uncommitted changes), or "commit not recorded"."""
   commit = record["environment"].get("commit") or "unknown"
-  return "commit unknown" if commit == "unknown" else (
+  return f"commit {NOT_RECORDED}" if commit == "unknown" else (
       f"commit {commit[:7]}" + ("+dirty" if record["environment"].get("commit_dirty") else ""))
 
 
@@ -250,7 +223,7 @@ def table(output_dir: str):
             "timed": timed, "machine": host(r), "isa": instruction_set(r), "commit": r["environment"].get("commit"),
             "code": r["environment"].get("code_digest") or code(r), "record": r}
   rows = []
-  for folder in ("",) + tuple(m for m in OTHER_MACHINES if os.path.isdir(os.path.join(output_dir, m))):
+  for folder in [""] + folders(output_dir):
     for study in presets.STUDIES:
       data = StudyRecords.load(os.path.join(output_dir, folder), study.name)
       for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():

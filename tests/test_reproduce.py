@@ -79,7 +79,7 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
     assert len(runs) == count
     for run in runs:
       record = next(filter(None, (records.load(records.record_path(folder, preset, run))
-                                  for folder in (RESULTS, os.path.join(RESULTS, records.EARLIER)))), None)
+                                  for folder in (RESULTS, os.path.join(RESULTS, "earlier")))), None)
       tuned = run.config.recipe == "tuned"
       assert record is not None or preset == "mid" or run.config.dataset != "mnist" or tuned, (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
@@ -573,29 +573,3 @@ def test_machine_label_names_one_code_once_by_the_commit_its_runs_started_from()
       "Xeon, instruction set not recorded, 2 cores, commit ddddddd")
   assert records.machine_label([record("a", "x", None), record("b", "x", 5)]).endswith("commit bbbbbbb (+1 of the "
                                                                                       "same code)")  # undated: last
-
-
-def test_another_machines_documented_provenance_fills_only_what_a_record_lacks(tmp_path):
-  folder = tmp_path / records.OTHER_MACHINES[0]
-  (folder / "runs" / "scaling").mkdir(parents=True)
-  (folder / "provenance.json").write_text(json.dumps({
-      "environment": {"commit": "f" * 40, "cpu_model": "Intel Xeon"},
-      "usable_cores": {"runs/": 8, "runs/scaling/": 5, "runs/scaling/g4.json": 3}}))
-  env = {"cpu_count": 16, "device_kind": "CPU-logical"}
-  for name, extra in (("g1.json", {}), ("g4.json", {}), ("own.json", {"commit": "a" * 40, "usable_cores": 16})):
-    (folder / "runs" / "scaling" / name).write_text(json.dumps(
-        {"config": {"num_devices": 4}, "environment": dict(env, **extra)}))
-  g1, g4, own = (records.load(str(folder / "runs" / "scaling" / n)) for n in ("g1.json", "g4.json", "own.json"))
-  assert g1["environment"]["usable_cores"] == 5 and g4["environment"]["usable_cores"] == 3  # longest prefix wins
-  assert own["environment"]["commit"] == "a" * 40 and own["environment"]["usable_cores"] == 16  # never overridden
-  assert records.machine_label([g1]) == "Intel Xeon, instruction set not recorded, 5 of 16 cores, commit fffffff"
-  assert records.machine_label([g1, g4]) == "Intel Xeon, instruction set not recorded, 3–5 of 16 cores, commit fffffff"
-  assert records.machine_label([own]) == "Intel Xeon, instruction set not recorded, 16 cores, commit aaaaaaa"
-  assert records.oversubscribed(g4) and not records.oversubscribed(g1)  # 4 devices on 3 and on 5 pinned cores
-  assert records.comparable(g1, g4)  # one machine and commit, pinned to different cores
-  assert not records.comparable(g1, own)  # another commit
-  (tmp_path / "elsewhere.json").write_text(json.dumps({"environment": dict(env)}))
-  assert records.load(str(tmp_path / "elsewhere.json"))["environment"] == env  # outside a machine folder: as written
-  (folder / "provenance.json").write_text(json.dumps({"usable_cores": [5]}))
-  with pytest.raises(ValueError, match="provenance.json"):
-    records.load(str(folder / "runs" / "scaling" / "g1.json"))

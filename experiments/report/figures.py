@@ -17,8 +17,9 @@ from experiments.report import series
 REPORT_COLOR = "0.45"
 REPORT_LABEL = presets.REPORT_HARDWARE
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-# Markers and line styles of the machines a scaling figure shows: this one (""), then the others.
-MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":"), records.EARLIER: ("s", "-.")}
+# Markers and line styles of the folders of records a scaling figure shows: the main one, then each other folder by
+# its place among `records.folders`.
+MAIN_STYLE, FOLDER_STYLES = ("o", "-"), (("s", "-."), ("D", ":"), ("v", "--"))
 PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
 
@@ -93,10 +94,11 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   fig, (left, right) = new(2)
   max_g = perf_model.MAX_PREDICTED_DEVICES if len(series.stacks(data)) == 1 else 4
   for machine, d in [("", data)] + list(others.items()):
-    marker, line = MACHINE_STYLES[machine]
+    place = records.folders(data.output_dir).index(machine) if machine else None
+    marker, line = MAIN_STYLE if place is None else FOLDER_STYLES[place % len(FOLDER_STYLES)]
     model, _ = perf_model.calibrated(d.runs)
     single = len(series.stacks(d)) == 1
-    cores = f"{series.cores(d)} cores" + (", earlier code" if machine == records.EARLIER else "")
+    cores = f"{series.cores(d)} cores"
     for i, (h, by_g) in enumerate(series.stacks(d).items()):
       c, gs, label = DP.color if single else COLORS[i], list(by_g), f"{'' if single else f'{h} layers, '}{cores}"
       over = [records.oversubscribed(by_g[g]) for g in gs]

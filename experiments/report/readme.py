@@ -17,11 +17,6 @@ from experiments.report import template
 from experiments.report import users
 from experiments.report import tables
 
-# The removed benchmark of more devices than cores (docs/data_parallel.md, "More devices than cores"): its
-# records stay in results/benchmarks/devices_beyond_cores/; its module was last in the tree at this commit.
-BEYOND_CORES, BEYOND_CORES_COMMIT = "devices_beyond_cores", "452f604"
-
-
 def model_line(name: str, d: Optional[records.StudyRecords]) -> str:
   """One study's model on one machine: parameters, largest in- and out-of-sample errors, noise of t_k."""
   if d is None:
@@ -48,7 +43,7 @@ def benchmark_section(output_dir: str) -> str:
   parts = []
   for benchmark in presets.BENCHMARKS:
     found = [(os.path.join(where, "benchmarks", benchmark.name), file, summary)
-             for where in [output_dir] + [os.path.join(output_dir, m) for m in records.OTHER_MACHINES]
+             for where in [output_dir] + [os.path.join(output_dir, m) for m in records.folders(output_dir)]
              for file, summary in records.load_summaries(where, benchmark.name).items()]
     columns = [(key, label) for key, label in benchmark.columns if any(key in summary for *_, summary in found)]
     rows, details = [], []
@@ -71,60 +66,6 @@ def benchmark_section(output_dir: str) -> str:
   return "\n\n".join(parts) or "No benchmark records yet."
 
 
-def devices_beyond_cores(output_dir: str) -> str:
-  """The removed devices_beyond_cores benchmark's records: per code and configuration, its measures."""
-  folder = os.path.join(output_dir, "benchmarks", BEYOND_CORES)
-  summaries = records.load_summaries(output_dir, BEYOND_CORES)
-  rows, commits = [], []
-  for summary in summaries.values():
-    code, found = summary["setting"]["code"][0], records.records_of(folder, summary)
-    commits.append(f"{code} ran commit {summary['code_commit'][:7]}" if summary.get("code_commit") else
-                   f"{code}: commit not recorded")
-    rows += [[code, series.program_name(series.program_of(found[name][0])),
-              f"{m['devices']}{' †' if records.oversubscribed(found[name][0]) else ''}",
-              f"{m['epoch_seconds']:.3f}", "—" if m["epoch_growth_vs_cores"] is None else
-              f"{m['epoch_growth_vs_cores']:.2f}" + (f" (≤ {m['allowed_growth']:g})" if m["oversubscription"] > 1
-                                                      else ""),
-              f"{m['warmup_seconds']:.1f}", f"{m['outside_phases_seconds']:.1f}", f"{m['run_seconds']:.1f}",
-              f"{m['cores_busy_training']:.2f}"] for name, m in summary["per_configuration"].items()]
-  return "" if not rows else template("beyond_cores").substitute(
-      name=BEYOND_CORES, hardware=records.hardware(records.flat_records(folder, *summaries.values())),
-      commit=BEYOND_CORES_COMMIT, commits="; ".join(commits), dagger=tables.DAGGER, table=tables.md_table(
-          ["code", "program", "devices", "s per layer-epoch", "growth vs devices = cores", "warm-up s",
-           "outside every timed phase s", "run s", "cores busy"], rows))
-
-
-def machine_section(output_dir: str, machine: str) -> str:
-  """Another machine's folders of single runs: a table each, with the model fitted on its G <= 2 runs."""
-  root, parts = os.path.join(output_dir, machine), []
-  study_roots = {e.layout.split("/")[0] for e in presets.STUDIES} | {"benchmarks"}  # folders tabled elsewhere
-  for folder in (f for f in sorted(os.listdir(root)) if f not in study_roots and os.path.isdir(os.path.join(root, f))):
-    rs = {f[:-len(".json")]: records.load(os.path.join(root, folder, f))
-          for f in sorted(os.listdir(os.path.join(root, folder))) if f.endswith(".json")}
-    base = {len(r["config"]["hidden_units"]): r for r in rs.values() if records.devices(r) == 1}
-    model = perf_model.calibrated(rs)[0] if base and any(records.devices(r) == 2 for r in rs.values()) else None
-    predicted = {p.name: p for p in perf_model.predictions(model, rs)} if model else {}
-    rows = [[f"`{name}`", series.program_name(series.program_of(r)), "x".join(map(str, r["config"]["hidden_units"])),
-             series.batch_label([r]), r["config"]["pretrain_epochs"],
-             f"{records.devices(r)}{' †' if records.oversubscribed(r) else ''}",
-             tables.fmt(r["pretrain_seconds"]), tables.fmt(records.ratio(one, r) if one else None, "×"),
-             f"{tables.fmt(p.predicted)} ({p.relative_error:+.1%}, {'fit' if p.in_calibration else 'predicted'})"
-             if p else "—", tables.fmt(records.test_accuracy(r), "acc")]
-            for name, r in rs.items() for one, p in [(base.get(len(r["config"]["hidden_units"])), predicted.get(name))]]
-    text = "" if not predicted else (
-        f" Performance model fitted on the G <= 2 runs ({model.describe()}); out-of-sample error at the predicted "
-        f"points: largest {tables.judged_error(series.max_error(list(predicted.values()), False))}.")
-    if isinstance(model, perf_model.DataParallel) and model.parallel_fraction == 1.0 and not (
-        model.allreduce_seconds_per_param):
-      text += (" These runs have no op profile, so the model takes all of an epoch to split over the replicas "
-               "(f = 1) and the all-reduce to be free (gamma = 0).")
-    parts.append(template("machine_folder").substitute(
-        machine=machine, folder=folder, hardware=records.hardware(list(rs.values())), model=text,
-        table=tables.md_table(["run", "program", "hidden units", "batch", "epochs", "devices", "pretraining s",
-                               "speedup over 1 device", "model s (error)", "test accuracy"], rows)))
-  return "\n\n".join(parts)
-
-
 def _table_lines(name: str, data: records.StudyRecords, table: str, sentences: List[str], where: str = "") -> List[str]:
   """A study's table with its caption (preset, dataset, hardware; `where`: the folder it comes from) and sentences."""
   return [f"*{where}{series.preset_note(name, data.preset)}; dataset {records.datasets(list(data.runs.values()))}; "
@@ -133,7 +74,7 @@ def _table_lines(name: str, data: records.StudyRecords, table: str, sentences: L
 
 def study_section(output_dir: str, name: str, data: Optional[records.StudyRecords]) -> str:
   """One study: figure, preset, table, sentences, commands; then a table of each other folder's records of it
-  (`records.OTHER_MACHINES`) unless the study's table sets them beside this machine's (`tables.WITH_OTHERS`)."""
+  (`records.folders`) unless the study's table sets them beside this machine's (`tables.WITH_OTHERS`)."""
   study, table_of = presets.get(name), presets.get(name).table
   lines, others = [f"### `{name}`: {study.title}", ""], records.other_machines(output_dir, name)
   apart = {} if table_of in tables.WITH_OTHERS else others
@@ -158,29 +99,16 @@ def study_section(output_dir: str, name: str, data: Optional[records.StudyRecord
   return "\n".join(lines)
 
 
-def _folder(output_dir: str, machine: str) -> str:
-  """Another folder of records as results/README.md introduces it: its link and `records.folder_summary`."""
-  summary = records.folder_summary(output_dir, machine)
-  return f"[`{machine}/`]({machine}/README.md)" + (f", {summary}" if summary else "")
-
-
 def text(output_dir: str) -> str:
   """<output_dir>/README.md as generated from the records in `output_dir` (template `results`)."""
   data = series.load_all(output_dir)
-  machines = [m for m in records.OTHER_MACHINES if os.path.isdir(os.path.join(output_dir, m))]
   models = [model_line(name, d) for name in series.SCALING for d in (
       [data[name], *records.other_machines(output_dir, name).values()] if data[name] else [None])]
-  others = [(m, machine_section(output_dir, m)) for m in machines]
   text = template("results").substitute(
-      folders="" if not machines else "Records kept in folders of their own, each labelled by its records' own "
-      "machine and code wherever shown: " + "; ".join(_folder(output_dir, m) for m in machines) + ". Per-core speed "
-      "differs between machines: compare ratios within one machine.",
       headline=users.table(output_dir, data, provenance=True),
       model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
-      noisy=tables.NOISY, benchmarks=benchmark_section(output_dir), beyond_cores=devices_beyond_cores(output_dir),
+      noisy=tables.NOISY, benchmarks=benchmark_section(output_dir),
       sections="\n\n".join(f"## {b.title}\n\n{b.section(output_dir)}" for b in presets.BENCHMARKS if b.section),
-      machines="\n\n".join(template("machine").substitute(machine=m, sections=section) for m, section in others
-                            if section),
       studies="\n".join(study_section(output_dir, name, data[name]) for name in presets.NAMES))
   return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
 

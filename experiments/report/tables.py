@@ -99,6 +99,6 @@ def scaling(data: records.StudyRecords, others: Others) -> Table:
                    "report speedup"], rows), sentences + [cores_note(data, others)]
 
 
-# The tables that set other folders' records (`records.OTHER_MACHINES`) beside this machine's; any other study's
+# The tables that set other folders' records (`records.folders`) beside this machine's; any other study's
 # records in another folder get a table of their own (`readme.study_section`).
 WITH_OTHERS = (scaling,)
