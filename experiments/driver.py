@@ -102,7 +102,7 @@ def plan(studies: Mapping[str, presets.StudyRuns], preset: str, output_dir: str,
     for i, r in enumerate(study.runs):
       if (r.home, r.stored_name) not in seen:
         seen.add((r.home, r.stored_name))
-        jobs.append(job(study.name, i + 1, len(study.runs), r, records.record_path(output_dir, preset, r),
+        jobs.append(job(study.name, i + 1, len(study.runs), r, presets.record_path(output_dir, preset, r),
                         work_dir, preset))
   return jobs
 

@@ -1,4 +1,6 @@
-"""Run records (`common/artifacts/runlog.py`) and where they come from: `StudyRecords` of a study, other machines' records,
+"""Run records (`common/artifacts/runlog.py`) as written, whatever declared them: `load`, the folders of records beside
+the main ones (`folders`), benchmark summaries (`load_summaries`), `StudyRecords` (a study's, gathered by
+`experiments.render.series`),
 `machine_label` (the label of machine, instruction set and code every table and figure uses), `datasets` (of the data),
 and `ratio`/`same_source`, which refuse records of different machines, instruction sets or codes."""
 
@@ -10,20 +12,13 @@ import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from common.measure import provenance
+from common.data import sources
 from common.settings import config as config_lib
-from experiments import presets
 
 # What a table shows for a field a record lacks (records made before the field existed).
 NOT_RECORDED = "not recorded"
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
-# Which preset a study shows when several have records: paper when complete, else the first of these.
-_PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
 Record = Dict[str, Any]
-
-
-def record_path(output_dir: str, preset: str, spec: presets.Run) -> str:
-  """Where the record of the run `spec` at `preset` is written."""
-  return os.path.join(output_dir, presets.record_file(preset, spec))
 
 
 def _read_json(path: str) -> Optional[Any]:
@@ -45,10 +40,10 @@ def folders(output_dir: str) -> List[str]:
                                                          for sub in ("runs", "benchmarks")))
 
 
-def mismatches(record: Mapping, spec: presets.Run) -> List[str]:
+def mismatches(record: Mapping, spec: Any) -> List[str]:
   """The training settings whose value in `record["config"]` (and its `dataset`) differs from the run `spec`'s, by the
   rule that decides resuming a checkpoint (`config.stale_settings`: a setting the record predates counts as its
-  default), e.g. after a study's runs were edited."""
+  default), e.g. after a study's runs were edited; `spec` is a `presets.Run`."""
   config = spec.config
   saved = dict(record.get("config", {}), dataset=dataset(record))
   want = config.training_fingerprint()
@@ -57,35 +52,16 @@ def mismatches(record: Mapping, spec: presets.Run) -> List[str]:
 
 @dataclasses.dataclass
 class StudyRecords:
-  """A study's records: the preset shown, its {run: record}, and {preset: {run: record}} of the others."""
+  """A study's records (`experiments.render.series.gather`): the preset shown, its {run: record}, {preset: {run:
+  record}} of the others, the folder they were loaded from, the study's declaration (`presets.Study`) and its runs
+  at the preset shown (`presets.Run`s, shared runs resolved)."""
   study: str
   preset: str
   runs: Dict[str, Record]
   other: Dict[str, Dict[str, Record]] = dataclasses.field(default_factory=dict)
-  output_dir: str = ""  # the folder the records were loaded from
-
-  @staticmethod
-  def load(output_dir: str, study: str) -> Optional["StudyRecords"]:
-    """The study's records in `output_dir`, or None; it shows the paper preset when all its runs exist, else the
-    first of `_PREFERENCE` with records. Records of runs shared with another study alone count only for a study
-    that owns no run (convergence)."""
-    found, complete = {}, False
-    for p in presets.PRESETS:
-      built = presets.build(p, output_dir)
-      specs = built[study].runs if study in built else ()
-      runs = {r.name: load(record_path(output_dir, p, r)) for r in specs}
-      own = any(runs[r.name] for r in specs if r.home == study) or all(r.home != study for r in specs)
-      found[p] = {name: r for name, r in runs.items() if r is not None and own}
-      complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
-    preset = "paper" if complete else next((p for p in _PREFERENCE if found[p]), None)
-    return StudyRecords(study, preset, found[preset], {p: r for p, r in found.items() if r and p != preset},
-                     output_dir) if preset else None
-
-
-def other_machines(output_dir: str, study: str) -> Dict[str, StudyRecords]:
-  """{folder: the study's records there} for the other folders of records (`folders`) that have records of it."""
-  found = {m: StudyRecords.load(os.path.join(output_dir, m), study) for m in folders(output_dir)}
-  return {m: d for m, d in found.items() if d is not None}
+  output_dir: str = ""
+  declared: Any = None
+  planned: Tuple[Any, ...] = ()
 
 
 def devices(record: Mapping) -> int:
@@ -185,6 +161,24 @@ def same_source(rs: Sequence[Mapping]) -> bool:
   return all(comparable(rs[0], r) for r in rs[1:])
 
 
+# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
+NOISE = 0.15
+
+
+def noisy(summary: Mapping[str, Any]) -> List[str]:
+  """The configurations of a summary whose repeats' pretraining seconds differ by more than NOISE (max / min - 1),
+  computed from its spreads (so summaries made before the summary's "noisy" field get it too)."""
+  return [n for n, s in summary["pretrain_seconds"].items() if s["max"] > (1 + NOISE) * s["min"]]
+
+
+def setting_of(summary: Mapping[str, Any]) -> Optional[str]:
+  """A short label of a summary's setting, e.g. "2 x 1000 units, batch 1000, 4 epochs, 11,000 images"."""
+  s = summary.get("setting") or {}
+  return (f"{len(s['hidden_units'])} x {max(s['hidden_units'])} units, batch {s['batch_size']}, "
+          f"{s['pretrain_epochs']} epochs, {s['train_examples']:,} images, {s.get('repeats', '?')} repeats"
+          ) if "hidden_units" in s else None
+
+
 def load_summaries(output_dir: str, benchmark: str) -> Dict[str, Record]:
   """{summary file name: summary} of a benchmark's summaries under <output_dir>/benchmarks/<benchmark>/."""
   folder = os.path.join(output_dir, "benchmarks", benchmark)
@@ -204,39 +198,6 @@ def flat_records(folder: str, *summaries: Mapping[str, Any]) -> List[Optional[Re
   return [r for s in summaries for rs in records_of(folder, s).values() for r in rs]
 
 
-TABLE_COLUMNS = ("folder", "study", "preset", "summary", "run", "program", "dataset", "seed", "timed", "machine", "isa",
-                 "commit", "code", "record")
-
-
-def table(output_dir: str):
-  """Every record under `output_dir` and its other machines' folders, one row each (a pandas DataFrame, columns
-  `TABLE_COLUMNS`): folder ("" or the other machine's), study (a study of the presets, or a benchmark's folder under
-  benchmarks/, its module removed or not), preset (a study's; "" for a benchmark), summary (the benchmark summary's
-  file; "" for a study), run (a benchmark's: <configuration>_r<repeat>), program, dataset, seed, timed (its study
-  compares seconds; every benchmark does), machine (`host`: processor, instruction set, machine identity where
-  recorded, cores), isa, commit, code (the code digest, else the commit), and the record itself."""
-  import pandas  # noqa: only the checks and analyses that want the table load pandas
-
-  def row(folder, study, preset, summary, run, r, timed):
-    return {"folder": folder, "study": study, "preset": preset, "summary": summary, "run": run,
-            "program": r.get("strategy"), "dataset": dataset(r), "seed": r.get("config", {}).get("seed"),
-            "timed": timed, "machine": host(r), "isa": instruction_set(r), "commit": r["environment"].get("commit"),
-            "code": r["environment"].get("code_digest") or code(r), "record": r}
-  rows = []
-  for folder in [""] + folders(output_dir):
-    for study in presets.STUDIES:
-      data = StudyRecords.load(os.path.join(output_dir, folder), study.name)
-      for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
-        rows += [row(folder, study.name, preset, "", name, r, study.times(name)) for name, r in runs.items()]
-    benchmarks = os.path.join(output_dir, folder, "benchmarks")
-    for name in sorted(os.listdir(benchmarks)) if os.path.isdir(benchmarks) else ():
-      for file, summary in load_summaries(os.path.join(output_dir, folder), name).items():
-        rows += [row(folder, name, "", file, f"{configuration}_r{i}", r, True)
-                 for configuration, rs in records_of(os.path.join(benchmarks, name), summary).items()
-                 for i, r in enumerate(rs) if r]
-  return pandas.DataFrame(rows, columns=list(TABLE_COLUMNS))
-
-
 def ratio(a: Mapping, b: Mapping) -> Optional[float]:
   """a's pretraining seconds / b's (b's speedup over a), or None unless both come from one machine and code."""
   return a["pretrain_seconds"] / b["pretrain_seconds"] if same_source([a, b]) else None
@@ -244,7 +205,7 @@ def ratio(a: Mapping, b: Mapping) -> Optional[float]:
 
 def dataset(record: Mapping) -> str:
   """The --dataset a run trained on: its record's "dataset" name (records made before it: MNIST)."""
-  return (record.get("dataset") or {}).get("name") or record.get("config", {}).get("dataset") or presets.MNIST
+  return (record.get("dataset") or {}).get("name") or record.get("config", {}).get("dataset") or sources.DEFAULT
 
 
 def dataset_label(name: str) -> str:
@@ -254,7 +215,7 @@ def dataset_label(name: str) -> str:
 
 def datasets(rs: Sequence[Mapping]) -> str:
   """The datasets of records as labels name them, MNIST first, e.g. "MNIST, Fashion-MNIST"."""
-  return ", ".join(map(dataset_label, sorted({dataset(r) for r in rs}, key=lambda d: (d != presets.MNIST, d))))
+  return ", ".join(map(dataset_label, sorted({dataset(r) for r in rs}, key=lambda d: (d != sources.DEFAULT, d))))
 
 
 def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:

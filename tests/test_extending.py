@@ -104,7 +104,7 @@ NEW_STUDY = '''"""A new study: greedy's test accuracy against the batch (a test 
 from common.settings import programs
 from experiments import records
 from experiments.presets import Study, spec
-from experiments.report.tables import md_table
+from experiments.render.tables import md_table
 
 
 def _runs(s):
@@ -126,7 +126,7 @@ NEW_BENCHMARK = '''"""A new benchmark: greedy on one device against two (a test 
 
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
+from experiments import harness
 
 
 def configurations(s):

@@ -18,13 +18,13 @@ from common.settings import programs
 from experiments import load
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import harness
+from experiments import harness
 from experiments.benchmarks import strategies as bench_strategies
-from experiments.report import figures
+from experiments.render import figures
 from experiments.report import readme
-from experiments.report import series
-from experiments.report import users
-from experiments.report import tables
+from experiments.render import series
+from experiments.render import cells
+from experiments.render import tables
 from experiments.studies import accuracy_vs_epochs
 from experiments.studies import convergence
 from experiments.studies import dp_accuracy
@@ -525,7 +525,7 @@ def test_a_noisy_configuration_is_marked_with_its_spread_and_said_in_words_in_th
   summary["pretrain_seconds"][programs.GREEDY.name] = harness.spread([10.0, 11.0, 11.6])  # 16% apart
   with open(path, "w") as f:
     json.dump(summary, f)
-  assert harness.noisy(summary) == [programs.GREEDY.name]  # also for summaries made before their "noisy" field
+  assert records.noisy(summary) == [programs.GREEDY.name]  # also for summaries made before their "noisy" field
   assert f"{programs.GREEDY.name} 11.00 (10.00–11.60) ‡; " in readme.benchmark_section(out)
   row = next(line for line in users.table(out, series.load_all(out)).splitlines() if line.startswith("| Pipeline"))
   before = next(line for line in users.table(output_dir, series.load_all(output_dir)).splitlines()

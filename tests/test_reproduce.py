@@ -14,12 +14,12 @@ from experiments import driver
 from experiments import presets
 from experiments import records
 from experiments.benchmarks import data_parallel as bench_data_parallel
-from experiments.benchmarks import harness
+from experiments import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
 from experiments.benchmarks import equal_cores as bench_equal_cores
 from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
-from experiments.report import figures
+from experiments.render import figures
 from experiments.report import readme
 from conftest import ROOT, python
 
@@ -218,7 +218,7 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
   path, summary = harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append,
                               fake_modules)
   assert path == os.path.join(out, "summary_b100.json") and os.path.exists(path)
-  assert summary["order"] == order and summary["machine_load"] is not None and summary["noisy"] == harness.noisy(summary)
+  assert summary["order"] == order and summary["machine_load"] is not None and summary["noisy"] == records.noisy(summary)
   seconds = {name: [records.load(p)["pretrain_seconds"] for p in paths] for name, paths in summary["records"].items()}
   assert summary["pretrain_seconds"][g]["values"] == seconds[g]
   assert summary["speedup_vs_greedy"]["values"] == pytest.approx([a / b for a, b in zip(seconds[g], seconds[m])])
@@ -527,7 +527,7 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
 def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_summaries(tmp_path):
   from experiments.benchmarks import async_data_parallel as bench_async
   from experiments.benchmarks import hybrid as bench_hybrid
-  from experiments.report import figures
+  from experiments.render import figures
   adp, dp = programs.ASYNC_DATA_PARALLEL.run_name, DP.run_name
   spread = harness.spread([2.0, 3.0, 4.0])
   summary = {"setting": {"batch_size": 100, "slow_worker_delay": 0.01},

@@ -11,8 +11,8 @@ from typing import Dict, List, Mapping
 
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
-from experiments.report import figures
+from experiments import harness
+from experiments.render import figures
 
 GREEDY, SYNC, ASYNC = programs.GREEDY, programs.DATA_PARALLEL, programs.ASYNC_DATA_PARALLEL
 

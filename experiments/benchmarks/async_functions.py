@@ -11,7 +11,7 @@ from typing import Dict, List
 
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
+from experiments import harness
 
 ASYNC = programs.ASYNC_DATA_PARALLEL
 

@@ -15,7 +15,7 @@ from typing import Dict, List
 
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
+from experiments import harness
 
 PLACEMENTS = ("replicas", "one_device", "pipelined")
 

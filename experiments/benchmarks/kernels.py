@@ -8,7 +8,7 @@ from typing import List, Mapping, Optional, Sequence
 
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
+from experiments import harness
 
 PROGRAMS = tuple(p for p in programs.PROGRAMS if len(p.kernel_paths) > 1)
 PATHS = ("xla", "tf")

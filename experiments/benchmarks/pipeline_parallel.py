@@ -9,8 +9,8 @@ from typing import Dict, List, Tuple
 from common.measure import cost
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
-from experiments.report import users
+from experiments import harness
+from experiments.render import cells
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
 
@@ -70,9 +70,9 @@ def over_greedy(output_dir: str, data, used: List[dict]) -> str:
   """The headline's cell: the pipeline's speedup over greedy at batch 100 and 1000, with spreads."""
   parts = []
   for b in (100, 1000):
-    s = users.summary(output_dir, PIPELINE, f"summary_b{b}.json", used)
+    s = cells.summary(output_dir, PIPELINE, f"summary_b{b}.json", used)
     if s:
-      parts.append(f"{users.spread(s['speedup_vs_greedy'])} at batch {b}" + users.noisy_note(s))
+      parts.append(f"{cells.spread(s['speedup_vs_greedy'])} at batch {b}" + cells.noisy_note(s))
   return ", ".join(parts) or "not measured yet"
 
 

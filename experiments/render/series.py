@@ -1,0 +1,162 @@
+"""What the tables and figures show, computed from the run records (`stacks`, `program_records`, ...; a ratio of two
+records through `records.ratio`), and the names both use: the model's error goal, the scaling studies, the figures'
+paths; and each study's records gathered for the studies it is given (`load_all`, `others`, `table`). Programs are
+known by their capabilities and the baseline."""
+
+import os
+from typing import Dict, List, Optional, Tuple
+
+import pandas
+
+from common.settings import programs
+from experiments import presets
+from experiments import records
+
+MODEL_ERROR_GOAL = 0.15
+Runs = Dict[str, dict]
+SCALING = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")
+Data = Dict[str, Optional[records.StudyRecords]]
+
+
+def program_of(record: dict) -> str:
+  """The program that wrote a record, e.g. "model_parallel" (its key "strategy": records keep their keys)."""
+  return record.get("strategy") or record["config"]["strategy"]
+
+
+def cores(data: records.StudyRecords) -> int:
+  """The fewest cores any run of the study could use."""
+  return min(records.cores(r) for r in data.runs.values())
+
+
+def machine_cores(data: records.StudyRecords) -> int:
+  """The cores of the machine the study's runs ran on (`records.host_cores`; the most, should they differ)."""
+  return max(records.host_cores(r) for r in data.runs.values())
+
+
+def stacks(data: records.StudyRecords) -> Dict[int, Dict[int, dict]]:
+  """{hidden layers: {devices: record}} of a scaling study (data parallel: one stack), sorted."""
+  out: Dict[int, Dict[int, dict]] = {}
+  for r in data.runs.values():
+    out.setdefault(len(r["config"]["hidden_units"]), {})[records.devices(r)] = r
+  return {h: dict(sorted(out[h].items())) for h in sorted(out)}
+
+
+def max_error(predictions: List, in_calibration: bool) -> Optional[float]:
+  """The largest |relative error| over the fit points (in_calibration) or the predicted ones of
+  `perf_model.Prediction`s; None if none."""
+  return max((abs(p.relative_error) for p in predictions if p.in_calibration == in_calibration), default=None)
+
+
+def oversubscribed_faster(data: records.StudyRecords) -> List[Tuple[int, int, float, int, float]]:
+  """[(layers, devices, seconds, best devices <= cores, its seconds)] where more devices than cores won."""
+  out = []
+  for h, by_g in stacks(data).items():
+    fair = {g: r for g, r in by_g.items() if not records.oversubscribed(r)}
+    best = min(fair, key=lambda g: fair[g]["pretrain_seconds"], default=None)
+    out += [(h, g, r["pretrain_seconds"], best, fair[best]["pretrain_seconds"]) for g, r in by_g.items()
+            if best and records.oversubscribed(r) and (records.ratio(fair[best], r) or 0) > 1]
+  return out
+
+
+def batch_label(rs: List[dict]) -> str:
+  """The batch as run, "; "-joined: "global batch 5000 (2500 per device on 2)" for a program that splits it over its
+  devices (`Program.splits_batch`), else "batch 100"."""
+  labels = []
+  for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
+    b, g = r["config"]["batch_size"], records.devices(r)
+    labels.append(f"batch {b}" if not programs.get(program_of(r)).splits_batch else f"global batch {b} (1 device)"
+                  if g == 1 else f"global batch {b} ({b // g} per device on {g})")
+  return "; ".join(dict.fromkeys(labels))
+
+
+def by_preset(data: records.StudyRecords) -> Dict[str, Runs]:
+  """{preset: {run name: record}} of every preset with records, the study's shown preset first."""
+  return {data.preset: data.runs, **{p: data.other[p] for p in presets.PRESETS if p in data.other}}
+
+
+def program_name(program: str) -> str:
+  """A program's registry label, e.g. "model parallel"; ValueError for an unregistered program."""
+  return programs.get(program).label
+
+
+def preset_note(study: presets.Study, preset: str) -> str:
+  """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
+  notes = presets.shrink_notes(study, preset)
+  return (f"preset {preset}: " + "; ".join(notes) if notes else
+          f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
+
+
+def figure_path(output_dir: str, study: str) -> str:
+  """<output_dir>/figures/<study>.png"""
+  return os.path.join(output_dir, "figures", f"{study}.png")
+
+
+def program_records(data: records.StudyRecords) -> Runs:
+  """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
+  return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
+
+
+# Which preset a study shows when several have records: paper when complete, else the first of these.
+PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
+
+
+def load_all(output_dir: str, registry: presets.Registry) -> Data:
+  """{study: its records in `output_dir` (`records.StudyRecords`), or None} of every study of `registry`: a study
+  shows the paper preset when all its runs there have records, else the first of `PREFERENCE` with records. Records
+  of runs shared with another study alone count only for a study that owns no run (convergence)."""
+  built = {p: presets.build(registry, p, output_dir) for p in presets.PRESETS}
+  out: Data = {}
+  for study in registry.studies:
+    found, complete = {}, False
+    for p in presets.PRESETS:
+      specs = built[p][study.name].runs if study.name in built[p] else ()
+      runs = {r.name: records.load(presets.record_path(output_dir, p, r)) for r in specs}
+      own = any(runs[r.name] for r in specs if r.home == study.name) or all(r.home != study.name for r in specs)
+      found[p] = {name: r for name, r in runs.items() if r is not None and own}
+      complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
+    preset = "paper" if complete else next((p for p in PREFERENCE if found[p]), None)
+    out[study.name] = records.StudyRecords(
+        study.name, preset, found[preset], {p: r for p, r in found.items() if r and p != preset}, output_dir, study,
+        built[preset][study.name].runs) if preset else None
+  return out
+
+
+def others(output_dir: str, registry: presets.Registry) -> Dict[str, Data]:
+  """{folder: `load_all` of it} of the other folders of records (`records.folders`)."""
+  return {m: load_all(os.path.join(output_dir, m), registry) for m in records.folders(output_dir)}
+
+
+def others_of(found: Dict[str, Data], study: str) -> Dict[str, records.StudyRecords]:
+  """{folder: the study's records there} of the folders of `others` that have records of it."""
+  return {m: data[study] for m, data in found.items() if data.get(study)}
+
+
+TABLE_COLUMNS = ("folder", "study", "preset", "summary", "run", "program", "dataset", "seed", "timed", "machine", "isa",
+                 "commit", "code", "record")
+
+
+def table(output_dir: str, registry: presets.Registry) -> pandas.DataFrame:
+  """Every record of `registry`'s studies and of every benchmark summary under `output_dir` and its other folders, one
+  row each (columns `TABLE_COLUMNS`): folder ("" or the other folder's), study (a study, or a benchmark's folder under
+  benchmarks/, its module removed or not), preset (a study's; "" for a benchmark), summary (the benchmark summary's
+  file; "" for a study), run (a benchmark's: <configuration>_r<repeat>), program, dataset, seed, timed (its study
+  compares seconds; every benchmark does), machine (`records.host`), isa, commit, code (the code digest, else the
+  commit), and the record itself."""
+  def row(folder, study, preset, summary, run, r, timed):
+    return {"folder": folder, "study": study, "preset": preset, "summary": summary, "run": run,
+            "program": r.get("strategy"), "dataset": records.dataset(r), "seed": r.get("config", {}).get("seed"),
+            "timed": timed, "machine": records.host(r), "isa": records.instruction_set(r),
+            "commit": r["environment"].get("commit"), "code": r["environment"].get("code_digest") or records.code(r),
+            "record": r}
+  rows = []
+  for folder in [""] + records.folders(output_dir):
+    for name, data in load_all(os.path.join(output_dir, folder), registry).items():
+      for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
+        rows += [row(folder, name, preset, "", run, r, data.declared.times(run)) for run, r in runs.items()]
+    benchmarks = os.path.join(output_dir, folder, "benchmarks")
+    for name in sorted(os.listdir(benchmarks)) if os.path.isdir(benchmarks) else ():
+      for file, summary in records.load_summaries(os.path.join(output_dir, folder), name).items():
+        rows += [row(folder, name, "", file, f"{configuration}_r{i}", r, True)
+                 for configuration, rs in records.records_of(os.path.join(benchmarks, name), summary).items()
+                 for i, r in enumerate(rs) if r]
+  return pandas.DataFrame(rows, columns=list(TABLE_COLUMNS))
