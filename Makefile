@@ -1,5 +1,5 @@
 # make train: the main job with defaults that finish in minutes on 2 CPU cores, printing the test accuracy.
-# make test: the test suite. make reproduce: every figure and table (see results/README.md).
+# make test: the import contracts (lint-imports, .importlinter), then the test suite. make reproduce: every figure and table (see results/README.md).
 # Each target creates .venv from requirements.txt first if it is missing or out of date.
 
 PYTHON3 ?= python3
@@ -41,6 +41,7 @@ train: venv
 	$(PY) -m $(TRAIN_PROGRAM).train $(TRAIN_FLAGS)
 
 test: venv
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_FLAGS) tests
 
 reproduce: venv
