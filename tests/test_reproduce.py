@@ -12,6 +12,7 @@ import pytest
 from common.settings import programs
 from experiments import driver
 from experiments import presets
+from experiments.reproduce import REGISTRY
 from experiments import records
 from experiments.benchmarks import data_parallel as bench_data_parallel
 from experiments import harness
@@ -20,6 +21,7 @@ from experiments.benchmarks import equal_cores as bench_equal_cores
 from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.render import figures
+from experiments.report import draw
 from experiments.report import readme
 from conftest import ROOT, python
 
@@ -30,12 +32,12 @@ GREEDY, SYNC, MP, DP, PP = (programs.GREEDY, programs.SYNC_LAYERWISE, programs.M
 
 def test_presets_are_consistent_and_paper_matches_the_report():
   for name in presets.PRESETS:
-    studies = presets.build(name)
+    studies = presets.build(REGISTRY, name)
     study = {"mid": ["large_batch"], "full": ["full_size"],
              "pretraining": ["pretraining_sweep", "pretraining_ablation", "pretraining_programs"]}.get(name)
-    assert list(studies) == (study or [e.name for e in presets.STUDIES if (e.kind != "study" or name == "smoke")
+    assert list(studies) == (study or [e.name for e in REGISTRY.studies if (e.kind != "study" or name == "smoke")
                                        and name in e.sizes])
-    assert study or set(presets.REPORT_STUDIES + presets.BEYOND) - set(studies) <= {presets.FASHION_MNIST_ACCURACY.name}
+    assert study or set(REGISTRY.of_kind('report') + REGISTRY.of_kind('beyond')) - set(studies) <= {REGISTRY.get("fashion_mnist_accuracy").name}
     for study in studies.values():
       assert study.runs, (name, study.name)
       for run in study.runs:
@@ -45,7 +47,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
           assert batch % g == 0, (study.name, run.name)
     homes = [(r.home, r.stored_name) for e in studies.values() for r in e.runs if r.home == e.name]
     assert len(homes) == len(set(homes))
-  paper = presets.build("paper")
+  paper = presets.build(REGISTRY, "paper")
   b100 = {r.name: r for r in paper["mp_scaling_b100"].runs}
   assert sorted(b100) == ["h2_g1", "h2_g2", "h3_g1", "h3_g2", "h3_g3", "h4_g1", "h4_g2", "h4_g3", "h4_g4"]
   assert (b100["h4_g4"].config.pretrain_epochs, b100["h4_g4"].config.batch_size) == (30, 100)
@@ -58,7 +60,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
   # Shared runs: convergence draws strategy_comparison's records (their own: they record the held-out loss
   # after every epoch, which the scaling runs do not).
   for preset in ("cpu", "paper"):
-    studies = presets.build(preset)
+    studies = presets.build(REGISTRY, preset)
     conv = {r.name: (r.home, r.stored_name) for r in studies["convergence"].runs}
     assert list(conv) == [p.run_name for p in presets.COMPARED]
     assert conv[GREEDY.run_name] == ("strategy_comparison", GREEDY.run_name)
@@ -75,16 +77,16 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # refuse them. Every MNIST full-size run of the report's recipe has one; the study's are remade by the measurement
   # campaign, the tuned recipe's are its steps.
   for preset, study, count in (("mid", "large_batch", 4), ("full", "full_size", 14)):
-    runs = presets.build(preset)[study].runs
+    runs = presets.build(REGISTRY, preset)[study].runs
     assert len(runs) == count
     for run in runs:
-      record = next(filter(None, (records.load(records.record_path(folder, preset, run))
+      record = next(filter(None, (records.load(presets.record_path(folder, preset, run))
                                   for folder in (RESULTS, os.path.join(RESULTS, "earlier")))), None)
       tuned = run.config.recipe == "tuned"
       assert record is not None or preset == "mid" or run.config.dataset != "mnist" or tuned, (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
-  full = {r.name: r for r in presets.build("full")["full_size"].runs}
+  full = {r.name: r for r in presets.build(REGISTRY, "full")["full_size"].runs}
   large = full["dp_b5000_e30_large_batch"].config
   assert all(getattr(large, k) == v for k, v in presets.LARGE_BATCH_CANDIDATES[-1][1].items())
   # Greedy, model parallel and the pipeline in both precisions, the same runs otherwise.
@@ -111,13 +113,13 @@ def test_the_compared_programs_derive_from_the_registry():
   one_device = {p.name for p in programs.PROGRAMS if p.one_device}
   assert presets.COMPARED == (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if p.name not in one_device)
   assert set(presets.COMPARED) - set(presets.ACCURACY_COMPARED) == {DP}  # data_parallel: its own accuracy study
-  runs = presets.build("smoke")["strategy_comparison"].runs
+  runs = presets.build(REGISTRY, "smoke")["strategy_comparison"].runs
   assert [(r.name, r.program) for r in runs] == [(p.run_name, p.name) for p in presets.COMPARED]
   assert [r.config.num_devices for r in runs] == [1 if r.program in one_device else 2 for r in runs]
 
 
 def test_select_studies_and_single_runs():
-  studies = presets.build("cpu")
+  studies = presets.build(REGISTRY, "cpu")
   chosen = presets.select(studies, ["dp_scaling/g2", "mp_vs_dp"])
   assert list(chosen) == ["dp_scaling", "mp_vs_dp"]
   assert [r.name for r in chosen["dp_scaling"].runs] == ["g2"]
@@ -127,7 +129,7 @@ def test_select_studies_and_single_runs():
   with pytest.raises(ValueError, match="has no run"):
     presets.select(studies, ["dp_scaling/g9"])
   with pytest.raises(ValueError, match="unknown preset"):
-    presets.build("huge")
+    presets.build(REGISTRY, "huge")
 
 
 @pytest.fixture
@@ -152,7 +154,7 @@ def _run(jobs, out, modules, lines, parallel=1):
 
 def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   out = str(tmp_path / "out")
-  studies = presets.build("smoke")
+  studies = presets.build(REGISTRY, "smoke")
   jobs = driver.plan(studies, "smoke", out, str(tmp_path / "work"))
   unique = {(r.home, r.stored_name) for e in studies.values() for r in e.runs}
   assert len(jobs) == len(unique)
@@ -172,14 +174,14 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   assert _run(jobs, out, fake_modules, lines) == 0
   assert f"{len(jobs)} of {len(jobs)} records exist; running 0" in lines[0]
   # Figures and README from the records alone.
-  assert len(figures.draw(out, out=lambda _: None)) == len([e for e in presets.STUDIES if e.figure])
-  text = open(readme.write(out)).read()
+  assert len(draw.draw(out, REGISTRY, out=lambda _: None)) == len([e for e in REGISTRY.studies if e.figure])
+  text = open(readme.write(out, REGISTRY)).read()
   assert "preset smoke" in text
 
 
 def test_driver_stops_on_a_failing_program_and_keeps_finished_records(tmp_path, fake_modules, monkeypatch):
   out = str(tmp_path / "out")
-  studies = presets.select(presets.build("smoke"), ["dp_scaling"])
+  studies = presets.select(presets.build(REGISTRY, "smoke"), ["dp_scaling"])
   jobs = driver.plan(studies, "smoke", out, str(tmp_path / "work"))
   monkeypatch.setenv("FAKE_TRAIN_FAIL", "smoke_g2")
   lines = []
@@ -196,7 +198,7 @@ def test_driver_stops_on_a_failing_program_and_keeps_finished_records(tmp_path, 
 
 def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
   out = str(tmp_path / "out")
-  jobs = driver.plan(presets.select(presets.build("smoke"), ["dp_scaling/g1"]), "smoke", out, str(tmp_path))
+  jobs = driver.plan(presets.select(presets.build(REGISTRY, "smoke"), ["dp_scaling/g1"]), "smoke", out, str(tmp_path))
   _run(jobs, out, fake_modules, [])
   record = json.load(open(jobs[0].record))
   record["config"]["batch_size"] = 7
@@ -363,7 +365,7 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
   assert "`--num_devices=2 --threads_per_device=1 --thread_pool=per_device`" in table
   pipeline_row = next(line for line in table.splitlines() if "pipeline" in line)
   assert pipeline_row.endswith("| — |")  # one repeat never reached greedy's loss
-  assert os.path.exists(figures.benchmark_figure(str(tmp_path), bench_equal_cores.BENCHMARK))
+  assert os.path.exists(draw.benchmark_figure(str(tmp_path), bench_equal_cores.BENCHMARK))
   with pytest.raises(ValueError, match="not an equal-cores configuration"):
     bench_equal_cores.flags_of(GREEDY.name)
 
@@ -385,7 +387,7 @@ def test_command_line_errors():
   assert dry.returncode == 0 and "dp_scaling: 4 runs, 4 recorded, 0 to run" in dry.stdout
   assert "results/runs/dp_scaling/cpu_g2.json (recorded: " in dry.stdout and " s on AMD EPYC" in dry.stdout
   dry = run("--preset=full", "--dry_run")
-  assert dry.returncode == 0 and f"full_size: {len(presets.build('full')['full_size'].runs)} runs" in dry.stdout
+  assert dry.returncode == 0 and f"full_size: {len(presets.build(REGISTRY, 'full')['full_size'].runs)} runs" in dry.stdout
   assert "results/full_size/greedy_b100_e30.json" in dry.stdout and "full_size/fashion_mnist_greedy_b100_e30" in dry.stdout
 
 
@@ -396,8 +398,8 @@ def test_every_run_of_every_preset_and_benchmark_is_a_command_line_its_program_a
   derived command line would train something else, fails here, in seconds, not hours into a run."""
   from common.settings import flags as settings_flags
   checked = set()
-  jobs = [(p, j) for p in presets.PRESETS for j in driver.plan(presets.build(p, str(tmp_path)), p, str(tmp_path), "w")]
-  jobs += [(b.name, j) for b in presets.BENCHMARKS for j in harness.plan(b, harness.setting(b, {}), str(tmp_path), "w")]
+  jobs = [(p, j) for p in presets.PRESETS for j in driver.plan(presets.build(REGISTRY, p, str(tmp_path)), p, str(tmp_path), "w")]
+  jobs += [(b.name, j) for b in REGISTRY.benchmarks for j in harness.plan(b, harness.setting(b, {}), str(tmp_path), "w")]
   for where, j in jobs:
     cmd = driver.command(j)
     program = programs.get(j.spec.program)
@@ -435,13 +437,13 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   found = _records({r.name: [10.0, 12.0] if r.name.endswith(f32) else [5.0, 8.0] for r in runs}, layers=layers,
                    config={"hidden_units": [32, 16], "train_examples": 400, "batch_size": 100},
                    strategy=GREEDY.name)
-  monkeypatch.setattr(bench_precision, "matmul_rates", lambda s: {q: {"gflops_per_second": g, "shapes": []}
+  monkeypatch.setattr(harness, "matmul_rates", lambda s: {q: {"gflops_per_second": g, "shapes": []}
                                                                   for q, g in ((f32, 200.0), (bf16, 400.0))})
   summary = bench_precision.summarize(s, found)
   assert summary[f"speedup_{GREEDY.name}"]["values"] == pytest.approx([2.0, 1.5])
   assert summary["pipeline_bf16_vs_greedy_f32"]["values"] == pytest.approx([2.0, 1.5])
   flops = 2 * 400 * (5 * 2 * 784 * 32 + 5 * 2 * 32 * 16 + 2 * 2 * 784 * 32)  # 2 epochs of 400 examples, 2 layers
-  assert bench_precision.flops(found[f"{GREEDY.name}_{f32}"][0]) == pytest.approx(flops)
+  assert harness.flops(found[f"{GREEDY.name}_{f32}"][0]) == pytest.approx(flops)
   assert summary["programs"][GREEDY.name]["fraction_of_bf16_rate"][bf16]["values"][0] == pytest.approx(
       flops / 5.0 / 400e9)
   # finetune: one core, and each placement on G devices (one_device: one device of G threads); the ratios are of
@@ -475,15 +477,15 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
                          "finetune": {"seconds": fine_seconds[n] / (2 if p == bf16 else 1), "epochs": 1,
                                       "placement": "replicas"}}] * 2
            for p in (f32, bf16) for n, r in zip(bench_limit.BASES, runs)}
-  monkeypatch.setattr(bench_limit.precision_bench, "matmul_rates",
+  monkeypatch.setattr(harness, "matmul_rates",
                       lambda s: {f32: {"gflops_per_second": 1e-3}, bf16: {"gflops_per_second": 2e-3}})
   summary = bench_limit.summarize(s, found)
   one = found[f"greedy_1core_{f32}"][0]
   assert summary["configurations"][f"greedy_1core_{f32}"]["cores"] == 1
   assert summary["configurations"][f"greedy_1core_{f32}"]["pretrain_fraction_of_limit"]["median"] == pytest.approx(
-      bench_precision.flops(one) / 2.0 / 1e6)
+      harness.flops(one) / 2.0 / 1e6)
   assert summary[f"pipeline_fraction_{bf16}"]["median"] == pytest.approx(
-      bench_precision.flops(found[f"pipeline_shared_{bf16}"][0]) / 2.0 / 4e6)
+      harness.flops(found[f"pipeline_shared_{bf16}"][0]) / 2.0 / 4e6)
   fine = 3 * 400 * 2 * (784 * 32 + 32 * 10)
   assert summary["configurations"][f"pipeline_shared_{f32}"]["finetune_fraction_of_limit"]["median"] == pytest.approx(
       fine / 1.5 / 2e6)
@@ -549,7 +551,7 @@ def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_sum
   folder = tmp_path / "benchmarks" / bench_async.BENCHMARK.name
   folder.mkdir(parents=True)
   (folder / "summary_b100.json").write_text(json.dumps(summary))
-  path = figures.benchmark_figure(str(tmp_path), bench_async.BENCHMARK)
+  path = draw.benchmark_figure(str(tmp_path), bench_async.BENCHMARK)
   assert path.endswith(bench_async.BENCHMARK.figure_file) and os.path.getsize(path) > 10_000
   # hybrid: only the measured configurations; the model (no all-reduce cost) only where one replica per stage.
   hybrid = {"pretrain_seconds": {"p1_r1": spread, "p1_r2": spread, "p2_r1": spread, DP.run_name: spread},
