@@ -80,7 +80,7 @@ def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
   # the interpreter itself: conftest.fresh_python).
   registry_tests = _run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_registry.py")
   assert registry_tests.returncode == 0, registry_tests.stdout[-3000:]
-  lists = _run(root, "-c", "from experiments import presets; "
+  lists = _run(root, "-c", "from experiments import presets; from experiments.reproduce import REGISTRY; "
                "print(sorted({r.program for e in presets.build(REGISTRY, 'cpu').values() for r in e.runs})); "
                "print([p.name for p in presets.COMPARED])")
   assert lists.returncode == 0, lists.stderr[-2000:]
@@ -125,9 +125,8 @@ STUDIES = (BATCH_ACCURACY,)
 NEW_BENCHMARK = '''"""A new benchmark: greedy on one device against two (a test adds it, touching this file only)."""
 
 from common.settings import programs
-from experiments import presets
-from experiments.reproduce import REGISTRY
 from experiments import harness
+from experiments import presets
 
 
 def configurations(s):
@@ -148,10 +147,11 @@ def test_a_new_study_is_one_file(tmp_path):
   root = _copy(tmp_path)
   (root / "experiments" / "studies" / "batch_accuracy.py").write_text(NEW_STUDY)
   (root / "experiments" / "benchmarks" / "greedy_devices.py").write_text(NEW_BENCHMARK)
-  found = _run(root, "-c", "from experiments import presets; print(REGISTRY.benchmarks[-1].name)")
+  found = _run(root, "-c", "from experiments.reproduce import REGISTRY; print(REGISTRY.benchmarks[-1].name)")
   assert found.stdout.split() == ["greedy_devices"], found.stderr[-2000:]
   out = tmp_path / "out"
-  listed = _run(root, "-c", "from experiments import presets; print(REGISTRY.names[-1], len(presets.build(REGISTRY, 'smoke')"
+  listed = _run(root, "-c", "from experiments import presets; from experiments.reproduce import REGISTRY; "
+                "print(REGISTRY.names[-1], len(presets.build(REGISTRY, 'smoke')"
                 "['batch_accuracy'].runs))")
   assert listed.stdout.split() == ["batch_accuracy", "2"], listed.stderr[-2000:]
   done = _run(root, "-m", "experiments.reproduce", "--preset=smoke", "--only=batch_accuracy", f"--output_dir={out}")

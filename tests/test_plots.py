@@ -529,7 +529,7 @@ def test_a_noisy_configuration_is_marked_with_its_spread_and_said_in_words_in_th
   with open(path, "w") as f:
     json.dump(summary, f)
   assert records.noisy(summary) == [programs.GREEDY.name]  # also for summaries made before their "noisy" field
-  assert f"{programs.GREEDY.name} 11.00 (10.00–11.60) ‡; " in readme.benchmark_section(out)
+  assert f"{programs.GREEDY.name} 11.00 (10.00–11.60) ‡; " in readme.benchmark_section(out, REGISTRY)
   row = next(line for line in readme.headline(out, series.load_all(out, REGISTRY), REGISTRY).splitlines() if line.startswith("| Pipeline"))
   before = next(line for line in readme.headline(output_dir, series.load_all(output_dir, REGISTRY), REGISTRY).splitlines()
                 if line.startswith("| Pipeline"))
