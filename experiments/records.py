@@ -249,16 +249,3 @@ def time_to_loss(curves: Sequence[Sequence[Tuple[float, float]]],
   """(seconds until every layer's loss reached its target, [per layer, the seconds its loss first did]); None: never."""
   per_layer = [next((t for t, loss in curve if loss <= target), None) for curve, target in zip(curves, targets)]
   return None if None in per_layer else max(per_layer, default=0.0), per_layer
-
-
-def read_lines(path: str) -> List[Record]:
-  """The JSON lines of the file at `path` ([] when there is none)."""
-  if not os.path.exists(path):
-    return []
-  with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
-
-
-def driver_log(output_dir: str) -> List[Record]:
-  """The lines of <output_dir>/runs/driver_log.jsonl: one per run the driver finished."""
-  return read_lines(os.path.join(output_dir, "runs", "driver_log.jsonl"))

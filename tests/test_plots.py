@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 
+import pandas
 import pytest
 
 from common.measure import provenance
@@ -414,10 +415,41 @@ def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_p
   assert not records.comparable(new, other_digest) and records.comparable(new, dict(new))
 
 
+TABLE_COLUMNS = ("folder", "study", "preset", "summary", "run", "program", "dataset", "seed", "timed", "machine", "isa",
+                 "commit", "code", "record")
+
+
+def records_table(output_dir, registry):
+  """Every record of `registry`'s studies and of every benchmark summary under `output_dir` and its other folders, one
+  row each (columns `TABLE_COLUMNS`): folder ("" or the other folder's), study (a study, or a benchmark's folder under
+  benchmarks/, its module removed or not), preset (a study's; "" for a benchmark), summary (the benchmark summary's
+  file; "" for a study), run (a benchmark's: <configuration>_r<repeat>), program, dataset, seed, timed (its study
+  compares seconds; every benchmark does), machine (`records.host`), isa, commit, code (the code digest, else the
+  commit), and the record itself."""
+  def row(folder, study, preset, summary, run, r, timed):
+    return {"folder": folder, "study": study, "preset": preset, "summary": summary, "run": run,
+            "program": r.get("strategy"), "dataset": records.dataset(r), "seed": r.get("config", {}).get("seed"),
+            "timed": timed, "machine": records.host(r), "isa": records.instruction_set(r),
+            "commit": r["environment"].get("commit"), "code": r["environment"].get("code_digest") or records.code(r),
+            "record": r}
+  rows = []
+  for folder in [""] + records.folders(output_dir):
+    for name, data in series.load_all(os.path.join(output_dir, folder), registry).items():
+      for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
+        rows += [row(folder, name, preset, "", run, r, data.declared.times(run)) for run, r in runs.items()]
+    benchmarks = os.path.join(output_dir, folder, "benchmarks")
+    for name in sorted(os.listdir(benchmarks)) if os.path.isdir(benchmarks) else ():
+      for file, summary in records.load_summaries(os.path.join(output_dir, folder), name).items():
+        rows += [row(folder, name, "", file, f"{configuration}_r{i}", r, True)
+                 for configuration, rs in records.records_of(os.path.join(benchmarks, name), summary).items()
+                 for i, r in enumerate(rs) if r]
+  return pandas.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
 def ratio_problems(output_dir):
   """One line per timed study's preset, and per benchmark summary, whose records differ in machine or code (in the
-  table of every record, `records.table`): the report takes no ratio across machines or codes."""
-  frame = series.table(output_dir, REGISTRY)
+  table of every record, `records_table`): the report takes no ratio across machines or codes."""
+  frame = records_table(output_dir, REGISTRY)
   groups = frame[frame["timed"]].groupby(["folder", "study", "preset", "summary"])
   return [(os.path.join(output_dir, folder, "benchmarks", study, summary) if summary else
            f"{os.path.join(folder or '.', study)} ({preset})") + ": its records come from "
@@ -454,7 +486,7 @@ def test_a_ratio_across_machines_or_codes_is_found(output_dir, tmp_path):
   assert any("summary_b1000_variants.json" in line for line in ratio_problems(out))
   # One table holds the studies' records and the benchmarks' (a benchmark's by its summary), with their machine,
   # instruction set and commit; a study may time only some of its runs (the longer finetuning: accuracy only).
-  frame = series.table(output_dir, REGISTRY)
+  frame = records_table(output_dir, REGISTRY)
   mine = frame[(frame["study"] == programs.MODEL_PARALLEL.name) & (frame["summary"] == "summary_b1000_variants.json")]
   assert len(mine) == len(os.listdir(folder)) and set(mine["preset"]) == {""} and mine["timed"].all()
   assert set(mine["machine"]) == {records.host(mine["record"].iloc[0])} and mine["isa"].notna().all()

@@ -1,12 +1,11 @@
 """What the tables and figures show, computed from the run records (`stacks`, `program_records`, ...; a ratio of two
 records through `records.ratio`), and the names both use: the model's error goal, the scaling studies, the figures'
-paths; and each study's records gathered for the studies it is given (`load_all`, `others`, `table`). Programs are
+paths; and each study's records gathered for the studies it is given (`load_all`, `others`). Programs are
 known by their capabilities and the baseline."""
 
 import os
 from typing import Dict, List, Optional, Tuple
 
-import pandas
 
 from common.settings import programs
 from experiments import presets
@@ -129,34 +128,3 @@ def others(output_dir: str, registry: presets.Registry) -> Dict[str, Data]:
 def others_of(found: Dict[str, Data], study: str) -> Dict[str, records.StudyRecords]:
   """{folder: the study's records there} of the folders of `others` that have records of it."""
   return {m: data[study] for m, data in found.items() if data.get(study)}
-
-
-TABLE_COLUMNS = ("folder", "study", "preset", "summary", "run", "program", "dataset", "seed", "timed", "machine", "isa",
-                 "commit", "code", "record")
-
-
-def table(output_dir: str, registry: presets.Registry) -> pandas.DataFrame:
-  """Every record of `registry`'s studies and of every benchmark summary under `output_dir` and its other folders, one
-  row each (columns `TABLE_COLUMNS`): folder ("" or the other folder's), study (a study, or a benchmark's folder under
-  benchmarks/, its module removed or not), preset (a study's; "" for a benchmark), summary (the benchmark summary's
-  file; "" for a study), run (a benchmark's: <configuration>_r<repeat>), program, dataset, seed, timed (its study
-  compares seconds; every benchmark does), machine (`records.host`), isa, commit, code (the code digest, else the
-  commit), and the record itself."""
-  def row(folder, study, preset, summary, run, r, timed):
-    return {"folder": folder, "study": study, "preset": preset, "summary": summary, "run": run,
-            "program": r.get("strategy"), "dataset": records.dataset(r), "seed": r.get("config", {}).get("seed"),
-            "timed": timed, "machine": records.host(r), "isa": records.instruction_set(r),
-            "commit": r["environment"].get("commit"), "code": r["environment"].get("code_digest") or records.code(r),
-            "record": r}
-  rows = []
-  for folder in [""] + records.folders(output_dir):
-    for name, data in load_all(os.path.join(output_dir, folder), registry).items():
-      for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
-        rows += [row(folder, name, preset, "", run, r, data.declared.times(run)) for run, r in runs.items()]
-    benchmarks = os.path.join(output_dir, folder, "benchmarks")
-    for name in sorted(os.listdir(benchmarks)) if os.path.isdir(benchmarks) else ():
-      for file, summary in records.load_summaries(os.path.join(output_dir, folder), name).items():
-        rows += [row(folder, name, "", file, f"{configuration}_r{i}", r, True)
-                 for configuration, rs in records.records_of(os.path.join(benchmarks, name), summary).items()
-                 for i, r in enumerate(rs) if r]
-  return pandas.DataFrame(rows, columns=list(TABLE_COLUMNS))
