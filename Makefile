@@ -1,7 +1,5 @@
 # make train: the main job with defaults that finish in minutes on 2 CPU cores, printing the test accuracy.
-# make test: the test suite. make reproduce: every figure and table (see results/README.md).
-# make campaign: every number measured again (each benchmark at its campaign settings, the cpu preset, the mid study,
-# then the report; experiments/campaign.py); CAMPAIGN_FLAGS=--dry_run lists the steps with estimated minutes.
+# make test: the import contracts (lint-imports, .importlinter), then the test suite. make reproduce: every figure and table (see results/README.md).
 # Each target creates .venv from requirements.txt first if it is missing or out of date.
 
 PYTHON3 ?= python3
@@ -29,10 +27,8 @@ TEST_WORKERS ?= 2
 PYTEST_FLAGS ?=
 # Every figure and table of the report (about an hour on 2 cores with the cpu preset; see results/README.md).
 REPRODUCE_FLAGS ?= --preset=cpu
-# The measurement campaign (hours on 2 cores: run it alone), e.g. CAMPAIGN_FLAGS="--only=kernels --replace".
-CAMPAIGN_FLAGS ?=
 
-.PHONY: venv train test reproduce campaign clean
+.PHONY: venv train test reproduce clean
 venv: $(VENV)/.installed
 
 $(VENV)/.installed: requirements.txt
@@ -45,13 +41,11 @@ train: venv
 	$(PY) -m $(TRAIN_PROGRAM).train $(TRAIN_FLAGS)
 
 test: venv
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_FLAGS) tests
 
 reproduce: venv
 	$(PY) -m experiments.reproduce $(REPRODUCE_FLAGS) --output_dir=results
-
-campaign: venv
-	$(PY) -m experiments.campaign $(CAMPAIGN_FLAGS)
 
 clean:
 	rm -rf runs models scratch .pytest_cache

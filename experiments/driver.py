@@ -1,22 +1,18 @@
 """The one runner: `call` is the one place a subprocess starts; `run` starts each program through it, skips recorded
-runs whose flags match, stops on a failure keeping finished records, prints progress with an ETA and logs each run;
-estimates: fixed_p + FLOPs / rate_p per program p, least squares on the driver log."""
+runs whose flags match, stops on a failure keeping finished records, prints progress and logs each run; `listing`
+is --dry_run's list of the runs, with the seconds and machine of those that have a record."""
 
 import concurrent.futures
 import dataclasses
 import datetime
-import glob
 import json
-import math
 import os
-import statistics
 import subprocess
 import sys
 import threading
 import time
-from typing import IO, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import IO, Callable, Dict, List, Mapping, Optional, Sequence
 
-from common.measure import cost
 from common.measure import provenance
 from common.settings import programs
 from experiments import ROOT
@@ -24,9 +20,6 @@ from experiments import presets
 from experiments import records
 
 LOG_TAIL_LINES = 25
-# Validation (5,000 images) every finetuning epoch and test (10,000) at the end: counted as 15,000 per epoch.
-EVALUATED_EXAMPLES = 15_000
-POOLED = "all programs"
 # The offline MNIST copy beside the repository (the programs' TFDS_DATA_DIR unless set).
 SHARED_DATA = os.path.abspath(os.path.join(ROOT, "..", "shared", "tensorflow_datasets"))
 
@@ -42,42 +35,6 @@ def call(command: Sequence[str], log: Optional[IO] = None, capture: bool = False
   pipe = subprocess.PIPE if capture else None
   return subprocess.run(list(command), cwd=ROOT, env=env, text=True, stdout=log or pipe,
                         stderr=subprocess.STDOUT if log else pipe)
-
-
-class Rate(NamedTuple):
-  """seconds = fixed_seconds + FLOPs / flops_per_second, fitted on `runs` logged runs (0: not fitted)."""
-  fixed_seconds: float
-  flops_per_second: float
-  runs: int
-
-  def seconds(self, flops: float) -> float:
-    return self.fixed_seconds + flops / self.flops_per_second
-
-
-FALLBACK = Rate(10.0, 1e11, 0)  # without a driver log: 10 s start-up, 100 GFLOP/s
-Rates = Mapping[str, Rate]
-
-
-def flops(program: str, flags: Mapping) -> float:
-  """FLOPs of a run of `program` with shared `flags` (hidden_units, epochs, train_examples), by `common.measure.cost`."""
-  hidden, examples = list(flags["hidden_units"]), int(flags["train_examples"])
-  pretrain = cost.pretraining_flops(hidden, int(flags["pretrain_epochs"]), examples,
-                                    pipelined=programs.get(program).pipelined)
-  return pretrain + int(flags["finetune_epochs"]) * cost.finetune_epoch_flops(hidden, examples, EVALUATED_EXAMPLES)
-
-
-def _program_of(line: Mapping) -> Optional[programs.Program]:
-  return next((p for p in map(programs.find, line["command"]) if p), None)  # the module its command ran
-
-
-def _least_squares(points: Sequence[Tuple[float, float]]) -> Optional[Rate]:
-  """The line seconds = a + FLOPs / rate through (FLOPs, seconds) points (`statistics.linear_regression`); None
-  unless a >= 0 and rate > 0."""
-  try:
-    slope, intercept = statistics.linear_regression(*zip(*points))
-  except statistics.StatisticsError:  # fewer than two points, or one FLOP count
-    return None
-  return Rate(intercept, 1.0 / slope, len(points)) if slope > 0 and intercept >= 0 else None
 
 
 def native_bfloat16() -> bool:
@@ -109,54 +66,13 @@ def this_machine() -> str:
   return f"{records.processor(provenance.cpu_model())}, {isa}, {provenance.usable_cores()} cores"
 
 
-def fit_rates(output_dir: str, machine: Optional[str] = None, every_machine: bool = False) -> Dict[str, Rate]:
-  """{POOLED, and every program a driver log under the folder names: Rate} fitted to the last line of each run in
-  <folder>/runs/driver_log.jsonl (folder: `output_dir` if it has one, else results/): of the lines of `machine`
-  (default `this_machine()`) where it has two runs or more, else (or with `every_machine`, for what must not depend
-  on where it is computed) of every line (machines differ several-fold per core); a program with fewer than two
-  runs there gets the pooled rate, the pool FALLBACK."""
-  folder, last = output_dir if records.driver_log(output_dir) else os.path.join(ROOT, "results"), {}
-  lines = records.driver_log(folder)
-  mine = [] if every_machine else [line for line in lines if line.get("machine") == (machine or this_machine())]
-  for line in mine if len({(line["entry"], line["run"]) for line in mine}) > 1 else lines:
-    program = _program_of(line)
-    if program is not None:
-      args = dict(a[2:].split("=", 1) for a in line["command"] if a.startswith("--") and "=" in a)
-      args["hidden_units"] = [int(u) for u in args["hidden_units"].split(",")]
-      last[(line["entry"], line["run"])] = (program.name, flops(program.name, args), line["wall_seconds"])
-  rates = {POOLED: (len(last) > 1 and _least_squares([(x, y) for _, x, y in last.values()])) or FALLBACK}
-  ran = {p.name for path in glob.glob(os.path.join(folder, "**", "driver_log.jsonl"), recursive=True)
-         for p in map(_program_of, records.read_lines(path)) if p}
-  for p in (p for p in programs.PROGRAMS if p.name in ran):
-    mine = [(x, y) for name, x, y in last.values() if name == p.name]
-    rates[p.name] = (len(mine) > 1 and _least_squares(mine)) or rates[POOLED]
-  return rates
-
-
-def run_seconds(spec: presets.Run, rates: Rates) -> float:
-  """Estimated wall-clock seconds of a run."""
-  return rates.get(spec.program, rates[POOLED]).seconds(flops(spec.program, vars(spec.config)))
-
-
-def minutes(seconds: float) -> str:
-  """Seconds as rounded minutes, e.g. "12 min" (at least "<1 min")."""
-  return "<1 min" if seconds < 30 else f"{math.ceil(seconds / 60 - 0.5)} min"
-
-
-def describe_rates(rates: Rates) -> str:
-  """The fitted rates in one line, e.g. "greedy 9.1 s + FLOPs at 95 GFLOP/s (20 runs); ..."."""
-  return "; ".join(f"{name} as {POOLED}" if name != POOLED and r is rates[POOLED] else
-                   f"{name} {r.fixed_seconds:.1f} s + FLOPs at {r.flops_per_second / 1e9:.3g} GFLOP/s "
-                   f"({f'{r.runs} runs' if r.runs else 'not fitted: no driver log'})" for name, r in rates.items())
-
-
 class RunFailedError(Exception):
   """A training program exited with an error, or a stored record no longer matches its run."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Job:
-  """One run to do: group (study, benchmark), place among `count`, spec, record, log, checkpoints, estimate, preset."""
+  """One run to do: group (study, benchmark), place among `count`, spec, record, log, checkpoints, preset."""
   group: str
   index: int
   count: int
@@ -164,7 +80,6 @@ class Job:
   record: str
   log: str
   model_dir: Optional[str]
-  estimate: float
   preset: Optional[str] = None
 
   @property
@@ -173,24 +88,22 @@ class Job:
 
 
 def job(group: str, index: int, count: int, spec: presets.Run, record: str, work_dir: str,
-        rates: Rates, preset: Optional[str] = None) -> Job:
+        preset: Optional[str] = None) -> Job:
   """A Job whose log (and checkpoints, if resumable) go under `work_dir`/<logs|checkpoints>/<group>/."""
   stem = os.path.splitext(os.path.basename(record))[0]
   return Job(group, index, count, spec, record, os.path.join(work_dir, "logs", group, stem + ".log"),
-             os.path.join(work_dir, "checkpoints", group, stem) if spec.resumable else None,
-             run_seconds(spec, rates), preset)
+             os.path.join(work_dir, "checkpoints", group, stem) if spec.resumable else None, preset)
 
 
-def plan(studies: Mapping[str, presets.StudyRuns], preset: str, output_dir: str, work_dir: str,
-         rates: Optional[Rates] = None) -> List[Job]:
+def plan(studies: Mapping[str, presets.StudyRuns], preset: str, output_dir: str, work_dir: str) -> List[Job]:
   """The runs of a preset's studies in order, each once: a run shared by studies goes with the first listing it."""
-  rates, jobs, seen = rates or fit_rates(output_dir), [], set()
+  jobs, seen = [], set()
   for study in studies.values():
     for i, r in enumerate(study.runs):
       if (r.home, r.stored_name) not in seen:
         seen.add((r.home, r.stored_name))
-        jobs.append(job(study.name, i + 1, len(study.runs), r, records.record_path(output_dir, preset, r),
-                        work_dir, rates, preset))
+        jobs.append(job(study.name, i + 1, len(study.runs), r, presets.record_path(output_dir, preset, r),
+                        work_dir, preset))
   return jobs
 
 
@@ -231,22 +144,18 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
     if stale:
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
   lock, started, here = threading.Lock(), time.perf_counter(), this_machine()
-  done = {"runs": 0, "measured": 0.0, "estimated": 0.0, "left": sum(j.estimate for j in todo)}
-
-  def eta() -> float:  # the estimate of the runs left, scaled by measured / estimated so far
-    scale = done["measured"] / done["estimated"] if done["estimated"] else 1.0
-    return done["left"] * min(max(scale, 0.25), 4.0) / parallel
+  done = {"runs": 0}
 
   def progress(j: Job, what: str) -> None:
     with lock:
       out(f"[{title}] {done['runs']}/{len(todo)} {j.group} run {j.index}/{j.count} {j.run_name}: {what} "
-          f"| elapsed {_clock(time.perf_counter() - started)} | ETA {_clock(eta())}")
+          f"| elapsed {_clock(time.perf_counter() - started)}")
 
   def start(j: Job) -> None:
     os.makedirs(os.path.dirname(j.log), exist_ok=True)
     os.makedirs(os.path.dirname(j.record), exist_ok=True)
     cmd, t0 = command(j, modules), time.perf_counter()
-    progress(j, f"start {j.spec.summary()} (estimate {_clock(j.estimate)})")
+    progress(j, f"start {j.spec.summary()}")
     with open(j.log, "w") as log:
       log.write(" ".join(cmd) + "\n")
       log.flush()
@@ -261,18 +170,17 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
           f"{j.group}/{j.spec.stored_name if j.preset else j.run_name} failed (exit status {code}) after {seconds:.0f} "
           f"s. Finished records are kept; rerun to continue.\ncommand: {' '.join(cmd)}\nlast lines of {j.log}:\n{tail}")
     with lock:
-      done.update(runs=done["runs"] + 1, measured=done["measured"] + seconds, estimated=done["estimated"] + j.estimate,
-                  left=done["left"] - j.estimate)
+      done["runs"] += 1
       if driver_log:
         with open(driver_log, "a") as f:
           f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.spec.stored_name, "machine": here,
-                              "wall_seconds": round(seconds, 3), "estimated_seconds": round(j.estimate, 3),
+                              "wall_seconds": round(seconds, 3),
                               "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
                                   datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")
     progress(j, f"failed: {record['failed']}" if record.get("failed") else
-             f"done in {_clock(seconds)} (estimate {_clock(j.estimate)}), pretraining {record['pretrain_seconds']:.2f} s")
+             f"done in {_clock(seconds)}, pretraining {record['pretrain_seconds']:.2f} s")
 
-  out(f"[{title}] {len(jobs) - len(todo)} of {len(jobs)} records exist; running {len(todo)} (estimate {_clock(eta())})")
+  out(f"[{title}] {len(jobs) - len(todo)} of {len(jobs)} records exist; running {len(todo)}")
   if driver_log:
     os.makedirs(os.path.dirname(driver_log), exist_ok=True)
   with concurrent.futures.ThreadPoolExecutor(parallel) as pool:
@@ -285,3 +193,17 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
           f.cancel()  # Runs not started yet; running ones finish and keep their records.
         raise future.exception()
   return len(todo)
+
+
+def listing(jobs: Sequence[Job]) -> List[str]:
+  """--dry_run's lines: per group its runs (those recorded and those to run), then each run, its summary and record,
+  and for a recorded one its seconds (`total_seconds`, else pretraining's) and machine (`records.host`)."""
+  lines = []
+  for group in dict.fromkeys(j.group for j in jobs):
+    mine = [(j, records.load(j.record)) for j in jobs if j.group == group]
+    recorded = sum(r is not None for _, r in mine)
+    lines.append(f"{group}: {len(mine)} runs, {recorded} recorded, {len(mine) - recorded} to run")
+    lines += [f"  {j.spec.stored_name or j.run_name}: {j.spec.summary()} -> {j.record}" + (
+        "" if r is None else f" (recorded: {r.get('total_seconds') or r.get('pretrain_seconds', 0):.0f} s on "
+        f"{records.host(r)})") for j, r in mine]
+  return lines

@@ -1,14 +1,12 @@
-"""The registry of studies: one `Study` per figure, table or benchmark of results/README.md, declared in its own file
-of `experiments/studies/` (its sizes per preset by name, the function building its runs: `spec`, one `Run` a run;
-its table and figure) or `experiments/benchmarks/` (its configurations, command line and summary), found there on
-first use (`STUDIES`, `BENCHMARKS`, `get`, `build`); and what several studies share: the presets, the compared
-programs, the run builders of the accuracy, scaling and comparison runs."""
+"""The declarations: `Study` (a figure, table or benchmark of results/README.md, declared as a plain value in its own
+file of `experiments/studies/` or `experiments/benchmarks/`), `Run` (one run: `spec`), `Registry` (every study and
+benchmark, handed down by `experiments.reproduce`, the one place that finds the study files), `build` (a preset's
+runs, shared runs stored where their study's `shares` says); and what several studies share: the presets, the
+compared programs, the sizes and run builders of the accuracy, scaling and comparison runs."""
 
 import dataclasses
 import functools
-import importlib
 import os
-import pkgutil
 import types
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -55,12 +53,14 @@ SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "n
 class Run:
   """One run: its name in its study, its program's `Config` (every setting; its command line is derived from it),
   whether it resumes from checkpoints, the study and name its record is stored under, the launcher's module and
-  flags, and whether it may fail (a sweep's candidate whose training diverges is a result)."""
+  flags, and whether it may fail (a sweep's candidate whose training diverges is a result); `build` sets where its
+  record goes (`home`, `stored_name`, `layout`: its home study's)."""
   name: str
   config: config_lib.Config
   resumable: bool = False
   home: str = ""
   stored_name: str = ""
+  layout: str = ""
   launcher: Tuple[str, ...] = ()
   may_fail: bool = False
 
@@ -105,7 +105,7 @@ def _config(program: str, values: Tuple[Tuple[str, Any], ...]) -> config_lib.Con
 
 
 class Headline(NamedTuple):
-  """A row of the results headline (`experiments.report.users`), declared by the study whose records it reads:
+  """A row of the results headline (`experiments.report.readme.headline`), declared by the study whose records it reads:
   `order` (its place among the rows), `label` (what it is, sizes said), `report` (the report's number at the same
   sizes, with its own said; "—": none), `ours` ((output_dir, {study: its records}, used) -> the cell; the records
   it read appended to `used`, for the machine column)."""
@@ -135,11 +135,11 @@ class Study:
   summary is summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure, README
   label)), `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table,
   cells a spread, a number or text), `figure_file` (its figure's file under figures/, drawn by `report.figures`;
-  its `figure`, when set, takes its summaries {file name: summary} and returns a matplotlib figure),
-  `campaign` (the settings a measurement campaign runs, `experiments.campaign`: each {flag: value} over the
-  defaults, shared flags and options alike, as `harness.setting` takes them), `section` (output_dir -> markdown: a
+  its `figure`, when set, takes its summaries {file name: summary} and returns a matplotlib figure), `section` (output_dir -> markdown: a
   section of its own in results/README.md after the Benchmarks, headed by its `title`, its figure shown there).
-  Either kind may declare rows of the results headline (`headline`, `Headline`s). ValueError: no `runs`."""
+  Either kind may declare rows of the results headline (`headline`, `Headline`s). `shares`: the studies whose runs
+  it reuses where a run of its computes the same thing (`Run.key`) at the same preset: such a run's record is theirs.
+  ValueError: no `runs`."""
   name: str
   title: str = ""
   sizes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
@@ -158,9 +158,9 @@ class Study:
   columns: Sequence[Tuple[str, str]] = ()
   details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
   figure_file: str = ""
-  campaign: Sequence[Mapping[str, Any]] = ({},)
   section: Optional[Callable[[str], str]] = None
   headline: Sequence[Headline] = ()
+  shares: Tuple[str, ...] = ()
 
   def __post_init__(self):
     if self.runs is None:
@@ -208,6 +208,34 @@ def comparison_runs(s) -> List[Run]:
                settings={**(s["dp_settings"] if p is DP else {}), **HELDOUT}) for p in COMPARED]
 
 
+# The accuracy study's sizes (accuracy_vs_epochs), whose runs fashion_mnist_accuracy, dp_accuracy and
+# precision_accuracy share.
+ACCURACY_SIZES = dict(
+    paper=dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
+    cpu=dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=2),
+    smoke=dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2))
+
+# The report's pretraining seconds per program, 60 epochs, batch 5000, 4 x 2000 (conres3.png): strategy_comparison's
+# and the strategies benchmark's.
+COMPARISON_REPORTED = {GREEDY.name: 1105, MP.name: 702, DP.name: 1007}
+# The report's test accuracy after E pretraining + E finetuning epochs (conres2.png; greedy's endpoints and "around
+# 96.62%" for model parallel from the text, ACCURACY_REPORTED_MP_TEXT; greedy's middle points read off the plot):
+# accuracy_vs_epochs' and full_size's.
+ACCURACY_REPORTED = {GREEDY.name: {10: 0.940, 20: 0.952, 30: 0.957, 40: 0.961, 50: 0.966, 60: 0.969},
+                     MP.name: {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
+ACCURACY_REPORTED_MP_TEXT = 0.9662
+# The report's data parallel at batch 5000 per GPU (its text): E pretraining + E finetuning epochs -> test accuracy
+# (dp_accuracy's and full_size's).
+DP_ACCURACY_REPORTED = {30: 0.7472, 60: 0.8162}
+# Published baselines, not the report's numbers: {dataset: {model: test accuracy}}, of other models, for context
+# (Fashion-MNIST: its benchmark table, zalandoresearch/fashion-mnist): fashion_mnist_accuracy's and full_size's.
+PUBLISHED_BASELINES = {"fashion_mnist": {"MLP 256-128-100": 0.8833, "SVC (C=10, RBF)": 0.897}}
+PUBLISHED = ("Published baselines: test accuracies of other models in the Fashion-MNIST benchmark table "
+             "(`PUBLISHED_BASELINES` in `experiments/studies/fashion_mnist_accuracy.py`), not the report's numbers "
+             "nor ours.")
+# The full-size runs' test accuracy goal on a dataset other than MNIST (MNIST's: the report's numbers).
+ACCURACY_GOALS = {FASHION: 0.89}
+
 # Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
 # 2000, fewer examples (>= 2 steps per epoch), 12 of 19 sweep batches, comparisons on 2 devices; accuracy studies:
 # epochs / 5, 11,000 examples, 4 x 500 units, data-parallel global batch 1000. smoke: studies share runs.
@@ -215,65 +243,70 @@ COMPARISON_SIZES = dict(paper=dict(examples=55_000, epochs=60, batch=5000, hidde
                    cpu=dict(examples=10_000, epochs=10, batch=5000, hidden=(1000,) * 4, devices=2),
                    smoke=dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=2))
 
-@functools.lru_cache(maxsize=None)
-def _registered() -> Tuple[Study, ...]:
-  """Every study declared in experiments/studies/ and experiments/benchmarks/ (each module's STUDIES), the presets'
-  first, each kind in its order; ValueError for two of one name, or two of one kind and order."""
-  from experiments import benchmarks  # noqa: the packages of study files, imported on first use
-  from experiments import studies  # noqa
-  found = [e for package in (studies, benchmarks) for m in pkgutil.iter_modules(package.__path__) for e in
-           getattr(importlib.import_module(f"{package.__name__}.{m.name}"), "STUDIES", ())]
-  for key, what in ((lambda e: e.name, "name"), (lambda e: (e.benchmark, e.order), "kind and order")):
-    if len({key(e) for e in found}) != len(found):
-      raise ValueError(f"two studies share a {what}")
-  return tuple(sorted(found, key=lambda e: (e.benchmark, e.order)))
+class Registry(NamedTuple):
+  """Every study of the presets and every benchmark, each kind in its `order` (`experiments.reproduce.discover` finds
+  them; tests may build one of their own). ValueError for two of one name, or two of one kind and order."""
+  studies: Tuple[Study, ...]
+  benchmarks: Tuple[Study, ...] = ()
+
+  def check(self) -> "Registry":
+    """Itself, sorted; ValueError as above."""
+    found = self.studies + self.benchmarks
+    for key, what in ((lambda e: e.name, "name"), (lambda e: (e.benchmark, e.order), "kind and order")):
+      if len({key(e) for e in found}) != len(found):
+        raise ValueError(f"two studies share a {what}")
+    return Registry(*(tuple(sorted(k, key=lambda e: e.order)) for k in (self.studies, self.benchmarks)))
+
+  @property
+  def names(self) -> Tuple[str, ...]:
+    """The studies' names, in order."""
+    return tuple(e.name for e in self.studies)
+
+  def of_kind(self, kind: str) -> Tuple[str, ...]:
+    """The names of the studies of `kind` ("report", "beyond" or "own")."""
+    return tuple(e.name for e in self.studies if e.kind == kind)
+
+  def get(self, name: str) -> Study:
+    """The study or benchmark called `name`; ValueError if none is."""
+    for study in (e for e in self.studies + self.benchmarks if e.name == name):
+      return study
+    raise ValueError(f"unknown study {name!r}; studies: {', '.join(e.name for e in self.studies + self.benchmarks)}")
 
 
-def __getattr__(attribute: str):
-  """STUDIES (every study of the presets, in order), BENCHMARKS (every benchmark, in order), NAMES (of STUDIES),
-  REPORT_STUDIES and BEYOND (the names of those of kind report and beyond), END_TO_END
-  (`experiments.studies.full_size`), and each study by its name in capitals (presets.FULL_SIZE): found on first use,
-  so a study file may import this module."""
-  if attribute in ("STUDIES", "BENCHMARKS"):
-    return tuple(e for e in _registered() if e.benchmark == (attribute == "BENCHMARKS"))
-  if attribute == "NAMES":
-    return tuple(e.name for e in _registered() if not e.benchmark)
-  if attribute in ("REPORT_STUDIES", "BEYOND"):
-    kind = {"REPORT_STUDIES": "report", "BEYOND": "beyond"}[attribute]
-    return tuple(e.name for e in _registered() if e.kind == kind and not e.benchmark)
-  if attribute == "END_TO_END":
-    return importlib.import_module("experiments.studies.full_size").END_TO_END
-  if attribute.isupper() and any(e.name == attribute.lower() for e in _registered()):
-    return get(attribute.lower())
-  raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")
+def runs_of(study: Study, preset: str, output_dir: Optional[str] = None) -> List[Run]:
+  """`study`'s runs at `preset` as its file declares them (shared runs not resolved)."""
+  return study.runs(dict(study.sizes[preset], dp_settings=_DP_SETTINGS.get(preset, {}), preset=preset,
+                         output_dir=output_dir or os.path.join(ROOT, "results")))
 
 
-def get(name: str) -> Study:
-  """The study called `name`; ValueError if none is."""
-  for study in (e for e in _registered() if e.name == name):
-    return study
-  raise ValueError(f"unknown study {name!r}; studies: {', '.join(e.name for e in _registered())}")
-
-
-def build(preset: str, output_dir: Optional[str] = None) -> Dict[str, StudyRuns]:
-  """The studies `preset` defines in order, shared runs resolved to the first listing them; ValueError: unknown.
-  `output_dir` (default results/) holds the records a stage's runs depend on (the pretraining sweep's confirm stage)."""
+def build(registry: Registry, preset: str, output_dir: Optional[str] = None) -> Dict[str, StudyRuns]:
+  """The studies `preset` defines, in order; a run that computes what a run of a study in its `shares` computes is
+  stored as that run (whatever the order of the studies); ValueError for an unknown preset. `output_dir` (default
+  results/) holds the records a stage's runs depend on (the pretraining sweep's confirm stage)."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-  owner: Dict[Tuple, Run] = {}
-  out = {}
-  for study in (e for e in _registered() if preset in e.sizes and not e.benchmark):
-    runs = study.runs(dict(study.sizes[preset], dp_settings=_DP_SETTINGS.get(preset, {}), preset=preset,
-                           output_dir=output_dir or os.path.join(ROOT, "results")))
-    first = [owner.setdefault(r.key(), dataclasses.replace(r, home=study.name, stored_name=r.name)) for r in runs]
-    out[study.name] = StudyRuns(study.name, tuple(dataclasses.replace(r, home=f.home, stored_name=f.stored_name)
-                                                  for r, f in zip(runs, first)))
-  return out
+  out: Dict[str, StudyRuns] = {}
+
+  def resolve(study: Study) -> StudyRuns:
+    if study.name not in out:
+      shared = {r.key(): r for name in study.shares if preset in registry.get(name).sizes
+                for r in resolve(registry.get(name)).runs}
+      out[study.name] = StudyRuns(study.name, tuple(shared.get(r.key()) and dataclasses.replace(
+          r, home=shared[r.key()].home, stored_name=shared[r.key()].stored_name, layout=shared[r.key()].layout) or
+          dataclasses.replace(r, home=study.name, stored_name=r.name, layout=study.layout)
+          for r in runs_of(study, preset, output_dir)))
+    return out[study.name]
+  return {e.name: resolve(e) for e in registry.studies if preset in e.sizes}
 
 
 def record_file(preset: str, run: Run) -> str:
-  """Where the record of `run` at `preset` goes, relative to the output directory."""
-  return os.path.join(*get(run.home).layout.format(study=run.home, preset=preset, run=run.stored_name).split("/"))
+  """Where the record of `run` at `preset` goes, relative to the output directory (the layout of its home study)."""
+  return os.path.join(*run.layout.format(study=run.home, preset=preset, run=run.stored_name).split("/"))
+
+
+def record_path(output_dir: str, preset: str, run: Run) -> str:
+  """Where the record of `run` at `preset` is written: <output_dir>/`record_file`."""
+  return os.path.join(output_dir, record_file(preset, run))
 
 
 def select(studies: Mapping[str, StudyRuns], only: Optional[Sequence[str]]) -> Dict[str, StudyRuns]:
@@ -295,15 +328,14 @@ _SHRINK_FLAGS = (("train_examples", "examples"), ("pretrain_epochs", "pretrain e
                  ("num_devices", "devices"))
 
 
-def shrink_notes(name: str, preset: str) -> List[str]:
-  """What `preset` changes in study `name` from the paper preset, e.g. "examples 5500 (paper 55000)"."""
-  paper = build("paper")
-  if preset == "paper" or name not in paper:
+def shrink_notes(study: Study, preset: str) -> List[str]:
+  """What `preset` changes in `study` from the paper preset, e.g. "examples 5500 (paper 55000)"."""
+  if preset == "paper" or "paper" not in study.sizes:
     return []
 
   def values(runs: Sequence[Run], flag: str) -> str:
     found = sorted(set(getattr(r.config, flag) for r in runs), key=lambda v: (str(type(v)), v))
     return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
-  notes = [(label, values(build(preset)[name].runs, flag), values(paper[name].runs, flag))
+  notes = [(label, values(runs_of(study, preset), flag), values(runs_of(study, "paper"), flag))
            for flag, label in _SHRINK_FLAGS]
   return [f"{label} {a} (paper {b})" for label, a, b in notes if a != b]

@@ -1,4 +1,6 @@
-"""Run records (`common/artifacts/runlog.py`) and where they come from: `StudyRecords` of a study, other machines' records,
+"""Run records (`common/artifacts/runlog.py`) as written, whatever declared them: `load`, the folders of records beside
+the main ones (`folders`), benchmark summaries (`load_summaries`), `StudyRecords` (a study's, gathered by
+`experiments.render.series`),
 `machine_label` (the label of machine, instruction set and code every table and figure uses), `datasets` (of the data),
 and `ratio`/`same_source`, which refuse records of different machines, instruction sets or codes."""
 
@@ -10,25 +12,13 @@ import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from common.measure import provenance
+from common.data import sources
 from common.settings import config as config_lib
-from experiments import presets
 
-# Folders of records kept beside this machine's, each documented by its README.md and `PROVENANCE_FILE`: a 16-core
-# machine's, and `EARLIER`: records of earlier code on machines no longer at hand whose instruction set was not
-# recorded (every table labels them by their own environment; the headline cites none of them).
-EARLIER = "earlier"
-OTHER_MACHINES = ("xeon16", EARLIER)
-# In an other machine's folder: what its README documents of records that predate provenance (`documented_provenance`).
-PROVENANCE_FILE = "provenance.json"
+# What a table shows for a field a record lacks (records made before the field existed).
+NOT_RECORDED = "not recorded"
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
-# Which preset a study shows when several have records: paper when complete, else the first of these.
-_PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
 Record = Dict[str, Any]
-
-
-def record_path(output_dir: str, preset: str, spec: presets.Run) -> str:
-  """Where the record of the run `spec` at `preset` is written."""
-  return os.path.join(output_dir, presets.record_file(preset, spec))
 
 
 def _read_json(path: str) -> Optional[Any]:
@@ -39,44 +29,21 @@ def _read_json(path: str) -> Optional[Any]:
 
 
 def load(path: str) -> Optional[Record]:
-  """The record (or any JSON file) at `path`, or None when there is none; a run record in another machine's folder
-  gets what that folder's `documented_provenance` says, where its own `environment` lacks it."""
-  record = _read_json(path)
-  if isinstance(record, dict) and isinstance(record.get("environment"), dict):
-    for key, value in documented_provenance(path).items():
-      record["environment"].setdefault(key, value)
-  return record
+  """The record (or any JSON file) at `path` as written, or None when there is none."""
+  return _read_json(path)
 
 
-def documented_provenance(path: str) -> Dict[str, Any]:
-  """Environment fields that `<machine>/provenance.json` documents for the record at `path` in one of
-  `OTHER_MACHINES`' folders, else {}: its "environment" (fields of every record there, e.g. "commit") and
-  "usable_cores" ({path prefix in the machine folder: cores its jobs were pinned to}, the longest prefix winning).
-  ValueError when the file is not such an object."""
-  parts = os.path.normpath(os.path.abspath(path)).split(os.sep)
-  at = max((i for i, part in enumerate(parts[:-1]) if part in OTHER_MACHINES), default=None)
-  doc = None if at is None else _read_json(os.path.join(os.sep.join(parts[:at + 1]) or os.sep, PROVENANCE_FILE))
-  if doc is None:
-    return {}
-  if not isinstance(doc, dict) or not all(isinstance(doc.get(k, {}), dict) for k in ("environment", "usable_cores")):
-    raise ValueError(f"{PROVENANCE_FILE} of {parts[at]} must hold an object with \"environment\" and "
-                     f"\"usable_cores\" objects")
-  out, relative = dict(doc.get("environment", {})), "/".join(parts[at + 1:])
-  cores = [(len(prefix), n) for prefix, n in doc.get("usable_cores", {}).items() if relative.startswith(prefix)]
-  return dict(out, usable_cores=max(cores)[1]) if cores else out
+def folders(output_dir: str) -> List[str]:
+  """The folders of records kept beside the main ones (e.g. another machine's, documented by their README.md): every
+  subfolder of `output_dir` with a runs/ or benchmarks/ folder of its own, sorted; each loads like the main one."""
+  return sorted(f for f in os.listdir(output_dir) if any(os.path.isdir(os.path.join(output_dir, f, sub))
+                                                         for sub in ("runs", "benchmarks")))
 
 
-def folder_summary(output_dir: str, machine: str) -> str:
-  """What another folder of `OTHER_MACHINES` holds, in a phrase: its `PROVENANCE_FILE`'s "summary" ("" without)."""
-  doc = _read_json(os.path.join(output_dir, machine, PROVENANCE_FILE))
-  return str(doc.get("summary", "")) if isinstance(doc, dict) else ""
-
-
-
-def mismatches(record: Mapping, spec: presets.Run) -> List[str]:
+def mismatches(record: Mapping, spec: Any) -> List[str]:
   """The training settings whose value in `record["config"]` (and its `dataset`) differs from the run `spec`'s, by the
   rule that decides resuming a checkpoint (`config.stale_settings`: a setting the record predates counts as its
-  default), e.g. after a study's runs were edited."""
+  default), e.g. after a study's runs were edited; `spec` is a `presets.Run`."""
   config = spec.config
   saved = dict(record.get("config", {}), dataset=dataset(record))
   want = config.training_fingerprint()
@@ -85,35 +52,16 @@ def mismatches(record: Mapping, spec: presets.Run) -> List[str]:
 
 @dataclasses.dataclass
 class StudyRecords:
-  """A study's records: the preset shown, its {run: record}, and {preset: {run: record}} of the others."""
+  """A study's records (`experiments.render.series.gather`): the preset shown, its {run: record}, {preset: {run:
+  record}} of the others, the folder they were loaded from, the study's declaration (`presets.Study`) and its runs
+  at the preset shown (`presets.Run`s, shared runs resolved)."""
   study: str
   preset: str
   runs: Dict[str, Record]
   other: Dict[str, Dict[str, Record]] = dataclasses.field(default_factory=dict)
-  output_dir: str = ""  # the folder the records were loaded from
-
-  @staticmethod
-  def load(output_dir: str, study: str) -> Optional["StudyRecords"]:
-    """The study's records in `output_dir`, or None; it shows the paper preset when all its runs exist, else the
-    first of `_PREFERENCE` with records. Records of runs shared with another study alone count only for a study
-    that owns no run (convergence)."""
-    found, complete = {}, False
-    for p in presets.PRESETS:
-      built = presets.build(p, output_dir)
-      specs = built[study].runs if study in built else ()
-      runs = {r.name: load(record_path(output_dir, p, r)) for r in specs}
-      own = any(runs[r.name] for r in specs if r.home == study) or all(r.home != study for r in specs)
-      found[p] = {name: r for name, r in runs.items() if r is not None and own}
-      complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
-    preset = "paper" if complete else next((p for p in _PREFERENCE if found[p]), None)
-    return StudyRecords(study, preset, found[preset], {p: r for p, r in found.items() if r and p != preset},
-                     output_dir) if preset else None
-
-
-def other_machines(output_dir: str, study: str) -> Dict[str, StudyRecords]:
-  """{machine directory: the study's records there} for the other machines that have records of it."""
-  found = {m: StudyRecords.load(os.path.join(output_dir, m), study) for m in OTHER_MACHINES}
-  return {m: d for m, d in found.items() if d is not None}
+  output_dir: str = ""
+  declared: Any = None
+  planned: Tuple[Any, ...] = ()
 
 
 def devices(record: Mapping) -> int:
@@ -122,7 +70,8 @@ def devices(record: Mapping) -> int:
 
 
 def cores(record: Mapping) -> int:
-  """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count`."""
+  """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count` (a record
+  made before the field)."""
   return int(record["environment"].get("usable_cores") or record["environment"]["cpu_count"])
 
 
@@ -138,9 +87,9 @@ def oversubscribed(record: Mapping) -> bool:
 
 def processor(cpu_model: Optional[str]) -> str:
   """A processor's name as tables show it: trademarks, the clock and a trailing "Processor" left out ("Intel(R)
-  Xeon(R) Gold 6148 CPU @ 2.40GHz" -> "Intel Xeon Gold 6148"); "unknown processor" for None or "unknown"."""
+  Xeon(R) Gold 6148 CPU @ 2.40GHz" -> "Intel Xeon Gold 6148"); "processor not recorded" for None or "unknown"."""
   if not cpu_model or cpu_model == "unknown":
-    return "unknown processor"
+    return f"processor {NOT_RECORDED}"
   short = re.sub(r"\((R|TM|tm)\)|(\s+CPU)?\s*@\s*[\d.]+\s*GHz|\s+Processor\s*$", " ", cpu_model)
   return " ".join(short.split()) or cpu_model
 
@@ -150,7 +99,7 @@ def instruction_set(record: Mapping) -> Optional[str]:
   return provenance.instruction_set(record["environment"].get("cpu_flags"))
 
 
-NO_ISA = "instruction set not recorded"  # the label of a record without `environment.cpu_flags`
+NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `environment.cpu_flags`
 
 
 def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str:
@@ -170,9 +119,9 @@ def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str
 
 
 def code(record: Mapping) -> str:
-  """The code a run ran: "commit <short hash>" ("+dirty" with uncommitted changes), or "commit unknown"."""
+  """The code a run ran: "commit <short hash>" ("+dirty" with uncommitted changes), or "commit not recorded"."""
   commit = record["environment"].get("commit") or "unknown"
-  return "commit unknown" if commit == "unknown" else (
+  return f"commit {NOT_RECORDED}" if commit == "unknown" else (
       f"commit {commit[:7]}" + ("+dirty" if record["environment"].get("commit_dirty") else ""))
 
 
@@ -212,6 +161,24 @@ def same_source(rs: Sequence[Mapping]) -> bool:
   return all(comparable(rs[0], r) for r in rs[1:])
 
 
+# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
+NOISE = 0.15
+
+
+def noisy(summary: Mapping[str, Any]) -> List[str]:
+  """The configurations of a summary whose repeats' pretraining seconds differ by more than NOISE (max / min - 1),
+  computed from its spreads (so summaries made before the summary's "noisy" field get it too)."""
+  return [n for n, s in summary["pretrain_seconds"].items() if s["max"] > (1 + NOISE) * s["min"]]
+
+
+def setting_of(summary: Mapping[str, Any]) -> Optional[str]:
+  """A short label of a summary's setting, e.g. "2 x 1000 units, batch 1000, 4 epochs, 11,000 images"."""
+  s = summary.get("setting") or {}
+  return (f"{len(s['hidden_units'])} x {max(s['hidden_units'])} units, batch {s['batch_size']}, "
+          f"{s['pretrain_epochs']} epochs, {s['train_examples']:,} images, {s.get('repeats', '?')} repeats"
+          ) if "hidden_units" in s else None
+
+
 def load_summaries(output_dir: str, benchmark: str) -> Dict[str, Record]:
   """{summary file name: summary} of a benchmark's summaries under <output_dir>/benchmarks/<benchmark>/."""
   folder = os.path.join(output_dir, "benchmarks", benchmark)
@@ -231,39 +198,6 @@ def flat_records(folder: str, *summaries: Mapping[str, Any]) -> List[Optional[Re
   return [r for s in summaries for rs in records_of(folder, s).values() for r in rs]
 
 
-TABLE_COLUMNS = ("folder", "study", "preset", "summary", "run", "program", "dataset", "seed", "timed", "machine", "isa",
-                 "commit", "code", "record")
-
-
-def table(output_dir: str):
-  """Every record under `output_dir` and its other machines' folders, one row each (a pandas DataFrame, columns
-  `TABLE_COLUMNS`): folder ("" or the other machine's), study (a study of the presets, or a benchmark's folder under
-  benchmarks/, its module removed or not), preset (a study's; "" for a benchmark), summary (the benchmark summary's
-  file; "" for a study), run (a benchmark's: <configuration>_r<repeat>), program, dataset, seed, timed (its study
-  compares seconds; every benchmark does), machine (`host`: processor, instruction set, machine identity where
-  recorded, cores), isa, commit, code (the code digest, else the commit), and the record itself."""
-  import pandas  # noqa: only the checks and analyses that want the table load pandas
-
-  def row(folder, study, preset, summary, run, r, timed):
-    return {"folder": folder, "study": study, "preset": preset, "summary": summary, "run": run,
-            "program": r.get("strategy"), "dataset": dataset(r), "seed": r.get("config", {}).get("seed"),
-            "timed": timed, "machine": host(r), "isa": instruction_set(r), "commit": r["environment"].get("commit"),
-            "code": r["environment"].get("code_digest") or code(r), "record": r}
-  rows = []
-  for folder in ("",) + tuple(m for m in OTHER_MACHINES if os.path.isdir(os.path.join(output_dir, m))):
-    for study in presets.STUDIES:
-      data = StudyRecords.load(os.path.join(output_dir, folder), study.name)
-      for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
-        rows += [row(folder, study.name, preset, "", name, r, study.times(name)) for name, r in runs.items()]
-    benchmarks = os.path.join(output_dir, folder, "benchmarks")
-    for name in sorted(os.listdir(benchmarks)) if os.path.isdir(benchmarks) else ():
-      for file, summary in load_summaries(os.path.join(output_dir, folder), name).items():
-        rows += [row(folder, name, "", file, f"{configuration}_r{i}", r, True)
-                 for configuration, rs in records_of(os.path.join(benchmarks, name), summary).items()
-                 for i, r in enumerate(rs) if r]
-  return pandas.DataFrame(rows, columns=list(TABLE_COLUMNS))
-
-
 def ratio(a: Mapping, b: Mapping) -> Optional[float]:
   """a's pretraining seconds / b's (b's speedup over a), or None unless both come from one machine and code."""
   return a["pretrain_seconds"] / b["pretrain_seconds"] if same_source([a, b]) else None
@@ -271,7 +205,7 @@ def ratio(a: Mapping, b: Mapping) -> Optional[float]:
 
 def dataset(record: Mapping) -> str:
   """The --dataset a run trained on: its record's "dataset" name (records made before it: MNIST)."""
-  return (record.get("dataset") or {}).get("name") or record.get("config", {}).get("dataset") or presets.MNIST
+  return (record.get("dataset") or {}).get("name") or record.get("config", {}).get("dataset") or sources.DEFAULT
 
 
 def dataset_label(name: str) -> str:
@@ -281,7 +215,7 @@ def dataset_label(name: str) -> str:
 
 def datasets(rs: Sequence[Mapping]) -> str:
   """The datasets of records as labels name them, MNIST first, e.g. "MNIST, Fashion-MNIST"."""
-  return ", ".join(map(dataset_label, sorted({dataset(r) for r in rs}, key=lambda d: (d != presets.MNIST, d))))
+  return ", ".join(map(dataset_label, sorted({dataset(r) for r in rs}, key=lambda d: (d != sources.DEFAULT, d))))
 
 
 def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
@@ -315,16 +249,3 @@ def time_to_loss(curves: Sequence[Sequence[Tuple[float, float]]],
   """(seconds until every layer's loss reached its target, [per layer, the seconds its loss first did]); None: never."""
   per_layer = [next((t for t, loss in curve if loss <= target), None) for curve, target in zip(curves, targets)]
   return None if None in per_layer else max(per_layer, default=0.0), per_layer
-
-
-def read_lines(path: str) -> List[Record]:
-  """The JSON lines of the file at `path` ([] when there is none)."""
-  if not os.path.exists(path):
-    return []
-  with open(path) as f:
-    return [json.loads(line) for line in f if line.strip()]
-
-
-def driver_log(output_dir: str) -> List[Record]:
-  """The lines of <output_dir>/runs/driver_log.jsonl: one per run the driver finished."""
-  return read_lines(os.path.join(output_dir, "runs", "driver_log.jsonl"))

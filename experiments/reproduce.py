@@ -3,7 +3,9 @@
   python -m experiments.reproduce --preset=cpu [--only=STUDY[/RUN],...] [--dry_run]  # ~1 hour on 2 cores
   python -m experiments.reproduce --figures_only                                    # redraw from the records"""
 
+import importlib
 import os
+import pkgutil
 import sys
 
 from absl import app
@@ -11,20 +13,34 @@ from absl import flags
 
 from experiments import ROOT
 from experiments import driver
+from experiments import benchmarks
 from experiments import presets
-from experiments.report import figures
+from experiments import studies as study_files
+from experiments.report import draw
 from experiments.report import readme
+
+
+def discover() -> presets.Registry:
+  """Every study (each module of experiments/studies/ lists its own in `STUDIES`) and every benchmark (likewise in
+  experiments/benchmarks/): the one place the study files are found; ValueError for two of one name or order."""
+  found = [e for package in (study_files, benchmarks) for m in pkgutil.iter_modules(package.__path__)
+           for e in getattr(importlib.import_module(f"{package.__name__}.{m.name}"), "STUDIES", ())]
+  return presets.Registry(tuple(e for e in found if not e.benchmark), tuple(e for e in found if e.benchmark)).check()
+
+
+REGISTRY = discover()
 
 _PRESET = flags.DEFINE_enum("preset", "cpu", list(presets.PRESETS),
                             "Sizes: the report's (paper), ~1 hour on 2 cores (cpu), seconds (smoke), or a study "
                             "(mid: large_batch, full: full_size, pretraining: the pretraining studies).")
 _ONLY = flags.DEFINE_list("only", [], "Studies (or STUDY/RUN) to run; default all of the preset's: "
-                          + ", ".join(presets.NAMES))
+                          + ", ".join(REGISTRY.names))
 _OUTPUT_DIR = flags.DEFINE_string("output_dir", "results", "Where the records, figures/ and README.md go.")
 _WORK_DIR = flags.DEFINE_string("work_dir", "scratch/reproduce", "Program logs and checkpoints of resumable runs.")
 _JOBS = flags.DEFINE_integer("jobs", 1, "Runs at once; more than 1 distorts timings, so only with --preset=smoke.",
                              lower_bound=1)
-_DRY_RUN = flags.DEFINE_bool("dry_run", False, "Print the runs with estimated minutes; run nothing.")
+_DRY_RUN = flags.DEFINE_bool("dry_run", False, "List the runs (with the seconds and machine of those that have a "
+                              "record); run nothing.")
 _FIGURES_ONLY = flags.DEFINE_bool("figures_only", False, "Run nothing; draw every figure and table from the records.")
 
 
@@ -37,7 +53,8 @@ def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
   preset, output_dir = _PRESET.value, _OUTPUT_DIR.value
-  untimed = _ONLY.value and all(presets.get(name.partition("/")[0]).timed is False for name in _ONLY.value)
+  untimed = _ONLY.value and all(name.partition("/")[0] in REGISTRY.names and REGISTRY.get(
+      name.partition("/")[0]).timed is False for name in _ONLY.value)
   if _JOBS.value > 1 and preset != "smoke" and not untimed:
     _fail("--jobs > 1 runs programs side by side and distorts their timings; use it only with --preset=smoke or "
           "with --only naming studies whose runs are not timed (the pretraining studies).")
@@ -45,31 +62,25 @@ def main(argv):
     _fail(f"--output_dir={output_dir}: no such directory; --figures_only draws from the records there.")
   if not _FIGURES_ONLY.value:
     try:
-      studies = presets.select(presets.build(preset, output_dir), _ONLY.value)
+      studies = presets.select(presets.build(REGISTRY, preset, output_dir), _ONLY.value)
     except ValueError as e:
       _fail(str(e))
-    rates = driver.fit_rates(output_dir)
-    jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value, rates))
+    jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value))
     if _DRY_RUN.value:
-      estimates = {name: sum(j.estimate for j in jobs if j.group == name) for name in studies}
-      for name, study in studies.items():
-        print(f"{name}: {len(study.runs)} runs, estimated {driver.minutes(estimates[name])}")
-        print("".join(f"  {j.spec.stored_name}: {j.spec.summary()} ~{j.estimate:.0f} s -> {j.record}\n"
-                      for j in jobs if j.group == name), end="")
-      print(f"total estimated {driver.minutes(sum(estimates.values()))} ({driver.describe_rates(rates)})")
+      print("\n".join(driver.listing(jobs)))
       return
     try:
       # A stage whose runs depend on an earlier stage's records (the pretraining sweep's confirm stage) appears once
       # they exist: plan again until a pass runs nothing.
       while driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value):
-        studies = presets.select(presets.build(preset, output_dir), _ONLY.value)
-        jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value, rates))
+        studies = presets.select(presets.build(REGISTRY, preset, output_dir), _ONLY.value)
+        jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value))
     except driver.RunFailedError as e:
       _fail(str(e))
-  figures.draw(output_dir)
-  print(f"[reproduce] wrote {readme.write(output_dir)}")
+  draw.draw(output_dir, REGISTRY)
+  print(f"[reproduce] wrote {readme.write(output_dir, REGISTRY)}")
   if os.path.abspath(output_dir) == os.path.join(ROOT, "results"):
-    print(f"[reproduce] wrote the headline of {readme.write_top_readme(output_dir)}")
+    print(f"[reproduce] wrote the headline of {readme.write_top_readme(output_dir, REGISTRY)}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import subprocess
 
 from common.settings import programs
 from experiments import presets
+from experiments.reproduce import REGISTRY
 from experiments import records
 from conftest import ROOT, python
 
@@ -25,7 +26,7 @@ SMOKE_STUDIES = tuple(dict.fromkeys(item.partition("/")[0] for item in SMOKE_ONL
 
 def _smoke_runs():
   """({study: its runs that the end-to-end smoke run takes}, the studies among them taken whole)."""
-  built = presets.build("smoke")
+  built = presets.build(REGISTRY, "smoke")
   chosen = {name: e.runs for name, e in presets.select(built, SMOKE_ONLY).items()}
   return chosen, {name for name, runs in chosen.items() if len(runs) == len(built[name].runs)}
 
@@ -33,11 +34,11 @@ def _smoke_runs():
 def test_smoke_selection_covers_every_program_and_dataset():
   chosen, whole = _smoke_runs()
   runs = [r for rs in chosen.values() for r in rs]
-  assert list(chosen) == sorted(SMOKE_STUDIES, key=presets.NAMES.index) and len(runs) == 11
+  assert list(chosen) == sorted(SMOKE_STUDIES, key=REGISTRY.names.index) and len(runs) == 11
   assert {r.program for r in runs} == {p.name for p in programs.PROGRAMS}
   assert {r.config.dataset for r in runs} == {"mnist", "fashion_mnist"}
   assert any(r.resumable for r in runs) and any(r.may_fail for r in runs)
-  assert any(presets.get(name).timed and presets.get(name).figure for name in whole)
+  assert any(REGISTRY.get(name).timed and REGISTRY.get(name).figure for name in whole)
 
 
 def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
@@ -51,11 +52,11 @@ def test_smoke_preset_end_to_end_with_the_real_programs(tmp_path):
   after = {os.path.join(d, f): os.path.getmtime(os.path.join(d, f)) for d, _, files in os.walk(RESULTS) for f in files}
   assert after == before  # Nothing written into the committed results.
   chosen, whole = _smoke_runs()
-  drawn = {f"{name}.png" for name in whole if presets.get(name).figure}
+  drawn = {f"{name}.png" for name in whole if REGISTRY.get(name).figure}
   assert drawn and drawn <= set(os.listdir(out / "figures"))
   for name, runs in chosen.items():
     for run in runs:
-      record = records.load(records.record_path(str(out), "smoke", run))
+      record = records.load(presets.record_path(str(out), "smoke", run))
       assert record is not None and records.mismatches(record, run) == [], (name, run.name)
   text = (out / "README.md").read_text()
   assert text.count("preset smoke") >= len(SMOKE_STUDIES)

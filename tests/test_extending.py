@@ -80,8 +80,8 @@ def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
   # the interpreter itself: conftest.fresh_python).
   registry_tests = _run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_registry.py")
   assert registry_tests.returncode == 0, registry_tests.stdout[-3000:]
-  lists = _run(root, "-c", "from experiments import presets; "
-               "print(sorted({r.program for e in presets.build('cpu').values() for r in e.runs})); "
+  lists = _run(root, "-c", "from experiments import presets; from experiments.reproduce import REGISTRY; "
+               "print(sorted({r.program for e in presets.build(REGISTRY, 'cpu').values() for r in e.runs})); "
                "print([p.name for p in presets.COMPARED])")
   assert lists.returncode == 0, lists.stderr[-2000:]
   every_program, compared = lists.stdout.splitlines()
@@ -104,7 +104,7 @@ NEW_STUDY = '''"""A new study: greedy's test accuracy against the batch (a test 
 from common.settings import programs
 from experiments import records
 from experiments.presets import Study, spec
-from experiments.report.tables import md_table
+from experiments.render.tables import md_table
 
 
 def _runs(s):
@@ -125,8 +125,8 @@ STUDIES = (BATCH_ACCURACY,)
 NEW_BENCHMARK = '''"""A new benchmark: greedy on one device against two (a test adds it, touching this file only)."""
 
 from common.settings import programs
+from experiments import harness
 from experiments import presets
-from experiments.benchmarks import harness
 
 
 def configurations(s):
@@ -143,16 +143,15 @@ STUDIES = (BENCHMARK,)
 def test_a_new_study_is_one_file(tmp_path):
   """A study added the documented way, one file in experiments/studies/: in that copy the registry lists it, the smoke
   preset runs its runs (with the real program) and results/README.md has its table; no other file changed. A
-  benchmark, a study with `summarize`, likewise is one file in experiments/benchmarks/: the registry finds it and the
-  campaign runs it."""
+  benchmark, a study with `summarize`, likewise is one file in experiments/benchmarks/: the registry finds it."""
   root = _copy(tmp_path)
   (root / "experiments" / "studies" / "batch_accuracy.py").write_text(NEW_STUDY)
   (root / "experiments" / "benchmarks" / "greedy_devices.py").write_text(NEW_BENCHMARK)
-  found = _run(root, "-c", "from experiments import campaign, presets; "
-               "print(presets.BENCHMARKS[-1].name, [s.name for s in campaign.steps() if s.group == 'greedy_devices'])")
-  assert found.stdout.split(None, 1) == ["greedy_devices", "['greedy_devices/b1000']\n"], found.stderr[-2000:]
+  found = _run(root, "-c", "from experiments.reproduce import REGISTRY; print(REGISTRY.benchmarks[-1].name)")
+  assert found.stdout.split() == ["greedy_devices"], found.stderr[-2000:]
   out = tmp_path / "out"
-  listed = _run(root, "-c", "from experiments import presets; print(presets.NAMES[-1], len(presets.build('smoke')"
+  listed = _run(root, "-c", "from experiments import presets; from experiments.reproduce import REGISTRY; "
+                "print(REGISTRY.names[-1], len(presets.build(REGISTRY, 'smoke')"
                 "['batch_accuracy'].runs))")
   assert listed.stdout.split() == ["batch_accuracy", "2"], listed.stderr[-2000:]
   done = _run(root, "-m", "experiments.reproduce", "--preset=smoke", "--only=batch_accuracy", f"--output_dir={out}")

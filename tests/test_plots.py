@@ -11,21 +11,23 @@ import shutil
 import subprocess
 import sys
 
+import pandas
 import pytest
 
 from common.measure import provenance
 from common.settings import programs
-from experiments import load
-from experiments import check_ratios
+import importlib
 from experiments import presets
+from experiments.reproduce import REGISTRY
 from experiments import records
-from experiments.benchmarks import harness
+from experiments import harness
 from experiments.benchmarks import strategies as bench_strategies
-from experiments.report import figures
+from experiments.render import figures
+from experiments.report import draw
 from experiments.report import readme
-from experiments.report import series
-from experiments.report import users
-from experiments.report import tables
+from experiments.render import series
+from experiments.render import cells
+from experiments.render import tables
 from experiments.studies import accuracy_vs_epochs
 from experiments.studies import convergence
 from experiments.studies import dp_accuracy
@@ -50,37 +52,38 @@ def output_dir(tmp_path_factory):
 
 
 def _data(output_dir, study):
-  return records.StudyRecords.load(output_dir, study)
+  return series.load_all(output_dir, REGISTRY)[study]
 
 
 def test_the_fixtures_cover_every_run_of_the_presets(output_dir):
   # Made afresh for each test session: a preset edited or a program registered needs no rerun of make_records.
   for preset in ("cpu", "mid", "full"):
-    for study in presets.build(preset).values():
+    for study in presets.build(REGISTRY, preset).values():
       for run in study.runs:
-        record = records.load(records.record_path(output_dir, preset, run))
+        record = records.load(presets.record_path(output_dir, preset, run))
         assert record is not None, (study.name, run.name)
         assert records.mismatches(record, run) == []
 
 
 def test_every_study_names_a_table_and_a_figure_that_exist():
-  for study in presets.STUDIES:
+  for study in REGISTRY.studies:
     assert callable(study.table), study.name
     assert study.figure is None or callable(study.figure), study.name
     assert study.kind in ("report", "beyond", "own") and study.sizes and set(study.sizes) <= set(presets.PRESETS)
-  for benchmark in presets.BENCHMARKS:  # a benchmark: a study with a summary, run by its own command line
+  for benchmark in REGISTRY.benchmarks:  # a benchmark: a study with a summary, run by its own command line
     assert callable(benchmark.summarize) and not benchmark.sizes and benchmark.table is None, benchmark.name
-    assert load(f"experiments.benchmarks.{benchmark.name}.BENCHMARK") is benchmark
+    assert importlib.import_module(f"experiments.benchmarks.{benchmark.name}").BENCHMARK is benchmark
   with pytest.raises(ValueError, match="unknown study"):
-    presets.get("nope")
+    REGISTRY.get("nope")
   with pytest.raises(ValueError, match="declares no runs"):
     presets.Study("no_runs", "A study without runs", dict(smoke={}))
 
 
 def test_report_modules_import_no_tensorflow():
+  import experiments.render
   import experiments.report
-  folder = os.path.dirname(experiments.report.__file__)
-  modules = ["experiments.report." + f[:-3] for f in sorted(os.listdir(folder)) if f.endswith(".py") and f != "__init__.py"]
+  modules = [f"{p.__name__}.{f[:-3]}" for p in (experiments.render, experiments.report)
+             for f in sorted(os.listdir(os.path.dirname(p.__file__))) if f.endswith(".py") and f != "__init__.py"]
   code = f"import sys\nfor m in {modules!r}:\n  __import__(m)\nprint('tensorflow' in sys.modules)"
   done = subprocess.run([fresh_python(), "-c", code], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT),
                         capture_output=True, text=True)
@@ -90,8 +93,8 @@ def test_report_modules_import_no_tensorflow():
 
 def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(output_dir):
   texts = {}
-  for study in presets.REPORT_STUDIES:
-    fig = figures.make(output_dir, study, _data(output_dir, study))
+  for study in REGISTRY.of_kind('report'):
+    fig = draw.make(output_dir, REGISTRY, _data(output_dir, study))
     texts[study] = "\n".join(t.get_text() for t in fig.texts)
   for study, text in texts.items():
     assert "preset cpu" in text, study
@@ -103,21 +106,21 @@ def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(out
     assert "oversubscribed" not in texts[study], study
   assert "examples 5500 (paper 55000)" in texts["mp_scaling_b100"]
   assert "performance model (" in texts["mp_scaling_b100"] and "fitted rho" in texts["mp_scaling_b100"]
-  written = figures.draw(output_dir, out=lambda _: None)
-  with_figure = [e.name for e in presets.STUDIES if e.figure]
+  written = draw.draw(output_dir, REGISTRY, out=lambda _: None)
+  with_figure = [e.name for e in REGISTRY.studies if e.figure]
   assert [os.path.basename(p) for p in written] == [f"{e}.png" for e in with_figure] + ["equal_cores.png"]
-  for study in presets.REPORT_STUDIES:
+  for study in REGISTRY.of_kind('report'):
     assert os.path.getsize(series.figure_path(output_dir, study)) > 20_000, study
 
 
 def test_scaling_figure_plots_the_records_and_the_report(output_dir):
   data = _data(output_dir, "mp_scaling_b5000")
-  fig = figures.make(output_dir, "mp_scaling_b5000", data)
+  fig = draw.make(output_dir, REGISTRY, data)
   left, right = fig.axes
   measured = {tuple(line.get_ydata()) for line in left.get_lines()}
   four = tuple(data.runs[f"h4_g{g}"]["pretrain_seconds"] for g in range(1, 5))
   assert four in measured
-  rep = presets.MP_SCALING_B5000.reported[4]
+  rep = REGISTRY.get("mp_scaling_b5000").reported[4]
   report_speedups = tuple(rep[1] / rep[g] for g in range(1, 5))
   assert any(line.get_ydata() == pytest.approx(report_speedups) for line in right.get_lines()
              if len(line.get_ydata()) == 4)
@@ -127,7 +130,7 @@ def test_scaling_figure_plots_the_records_and_the_report(output_dir):
 
 def test_sweep_and_profile_values(output_dir):
   sweep = dp_batch_sweep.sweep_points(_data(output_dir, "dp_batch_sweep"))
-  assert [p[0] for p in sweep] == sorted(r.config.batch_size for r in presets.build("cpu")["dp_batch_sweep"].runs)
+  assert [p[0] for p in sweep] == sorted(r.config.batch_size for r in presets.build(REGISTRY, "cpu")["dp_batch_sweep"].runs)
   b52 = records.load(os.path.join(output_dir, "runs", "dp_batch_sweep", "cpu_b52.json"))
   assert sweep[0][1] == pytest.approx(records.median_epoch_seconds(b52))
   assert sweep[0][2] == pytest.approx((18_000 // 52) * 52 / sweep[0][1])
@@ -157,41 +160,39 @@ def test_accuracy_figures_show_every_preset_present(output_dir):
   assert data.preset == "cpu" and set(data.other) == {"paper"}
   paper = accuracy_vs_epochs.accuracy_series(data.other["paper"])
   assert [e for e, _ in paper[programs.GREEDY.name]] == [60] and [e for e, _ in paper[programs.MODEL_PARALLEL.name]] == [60]
-  fig = figures.make(output_dir, "accuracy_vs_epochs", data)
+  fig = draw.make(output_dir, REGISTRY, data)
   labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
   assert "ours (paper), model parallel" in labels and "ours (cpu), greedy layer-wise" in labels
   rows = dp_accuracy.dp_accuracy_rows(_data(output_dir, "dp_accuracy").runs, "cpu")
   assert [r["epochs"] for r in rows] == [6, 12]
-  assert [r["report"] for r in rows] == [presets.DP_ACCURACY.reported[30], presets.DP_ACCURACY.reported[60]]
+  assert [r["report"] for r in rows] == [REGISTRY.get("dp_accuracy").reported[30], REGISTRY.get("dp_accuracy").reported[60]]
   assert all(r["baseline"] is not None and r["large_batch"] is not None for r in rows)
 
 
 def test_primary_preset_prefers_complete_paper_runs(output_dir, tmp_path):
-  assert records.StudyRecords.load(output_dir, "accuracy_vs_epochs").preset == "cpu"  # paper: 2 of 12 runs
-  assert records.StudyRecords.load(str(tmp_path), "dp_scaling") is None
-  for run in presets.build("paper")["strategy_comparison"].runs:
-    path = records.record_path(str(tmp_path), "paper", run)
+  assert series.load_all(output_dir, REGISTRY)["accuracy_vs_epochs"].preset == "cpu"  # paper: 2 of 12 runs
+  assert series.load_all(str(tmp_path), REGISTRY)["dp_scaling"] is None
+  for run in presets.build(REGISTRY, "paper")["strategy_comparison"].runs:
+    path = presets.record_path(str(tmp_path), "paper", run)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
       json.dump({"config": {}}, f)
-  assert records.StudyRecords.load(str(tmp_path), "strategy_comparison").preset == "paper"
+  assert series.load_all(str(tmp_path), REGISTRY)["strategy_comparison"].preset == "paper"
 
 
 def test_results_readme_compares_every_study_with_the_report(output_dir):
-  path = readme.write(output_dir)
+  path = readme.write(output_dir, REGISTRY)
   text = open(path).read()
-  for study in presets.NAMES:
+  for study in REGISTRY.names:
     assert f"### `{study}`" in text
     assert f"--only={study}" in text
-  for study in presets.REPORT_STUDIES:
+  for study in REGISTRY.of_kind('report'):
     assert f"figures/{study}.png" in text
-  rep, greedy = presets.STRATEGY_COMPARISON.reported, programs.GREEDY.name  # the report's numbers beside ours, its sizes said
+  rep, greedy = REGISTRY.get("strategy_comparison").reported, programs.GREEDY.name  # the report's numbers beside ours, its sizes said
   assert f"| 4 GPUs, 4 × 2000: model parallel {rep[greedy] / rep[programs.MODEL_PARALLEL.name]:.2f}×, " in text
   # The model's errors at the fit points and at the predicted points are reported apart, for each scaling study.
   assert text.count("in-sample error at the fit points (G <= 2): largest ") == 3
   assert text.count("out-of-sample error at the predicted points (G > 2, not used for the fit): largest") == 3
-  unique = {(r.home, r.stored_name) for e in presets.build("cpu").values() for r in e.runs}
-  assert f"| **total** | {len(unique)} |" in text
   # The experiments' runs draw no pictures beside their records (no figure uses them).
   command = f"python -m {programs.MODEL_PARALLEL.module} --hidden_units=1000,1000,1000,1000 --pretrain_epochs=10 "
   assert {" --nopictures " in line for line in text.splitlines() if line.startswith(command)} == {True}
@@ -241,9 +242,9 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
 
 
 def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_published_baselines(output_dir):
-  data = _data(output_dir, presets.FASHION_MNIST_ACCURACY.name)
+  data = _data(output_dir, REGISTRY.get("fashion_mnist_accuracy").name)
   # MNIST's runs are the accuracy study's (shared); Fashion-MNIST's pass --dataset and are labelled by it.
-  runs = presets.build("cpu")[data.study].runs
+  runs = presets.build(REGISTRY, "cpu")[data.study].runs
   assert {(r.home, r.config.dataset) for r in runs} == {("accuracy_vs_epochs", "mnist"), (data.study, "fashion_mnist")}
   assert all(("--dataset=fashion_mnist" in r.arguments()) == (r.config.dataset == "fashion_mnist") for r in runs)
   assert [p for p, _ in sorted({(r.program, 0) for r in runs})] == sorted(p.name for p in presets.ACCURACY_COMPARED)
@@ -254,17 +255,17 @@ def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_pu
   assert "| published: MLP 256-128-100 | — | — | 0.8833 |" in table
   assert "| published: SVC (C=10, RBF) | — | — | 0.897 |" in table
   assert "not the report's numbers" in " ".join(sentences)
-  fig = figures.make(output_dir, data.study, data)
+  fig = draw.make(output_dir, REGISTRY, data)
   labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
   assert "ours, MNIST" in labels and "ours, Fashion-MNIST" in labels and any("0.8833" in label for label in labels)
   assert "dataset MNIST, Fashion-MNIST" in "\n".join(t.get_text() for t in fig.texts)
   # A record of another dataset than its run's is refused; a record made before "dataset" counts as MNIST.
   fashion = next(r for r in runs if r.config.dataset == "fashion_mnist")
-  record = records.load(records.record_path(output_dir, "cpu", fashion))
+  record = records.load(presets.record_path(output_dir, "cpu", fashion))
   assert records.mismatches(record, fashion) == []
   assert records.mismatches(dict(record, dataset={"name": "mnist"}), fashion) == ["dataset='mnist' (run: 'fashion_mnist')"]
   mnist = next(r for r in runs if r.config.dataset == "mnist")
-  old = records.load(records.record_path(output_dir, "cpu", mnist))
+  old = records.load(presets.record_path(output_dir, "cpu", mnist))
   del old["dataset"], old["config"]["dataset"]
   assert records.mismatches(old, mnist) == [] and records.mismatches(old, fashion) != []
   assert records.datasets([old, record]) == "MNIST, Fashion-MNIST"
@@ -273,16 +274,16 @@ def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_pu
 def test_the_committed_results_readme_and_headline_regenerate_byte_for_byte():
   # `python -m experiments.reproduce --figures_only` wrote them from the committed records; nothing hand-edited.
   with open(os.path.join(RESULTS, "README.md")) as f:
-    assert readme.text(RESULTS) == f.read()
+    assert readme.text(RESULTS, REGISTRY) == f.read()
   with open(os.path.join(ROOT, "README.md")) as f:
     top = f.read()
-  for name, block in readme.top_blocks(RESULTS).items():
+  for name, block in readme.top_blocks(RESULTS, REGISTRY).items():
     begin, end = readme.markers(name)
     assert f"{begin}\n{block}\n{end}" in top, name
 
 
 def test_headline_names_every_rows_machine_and_code_in_results_readme(output_dir):
-  table = users.table(output_dir, series.load_all(output_dir), provenance=True)
+  table = readme.headline(output_dir, series.load_all(output_dir, REGISTRY), REGISTRY, provenance=True)
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8 and all(len(row) == 5 for row in rows)
   assert {row[4] for row in rows} == {"Fixture CPU, AVX2, 2 cores, commit 0123456"}  # every row names its machine
@@ -317,48 +318,46 @@ def test_the_strategies_cell_gives_the_staleness_a_programs_updates_had(tmp_path
   assert "(staleness 0)" in bench_strategies.speedups(str(tmp_path), [other.run_name], [])
 
 
-def test_the_headline_rows_are_declared_by_their_studies(output_dir, monkeypatch):
+def test_the_headline_rows_are_declared_by_their_studies(output_dir):
   """Each headline row is declared by the study or benchmark whose records it reads (`presets.Headline`), in its
   order; a ninth row is refused."""
-  declared = sorted((h for e in presets.STUDIES + presets.BENCHMARKS for h in e.headline), key=lambda h: h.order)
-  assert [h.order for h in declared] == list(range(1, users.ROWS + 1))
-  rows = users.table(output_dir, series.load_all(output_dir)).splitlines()[2:]
+  declared = sorted((h for e in REGISTRY.studies + REGISTRY.benchmarks for h in e.headline), key=lambda h: h.order)
+  assert [h.order for h in declared] == list(range(1, cells.ROWS + 1))
+  rows = readme.headline(output_dir, series.load_all(output_dir, REGISTRY), REGISTRY).splitlines()[2:]
   assert [row.split(" | ")[0][2:] for row in rows] == [h.label for h in declared]
-  extra = dataclasses.replace(presets.STUDIES[0], headline=(presets.Headline(9, "a ninth", "—", lambda *_: "x"),))
-  monkeypatch.setattr(presets, "STUDIES", presets.STUDIES + (extra,), raising=False)
+  extra = dataclasses.replace(REGISTRY.studies[0], headline=(presets.Headline(9, "a ninth", "—", lambda *_: "x"),))
+  more = presets.Registry(REGISTRY.studies[1:] + (extra,), REGISTRY.benchmarks)
   with pytest.raises(ValueError, match="the headline may have 8 rows, 9 are declared"):
-    users.table(output_dir, {})
+    readme.headline(output_dir, {}, more)
 
 
 def test_an_earlier_folders_records_get_tables_of_their_own_and_no_headline_cell(output_dir, tmp_path):
-  # The full-size bfloat16 run moved to `records.EARLIER`, with a precision benchmark folder there and none here.
-  out, run = str(tmp_path / "results"), presets.END_TO_END[programs.PRECISIONS[1]]
+  # The full-size bfloat16 run moved to a folder "earlier", with a precision benchmark folder there and none here:
+  # it loads like any folder of records (`records.folders`), named by nothing in the code.
+  out, run = str(tmp_path / "results"), full_size.END_TO_END[programs.PRECISIONS[1]]
   shutil.copytree(output_dir, out)
-  earlier = os.path.join(out, records.EARLIER)
+  earlier = os.path.join(out, "earlier")
   os.makedirs(os.path.join(earlier, "full_size"))
   os.makedirs(os.path.join(earlier, "benchmarks", "precision"))
   shutil.move(os.path.join(out, "full_size", f"{run}.json"), os.path.join(earlier, "full_size", f"{run}.json"))
-  with open(os.path.join(earlier, records.PROVENANCE_FILE), "w") as f:
-    json.dump({"summary": "records of earlier code", "environment": {}, "usable_cores": {}}, f)
-  text = readme.text(out)
-  assert f"[`{records.EARLIER}/`]({records.EARLIER}/README.md), records of earlier code" in text
-  assert f"## More records of the {records.EARLIER} machine" not in text  # no folder of single runs there
+  assert records.folders(out) == ["earlier"]
+  text = readme.text(out, REGISTRY)
   section = text.split("### `full_size`")[1].split("\n### ")[0]
-  here, apart = section.split(f"*In [`{records.EARLIER}/`]({records.EARLIER}/README.md): ")
+  here, apart = section.split("*In [`earlier/`](earlier/README.md): ")
   rows = lambda part: [line for line in part.splitlines() if line.startswith("| `")]
-  assert len(rows(here)) == len(presets.build("full")["full_size"].runs)  # every declared run, the moved one too:
+  assert len(rows(here)) == len(presets.build(REGISTRY, "full")["full_size"].runs)  # every declared run, the moved one too:
   assert [r for r in rows(here) if f"`{run}`" in r and "not run yet" in r]  # not run yet in this folder
   assert len(rows(apart)) == 1 and f"`{run}`" in rows(apart)[0] and "not run yet" not in apart  # only its record
-  cell = [line for line in users.table(out, series.load_all(out)).splitlines() if "bfloat16" in line][0]
+  cell = [line for line in readme.headline(out, series.load_all(out, REGISTRY), REGISTRY).splitlines() if "bfloat16" in line][0]
   assert "AVX2" in cell  # the fixtures' own precision summaries, never the earlier folder's
 
 
 def test_the_committed_headline_is_for_users():
   # The limits on the records committed today, whatever they are (the fixtures above have every row).
-  table = users.table(RESULTS, series.load_all(RESULTS))
+  table = readme.headline(RESULTS, series.load_all(RESULTS, REGISTRY), REGISTRY)
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
-  assert not [cell for row in rows for cell in row if len(cell.strip()) > users.CELL]
+  assert not [cell for row in rows for cell in row if len(cell.strip()) > cells.CELL]
 
 
 def test_labels_name_a_processor_without_trademarks_or_clock():
@@ -366,7 +365,7 @@ def test_labels_name_a_processor_without_trademarks_or_clock():
   assert records.processor("Intel(R) Xeon(R) Gold 6148 CPU @ 2.40GHz") == "Intel Xeon Gold 6148"
   assert records.processor("AMD EPYC 7B12 64-Core Processor") == "AMD EPYC 7B12 64-Core"
   assert records.processor("Fixture CPU") == "Fixture CPU" and records.processor("AMD EPYC") == "AMD EPYC"
-  assert records.processor(None) == records.processor("unknown") == "unknown processor"
+  assert records.processor(None) == records.processor("unknown") == "processor not recorded"
   xeon = {"environment": {"cpu_model": "Intel(R) Xeon(R) Processor", "usable_cores": 2, "commit": "cd" * 20,
                           "code_digest": "d1"}}
   assert records.machine_label([xeon]) == "Intel Xeon, instruction set not recorded, 2 cores, commit cdcdcdc"
@@ -388,7 +387,7 @@ def test_a_label_says_when_a_record_predates_its_instruction_set_and_names_its_m
   flagged = {"environment": dict(env, cpu_flags=["avx2"])}
   assert records.machine_label([old, new]) == ("Intel Xeon, instruction set not recorded, 2 cores, commit cdcdcdc "
                                                "(+1 of the same code)")
-  assert users.machine_class([flagged]) == "Intel Xeon with AVX2, 2 cores"
+  assert cells.machine_class([flagged]) == "Intel Xeon with AVX2, 2 cores"
   # Two virtual machines of one class are two machines: never one label, never a ratio.
   a, b = ({"environment": dict(env, cpu_flags=["avx2"], machine_id=m)} for m in ("aaaaaa000000", "bbbbbb000000"))
   assert records.machine_label([a, b]).count("machine ") == 2 and not records.comparable(a, b)
@@ -401,12 +400,12 @@ def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_p
   old = {"environment": {"device_kind": "CPU-logical", "cpu_count": 16, "tensorflow": "2.21.0"}, "config": {"num_devices": 4}}
   new = {"environment": dict(old["environment"], cpu_model="AMD EPYC 9B45", usable_cores=2, commit="ab" * 20,
                              commit_dirty=True, code_digest="d1"), "config": {"num_devices": 4}}
-  assert records.machine_label([old]) == "unknown processor, instruction set not recorded, 16 cores, commit unknown"
+  assert records.machine_label([old]) == "processor not recorded, instruction set not recorded, 16 cores, commit not recorded"
   # The new record's process was pinned to 2 of the 16 cores (CPU affinity).
   assert records.machine_label([new, old]) == (
       "AMD EPYC 9B45, instruction set not recorded, 2 of 16 cores, commit abababa+dirty; "
-      "unknown processor, instruction set not recorded, 16 cores, commit unknown")
-  assert records.hardware([old]) == ("unknown processor, instruction set not recorded, 16 cores, commit unknown; "
+      "processor not recorded, instruction set not recorded, 16 cores, commit not recorded")
+  assert records.hardware([old]) == ("processor not recorded, instruction set not recorded, 16 cores, commit not recorded; "
                                      "CPU-logical devices, TF 2.21.0")
   # 4 devices: not more than the 16 cores of the old record, more than the 2 the new record's process could use.
   assert not records.oversubscribed(old) and records.oversubscribed(new)
@@ -416,8 +415,54 @@ def test_one_label_names_machine_and_code_and_dagger_uses_the_usable_cores(tmp_p
   assert not records.comparable(new, other_digest) and records.comparable(new, dict(new))
 
 
-def test_check_ratios_finds_a_ratio_across_machines_or_codes(output_dir, tmp_path):
-  assert check_ratios.problems(output_dir) == []
+TABLE_COLUMNS = ("folder", "study", "preset", "summary", "run", "program", "dataset", "seed", "timed", "machine", "isa",
+                 "commit", "code", "record")
+
+
+def records_table(output_dir, registry):
+  """Every record of `registry`'s studies and of every benchmark summary under `output_dir` and its other folders, one
+  row each (columns `TABLE_COLUMNS`): folder ("" or the other folder's), study (a study, or a benchmark's folder under
+  benchmarks/, its module removed or not), preset (a study's; "" for a benchmark), summary (the benchmark summary's
+  file; "" for a study), run (a benchmark's: <configuration>_r<repeat>), program, dataset, seed, timed (its study
+  compares seconds; every benchmark does), machine (`records.host`), isa, commit, code (the code digest, else the
+  commit), and the record itself."""
+  def row(folder, study, preset, summary, run, r, timed):
+    return {"folder": folder, "study": study, "preset": preset, "summary": summary, "run": run,
+            "program": r.get("strategy"), "dataset": records.dataset(r), "seed": r.get("config", {}).get("seed"),
+            "timed": timed, "machine": records.host(r), "isa": records.instruction_set(r),
+            "commit": r["environment"].get("commit"), "code": r["environment"].get("code_digest") or records.code(r),
+            "record": r}
+  rows = []
+  for folder in [""] + records.folders(output_dir):
+    for name, data in series.load_all(os.path.join(output_dir, folder), registry).items():
+      for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
+        rows += [row(folder, name, preset, "", run, r, data.declared.times(run)) for run, r in runs.items()]
+    benchmarks = os.path.join(output_dir, folder, "benchmarks")
+    for name in sorted(os.listdir(benchmarks)) if os.path.isdir(benchmarks) else ():
+      for file, summary in records.load_summaries(os.path.join(output_dir, folder), name).items():
+        rows += [row(folder, name, "", file, f"{configuration}_r{i}", r, True)
+                 for configuration, rs in records.records_of(os.path.join(benchmarks, name), summary).items()
+                 for i, r in enumerate(rs) if r]
+  return pandas.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def ratio_problems(output_dir):
+  """One line per timed study's preset, and per benchmark summary, whose records differ in machine or code (in the
+  table of every record, `records_table`): the report takes no ratio across machines or codes."""
+  frame = records_table(output_dir, REGISTRY)
+  groups = frame[frame["timed"]].groupby(["folder", "study", "preset", "summary"])
+  return [(os.path.join(output_dir, folder, "benchmarks", study, summary) if summary else
+           f"{os.path.join(folder or '.', study)} ({preset})") + ": its records come from "
+          f"{records.machine_label(list(group['record']))}" for (folder, study, preset, summary), group in groups
+          if not records.same_source(list(group["record"]))]
+
+
+def test_the_committed_records_take_no_ratio_across_machines_or_codes():
+  assert ratio_problems(RESULTS) == []
+
+
+def test_a_ratio_across_machines_or_codes_is_found(output_dir, tmp_path):
+  assert ratio_problems(output_dir) == []
   out = str(tmp_path / "mixed")
   shutil.copytree(output_dir, out)
   # greedy of the strategy comparison remade on another machine: every speedup over it is refused and reported.
@@ -426,9 +471,9 @@ def test_check_ratios_finds_a_ratio_across_machines_or_codes(output_dir, tmp_pat
   record["environment"]["cpu_model"] = "Other CPU"
   with open(path, "w") as f:
     json.dump(record, f)
-  found = check_ratios.problems(out)
+  found = ratio_problems(out)
   assert found and all("Other CPU" in line for line in found)
-  table, _ = presets.STRATEGY_COMPARISON.table(records.StudyRecords.load(out, "strategy_comparison"), {})
+  table, _ = REGISTRY.get("strategy_comparison").table(series.load_all(out, REGISTRY)["strategy_comparison"], {})
   speedups = [line.split(" | ")[3] for line in table.splitlines()[2:]]  # greedy's own row, then the others
   assert speedups[0] == "1.00×" and set(speedups[1:]) == {"—"}
   # A benchmark summary whose records ran two versions of the code.
@@ -438,10 +483,10 @@ def test_check_ratios_finds_a_ratio_across_machines_or_codes(output_dir, tmp_pat
   record["environment"]["code_digest"] = "another"
   with open(path, "w") as f:
     json.dump(record, f)
-  assert any("summary_b1000_variants.json" in line for line in check_ratios.problems(out))
+  assert any("summary_b1000_variants.json" in line for line in ratio_problems(out))
   # One table holds the studies' records and the benchmarks' (a benchmark's by its summary), with their machine,
   # instruction set and commit; a study may time only some of its runs (the longer finetuning: accuracy only).
-  frame = records.table(output_dir)
+  frame = records_table(output_dir, REGISTRY)
   mine = frame[(frame["study"] == programs.MODEL_PARALLEL.name) & (frame["summary"] == "summary_b1000_variants.json")]
   assert len(mine) == len(os.listdir(folder)) and set(mine["preset"]) == {""} and mine["timed"].all()
   assert set(mine["machine"]) == {records.host(mine["record"].iloc[0])} and mine["isa"].notna().all()
@@ -461,24 +506,24 @@ def test_cores_note_says_what_the_records_show(output_dir):
 
 def test_top_readme_blocks_are_replaced_between_their_markers(output_dir, tmp_path):
   top = tmp_path / "README.md"
-  blocks = "\n\n".join(f"{readme.markers(n)[0]}\nold {n}\n{readme.markers(n)[1]}" for n in readme.top_blocks(output_dir))
+  blocks = "\n\n".join(f"{readme.markers(n)[0]}\nold {n}\n{readme.markers(n)[1]}" for n in readme.top_blocks(output_dir, REGISTRY))
   top.write_text(f"# Title\n\n{blocks}\n\n## After\n")
-  readme.write_top_readme(output_dir, str(top))
+  readme.write_top_readme(output_dir, REGISTRY, str(top))
   text = top.read_text()
   assert "old results" not in text and text.startswith("# Title") and text.endswith("## After\n")
-  assert users.table(output_dir, series.load_all(output_dir)) in text
+  assert readme.headline(output_dir, series.load_all(output_dir, REGISTRY), REGISTRY) in text
   top.write_text("# No markers\n")
   with pytest.raises(ValueError, match="no results block"):
-    readme.write_top_readme(output_dir, str(top))
+    readme.write_top_readme(output_dir, REGISTRY, str(top))
 
 
 def test_readme_results_table_is_for_users(output_dir):
   """At most 8 rows, cells of at most 100 characters, no commit hash and no footnote mark, every row names its
   machine class in words (on the fixtures, where every row has records)."""
-  table = users.table(output_dir, series.load_all(output_dir))
+  table = readme.headline(output_dir, series.load_all(output_dir, REGISTRY), REGISTRY)
   rows = [re.split(r" \| ", line.strip("| ")) for line in table.splitlines()[2:]]
   assert 1 <= len(rows) <= 8
-  assert not [cell for row in rows for cell in row if len(cell.strip()) > users.CELL]
+  assert not [cell for row in rows for cell in row if len(cell.strip()) > cells.CELL]
   assert not re.search(r"\b[0-9a-f]{7}\b", table) and not set("§‡†") & set(table)
   assert all("cores" in row[-1] for row in rows if "not run yet" not in row[2] and "not measured" not in row[2])
 
@@ -491,7 +536,7 @@ def test_pipeline_scaling_and_heldout_convergence(output_dir):
   # The model is fitted on each stack's one-device run: exact there, a prediction elsewhere.
   for r in rows:
     assert (r["predicted"] == pytest.approx(r["seconds"])) if r["in_sample"] else r["predicted"] > 0
-  text, sentences = presets.PP_SCALING.table(data, {})
+  text, sentences = REGISTRY.get("pp_scaling").table(data, {})
   assert "+0% (fit)" in text and "8 x 500 | 8 †" in text
   assert any("not used for the fit" in s for s in sentences)
   # The comparison runs record the held-out loss every epoch: the convergence study compares it.
@@ -499,14 +544,14 @@ def test_pipeline_scaling_and_heldout_convergence(output_dir):
   rs = strategy_comparison.program_records(conv)
   assert list(rs) == [p.run_name for p in presets.COMPARED]
   assert convergence.convergence_loss(rs)[0] == "heldout_loss"
-  text, sentences = presets.CONVERGENCE.table(conv, {})
+  text, sentences = REGISTRY.get("convergence").table(conv, {})
   assert "held-out reconstruction loss" in sentences[0]
   assert len(convergence.times_to_target(conv)[programs.GREEDY.run_name][1]) == 4
 
 
 def test_a_noisy_configuration_is_marked_with_its_spread_and_said_in_words_in_the_headline(output_dir, tmp_path):
   pp = programs.PIPELINE_PARALLEL.name
-  summaries = records.load_summaries(output_dir, load(f"experiments.benchmarks.{pp}.BENCHMARK").name)
+  summaries = records.load_summaries(output_dir, importlib.import_module(f"experiments.benchmarks.{pp}").BENCHMARK.name)
   assert summaries and all(s["noisy"] == [] for s in summaries.values())  # the fixtures' repeats take equal times
   out = str(tmp_path / "noisy")
   shutil.copytree(output_dir, out)
@@ -515,9 +560,9 @@ def test_a_noisy_configuration_is_marked_with_its_spread_and_said_in_words_in_th
   summary["pretrain_seconds"][programs.GREEDY.name] = harness.spread([10.0, 11.0, 11.6])  # 16% apart
   with open(path, "w") as f:
     json.dump(summary, f)
-  assert harness.noisy(summary) == [programs.GREEDY.name]  # also for summaries made before their "noisy" field
-  assert f"{programs.GREEDY.name} 11.00 (10.00–11.60) ‡; " in readme.benchmark_section(out)
-  row = next(line for line in users.table(out, series.load_all(out)).splitlines() if line.startswith("| Pipeline"))
-  before = next(line for line in users.table(output_dir, series.load_all(output_dir)).splitlines()
+  assert records.noisy(summary) == [programs.GREEDY.name]  # also for summaries made before their "noisy" field
+  assert f"{programs.GREEDY.name} 11.00 (10.00–11.60) ‡; " in readme.benchmark_section(out, REGISTRY)
+  row = next(line for line in readme.headline(out, series.load_all(out, REGISTRY), REGISTRY).splitlines() if line.startswith("| Pipeline"))
+  before = next(line for line in readme.headline(output_dir, series.load_all(output_dir, REGISTRY), REGISTRY).splitlines()
                 if line.startswith("| Pipeline"))
   assert "; repeats vary more than 15%" in row and "repeats vary" not in before

@@ -1,25 +1,76 @@
-"""What `auto` chooses per processor class: the table in common/settings/processor_defaults.py is the one
-`experiments.defaults_table` makes from the committed benchmark summaries; a class without a row takes the nearest
+"""What `auto` chooses per processor class: the table in common/settings/processor_defaults.py (edited by hand) is the
+one the committed benchmark summaries give by its rules (`derived_table`); a class without a row takes the nearest
 measured class's choice; the rules of the table, on fixture summaries."""
 
 import json
 import os
+import statistics
 
 import pytest
 
 from common.settings import processor_defaults
 from common.settings import programs
 from common.training import finetune
-from experiments import defaults_table
+from common.measure import provenance
+from experiments import records
+from experiments.benchmarks import kernels as bench_kernels
+from experiments.benchmarks import limit as bench_limit
 from conftest import ROOT
 
 F32, BF16 = programs.PRECISIONS
 PP, G = programs.PIPELINE_PARALLEL.name, programs.GREEDY.name
 
 
+def _by_class(output_dir, benchmark):
+  """{class: [summary, ...]} of a benchmark's summaries (those that recorded the CPU flags)."""
+  out = {}
+  for summary in records.load_summaries(output_dir, benchmark).values():
+    isa = provenance.instruction_set(summary.get("provenance", {}).get("cpu_flags"))
+    if isa:
+      out.setdefault(isa, []).append(summary)
+  return out
+
+
+def _pool_seconds(output_dir, summary, precision):
+  """{pool: median over repeats of pretraining + finetuning seconds} of pipeline_parallel in a limit summary."""
+  found, out = records.records_of(os.path.join(output_dir, "benchmarks", bench_limit.BENCHMARK.name), summary), {}
+  for pool in bench_limit.POOLS:
+    rs = found.get(f"pipeline_{pool}_{precision}") or (
+        found.get(f"pipeline_{pool}") if summary["setting"].get("precision") == precision else None)
+    if rs and all(rs):
+      out[pool] = statistics.median(r["pretrain_seconds"] + r["finetune"]["seconds"] for r in rs)
+  return out
+
+
+def derived_table(output_dir):
+  """The table the summaries under <output_dir>/benchmarks/ give, each summary's class from its provenance's CPU
+  flags: kernels per program and precision, `bench_kernels.choice` over the class's summaries; thread_pool,
+  pipeline_parallel's per precision: of the limit benchmark's two pools at batch 100, the one with the shorter median
+  pretraining + finetuning seconds; finetune_placement per precision: the finetune benchmark's choice at batch 100."""
+  rows = {}
+  for isa, summaries in _by_class(output_dir, bench_kernels.BENCHMARK.name).items():
+    for p in bench_kernels.PROGRAMS:
+      for precision in programs.PRECISIONS:
+        chosen = bench_kernels.choice(summaries, p.name, precision)
+        if chosen:
+          rows.setdefault(isa, {}).setdefault("kernels", {}).setdefault(p.name, {})[precision] = chosen
+  for isa, summaries in _by_class(output_dir, bench_limit.BENCHMARK.name).items():
+    for summary in (s for s in summaries if s["setting"]["batch_size"] == 100):
+      for precision in programs.PRECISIONS:
+        seconds = _pool_seconds(output_dir, summary, precision)
+        if len(seconds) == 2:
+          rows.setdefault(isa, {}).setdefault("thread_pool", {}).setdefault(PP, {})[precision] = min(
+              seconds, key=seconds.get)
+  for isa, summaries in _by_class(output_dir, "finetune").items():
+    for summary in (s for s in summaries if s["setting"]["batch_size"] == 100 and "placements" in s):
+      for precision, measured in summary["placements"].items():
+        rows.setdefault(isa, {}).setdefault("finetune_placement", {})[precision] = measured["choice"]
+  return {isa: rows[isa] for isa in processor_defaults.CLASS_ORDER if isa in rows}
+
+
 def test_the_table_is_the_one_the_committed_summaries_make():
-  assert processor_defaults.TABLE == defaults_table.table(os.path.join(ROOT, "results")), (
-      "run python -m experiments.defaults_table --write")
+  assert processor_defaults.TABLE == derived_table(os.path.join(ROOT, "results")), (
+      "common/settings/processor_defaults.py's TABLE differs from what the committed summaries give: edit it")
 
 
 def test_a_class_without_a_row_takes_the_nearest_measured_ones_choice(monkeypatch):
@@ -77,16 +128,9 @@ def test_the_rules_of_the_table_on_fixture_summaries(tmp_path):
   _summary(str(benchmarks / "kernels"), "summary_b100.json", bf16_epyc, {"batch_size": 100, "precision": F32},
            programs={G: {"faster": "xla", "all_repeats_agree": True},
                      PP: {"faster": "tf", "all_repeats_agree": False}})
-  made = defaults_table.table(str(tmp_path))
+  made = derived_table(str(tmp_path))
   assert made == {
       "AVX-512 BF16": {"kernels": {G: {F32: "xla"}}, "thread_pool": {PP: {F32: "shared", BF16: "per_device"}},
                        "finetune_placement": {F32: "one_device", BF16: "pipelined"}},
       "AVX2": {"thread_pool": {PP: {F32: "per_device"}}}}
   assert list(made) == [c for c in processor_defaults.CLASS_ORDER if c in made]
-  target = tmp_path / "defaults.py"
-  target.write_text("head\n" + defaults_table.BEGIN + "TABLE = {}\n" + defaults_table.END + "tail\n")
-  defaults_table.write(made, str(target))
-  namespace = {"Dict": dict}
-  exec(target.read_text().split(defaults_table.BEGIN)[1].split(defaults_table.END)[0], namespace)
-  text = target.read_text()
-  assert namespace["TABLE"] == made and text.startswith("head\n") and text.endswith("tail\n")

@@ -84,7 +84,7 @@ def test_command_line_explicit_flag_beats_the_recipe_and_the_command_prints_it(t
   config = json.load(open(tmp_path / "r.json"))["config"]
   assert config["recipe"] == "tuned" and config[key] == REPORT[key]
   assert all(config[k] == v for k, v in recipes.get("tuned").values.items() if k != key)
-  proc = run_module("common.settings.recipes", "tuned", "--program=data_parallel", timeout=120)
+  proc = run_module("common.run.recipes", "tuned", "--program=data_parallel", timeout=120)
   assert proc.returncode == 0, proc.stderr[-2000:]
   for k, v in recipes.get("tuned").values.items():
     assert f"--{k}={v}" in proc.stdout

@@ -73,8 +73,8 @@ def test_graph_code_is_traced_without_autograph():
 EXTENDING = os.path.join("tests", "test_extending.py")
 # The generic code: it asks a program's capabilities (`common.settings.programs.Program`) and names none.
 GENERIC = ("common/run/lifecycle.py", "common/run/cli.py", "common/settings/flags.py", "common/settings/config.py",
-           "common/measure/cost.py", "common/launch.py", "experiments/driver.py", "experiments/campaign.py", "experiments/records.py",
-           "experiments/reproduce.py", "experiments/benchmarks/harness.py", "experiments/report/series.py")
+           "common/measure/cost.py", "common/launch.py", "experiments/driver.py", "experiments/records.py",
+           "experiments/reproduce.py", "experiments/harness.py", "experiments/render/series.py")
 
 
 def test_generic_code_names_no_program():

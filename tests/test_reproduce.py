@@ -9,18 +9,19 @@ import subprocess
 
 import pytest
 
-from common.measure import provenance
 from common.settings import programs
 from experiments import driver
 from experiments import presets
+from experiments.reproduce import REGISTRY
 from experiments import records
 from experiments.benchmarks import data_parallel as bench_data_parallel
-from experiments.benchmarks import harness
+from experiments import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
 from experiments.benchmarks import equal_cores as bench_equal_cores
 from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
-from experiments.report import figures
+from experiments.render import figures
+from experiments.report import draw
 from experiments.report import readme
 from conftest import ROOT, python
 
@@ -31,13 +32,13 @@ GREEDY, SYNC, MP, DP, PP = (programs.GREEDY, programs.SYNC_LAYERWISE, programs.M
 
 def test_presets_are_consistent_and_paper_matches_the_report():
   for name in presets.PRESETS:
-    studies = presets.build(name)
+    studies = presets.build(REGISTRY, name)
     study = {"mid": ["large_batch"], "full": ["full_size"],
              "pretraining": ["pretraining_sweep", "pretraining_ablation", "pretraining_programs",
                              "pretraining_frontier"]}.get(name)
-    assert list(studies) == (study or [e.name for e in presets.STUDIES if (e.kind != "study" or name == "smoke")
+    assert list(studies) == (study or [e.name for e in REGISTRY.studies if (e.kind != "study" or name == "smoke")
                                        and name in e.sizes])
-    assert study or set(presets.REPORT_STUDIES + presets.BEYOND) - set(studies) <= {presets.FASHION_MNIST_ACCURACY.name}
+    assert study or set(REGISTRY.of_kind('report') + REGISTRY.of_kind('beyond')) - set(studies) <= {REGISTRY.get("fashion_mnist_accuracy").name}
     for study in studies.values():
       assert study.runs, (name, study.name)
       for run in study.runs:
@@ -47,7 +48,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
           assert batch % g == 0, (study.name, run.name)
     homes = [(r.home, r.stored_name) for e in studies.values() for r in e.runs if r.home == e.name]
     assert len(homes) == len(set(homes))
-  paper = presets.build("paper")
+  paper = presets.build(REGISTRY, "paper")
   b100 = {r.name: r for r in paper["mp_scaling_b100"].runs}
   assert sorted(b100) == ["h2_g1", "h2_g2", "h3_g1", "h3_g2", "h3_g3", "h4_g1", "h4_g2", "h4_g3", "h4_g4"]
   assert (b100["h4_g4"].config.pretrain_epochs, b100["h4_g4"].config.batch_size) == (30, 100)
@@ -60,7 +61,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
   # Shared runs: convergence draws strategy_comparison's records (their own: they record the held-out loss
   # after every epoch, which the scaling runs do not).
   for preset in ("cpu", "paper"):
-    studies = presets.build(preset)
+    studies = presets.build(REGISTRY, preset)
     conv = {r.name: (r.home, r.stored_name) for r in studies["convergence"].runs}
     assert list(conv) == [p.run_name for p in presets.COMPARED]
     assert conv[GREEDY.run_name] == ("strategy_comparison", GREEDY.run_name)
@@ -77,16 +78,16 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # refuse them. Every MNIST full-size run of the report's recipe has one; the study's are remade by the measurement
   # campaign, the tuned recipe's are its steps.
   for preset, study, count in (("mid", "large_batch", 4), ("full", "full_size", 14)):
-    runs = presets.build(preset)[study].runs
+    runs = presets.build(REGISTRY, preset)[study].runs
     assert len(runs) == count
     for run in runs:
-      record = next(filter(None, (records.load(records.record_path(folder, preset, run))
-                                  for folder in (RESULTS, os.path.join(RESULTS, records.EARLIER)))), None)
+      record = next(filter(None, (records.load(presets.record_path(folder, preset, run))
+                                  for folder in (RESULTS, os.path.join(RESULTS, "earlier")))), None)
       tuned = run.config.recipe == "tuned"
       assert record is not None or preset == "mid" or run.config.dataset != "mnist" or tuned, (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
-  full = {r.name: r for r in presets.build("full")["full_size"].runs}
+  full = {r.name: r for r in presets.build(REGISTRY, "full")["full_size"].runs}
   large = full["dp_b5000_e30_large_batch"].config
   assert all(getattr(large, k) == v for k, v in presets.LARGE_BATCH_CANDIDATES[-1][1].items())
   # Greedy, model parallel and the pipeline in both precisions, the same runs otherwise.
@@ -113,55 +114,13 @@ def test_the_compared_programs_derive_from_the_registry():
   one_device = {p.name for p in programs.PROGRAMS if p.one_device}
   assert presets.COMPARED == (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if p.name not in one_device)
   assert set(presets.COMPARED) - set(presets.ACCURACY_COMPARED) == {DP}  # data_parallel: its own accuracy study
-  runs = presets.build("smoke")["strategy_comparison"].runs
+  runs = presets.build(REGISTRY, "smoke")["strategy_comparison"].runs
   assert [(r.name, r.program) for r in runs] == [(p.run_name, p.name) for p in presets.COMPARED]
   assert [r.config.num_devices for r in runs] == [1 if r.program in one_device else 2 for r in runs]
 
 
-def _log(folder, lines, machines=()):
-  os.makedirs(os.path.join(folder, "runs"), exist_ok=True)
-  with open(os.path.join(folder, "runs", "driver_log.jsonl"), "w") as f:
-    for i, (program, hidden, wall) in enumerate(lines):
-      f.write(json.dumps({"entry": "e", "run": f"r{i}", "wall_seconds": wall,
-                          **({"machine": machines[i]} if i < len(machines) else {}), "command": [
-          program.module, f"--hidden_units={hidden}", "--pretrain_epochs=2", "--finetune_epochs=0",
-          "--train_examples=1000", f"--run_name=r{i}"]}) + "\n")
-
-
-def test_budget_fits_fixed_seconds_and_rate_per_program_to_the_driver_log(tmp_path):
-  flags = {"pretrain_epochs": 2, "finetune_epochs": 0, "train_examples": 1000}
-  small, large = (driver.flops(GREEDY.name, dict(flags, hidden_units=h)) for h in ([100], [100, 100]))
-  # greedy: 5 s + FLOPs at 1 GFLOP/s, exactly; model parallel: 3 s + FLOPs at 2 GFLOP/s.
-  _log(str(tmp_path), [(GREEDY, "100", 5 + small / 1e9), (GREEDY, "100,100", 5 + large / 1e9),
-                       (MP, "100", 3 + small / 2e9), (MP, "100,100", 3 + large / 2e9)])
-  rates = driver.fit_rates(str(tmp_path))
-  assert rates[GREEDY.name].fixed_seconds == pytest.approx(5.0) and rates[GREEDY.name].runs == 2
-  assert rates[GREEDY.name].flops_per_second == pytest.approx(1e9)
-  assert rates[MP.name].flops_per_second == pytest.approx(2e9)
-  assert SYNC.name not in rates  # no logged run: not listed, estimated at the fit over all programs
-  assert driver.run_seconds(presets.spec("x", SYNC, [100], 2, 10, 1, 1000), rates) == pytest.approx(
-      rates[driver.POOLED].seconds(small))
-  spec = presets.spec("x", GREEDY, [100, 100], 2, 10, 1, 1000)
-  assert driver.run_seconds(spec, rates) == pytest.approx(5 + large / 1e9)
-  # A fit that would need a negative start-up is not used.
-  _log(str(tmp_path), [(GREEDY, "100", 1.0), (GREEDY, "100,100", 1.0 + 2 * (large - small) / 1e9)])
-  assert driver.fit_rates(str(tmp_path))[GREEDY.name] is driver.fit_rates(str(tmp_path))[driver.POOLED]
-  # Lines of several machines: a machine with two runs or more is fitted on its own lines (3x slower here), another
-  # machine (or this one, unnamed in the log) on every line.
-  _log(str(tmp_path), [(GREEDY, "100", 5 + small / 1e9), (GREEDY, "100,100", 5 + large / 1e9),
-                       (GREEDY, "100", 5 + 3 * small / 1e9), (GREEDY, "100,100", 5 + 3 * large / 1e9)],
-       machines=["fast", "fast", "slow", "slow"])
-  assert driver.fit_rates(str(tmp_path), "slow")[GREEDY.name].flops_per_second == pytest.approx(1e9 / 3)
-  assert driver.fit_rates(str(tmp_path), "fast")[GREEDY.name].flops_per_second == pytest.approx(1e9)
-  assert driver.fit_rates(str(tmp_path), "other")[GREEDY.name].runs == 4
-  assert driver.fit_rates(str(tmp_path), "slow", every_machine=True)[GREEDY.name].runs == 4
-  assert driver.this_machine().endswith(f", {provenance.usable_cores()} cores")
-  # No log here: the committed results' log, or the stated fallback.
-  assert driver.fit_rates(str(tmp_path / "none"))[driver.POOLED].runs > 0 or driver.FALLBACK.runs == 0
-
-
 def test_select_studies_and_single_runs():
-  studies = presets.build("cpu")
+  studies = presets.build(REGISTRY, "cpu")
   chosen = presets.select(studies, ["dp_scaling/g2", "mp_vs_dp"])
   assert list(chosen) == ["dp_scaling", "mp_vs_dp"]
   assert [r.name for r in chosen["dp_scaling"].runs] == ["g2"]
@@ -171,7 +130,7 @@ def test_select_studies_and_single_runs():
   with pytest.raises(ValueError, match="has no run"):
     presets.select(studies, ["dp_scaling/g9"])
   with pytest.raises(ValueError, match="unknown preset"):
-    presets.build("huge")
+    presets.build(REGISTRY, "huge")
 
 
 @pytest.fixture
@@ -196,34 +155,35 @@ def _run(jobs, out, modules, lines, parallel=1):
 
 def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   out = str(tmp_path / "out")
-  studies = presets.build("smoke")
+  studies = presets.build(REGISTRY, "smoke")
   jobs = driver.plan(studies, "smoke", out, str(tmp_path / "work"))
   unique = {(r.home, r.stored_name) for e in studies.values() for r in e.runs}
   assert len(jobs) == len(unique)
   lines = []
   assert _run(jobs, out, fake_modules, lines, parallel=2) == len(jobs)
   done = [line for line in lines if " done in " in line]
-  assert len(done) == len(jobs) and all("ETA" in line and "elapsed" in line for line in done)
+  assert len(done) == len(jobs) and all("elapsed" in line for line in done)
   assert any(line.startswith("[reproduce smoke] ") and " run 1/" in line for line in lines)
   for job in jobs:
     assert os.path.exists(job.record)
     pictures = " --pictures " if job.spec.config.pictures else " --nopictures "  # only the runs that draw them
     assert "fake run" in open(job.log).read() and pictures in open(job.log).readline()
-  log = records.driver_log(out)
+  with open(os.path.join(out, "runs", "driver_log.jsonl")) as f:
+    log = [json.loads(line) for line in f if line.strip()]
   assert len(log) == len(jobs) and {line["parallel_jobs"] for line in log} == {2}
   # A rerun skips every existing record.
   lines = []
   assert _run(jobs, out, fake_modules, lines) == 0
   assert f"{len(jobs)} of {len(jobs)} records exist; running 0" in lines[0]
   # Figures and README from the records alone.
-  assert len(figures.draw(out, out=lambda _: None)) == len([e for e in presets.STUDIES if e.figure])
-  text = open(readme.write(out)).read()
+  assert len(draw.draw(out, REGISTRY, out=lambda _: None)) == len([e for e in REGISTRY.studies if e.figure])
+  text = open(readme.write(out, REGISTRY)).read()
   assert "preset smoke" in text
 
 
 def test_driver_stops_on_a_failing_program_and_keeps_finished_records(tmp_path, fake_modules, monkeypatch):
   out = str(tmp_path / "out")
-  studies = presets.select(presets.build("smoke"), ["dp_scaling"])
+  studies = presets.select(presets.build(REGISTRY, "smoke"), ["dp_scaling"])
   jobs = driver.plan(studies, "smoke", out, str(tmp_path / "work"))
   monkeypatch.setenv("FAKE_TRAIN_FAIL", "smoke_g2")
   lines = []
@@ -240,7 +200,7 @@ def test_driver_stops_on_a_failing_program_and_keeps_finished_records(tmp_path, 
 
 def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
   out = str(tmp_path / "out")
-  jobs = driver.plan(presets.select(presets.build("smoke"), ["dp_scaling/g1"]), "smoke", out, str(tmp_path))
+  jobs = driver.plan(presets.select(presets.build(REGISTRY, "smoke"), ["dp_scaling/g1"]), "smoke", out, str(tmp_path))
   _run(jobs, out, fake_modules, [])
   record = json.load(open(jobs[0].record))
   record["config"]["batch_size"] = 7
@@ -262,7 +222,7 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
   path, summary = harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append,
                               fake_modules)
   assert path == os.path.join(out, "summary_b100.json") and os.path.exists(path)
-  assert summary["order"] == order and summary["machine_load"] is not None and summary["noisy"] == harness.noisy(summary)
+  assert summary["order"] == order and summary["machine_load"] is not None and summary["noisy"] == records.noisy(summary)
   seconds = {name: [records.load(p)["pretrain_seconds"] for p in paths] for name, paths in summary["records"].items()}
   assert summary["pretrain_seconds"][g]["values"] == seconds[g]
   assert summary["speedup_vs_greedy"]["values"] == pytest.approx([a / b for a, b in zip(seconds[g], seconds[m])])
@@ -407,7 +367,7 @@ def test_equal_cores_report_names_the_fastest_program_with_its_flags(tmp_path):
   assert "`--num_devices=2 --threads_per_device=1 --thread_pool=per_device`" in table
   pipeline_row = next(line for line in table.splitlines() if "pipeline" in line)
   assert pipeline_row.endswith("| — |")  # one repeat never reached greedy's loss
-  assert os.path.exists(figures.benchmark_figure(str(tmp_path), bench_equal_cores.BENCHMARK))
+  assert os.path.exists(draw.benchmark_figure(str(tmp_path), bench_equal_cores.BENCHMARK))
   with pytest.raises(ValueError, match="not an equal-cores configuration"):
     bench_equal_cores.flags_of(GREEDY.name)
 
@@ -426,34 +386,35 @@ def test_command_line_errors():
   assert bad.stderr.strip().splitlines()[-1] == ("error: --output_dir=/no/such/dir: no such directory; "
                                                  "--figures_only draws from the records there.")
   dry = run("--preset=cpu", "--dry_run", "--only=dp_scaling")
-  assert dry.returncode == 0 and "dp_scaling: 4 runs, estimated" in dry.stdout
+  assert dry.returncode == 0 and "dp_scaling: 4 runs, 4 recorded, 0 to run" in dry.stdout
+  assert "results/runs/dp_scaling/cpu_g2.json (recorded: " in dry.stdout and " s on AMD EPYC" in dry.stdout
   dry = run("--preset=full", "--dry_run")
-  assert dry.returncode == 0 and f"full_size: {len(presets.build('full')['full_size'].runs)} runs" in dry.stdout
+  assert dry.returncode == 0 and f"full_size: {len(presets.build(REGISTRY, 'full')['full_size'].runs)} runs" in dry.stdout
   assert "results/full_size/greedy_b100_e30.json" in dry.stdout and "full_size/fashion_mnist_greedy_b100_e30" in dry.stdout
 
 
-def test_every_run_of_every_campaign_step_is_a_command_line_its_program_accepts(tmp_path):
-  """Every run the campaign can launch (each benchmark at its campaign settings, every preset's studies) is parsed by
-  its program's own flags and builds its `Config` (every per-setting and cross-setting check) without training, the
-  one its run declared: a study or benchmark whose runs a program would refuse, or whose derived command line would
-  train something else, fails here, in seconds, not hours into a campaign."""
+def test_every_run_of_every_preset_and_benchmark_is_a_command_line_its_program_accepts(tmp_path):
+  """Every run `experiments.reproduce` can launch (every preset's studies) and every benchmark's configurations at
+  its defaults are parsed by their program's own flags and build its `Config` (every per-setting and cross-setting
+  check) without training, the one the run declared: a study or benchmark whose runs a program would refuse, or whose
+  derived command line would train something else, fails here, in seconds, not hours into a run."""
   from common.settings import flags as settings_flags
-  from experiments import campaign
   checked = set()
-  for step in campaign.steps(str(tmp_path)):
-    for j in step.plan(campaign._UNFITTED):
-      cmd = driver.command(j)
-      program = programs.get(j.spec.program)
-      arguments = tuple(cmd[cmd.index(program.module) + 1:])
-      if (program.name, arguments) in checked:
-        continue
-      checked.add((program.name, arguments))
-      try:
-        parsed = program.make_config(**settings_flags.values_from_arguments(program.config, arguments))
-      except ValueError as e:
-        pytest.fail(f"{step.name}: {j.spec.name}: {e}")
-      # The command line derived from the run's Config gives its program that Config's training settings.
-      assert parsed.training_fingerprint() == j.spec.config.training_fingerprint(), (step.name, j.spec.name)
+  jobs = [(p, j) for p in presets.PRESETS for j in driver.plan(presets.build(REGISTRY, p, str(tmp_path)), p, str(tmp_path), "w")]
+  jobs += [(b.name, j) for b in REGISTRY.benchmarks for j in harness.plan(b, harness.setting(b, {}), str(tmp_path), "w")]
+  for where, j in jobs:
+    cmd = driver.command(j)
+    program = programs.get(j.spec.program)
+    arguments = tuple(cmd[cmd.index(program.module) + 1:])
+    if (program.name, arguments) in checked:
+      continue
+    checked.add((program.name, arguments))
+    try:
+      parsed = program.make_config(**settings_flags.values_from_arguments(program.config, arguments))
+    except ValueError as e:
+      pytest.fail(f"{where}: {j.spec.name}: {e}")
+    # The command line derived from the run's Config gives its program that Config's training settings.
+    assert parsed.training_fingerprint() == j.spec.config.training_fingerprint(), (where, j.spec.name)
   assert len({p for p, _ in checked}) == len(programs.PROGRAMS) and len(checked) > 300
 
 
@@ -478,13 +439,13 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   found = _records({r.name: [10.0, 12.0] if r.name.endswith(f32) else [5.0, 8.0] for r in runs}, layers=layers,
                    config={"hidden_units": [32, 16], "train_examples": 400, "batch_size": 100},
                    strategy=GREEDY.name)
-  monkeypatch.setattr(bench_precision, "matmul_rates", lambda s: {q: {"gflops_per_second": g, "shapes": []}
+  monkeypatch.setattr(harness, "matmul_rates", lambda s: {q: {"gflops_per_second": g, "shapes": []}
                                                                   for q, g in ((f32, 200.0), (bf16, 400.0))})
   summary = bench_precision.summarize(s, found)
   assert summary[f"speedup_{GREEDY.name}"]["values"] == pytest.approx([2.0, 1.5])
   assert summary["pipeline_bf16_vs_greedy_f32"]["values"] == pytest.approx([2.0, 1.5])
   flops = 2 * 400 * (5 * 2 * 784 * 32 + 5 * 2 * 32 * 16 + 2 * 2 * 784 * 32)  # 2 epochs of 400 examples, 2 layers
-  assert bench_precision.flops(found[f"{GREEDY.name}_{f32}"][0]) == pytest.approx(flops)
+  assert harness.flops(found[f"{GREEDY.name}_{f32}"][0]) == pytest.approx(flops)
   assert summary["programs"][GREEDY.name]["fraction_of_bf16_rate"][bf16]["values"][0] == pytest.approx(
       flops / 5.0 / 400e9)
   # finetune: one core, and each placement on G devices (one_device: one device of G threads); the ratios are of
@@ -518,15 +479,15 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
                          "finetune": {"seconds": fine_seconds[n] / (2 if p == bf16 else 1), "epochs": 1,
                                       "placement": "replicas"}}] * 2
            for p in (f32, bf16) for n, r in zip(bench_limit.BASES, runs)}
-  monkeypatch.setattr(bench_limit.precision_bench, "matmul_rates",
+  monkeypatch.setattr(harness, "matmul_rates",
                       lambda s: {f32: {"gflops_per_second": 1e-3}, bf16: {"gflops_per_second": 2e-3}})
   summary = bench_limit.summarize(s, found)
   one = found[f"greedy_1core_{f32}"][0]
   assert summary["configurations"][f"greedy_1core_{f32}"]["cores"] == 1
   assert summary["configurations"][f"greedy_1core_{f32}"]["pretrain_fraction_of_limit"]["median"] == pytest.approx(
-      bench_precision.flops(one) / 2.0 / 1e6)
+      harness.flops(one) / 2.0 / 1e6)
   assert summary[f"pipeline_fraction_{bf16}"]["median"] == pytest.approx(
-      bench_precision.flops(found[f"pipeline_shared_{bf16}"][0]) / 2.0 / 4e6)
+      harness.flops(found[f"pipeline_shared_{bf16}"][0]) / 2.0 / 4e6)
   fine = 3 * 400 * 2 * (784 * 32 + 32 * 10)
   assert summary["configurations"][f"pipeline_shared_{f32}"]["finetune_fraction_of_limit"]["median"] == pytest.approx(
       fine / 1.5 / 2e6)
@@ -570,7 +531,7 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
 def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_summaries(tmp_path):
   from experiments.benchmarks import async_data_parallel as bench_async
   from experiments.benchmarks import hybrid as bench_hybrid
-  from experiments.report import figures
+  from experiments.render import figures
   adp, dp = programs.ASYNC_DATA_PARALLEL.run_name, DP.run_name
   spread = harness.spread([2.0, 3.0, 4.0])
   summary = {"setting": {"batch_size": 100, "slow_worker_delay": 0.01},
@@ -592,7 +553,7 @@ def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_sum
   folder = tmp_path / "benchmarks" / bench_async.BENCHMARK.name
   folder.mkdir(parents=True)
   (folder / "summary_b100.json").write_text(json.dumps(summary))
-  path = figures.benchmark_figure(str(tmp_path), bench_async.BENCHMARK)
+  path = draw.benchmark_figure(str(tmp_path), bench_async.BENCHMARK)
   assert path.endswith(bench_async.BENCHMARK.figure_file) and os.path.getsize(path) > 10_000
   # hybrid: only the measured configurations; the model (no all-reduce cost) only where one replica per stage.
   hybrid = {"pretrain_seconds": {"p1_r1": spread, "p1_r2": spread, "p2_r1": spread, DP.run_name: spread},
@@ -616,29 +577,3 @@ def test_machine_label_names_one_code_once_by_the_commit_its_runs_started_from()
       "Xeon, instruction set not recorded, 2 cores, commit ddddddd")
   assert records.machine_label([record("a", "x", None), record("b", "x", 5)]).endswith("commit bbbbbbb (+1 of the "
                                                                                       "same code)")  # undated: last
-
-
-def test_another_machines_documented_provenance_fills_only_what_a_record_lacks(tmp_path):
-  folder = tmp_path / records.OTHER_MACHINES[0]
-  (folder / "runs" / "scaling").mkdir(parents=True)
-  (folder / "provenance.json").write_text(json.dumps({
-      "environment": {"commit": "f" * 40, "cpu_model": "Intel Xeon"},
-      "usable_cores": {"runs/": 8, "runs/scaling/": 5, "runs/scaling/g4.json": 3}}))
-  env = {"cpu_count": 16, "device_kind": "CPU-logical"}
-  for name, extra in (("g1.json", {}), ("g4.json", {}), ("own.json", {"commit": "a" * 40, "usable_cores": 16})):
-    (folder / "runs" / "scaling" / name).write_text(json.dumps(
-        {"config": {"num_devices": 4}, "environment": dict(env, **extra)}))
-  g1, g4, own = (records.load(str(folder / "runs" / "scaling" / n)) for n in ("g1.json", "g4.json", "own.json"))
-  assert g1["environment"]["usable_cores"] == 5 and g4["environment"]["usable_cores"] == 3  # longest prefix wins
-  assert own["environment"]["commit"] == "a" * 40 and own["environment"]["usable_cores"] == 16  # never overridden
-  assert records.machine_label([g1]) == "Intel Xeon, instruction set not recorded, 5 of 16 cores, commit fffffff"
-  assert records.machine_label([g1, g4]) == "Intel Xeon, instruction set not recorded, 3–5 of 16 cores, commit fffffff"
-  assert records.machine_label([own]) == "Intel Xeon, instruction set not recorded, 16 cores, commit aaaaaaa"
-  assert records.oversubscribed(g4) and not records.oversubscribed(g1)  # 4 devices on 3 and on 5 pinned cores
-  assert records.comparable(g1, g4)  # one machine and commit, pinned to different cores
-  assert not records.comparable(g1, own)  # another commit
-  (tmp_path / "elsewhere.json").write_text(json.dumps({"environment": dict(env)}))
-  assert records.load(str(tmp_path / "elsewhere.json"))["environment"] == env  # outside a machine folder: as written
-  (folder / "provenance.json").write_text(json.dumps({"usable_cores": [5]}))
-  with pytest.raises(ValueError, match="provenance.json"):
-    records.load(str(folder / "runs" / "scaling" / "g1.json"))

@@ -8,7 +8,7 @@ import tensorflow as tf
 from common.measure import timing
 from common.measure import trace_account
 from common.settings import programs
-from experiments.benchmarks import harness
+from experiments import harness
 from experiments.benchmarks import step_account
 
 

@@ -5,7 +5,7 @@ Every count follows the model of `common.model.autoencoder` (tied weights, a sep
 n_in -> n_out has n_in n_out + n_out + n_in parameters, and one training step on b examples costs five
 matrix products of b x n_in x n_out multiply-adds (encode, decode, and three for the gradients). A
 multiply-add is 2 FLOPs. The progress ETA of every program, the placement of `pipeline_parallel`, the
-benchmarks' FLOP bounds, the budget of `experiments.reproduce` and the performance model all use these
+benchmarks' FLOP bounds and the performance model all use these
 functions, so a change of the model changes them all.
 """
 

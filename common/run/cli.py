@@ -24,6 +24,9 @@ def main(program: programs.Program) -> None:
   Args:
     program: the registered program.
   """
+  # The registry's entry: every registered program's settings are loaded with it, so a recipe refused here names
+  # the programs it is of (`common.settings.config`).
+  program = programs.get(program.name)
   for name in common_flags.define(program.config):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
 

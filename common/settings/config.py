@@ -175,7 +175,7 @@ class Config:
       check=_hidden_units, flag_default=["2000", "2000", "2000", "2000"], parse=_ints)
   recipe: str = setting(recipes.DEFAULT, "A named set of hyperparameters (" + "; ".join(
       f"{r.name}: {r.summary}" for r in recipes.RECIPES) + "); flags given explicitly override its values "
-      "(python -m common.settings.recipes prints them).", choices=recipes.NAMES)
+      "(python -m common.run.recipes prints them).", choices=recipes.NAMES)
   pretrain_epochs: int = setting(30, "Epochs of unsupervised pretraining per layer (the last layer of a model-parallel "
                                  "group trains exactly this many); 0: no pretraining, finetuning starts from the "
                                  "initial weights.", check=at_most(MAX_EPOCHS, non_negative_int(" (0: no pretraining)")),
@@ -288,15 +288,13 @@ class Config:
     fields = {f.name: f for f in dataclasses.fields(cls) if f.metadata.get("recipe")}
     foreign = sorted(set(recipe.values) - set(fields))
     if foreign:
-      from common.settings import programs  # noqa: only to name the programs that have the settings
-      owners = [p.name for p in programs.PROGRAMS
-                if set(recipe.values) <= {f.name for f in dataclasses.fields(p.config)}]
+      owners = _programs_with(set(recipe.values))
       raise ValueError(f"--recipe={name} sets {', '.join(f'--{k}' for k in foreign)}, which this program does not "
                        f"have: it is a recipe of {', '.join(owners) or 'no registered program'}.")
     return {k: recipe.values.get(k, f.metadata["report"]) for k, f in fields.items()}
 
   def recipe_values(self) -> Dict[str, Any]:
-    """{field: resolved value} of the settings a recipe may set (what `python -m common.settings.recipes` prints)."""
+    """{field: resolved value} of the settings a recipe may set (what `python -m common.run.recipes` prints)."""
     return {k: getattr(self, k) for k in self._recipe_values(self.recipe)}
 
   @classmethod
@@ -440,3 +438,16 @@ def check_divisible(global_batch_size: int, replicas: int, flag: str = "batch_si
         f"(--num_devices, times the workers when started by common.launch): every replica takes an equal share; "
         f"use a multiple of {replicas}, "
         f"e.g. {global_batch_size - global_batch_size % replicas or replicas}.")
+
+
+def _programs_with(settings: set) -> List[str]:
+  """The programs whose `Config` class has every field of `settings`, in the order their classes were defined: each
+  loaded subclass of `Config` named by its package (a program's package is its name, `common.settings.programs`),
+  without importing the registry, which imports this module."""
+  found, pending = [], list(Config.__subclasses__())
+  while pending:
+    cls = pending.pop(0)
+    pending += cls.__subclasses__()
+    if settings <= {f.name for f in dataclasses.fields(cls)}:
+      found.append(cls.__module__.split(".")[0])
+  return list(dict.fromkeys(found))

@@ -2,9 +2,9 @@
 program's intra-op pool) and --finetune_placement=auto, per precision.
 
 `TABLE` has one row per instruction-set class (`common.measure.provenance.instruction_set`: "AMX", "AVX-512 BF16",
-"AVX2", ...) that a benchmark measured. It is made from the committed benchmark summaries by
-`python -m experiments.defaults_table --write` (the rules are there and in docs/kernels_and_threads.md, "Defaults per
-processor class") and checked against them by tests/test_processor_defaults.py; the programs never read results/.
+"AVX2", ...) that a benchmark measured. It is edited by hand from the committed benchmark summaries (the rules:
+docs/kernels_and_threads.md, "Defaults per processor class") and checked against them by
+tests/test_processor_defaults.py, which derives it by those rules; the programs never read results/.
 A class without a row, or a row without the setting, takes the nearest measured class's choice (`CLASS_ORDER`); a
 setting no benchmark measured for a program keeps the program's declared default (`common.settings.programs`). The
 run record says which class each choice came from (`sources`).
@@ -20,7 +20,7 @@ from common.measure import provenance
 CLASS_ORDER = ("AMX", "AVX-512 BF16", "AVX-512", "AVX2", "NEON BF16", "NEON", "older")
 SETTINGS = ("kernels", "thread_pool", "finetune_placement")  # the first two per program, the last for every program
 
-# Made by `python -m experiments.defaults_table --write`; do not edit by hand.
+# Edited by hand; tests/test_processor_defaults.py checks it against the committed benchmark summaries.
 # BEGIN TABLE
 TABLE: Dict[str, Dict[str, dict]] = {'AMX': {'kernels': {'greedy': {'float32': 'tf', 'mixed_bfloat16': 'tf'},
                      'sync_layerwise': {'float32': 'tf', 'mixed_bfloat16': 'tf'},

@@ -5,7 +5,8 @@ out keeps its declared default, which is the report's value, so `report` is the 
 explicitly overrides the recipe's value. The run record's config holds the recipe's name and every resolved value,
 and the recipe is a training setting (a resumed run must use the same one).
 
-`python -m common.settings.recipes [NAME] [--program=PROGRAM]` prints a recipe's resolved values.
+`python -m common.run.recipes [NAME] [--program=PROGRAM]` prints a recipe's resolved values (the command sits
+above the program registry, which this module is below).
 
   report       the report's original implementation: plain SGD at 1e-4 for pretraining, 0.1 for finetuning,
                masking noise 0.5, 30 + 30 epochs (reference/original implementation values; docs/pretraining.md).
@@ -16,7 +17,6 @@ and the recipe is a training setting (a resumed run must use the same one).
 """
 
 import dataclasses
-import sys
 from typing import Any, Mapping, Tuple
 
 
@@ -59,34 +59,3 @@ def get(name: str) -> Recipe:
     if recipe.name == name:
       return recipe
   raise ValueError(f"--recipe must be one of {', '.join(NAMES)}, got {name!r}.")
-
-
-def main(argv=None) -> None:
-  """Prints the resolved values of a recipe (default: every recipe) for a program (default: the baseline)."""
-  from absl import app, flags  # noqa: only the command needs them
-  from common.settings import programs
-
-  flags.DEFINE_string("program", None, "The program whose settings are printed, its own included (default: the "
-                      "baseline).")
-  flags.DEFINE_bool("only_changed", False, "Print only the values the recipe changes from the report's.")
-
-  def _main(args):
-    program = programs.get(flags.FLAGS.program) if flags.FLAGS.program else programs.baseline()
-    for name in args[1:] or NAMES:
-      try:
-        config = program.make_config(recipe=name)
-      except ValueError as e:
-        print(f"{name}: {e}")
-        continue
-      report = program.make_config().to_dict() if name != DEFAULT else None
-      print(f"--recipe={name} ({program.name}): {get(name).summary}")
-      for key, value in config.recipe_values().items():
-        if flags.FLAGS.only_changed and report is not None and report.get(key) == value:
-          continue
-        print(f"  --{key}={','.join(map(str, value)) if isinstance(value, tuple) else value}")
-
-  app.run(_main, argv or sys.argv)
-
-
-if __name__ == "__main__":
-  main()

@@ -11,7 +11,7 @@ from typing import Dict, List
 
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
+from experiments import harness
 
 ASYNC = programs.ASYNC_DATA_PARALLEL
 
@@ -61,8 +61,7 @@ BENCHMARK = presets.Study(
     name="async_functions", runs=configurations, summarize=summarize, details=details,
     defaults={"batch_size": 100, "pretrain_epochs": 2},
     options={"steps_per_function_values": (["1", "4", "8", "32"], "The K values compared.")},
-    columns=(("fastest_vs_smallest", "fastest K / smallest K"),),
-    campaign=({"batch_size": 100},), order=8)
+    columns=(("fastest_vs_smallest", "fastest K / smallest K"),), order=8)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

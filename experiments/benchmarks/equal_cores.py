@@ -12,11 +12,11 @@ from typing import Dict, List, Mapping, Tuple
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import harness
-from experiments.report import figures
-from experiments.report import series
-from experiments.report import tables
-from experiments.report import template
+from experiments import harness
+from experiments.render import figures
+from experiments.render import series
+from experiments.render import tables
+from experiments.render import template
 
 _NAME = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
 
@@ -98,11 +98,11 @@ def section(output_dir: str) -> str:
     r, fastest = ratios_to_baseline(s, s["fastest_program"]), set(s["fastest_configuration"].values())
     best.append(f"at batch {batch}, `{program_of(s['fastest_program'])}` with `{flags_of(s['fastest_program'])}` "
                 f"({r['median']:.2f}× greedy on all {cores} cores, {r['min']:.2f}–{r['max']:.2f})"
-                + (" ‡" if harness.noisy(s) else ""))
+                + (" ‡" if records.noisy(s) else ""))
     for name, secs in sorted(s["pretrain_seconds"].items(), key=lambda kv: kv[1]["median"]):
       t, bold = (s.get("seconds_to_greedy_heldout_loss") or {}).get(name), "**" if name in fastest else ""
       rows.append([cores, batch, bold + series.program_name(program_of(name)) + bold, f"`{flags_of(name)}`",
-                   tables.fmt(secs, "spread") + (" ‡" if name in harness.noisy(s) else ""),
+                   tables.fmt(secs, "spread") + (" ‡" if name in records.noisy(s) else ""),
                    tables.fmt(ratios_to_baseline(s, name), "spread"),
                    "—" if not t or None in t else f"{statistics.median(t):.1f}"])
   folder = os.path.join(output_dir, "benchmarks", BENCHMARK.name)
@@ -110,7 +110,7 @@ def section(output_dir: str) -> str:
       machine=records.machine_label(records.flat_records(folder, *summaries.values())) or
       "a machine its summaries do not name", best="; ".join(best),
       examples=f"{next(iter(found.values()))['setting']['train_examples']:,}", figure=BENCHMARK.figure_file,
-      noisy=f" {tables.NOISY}" if any(map(harness.noisy, found.values())) else "", table=tables.md_table(
+      noisy=f" {tables.NOISY}" if any(map(records.noisy, found.values())) else "", table=tables.md_table(
           ["cores", "batch", "program (bold: its fastest configuration)", "flags", "pretraining s",
            "× greedy on all cores", "s to greedy's held-out loss"], rows))
 
@@ -142,7 +142,7 @@ BENCHMARK = presets.Study(
     defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"cores": (0, "N, the cores every configuration uses (devices x threads per device); 0: all of the "
                           "machine's.")},
-    folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)), order=12)
+    folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", order=12)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

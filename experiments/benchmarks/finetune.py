@@ -15,7 +15,7 @@ from typing import Dict, List
 
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
+from experiments import harness
 
 PLACEMENTS = ("replicas", "one_device", "pipelined")
 
@@ -74,8 +74,7 @@ BENCHMARK = presets.Study(
     options={"finetune_epochs": (2, "Finetuning epochs of every run."),
              "precisions": ([programs.PRECISIONS[0]], "Precisions to compare the placements in.")},
     columns=tuple((f"finetune_speedup_{p}", f"finetuning, fastest placement / one core, {p}")
-                  for p in programs.PRECISIONS),
-    campaign=({"precisions": list(programs.PRECISIONS)},), order=9)
+                  for p in programs.PRECISIONS), order=9)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

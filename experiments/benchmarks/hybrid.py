@@ -14,7 +14,7 @@ from common.measure import provenance
 from common.settings import programs
 from experiments import perf_model
 from experiments import presets
-from experiments.benchmarks import harness
+from experiments import harness
 
 PP, DP = programs.PIPELINE_PARALLEL, programs.DATA_PARALLEL
 

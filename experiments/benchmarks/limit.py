@@ -14,8 +14,7 @@ from typing import Dict, List
 from common.measure import cost
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
-from experiments.benchmarks import precision as precision_bench
+from experiments import harness
 
 POOLS = ("per_device", "shared")
 BASES = ("greedy_1core",) + tuple(f"pipeline_{pool}" for pool in POOLS)
@@ -48,13 +47,13 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   """Per configuration: pretraining and finetuning GFLOP/s and their fraction of its precision's limit of its cores;
   per precision the faster pool's pretraining fraction and finetuning speedup over one core (same repeat), and one
   core's finetuning in float32 over bfloat16 (seconds, same repeat) when both ran."""
-  rates = precision_bench.matmul_rates(s)
+  rates = harness.matmul_rates(s)
   out = {"precisions": list(s.options["precisions"]), "matmul_gflops_per_second_one_core": {
       p: rates[p]["gflops_per_second"] for p in s.options["precisions"]}, "configurations": {}}
   for name, rs in found.items():
     p = rs[0]["config"]["precision"]
     rate, c = rates[p]["gflops_per_second"] * 1e9, cores_of(rs[0])
-    pre, fine = [precision_bench.flops(r) / r["pretrain_seconds"] for r in rs], [_finetune_rate(r) for r in rs]
+    pre, fine = [harness.flops(r) / r["pretrain_seconds"] for r in rs], [_finetune_rate(r) for r in rs]
     out["configurations"][name] = {
         "precision": p, "cores": c, "pretrain_gflops_per_second": harness.spread([x / 1e9 for x in pre]),
         "pretrain_fraction_of_limit": harness.spread([x / (c * rate) for x in pre]),
@@ -109,8 +108,7 @@ BENCHMARK = presets.Study(
         (f"{m}_{p}", f"{label}, {p}") for p in programs.PRECISIONS for m, label in (
             ("pipeline_fraction", "pipeline, fraction of the limit (faster pool)"),
             ("finetune_speedup", "finetuning / one core (faster pool)"))) + (
-        ("bf16_over_f32_finetune_one_core", "one core's finetuning, float32 / bfloat16 seconds"),),
-    campaign=tuple({"batch_size": b, "train_examples": n} for b, n in ((100, 11_000), (1000, 22_000))), order=10)
+        ("bf16_over_f32_finetune_one_core", "one core's finetuning, float32 / bfloat16 seconds"),), order=10)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from common.measure import cost
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import harness
+from experiments import harness
 
 GREEDY, SYNC, MP = programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARALLEL
 
@@ -26,21 +26,6 @@ def configurations(s: harness.Setting) -> List:
   return [s.spec(p.name, p, 1) for p in (GREEDY, SYNC)] + [
       s.spec(name, MP, s.num_devices, {"kernels": k, "thread_pool": t}) for name, (k, t) in
       _variants(s).items()]
-
-
-def phases(record: dict) -> dict:
-  """Where a model_parallel run's seconds went (steps, copies, idle, busy, overhead) and its concurrency."""
-  steps = record["schedule"]["steps"]
-  both = [s for s in steps if len(s["active_layers"]) > 1]
-  return {
-      "pretrain_seconds": record["pretrain_seconds"], "step_wall_seconds": record["timing"]["pretrain_train"],
-      "weight_copy_seconds": record["timing"]["weight_copy"], "idle_device_seconds": record["timing"].get("idle"),
-      "busy_seconds_per_device": {d: sum(s["busy_seconds"][d] for s in steps) for d in steps[0]["busy_seconds"]},
-      "overhead_seconds": sum(s["wall_seconds"] - max(s["busy_seconds"].values()) for s in steps),
-      "concurrency_in_full_steps": (sum(sum(s["busy_seconds"].values()) for s in both) /
-                                    sum(s["wall_seconds"] for s in both)) if both else None,
-      "layer_epoch_seconds": records.layer_epoch_seconds(record), "devices": record["environment"]["devices"],
-  }
 
 
 def corun_slowdown(record: dict) -> dict:
@@ -98,7 +83,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
                                                  for y, r in zip(runs[SYNC.name], runs[name])]),
       "corun_slowdown": [corun_slowdown(r) for r in runs[name]], "cores_busy": harness.cores_busy(runs[name])}
       for name, (k, t) in _variants(s).items()}
-  out["model_parallel_phases"] = [phases(r) for r in runs[MP.name]]
+  out["model_parallel_phases"] = [harness.phases(r) for r in runs[MP.name]]
   out["sync_layerwise_layer_epoch_seconds"] = [records.layer_epoch_seconds(r) for r in runs[SYNC.name]]
   return out
 
@@ -112,12 +97,7 @@ BENCHMARK = presets.Study(
              "thread_pool": (["auto"], "Thread pools (--thread_pool) of the model_parallel configurations.")},
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_sync_layerwise", "speedup vs sync_layerwise"),
              ("bound_speedup_vs_greedy", "bound vs greedy"), ("fraction_of_bound", "fraction of bound"),
-             ("cores_bound_speedup_vs_greedy", "bound with shared cores vs greedy")),
-    campaign=({"batch_size": 100, "repeats": 5}, {"batch_size": 1000, "repeats": 7},
-              {"batch_size": 1000, "train_examples": 22_000, "kernels": ["tf", "xla"],
-               "thread_pool": ["shared", "per_device"]},
-              {"batch_size": 100, "train_examples": 22_000, "pretrain_epochs": 4, "hidden_units": "1000,1000,1000,1000",
-               "kernels": ["tf", "xla"], "thread_pool": ["shared", "per_device"]}), order=3)
+             ("cores_bound_speedup_vs_greedy", "bound with shared cores vs greedy")), order=3)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

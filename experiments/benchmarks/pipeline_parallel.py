@@ -9,8 +9,8 @@ from typing import Dict, List, Tuple
 from common.measure import cost
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
-from experiments.report import users
+from experiments import harness
+from experiments.render import cells
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
 
@@ -70,9 +70,9 @@ def over_greedy(output_dir: str, data, used: List[dict]) -> str:
   """The headline's cell: the pipeline's speedup over greedy at batch 100 and 1000, with spreads."""
   parts = []
   for b in (100, 1000):
-    s = users.summary(output_dir, PIPELINE, f"summary_b{b}.json", used)
+    s = cells.summary(output_dir, PIPELINE, f"summary_b{b}.json", used)
     if s:
-      parts.append(f"{users.spread(s['speedup_vs_greedy'])} at batch {b}" + users.noisy_note(s))
+      parts.append(f"{cells.spread(s['speedup_vs_greedy'])} at batch {b}" + cells.noisy_note(s))
   return ", ".join(parts) or "not measured yet"
 
 
@@ -89,11 +89,7 @@ BENCHMARK = presets.Study(
                       + ("_kernels" if len(s.options["kernels"]) > 1 else "")),
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_model_parallel", "speedup vs model_parallel"),
              ("one_device_speedup_vs_greedy", "1 device vs greedy"),
-             ("fraction_of_flop_bound", "fraction of FLOP bound")),
-    campaign=tuple({"batch_size": b} for b in (100, 1000)) + tuple(
-        {"batch_size": b, "pretrain_epochs": 1, "chunk_steps": ["1", "2", "4", "8", "16", "32"], "baselines": 0}
-        for b in (100, 1000)) + tuple(
-        {"batch_size": b, "pretrain_epochs": 1, "kernels": ["tf", "xla"], "baselines": 0} for b in (100, 1000)), order=4)
+             ("fraction_of_flop_bound", "fraction of FLOP bound")), order=4)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

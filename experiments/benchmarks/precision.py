@@ -1,21 +1,18 @@
 """Benchmark: every program in float32 and in mixed_bfloat16 side by side (on its devices of --num_devices, 1 thread
 each, pretraining only, alternated repeat after repeat): per program float32 seconds / bfloat16 seconds in the same
 repeat; the pipeline in bfloat16 against greedy in float32; one core's matrix-product rates at the step's shapes
-(`matmul_rates`, after the runs) and, per program and precision, the FLOPs it computed per second per device
-(`common.measure.cost`) as a fraction of one core's bfloat16 rate. Timings are committed: run alone on the machine.
+(`harness.matmul_rates`, after the runs) and, per program and precision, the FLOPs it computed per second per device
+(`harness.flops`) as a fraction of one core's bfloat16 rate. Timings are committed: run alone on the machine.
   python -m experiments.benchmarks.precision --batch_size=1000   (and 100, 5000)"""
 
-import json
-import sys
 from typing import Dict, List
 
-from common.measure import cost
 from common.measure import provenance
 from common.settings import programs
-from experiments import driver
 from experiments import presets
-from experiments.benchmarks import harness
-from experiments.report import users
+from experiments import records
+from experiments import harness
+from experiments.render import cells
 
 
 def _name(program: programs.Program, precision: str) -> str:
@@ -29,30 +26,10 @@ def configurations(s: harness.Setting) -> List:
           for p in programs.PROGRAMS for precision in programs.PRECISIONS]
 
 
-def flops(record: dict) -> float:
-  """FLOPs of a record's pretraining: every layer-epoch it trained at its schedule's cost (`common.measure.cost`)."""
-  c = record["config"]
-  per_epoch = (cost.pipeline_layer_epoch_flops if programs.get(record["strategy"]).pipelined
-               else cost.layer_epoch_flops)
-  examples = (c["train_examples"] // c["batch_size"]) * c["batch_size"]
-  return sum(len(layer["epochs"]) * per_epoch(c["hidden_units"], i + 1, examples)
-             for i, layer in enumerate(record["layers"]))
-
-
-def matmul_rates(s: harness.Setting) -> Dict:
-  """{precision: {"gflops_per_second", "shapes"}} of one core at the step's shapes (a process of its own, one thread);
-  RuntimeError when it fails."""
-  done = driver.call([sys.executable, "-m", "experiments.benchmarks.matmul_rates", f"--batch_size={s.batch_size}",
-                      f"--hidden_units={','.join(map(str, s.hidden_units))}"], capture=True)
-  if done.returncode:
-    raise RuntimeError(f"matmul_rates failed (exit status {done.returncode}):\n{done.stderr[-3000:]}")
-  return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   """Speedups of bfloat16, pipeline in bfloat16 against greedy in float32, rates and fractions of the bf16 rate."""
   f32, bf16 = programs.PRECISIONS
-  rates = matmul_rates(s)
+  rates = harness.matmul_rates(s)
   core = rates[bf16]["gflops_per_second"] * 1e9
   out = {"matmul_rates": rates, "bf16_over_f32_matmul_rate": rates[bf16]["gflops_per_second"] /
          rates[f32]["gflops_per_second"], "programs": {}}
@@ -61,7 +38,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
     out["programs"][p.name] = {
         "devices": devices,
         "speedup_bf16_over_f32": harness.ratio_spread(found, _name(p, f32), _name(p, bf16)),
-        "fraction_of_bf16_rate": {precision: harness.spread([flops(r) / r["pretrain_seconds"] / devices / core
+        "fraction_of_bf16_rate": {precision: harness.spread([harness.flops(r) / r["pretrain_seconds"] / devices / core
                                                              for r in found[_name(p, precision)]])
                                   for precision in programs.PRECISIONS}}
     out[f"speedup_{p.name}"] = out["programs"][p.name]["speedup_bf16_over_f32"]
@@ -88,11 +65,11 @@ def bf16_over_f32(output_dir: str, data, used: List[dict]) -> str:
   """The headline's cell: the range of the programs' median bfloat16 speedups, per batch and instruction set."""
   parts = []
   for b in (100, 1000, 5000):
-    s = users.summary(output_dir, "precision", f"summary_b{b}.json", used)
+    s = cells.summary(output_dir, "precision", f"summary_b{b}.json", used)
     if s:
       values = [m["speedup_bf16_over_f32"]["median"] for m in s["programs"].values()]
       isa = provenance.instruction_set(s["provenance"].get("cpu_flags"))
-      parts.append(f"{min(values):.1f}–{max(values):.1f}× ({b}, {isa}" + (", noisy" if harness.noisy(s) else "") + ")")
+      parts.append(f"{min(values):.1f}–{max(values):.1f}× ({b}, {isa}" + (", noisy" if records.noisy(s) else "") + ")")
   return ", ".join(parts) or "not measured yet"
 
 
@@ -101,8 +78,7 @@ BENCHMARK = presets.Study(
     headline=(presets.Headline(8, "bfloat16 over float32, pretraining: the programs' medians (batch, instruction set)",
                                "—", bf16_over_f32),),
     columns=tuple((f"speedup_{p.name}", f"{p.label}: f32 s / bf16 s") for p in programs.PROGRAMS)
-    + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details,
-    campaign=tuple({"batch_size": b} for b in (100, 1000, 5000)), order=2)
+    + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details, order=2)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

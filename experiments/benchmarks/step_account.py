@@ -12,7 +12,7 @@ from typing import Dict, List
 from common.measure import trace_account
 from common.settings import programs
 from experiments import presets
-from experiments.benchmarks import harness
+from experiments import harness
 
 PHASES = {"pretraining": "", "finetuning": "finetune"}  # phase: its trace's folder under --profile_dir
 
@@ -81,7 +81,7 @@ BENCHMARK = presets.Study(
     options={"precisions": (list(programs.PRECISIONS), "Precisions to trace."),
              "trace_dir": (os.path.join(harness.WORK_DIR, "step_account", "traces"), "Where the traces go."),
              "label": ("", "Appended to the records' folder, e.g. before: an account of the code before a change.")},
-    campaign=({"batch_size": 100}, {"batch_size": 1000, "train_examples": 22_000}), order=14)
+    order=14)
 STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":

@@ -9,19 +9,19 @@ from typing import Dict, List
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import harness
-from experiments.report import users
-from experiments.studies.strategy_comparison import REPORTED
+from experiments import harness
+from experiments.render import cells
 
 NAME = "strategies"
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
+REPORTED = presets.COMPARISON_REPORTED  # the report's seconds per program (strategy_comparison's)
 
 
 def configurations(s: harness.Setting) -> List:
   """The strategy_comparison study's runs at the setting's sizes (the cpu preset's by default)."""
   return [s.spec(r.name, programs.get(r.program), r.config.num_devices, {
       k: v for k, v in vars(r.config).items() if k not in presets.SHARED + ("program",)})
-          for r in presets.build("cpu")["strategy_comparison"].runs]
+          for r in presets.comparison_runs(dict(presets.COMPARISON_SIZES["cpu"], dp_settings={}))]
 
 
 def summarize(s: harness.Setting, found: harness.Records) -> Dict:
@@ -31,13 +31,13 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
 
 def speedups(output_dir: str, names: List[str], used: List[dict]) -> str:
   """The headline's cell: the speedups over greedy of the configurations `names` at batch 5000, with spreads."""
-  s = users.summary(output_dir, NAME, "summary_b5000.json", used)
+  s = cells.summary(output_dir, NAME, "summary_b5000.json", used)
   if not s:
     return "not measured yet"
   labels = {p.run_name: p.name for p in programs.PROGRAMS}
   found = records.records_of(os.path.join(output_dir, "benchmarks", NAME), s)
-  return ", ".join(f"{users.short(labels[n])} {users.spread(s['speedup_vs_greedy'][n])}{users.staleness(found.get(n, []))}"
-                   for n in names if n in s["speedup_vs_greedy"]) + users.noisy_note(s)
+  return ", ".join(f"{cells.short(labels[n])} {cells.spread(s['speedup_vs_greedy'][n])}{cells.staleness(found.get(n, []))}"
+                   for n in names if n in s["speedup_vs_greedy"]) + cells.noisy_note(s)
 
 
 HEADLINE = (

@@ -1,6 +1,7 @@
-"""results/README.md from the records alone: the headline (`users`), the cpu budget, the performance models, the benchmarks,
-the equal-cores answer, other machines' runs, and per study its figure, table, sentences and commands; and the
-top README's headline (`write_top_readme`)."""
+"""results/README.md from the records alone, for the studies and benchmarks it is given (`presets.Registry`): the
+headline (`headline`), the performance models, the benchmarks, the equal-cores answer, and per study its figure,
+table, sentences and commands (other folders' records beside or apart); and the top README's generated blocks
+(`write_top_readme`)."""
 
 import os
 import re
@@ -11,35 +12,10 @@ from experiments import driver
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import harness
-from experiments.report import series
-from experiments.report import template
-from experiments.report import users
-from experiments.report import tables
-
-# The removed benchmark of more devices than cores (docs/data_parallel.md, "More devices than cores"): its
-# records stay in results/benchmarks/devices_beyond_cores/; its module was last in the tree at this commit.
-BEYOND_CORES, BEYOND_CORES_COMMIT = "devices_beyond_cores", "452f604"
-
-
-def budget_table(output_dir: str, rates: driver.Rates) -> str:
-  """Estimated vs measured minutes per study of the cpu preset, over its runs that have records, estimated at `rates`
-  (`text` fits them on every machine's driver-log lines, so the table is the same wherever it is made)."""
-  measured = {}
-  studies = {name: presets.StudyRuns(name, tuple(r for r in e.runs if os.path.exists(
-      records.record_path(output_dir, "cpu", r)))) for name, e in presets.build("cpu").items()}
-  jobs = driver.plan(studies, "cpu", output_dir, "", rates)
-  estimated = {name: sum(j.estimate for j in jobs if j.group == name) for name in studies}
-  for line in (x for x in records.driver_log(output_dir) if x["preset"] == "cpu"):
-    measured[line["entry"]] = measured.get(line["entry"], 0.0) + line["wall_seconds"]
-  rows = [[f"`{name}`", own if own == len(e.runs) else f"{own} (+{len(e.runs) - own} shared)",
-           driver.minutes(estimated[name]), driver.minutes(measured[name]) if name in measured else "—",
-           "; ".join(presets.shrink_notes(name, "cpu"))]
-          for name, e in studies.items() for own in [sum(r.home == name for r in e.runs)]]
-  rows.append(["**total**", sum(r.home == e.name for e in studies.values() for r in e.runs),
-               driver.minutes(sum(estimated.values())), driver.minutes(sum(measured.values())) if measured else "—", ""])
-  return tables.md_table(["study", "runs", "estimated", "measured", "shrunk from the report (paper preset)"], rows)
-
+from experiments.render import series
+from experiments.render import template
+from experiments.render import cells
+from experiments.render import tables
 
 def model_line(name: str, d: Optional[records.StudyRecords]) -> str:
   """One study's model on one machine: parameters, largest in- and out-of-sample errors, noise of t_k."""
@@ -61,27 +37,43 @@ def model_line(name: str, d: Optional[records.StudyRecords]) -> str:
           f"(G > 2, not used for the fit): largest {tables.judged_error(series.max_error(predictions, False))}.{noise}")
 
 
-def benchmark_section(output_dir: str) -> str:
+def headline(output_dir: str, data: series.Data, registry: presets.Registry, provenance: bool = False) -> str:
+  """The headline (`experiments.render.cells`) from the records in `output_dir`, the rows its studies and benchmarks
+  declare in their `order`; with `provenance` a last column names each row's machine and code (results/README.md).
+  ValueError for more than `cells.ROWS` rows."""
+  rows = sorted((h for e in registry.studies + registry.benchmarks for h in e.headline), key=lambda h: h.order)
+  if len(rows) > cells.ROWS:
+    raise ValueError(f"the headline may have {cells.ROWS} rows, {len(rows)} are declared")
+  out = []
+  for row in rows:
+    used: List[dict] = []
+    cell = row.ours(output_dir, data, used)
+    out.append([row.label, row.report, cell, cells.machine_class(used)]
+               + ([records.machine_label(used) or "—"] if provenance else []))
+  return tables.md_table(["result", "report", "ours", "machine"] + (["machine, code"] if provenance else []), out)
+
+
+def benchmark_section(output_dir: str, registry: presets.Registry) -> str:
   """Every benchmark summary of this machine and the others: each configuration's seconds and the measures (the
   columns some summary has)."""
   parts = []
-  for benchmark in presets.BENCHMARKS:
+  for benchmark in registry.benchmarks:
     found = [(os.path.join(where, "benchmarks", benchmark.name), file, summary)
-             for where in [output_dir] + [os.path.join(output_dir, m) for m in records.OTHER_MACHINES]
+             for where in [output_dir] + [os.path.join(output_dir, m) for m in records.folders(output_dir)]
              for file, summary in records.load_summaries(where, benchmark.name).items()]
     columns = [(key, label) for key, label in benchmark.columns if any(key in summary for *_, summary in found)]
     rows, details = [], []
     for folder, file, summary in found:
       link = os.path.relpath(os.path.join(folder, file), output_dir)
-      rows.append([records.machine_label(records.flat_records(folder, summary)), harness.setting_of(summary),
-                   "; ".join(f"{n} {tables.fmt(s, 'spread')}" + (" ‡" if n in harness.noisy(summary) else "")
+      rows.append([records.machine_label(records.flat_records(folder, summary)), records.setting_of(summary),
+                   "; ".join(f"{n} {tables.fmt(s, 'spread')}" + (" ‡" if n in records.noisy(summary) else "")
                              for n, s in summary["pretrain_seconds"].items()),
                    *[tables.fmt(summary.get(key), "spread") for key, _ in columns], f"[`{link}`]({link})"])
       if benchmark.details:  # the benchmark's own measures, a table per summary
-        caption, header, cells = benchmark.details(summary)
+        caption, header, body = benchmark.details(summary)
         details.append(f"*`{link}`: {caption}*\n\n" + tables.md_table(header, [
             [tables.fmt(c, "spread") if isinstance(c, dict) else f"{c:.3g}" if isinstance(c, float) else c
-             for c in row] for row in cells]))
+             for c in row] for row in body]))
     if rows:
       parts.append(template("benchmark").substitute(name=benchmark.name, table=tables.md_table(
           ["machine, code", "setting", "pretraining s per configuration"] + [label for _, label in columns]
@@ -90,71 +82,18 @@ def benchmark_section(output_dir: str) -> str:
   return "\n\n".join(parts) or "No benchmark records yet."
 
 
-def devices_beyond_cores(output_dir: str) -> str:
-  """The removed devices_beyond_cores benchmark's records: per code and configuration, its measures."""
-  folder = os.path.join(output_dir, "benchmarks", BEYOND_CORES)
-  summaries = records.load_summaries(output_dir, BEYOND_CORES)
-  rows, commits = [], []
-  for summary in summaries.values():
-    code, found = summary["setting"]["code"][0], records.records_of(folder, summary)
-    commits.append(f"{code} ran commit {summary['code_commit'][:7]}" if summary.get("code_commit") else
-                   f"{code}: commit not recorded")
-    rows += [[code, series.program_name(series.program_of(found[name][0])),
-              f"{m['devices']}{' †' if records.oversubscribed(found[name][0]) else ''}",
-              f"{m['epoch_seconds']:.3f}", "—" if m["epoch_growth_vs_cores"] is None else
-              f"{m['epoch_growth_vs_cores']:.2f}" + (f" (≤ {m['allowed_growth']:g})" if m["oversubscription"] > 1
-                                                      else ""),
-              f"{m['warmup_seconds']:.1f}", f"{m['outside_phases_seconds']:.1f}", f"{m['run_seconds']:.1f}",
-              f"{m['cores_busy_training']:.2f}"] for name, m in summary["per_configuration"].items()]
-  return "" if not rows else template("beyond_cores").substitute(
-      name=BEYOND_CORES, hardware=records.hardware(records.flat_records(folder, *summaries.values())),
-      commit=BEYOND_CORES_COMMIT, commits="; ".join(commits), dagger=tables.DAGGER, table=tables.md_table(
-          ["code", "program", "devices", "s per layer-epoch", "growth vs devices = cores", "warm-up s",
-           "outside every timed phase s", "run s", "cores busy"], rows))
-
-
-def machine_section(output_dir: str, machine: str) -> str:
-  """Another machine's folders of single runs: a table each, with the model fitted on its G <= 2 runs."""
-  root, parts = os.path.join(output_dir, machine), []
-  study_roots = {e.layout.split("/")[0] for e in presets.STUDIES} | {"benchmarks"}  # folders tabled elsewhere
-  for folder in (f for f in sorted(os.listdir(root)) if f not in study_roots and os.path.isdir(os.path.join(root, f))):
-    rs = {f[:-len(".json")]: records.load(os.path.join(root, folder, f))
-          for f in sorted(os.listdir(os.path.join(root, folder))) if f.endswith(".json")}
-    base = {len(r["config"]["hidden_units"]): r for r in rs.values() if records.devices(r) == 1}
-    model = perf_model.calibrated(rs)[0] if base and any(records.devices(r) == 2 for r in rs.values()) else None
-    predicted = {p.name: p for p in perf_model.predictions(model, rs)} if model else {}
-    rows = [[f"`{name}`", series.program_name(series.program_of(r)), "x".join(map(str, r["config"]["hidden_units"])),
-             series.batch_label([r]), r["config"]["pretrain_epochs"],
-             f"{records.devices(r)}{' †' if records.oversubscribed(r) else ''}",
-             tables.fmt(r["pretrain_seconds"]), tables.fmt(records.ratio(one, r) if one else None, "×"),
-             f"{tables.fmt(p.predicted)} ({p.relative_error:+.1%}, {'fit' if p.in_calibration else 'predicted'})"
-             if p else "—", tables.fmt(records.test_accuracy(r), "acc")]
-            for name, r in rs.items() for one, p in [(base.get(len(r["config"]["hidden_units"])), predicted.get(name))]]
-    text = "" if not predicted else (
-        f" Performance model fitted on the G <= 2 runs ({model.describe()}); out-of-sample error at the predicted "
-        f"points: largest {tables.judged_error(series.max_error(list(predicted.values()), False))}.")
-    if isinstance(model, perf_model.DataParallel) and model.parallel_fraction == 1.0 and not (
-        model.allreduce_seconds_per_param):
-      text += (" These runs have no op profile, so the model takes all of an epoch to split over the replicas "
-               "(f = 1) and the all-reduce to be free (gamma = 0).")
-    parts.append(template("machine_folder").substitute(
-        machine=machine, folder=folder, hardware=records.hardware(list(rs.values())), model=text,
-        table=tables.md_table(["run", "program", "hidden units", "batch", "epochs", "devices", "pretraining s",
-                               "speedup over 1 device", "model s (error)", "test accuracy"], rows)))
-  return "\n\n".join(parts)
-
-
-def _table_lines(name: str, data: records.StudyRecords, table: str, sentences: List[str], where: str = "") -> List[str]:
+def _table_lines(data: records.StudyRecords, table: str, sentences: List[str], where: str = "") -> List[str]:
   """A study's table with its caption (preset, dataset, hardware; `where`: the folder it comes from) and sentences."""
-  return [f"*{where}{series.preset_note(name, data.preset)}; dataset {records.datasets(list(data.runs.values()))}; "
+  return [f"*{where}{series.preset_note(data.declared, data.preset)}; dataset {records.datasets(list(data.runs.values()))}; "
           f"{records.hardware(list(data.runs.values()))}.*", "", table, "", " ".join(x for x in sentences if x), ""]
 
 
-def study_section(output_dir: str, name: str, data: Optional[records.StudyRecords]) -> str:
+def study_section(output_dir: str, registry: presets.Registry, study: presets.Study, data: Optional[records.StudyRecords],
+                  others: Dict[str, records.StudyRecords]) -> str:
   """One study: figure, preset, table, sentences, commands; then a table of each other folder's records of it
-  (`records.OTHER_MACHINES`) unless the study's table sets them beside this machine's (`tables.WITH_OTHERS`)."""
-  study, table_of = presets.get(name), presets.get(name).table
-  lines, others = [f"### `{name}`: {study.title}", ""], records.other_machines(output_dir, name)
+  (`others`) unless the study's table sets them beside this machine's (`tables.WITH_OTHERS`)."""
+  name, table_of = study.name, study.table
+  lines = [f"### `{name}`: {study.title}", ""]
   apart = {} if table_of in tables.WITH_OTHERS else others
   if data is None:
     preset = [p for p in presets.PRESETS if p in study.sizes][0 if study.kind == "own" else 1]
@@ -162,10 +101,10 @@ def study_section(output_dir: str, name: str, data: Optional[records.StudyRecord
   else:
     if study.figure:
       lines += [f"![{name}]({os.path.relpath(series.figure_path(output_dir, name), output_dir)})", ""]
-    lines += _table_lines(name, data, *table_of(data, others))
-    studies, rel = presets.build(data.preset, output_dir), os.path.relpath(os.path.abspath(output_dir), ROOT)
+    lines += _table_lines(data, *table_of(data, others))
+    studies, rel = presets.build(registry, data.preset, output_dir), os.path.relpath(os.path.abspath(output_dir), ROOT)
     rel = output_dir if rel.startswith("..") else rel  # the output directory as the commands name it
-    jobs = driver.plan(studies, data.preset, rel, "scratch/reproduce", {driver.POOLED: driver.FALLBACK})
+    jobs = driver.plan(studies, data.preset, rel, "scratch/reproduce")
     mine = {(r.home, r.stored_name) for r in studies[name].runs if r.name in data.runs}  # the runs with records
     lines += [f"Command: `python -m experiments.reproduce --preset={data.preset} --only={name} "
               f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
@@ -173,45 +112,30 @@ def study_section(output_dir: str, name: str, data: Optional[records.StudyRecord
     lines += ["python " + " ".join(driver.command(j)[1:]) for j in jobs if (j.spec.home, j.spec.stored_name) in mine]
     lines += ["```", "</details>", ""]
   for machine, d in apart.items():
-    lines += _table_lines(name, d, *table_of(d, tables.APART), where=f"In [`{machine}/`]({machine}/README.md): ")
+    lines += _table_lines(d, *table_of(d, tables.APART), where=f"In [`{machine}/`]({machine}/README.md): ")
   return "\n".join(lines)
 
 
-def _folder(output_dir: str, machine: str) -> str:
-  """Another folder of records as results/README.md introduces it: its link and `records.folder_summary`."""
-  summary = records.folder_summary(output_dir, machine)
-  return f"[`{machine}/`]({machine}/README.md)" + (f", {summary}" if summary else "")
-
-
-def text(output_dir: str) -> str:
+def text(output_dir: str, registry: presets.Registry) -> str:
   """<output_dir>/README.md as generated from the records in `output_dir` (template `results`)."""
-  data = series.load_all(output_dir)
-  machines = [m for m in records.OTHER_MACHINES if os.path.isdir(os.path.join(output_dir, m))]
-  models = [model_line(name, d) for name in series.SCALING for d in (
-      [data[name], *records.other_machines(output_dir, name).values()] if data[name] else [None])]
-  others = [(m, machine_section(output_dir, m)) for m in machines]
-  rates = driver.fit_rates(output_dir, every_machine=True)  # the budget's: the same table wherever it is made
+  data, found = series.load_all(output_dir, registry), series.others(output_dir, registry)
+  models = [model_line(name, d) for name in series.SCALING if name in data for d in (
+      [data[name], *series.others_of(found, name).values()] if data[name] else [None])]
   text = template("results").substitute(
-      folders="" if not machines else "Records kept in folders of their own, each labelled by its records' own "
-      "machine and code wherever shown: " + "; ".join(_folder(output_dir, m) for m in machines) + ". Per-core speed "
-      "differs between machines: compare ratios within one machine.",
-      headline=users.table(output_dir, data, provenance=True),
-      budget_machine=records.machine_label([r for d in data.values() if d and d.preset == "cpu" for r in d.runs.values()]),
-      budget=budget_table(output_dir, rates), budget_rates=driver.describe_rates(rates),
+      headline=headline(output_dir, data, registry, provenance=True),
       model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
-      noisy=tables.NOISY, benchmarks=benchmark_section(output_dir), beyond_cores=devices_beyond_cores(output_dir),
-      sections="\n\n".join(f"## {b.title}\n\n{b.section(output_dir)}" for b in presets.BENCHMARKS if b.section),
-      machines="\n\n".join(template("machine").substitute(machine=m, sections=section) for m, section in others
-                            if section),
-      studies="\n".join(study_section(output_dir, name, data[name]) for name in presets.NAMES))
+      noisy=tables.NOISY, benchmarks=benchmark_section(output_dir, registry),
+      sections="\n\n".join(f"## {b.title}\n\n{b.section(output_dir)}" for b in registry.benchmarks if b.section),
+      studies="\n".join(study_section(output_dir, registry, e, data[e.name], series.others_of(found, e.name))
+                         for e in registry.studies))
   return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
 
 
-def write(output_dir: str) -> str:
+def write(output_dir: str, registry: presets.Registry) -> str:
   """Writes <output_dir>/README.md (`text`); returns its path."""
   path = os.path.join(output_dir, "README.md")
   with open(path, "w") as f:
-    f.write(text(output_dir))
+    f.write(text(output_dir, registry))
   return path
 
 
@@ -223,7 +147,7 @@ def quickstart(output_dir: str) -> str:
     return ""
   f, c = r["finetune"], r["config"]
   return template("quickstart").substitute(
-      machine=users.machine_class([r]), minutes=f"{r['total_seconds'] / 60:.0f}",
+      machine=cells.machine_class([r]), minutes=f"{r['total_seconds'] / 60:.0f}",
       pretrain_minutes=f"{r['pretrain_seconds'] / 60:.1f}", finetune_minutes=f"{f['seconds'] / 60:.1f}",
       strategy=r["strategy"], pretrain_seconds=f"{r['pretrain_seconds']:.1f}", finetune_seconds=f"{f['seconds']:.1f}",
       accuracy=f"{f['test_accuracy']:.4f}", recipe=c.get("recipe", "report"),
@@ -231,9 +155,10 @@ def quickstart(output_dir: str) -> str:
       pretrain_epochs=c["pretrain_epochs"], finetune_epochs=c["finetune_epochs"])
 
 
-def top_blocks(output_dir: str) -> Dict[str, str]:
+def top_blocks(output_dir: str, registry: presets.Registry) -> Dict[str, str]:
   """The generated blocks of the top README: {name: text between its markers}."""
-  return {"results": users.table(output_dir, series.load_all(output_dir)), "quick start": quickstart(output_dir)}
+  return {"results": headline(output_dir, series.load_all(output_dir, registry), registry),
+          "quick start": quickstart(output_dir)}
 
 
 def markers(name: str) -> Tuple[str, str]:
@@ -241,12 +166,12 @@ def markers(name: str) -> Tuple[str, str]:
   return f"<!-- {name}: generated by python -m experiments.reproduce; do not edit -->", f"<!-- end of {name} -->"
 
 
-def write_top_readme(output_dir: str, readme: str = os.path.join(ROOT, "README.md")) -> str:
+def write_top_readme(output_dir: str, registry: presets.Registry, readme: str = os.path.join(ROOT, "README.md")) -> str:
   """Replaces every generated block (`top_blocks`) between its markers in the top README; returns its path
   (ValueError: a block's markers are missing)."""
   with open(readme) as f:
     text = f.read()
-  for name, block in top_blocks(output_dir).items():
+  for name, block in top_blocks(output_dir, registry).items():
     begin, end = markers(name)
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(text):

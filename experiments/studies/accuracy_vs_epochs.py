@@ -6,23 +6,21 @@ from typing import Dict, List, Tuple
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments.presets import CONFIG_1, Study
-from experiments.report import series
-from experiments.report.figures import PRESET_MARKERS, REPORT_LABEL, color, finish, new, points, report_series
-from experiments.report.series import Runs, program_of
-from experiments.report.tables import Others, Table, fmt, md_table
+from experiments.presets import Study
+from experiments.render import series
+from experiments.render.figures import PRESET_MARKERS, REPORT_LABEL, color, finish, new, points, report_series
+from experiments.render.series import Runs, program_of
+from experiments.render.tables import Others, Table, fmt, md_table
 
 
-# The report's test accuracy after E pretraining + E finetuning epochs (conres2.png; greedy's endpoints and "around
-# 96.62%" for model parallel from the text, REPORTED_MP_TEXT; greedy's middle points read off the plot).
-REPORTED = {programs.GREEDY.name: {10: 0.940, 20: 0.952, 30: 0.957, 40: 0.961, 50: 0.966, 60: 0.969},
-            programs.MODEL_PARALLEL.name: {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
-REPORTED_MP_TEXT = 0.9662
+# The report's test accuracy after E pretraining + E finetuning epochs (conres2.png; the text's "around 96.62%" for
+# model parallel: REPORTED_MP_TEXT), declared in presets, which full_size reads too.
+REPORTED, REPORTED_MP_TEXT = presets.ACCURACY_REPORTED, presets.ACCURACY_REPORTED_MP_TEXT
 
 
-def epoch_settings(preset: str, study: str = "accuracy_vs_epochs") -> List[int]:
-  """The pretraining epoch counts an accuracy study runs at `preset`."""
-  return sorted({r.config.pretrain_epochs for r in presets.build(preset)[study].runs})
+def epoch_settings(preset: str) -> List[int]:
+  """The pretraining epoch counts the study runs at `preset`."""
+  return sorted(presets.ACCURACY_SIZES[preset]["epochs"])
 
 
 def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:
@@ -87,10 +85,8 @@ def figure(data: records.StudyRecords, others=None):
 
 
 ACCURACY_VS_EPOCHS = Study(
-    "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel", dict(
-        paper=dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
-        cpu=dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=2),
-        smoke=dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2)), presets.accuracy_runs, table,
+    "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel",
+    presets.ACCURACY_SIZES, presets.accuracy_runs, table,
     figure, timed=False, order=6, reported=REPORTED)
 
 STUDIES = (ACCURACY_VS_EPOCHS,)

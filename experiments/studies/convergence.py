@@ -6,14 +6,13 @@ from typing import Dict, List, Optional, Tuple
 from common.settings import programs
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import harness
+from experiments import harness
 from experiments.presets import Study
-from experiments.report import series
-from experiments.report import tables
-from experiments.report.figures import color, finish, new, points
-from experiments.report.series import Runs
-from experiments.report.tables import Others, Table, fmt, md_table
-from experiments.studies.strategy_comparison import program_records
+from experiments.render import series
+from experiments.render import tables
+from experiments.render.figures import color, finish, new, points
+from experiments.render.series import Runs, program_records
+from experiments.render.tables import Others, Table, fmt, md_table
 
 
 # convergence: the fixed loss of layer k is the baseline's final loss of layer k times (1 + this).
@@ -78,6 +77,7 @@ def figure(data: records.StudyRecords, others=None):
 
 
 CONVERGENCE = Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
-                    presets.comparison_runs, table, figure, order=10)
+                    presets.comparison_runs, table, figure, order=10,
+                    shares=("strategy_comparison",))
 
 STUDIES = (CONVERGENCE,)

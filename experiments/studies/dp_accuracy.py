@@ -6,31 +6,36 @@ from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments.presets import CONFIG_1, DP, Study, GREEDY, LARGE_BATCH, NO_PROFILE, RECIPES, Run, spec
-from experiments.report import series
-from experiments.report.figures import REPORT_COLOR, REPORT_LABEL, bars, finish, new
-from experiments.report.series import Runs
-from experiments.report.tables import Others, SINGLE, Table, fmt, md_table
-from experiments.studies.accuracy_vs_epochs import ACCURACY_VS_EPOCHS, epoch_settings
+from experiments.render import series
+from experiments.render.figures import REPORT_COLOR, REPORT_LABEL, bars, finish, new
+from experiments.render.series import Runs
+from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
 
 # dp_accuracy's acceptance rule: data parallel at the large batch reaches at least the baseline - this.
 DP_TOLERANCE = 0.005
 
 
-# The report's data parallel at batch 5000 per GPU (its text): E pretraining + E finetuning epochs -> test accuracy.
-REPORTED = {30: 0.7472, 60: 0.8162}
+# The report's data parallel at batch 5000 per GPU (its text): E pretraining + E finetuning epochs -> test accuracy
+# (declared in presets, which full_size reads too).
+REPORTED = presets.DP_ACCURACY_REPORTED
 
 
 def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]]:
   """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report"}: test accuracies, None where
   missing ("report": the report's at the matching paper setting)."""
-  paper, base = epoch_settings("paper", "dp_accuracy"), programs.baseline().run_name
+  paper, base = epoch_settings("paper"), programs.baseline().run_name
 
   def acc(name):
     return records.test_accuracy(runs[name]) if name in runs else None
   return [{"epochs": e, "report_recipe": acc(f"dp_e{e}_report"), "large_batch": acc(f"dp_e{e}_large_batch"),
            "baseline": acc(f"{base}_e{e}"), "report": REPORTED.get(paper[i]) if i < len(paper) else None}
-          for i, e in enumerate(epoch_settings(preset, "dp_accuracy"))]
+          for i, e in enumerate(epoch_settings(preset))]
+
+
+def epoch_settings(preset: str) -> List[int]:
+  """The pretraining epoch counts the study runs at `preset`."""
+  return sorted(DP_ACCURACY.sizes[preset]["epochs"])
 
 
 def _dp_accuracy(s) -> List[Run]:
@@ -38,7 +43,7 @@ def _dp_accuracy(s) -> List[Run]:
   # The greedy reference at the accuracy study's batch, when it has these epochs.
   return [spec(f"dp_e{e}_{recipe}", DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
                settings={**settings, **NO_PROFILE}, resumable=True) for e in s["epochs"] for recipe, settings in recipes] + [
-      r for r in presets.accuracy_runs(ACCURACY_VS_EPOCHS.sizes[s["preset"]])
+      r for r in presets.accuracy_runs(presets.ACCURACY_SIZES[s["preset"]])
       if r.program == GREEDY.name and r.config.pretrain_epochs in s["epochs"]]
 
 
@@ -94,6 +99,6 @@ DP_ACCURACY = Study(
                  large_batch=LARGE_BATCH),
         smoke=dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
                    large_batch={**LARGE_BATCH, "warmup_epochs": 1})), _dp_accuracy, table,
-    figure, timed=False, order=8, reported=REPORTED)
+    figure, timed=False, order=8, reported=REPORTED, shares=("accuracy_vs_epochs",))
 
 STUDIES = (DP_ACCURACY,)

@@ -4,8 +4,8 @@ from typing import List, Tuple
 
 from experiments import records
 from experiments.presets import DP, Study, NO_PROFILE, Run, spec
-from experiments.report.figures import REPORT_LABEL, finish, new, points, report_series
-from experiments.report.tables import Others, Table, md_table
+from experiments.render.figures import REPORT_LABEL, finish, new, points, report_series
+from experiments.render.tables import Others, Table, md_table
 
 
 # The report's seconds per epoch of one 2000-unit layer on 4 GPUs vs batch size, read off dpres2.png (milliseconds on

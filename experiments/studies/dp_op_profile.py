@@ -6,9 +6,9 @@ from typing import Dict, Tuple
 from experiments import presets
 from experiments import records
 from experiments.presets import Study
-from experiments.report import series
-from experiments.report.figures import REPORT_LABEL, bars, finish, new
-from experiments.report.tables import Others, PHASES, Table, cores_note, md_table
+from experiments.render import series
+from experiments.render.figures import REPORT_LABEL, bars, finish, new
+from experiments.render.tables import Others, PHASES, Table, cores_note, md_table
 
 PHASE_STYLES = {"input": ("input (gather + corrupt)", "tab:blue"), "forward_loss": ("forward + loss", "tab:orange"),
                 "gradients": ("gradients", "0.6"), "allreduce": ("all-reduce (accumulate + average)", "gold"),
@@ -80,6 +80,6 @@ DP_OP_PROFILE = Study("dp_op_profile", "Data parallel: time per epoch by phase v
     paper=dict(examples=55_000, epochs=1, batch=1000, units=2000, devices=(1, 2, 3, 4)),
     cpu=dict(examples=11_000, epochs=1, batch=1000, units=1000, devices=(1, 2, 3, 4)),
     smoke=dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))), presets.dp_scaling_runs, table,
-    figure, order=4, reported=REPORTED)
+    figure, order=4, reported=REPORTED, shares=("dp_scaling",))
 
 STUDIES = (DP_OP_PROFILE,)

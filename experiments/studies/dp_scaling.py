@@ -2,8 +2,8 @@
 
 from experiments import presets
 from experiments.presets import CONFIG_1, Study
-from experiments.report import figures
-from experiments.report import tables
+from experiments.render import figures
+from experiments.render import tables
 
 
 DP_SCALING = Study("dp_scaling", "Data parallel: pretraining time vs devices", dict(

@@ -7,12 +7,9 @@ from experiments import presets
 from experiments import records
 from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Study, FASHION, GREEDY, HELDOUT, MNIST, MP, NO_PROFILE,
                                  PP, RECIPES, Run, spec)
-from experiments.report import series
-from experiments.report import users
-from experiments.report.tables import APART, Others, Table, fmt, md_table
-from experiments.studies import accuracy_vs_epochs
-from experiments.studies import dp_accuracy
-from experiments.studies.fashion_mnist_accuracy import PUBLISHED, accuracy_goal
+from experiments.render import series
+from experiments.render import cells
+from experiments.render.tables import APART, Others, Table, accuracy_goal, fmt, md_table
 
 
 # The full-size runs' goals with the tuned recipe (docs/pretraining.md), per dataset.
@@ -37,15 +34,15 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   """Every declared full-size run (not run yet where it has no record; of another folder's, `APART`, those it has),
   each row labelled with its dataset and machine:
   test accuracy beside the report's (MNIST) or the goal and published baselines (other datasets), and time."""
-  report = {GREEDY.name: f"{accuracy_vs_epochs.REPORTED[GREEDY.name][30]} (greedy 30+30, conres2.png)",
-            MP.name: f"{accuracy_vs_epochs.REPORTED_MP_TEXT} (model parallel, \"around 96.62%\" in the text)",
-            DP.name: f"{dp_accuracy.REPORTED[30]} (data parallel, batch 5000 per tower, 30+30)"}
+  report = {GREEDY.name: f"{presets.ACCURACY_REPORTED[GREEDY.name][30]} (greedy 30+30, conres2.png)",
+            MP.name: f"{presets.ACCURACY_REPORTED_MP_TEXT} (model parallel, \"around 96.62%\" in the text)",
+            DP.name: f"{presets.DP_ACCURACY_REPORTED[30]} (data parallel, batch 5000 per tower, 30+30)"}
   rows = [[f"`{run.name}`", records.dataset_label(run.config.dataset), series.batch_label([r]) if r else "—",
            fmt(records.test_accuracy(r), "acc") if r else "not run yet",
            f"tuned recipe's goal ≥ {TUNED_GOALS[run.config.dataset]}" if run.name.endswith("_tuned") else
            report.get(run.program, "—") if run.config.dataset == presets.MNIST else accuracy_goal(run.config.dataset),
            records.machine_label([r]) if r else "—"]
-          for run in presets.build(data.preset)[data.study].runs for r in [data.runs.get(run.name)]
+          for run in data.planned for r in [data.runs.get(run.name)]
           if r or others is not APART]
   by_machine: Dict[str, List[str]] = {}  # minutes grouped by machine, never two machines' side by side
   for name, r in data.runs.items():
@@ -62,31 +59,31 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "seconds); the minutes shown are pretraining and finetuning." if short else "",
       "Minutes of pretraining + finetuning by machine (compare within one machine only" + (
           "; the runs whose records name no commit or processor ran at low priority beside other work" if any(
-              records.code(r) == "commit unknown" for r in data.runs.values()) else "") + "): " + "; ".join(
+              records.code(r) == f"commit {records.NOT_RECORDED}" for r in data.runs.values()) else "") + "): " + "; ".join(
           f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
       "The `_tuned` runs are accuracy runs that shared the machine with other runs (several at once, and the test "
       "suite): their minutes measure nothing and are left out." if any(n.endswith("_tuned") for n in data.runs) else "",
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
       "in the `cpu` preset. Single runs. The large-batch recipe is the one chosen on validation accuracy in "
       "`large_batch`; `_tuned`: the tuned recipe, chosen on validation accuracy in `pretraining_sweep` "
-      "(docs/pretraining.md). " + PUBLISHED]
+      "(docs/pretraining.md). " + presets.PUBLISHED]
 
 
 HEADLINE = (
     presets.Headline(4, "Test accuracy, report's recipe, 4 × 2000 units, 30 + 30 epochs, single runs",
-                     f"greedy {accuracy_vs_epochs.REPORTED[GREEDY.name][30]}, model parallel "
-                     f"~{accuracy_vs_epochs.REPORTED_MP_TEXT}", lambda output_dir, data, used: users.full_size(
+                     f"greedy {presets.ACCURACY_REPORTED[GREEDY.name][30]}, model parallel "
+                     f"~{presets.ACCURACY_REPORTED_MP_TEXT}", lambda output_dir, data, used: cells.full_size(
                          data, ["greedy_b100_e30", "model_parallel_g2_b100_e30", "pipeline_parallel_g2_b100_e30"],
                          used)),
     presets.Headline(5, "Data parallel at global batch 5000, 30 + 30 epochs: report's recipe, large-batch recipe",
-                     f"{dp_accuracy.REPORTED[30]} (batch 5000 per GPU, 4 GPUs)",
-                     lambda output_dir, data, used: users.full_size(
+                     f"{presets.DP_ACCURACY_REPORTED[30]} (batch 5000 per GPU, 4 GPUs)",
+                     lambda output_dir, data, used: cells.full_size(
                          data, ["dp_b5000_e30_report", "dp_b5000_e30_large_batch"], used,
                          ["report's recipe", "large-batch recipe"])),
     presets.Headline(7, "Test accuracy, tuned recipe, 4 × 2000, 30 + 30, MNIST (goal 0.985) / Fashion-MNIST (0.90)",
-                     "—", lambda output_dir, data, used: users.full_size(
+                     "—", lambda output_dir, data, used: cells.full_size(
                          data, ["greedy_b100_e30_tuned", "pipeline_parallel_g2_b100_e30_tuned"], used) + " / "
-                     + users.full_size(data, ["fashion_mnist_greedy_b100_e30_tuned",
+                     + cells.full_size(data, ["fashion_mnist_greedy_b100_e30_tuned",
                                               "fashion_mnist_pipeline_parallel_g2_b100_e30_tuned"], used)))
 
 FULL_SIZE = Study("full_size", "Full size: the report's network on all 55,000 images", dict(

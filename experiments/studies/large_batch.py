@@ -6,9 +6,9 @@ from typing import List, Optional, Tuple
 from common.settings import programs
 from experiments import records
 from experiments.presets import DP, Study, GREEDY, LARGE_BATCH_CANDIDATES, NO_PROFILE, Run, spec
-from experiments.report import series
-from experiments.report.series import program_of
-from experiments.report.tables import Others, SINGLE, Table, fmt, md_table
+from experiments.render import series
+from experiments.render.series import program_of
+from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
 
 def large_batch_choice(data: records.StudyRecords) -> Tuple[List[dict], Optional[str]]:

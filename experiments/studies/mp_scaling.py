@@ -3,8 +3,8 @@
 from typing import List
 
 from experiments.presets import Study, MP, Run, spec
-from experiments.report import figures
-from experiments.report import tables
+from experiments.render import figures
+from experiments.render import tables
 
 
 # The report's pretraining seconds, {hidden layers: {GPUs: seconds}}. Endpoints from the text; the points in between

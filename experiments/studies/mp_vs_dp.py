@@ -5,10 +5,10 @@ from typing import Dict, List, Tuple
 from experiments import presets
 from experiments import records
 from experiments.presets import CONFIG_1, CONFIG_2, DP, Study, MP, Run, spec
-from experiments.report import series
-from experiments.report.figures import REPORT_LABEL, bars, color, finish, new
-from experiments.report.series import Runs, program_of
-from experiments.report.tables import Others, SINGLE, Table, _seconds, fmt, md_table
+from experiments.render import series
+from experiments.render.figures import REPORT_LABEL, bars, color, finish, new
+from experiments.render.series import Runs, program_of
+from experiments.render.tables import Others, SINGLE, Table, _seconds, fmt, md_table
 
 
 # The report's model parallel vs data parallel at batch 7000 on 4 GPUs: {(epochs, config): {program: seconds}}
@@ -75,6 +75,6 @@ MP_VS_DP = Study("mp_vs_dp", "Model parallel vs data parallel at a large batch",
     cpu=dict(examples=14_000, epochs=(5, 10), batch=7000, devices=2, config_1=(1000,) * 4,
              config_2=(1000, 500, 250, 50)),
     smoke=dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16))), _mp_vs_dp,
-    table, figure, order=5, reported=REPORTED)
+    table, figure, order=5, reported=REPORTED, shares=("dp_scaling", "mp_scaling_b5000"))
 
 STUDIES = (MP_VS_DP,)

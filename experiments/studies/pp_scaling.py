@@ -5,9 +5,9 @@ from typing import Dict, List
 from experiments import perf_model
 from experiments import records
 from experiments.presets import Study, PP, Run, spec
-from experiments.report import series
-from experiments.report.figures import COLORS, devices_axes, finish, new, points
-from experiments.report.tables import DAGGER, Others, Table, fmt, md_table
+from experiments.render import series
+from experiments.render.figures import COLORS, devices_axes, finish, new, points
+from experiments.render.tables import DAGGER, Others, Table, fmt, md_table
 
 
 def pipeline_rows(data: records.StudyRecords) -> List[dict]:

@@ -5,8 +5,8 @@ from typing import List
 from common.settings import programs
 from experiments import records
 from experiments.presets import BY_PRECISION, CONFIG_1, Study, GREEDY, PP, Run, spec
-from experiments.report import series
-from experiments.report.tables import Others, Table, fmt, md_table
+from experiments.render import series
+from experiments.render.tables import Others, Table, fmt, md_table
 
 
 def _precision(s) -> List[Run]:  # float32's runs are accuracy_vs_epochs' at its most epochs
@@ -42,6 +42,6 @@ PRECISION_ACCURACY = Study(
     dict(paper=dict(examples=55_000, epochs=30, batch=100, hidden=CONFIG_1, devices=2),
          cpu=dict(examples=11_000, epochs=12, batch=100, hidden=(500,) * 4, devices=2),
          smoke=dict(examples=400, epochs=2, batch=40, hidden=(32, 32), devices=2)), _precision, table,
-    kind="beyond", timed=False, order=12)
+    kind="beyond", timed=False, order=12, shares=("accuracy_vs_epochs",))
 
 STUDIES = (PRECISION_ACCURACY,)

@@ -8,11 +8,10 @@ from typing import List, Optional, Tuple
 from common.settings import programs
 from experiments import records
 from experiments.presets import Headline, Study, Run, spec
-from experiments.report import figures
-from experiments.report import tables
-from experiments.studies import pretraining_sweep as sweep
-from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy,
-                                                   by_arm, spread_text)
+from experiments.render import figures
+from experiments.render import tables
+from experiments import sweep
+from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy, by_arm, spread_text
 
 
 # The ablation (does pretraining help?) and the comparison (the report's question with the tuned recipe): greedy with
@@ -113,8 +112,7 @@ def ablation_figure(data, others=None):
 
 def _runs(s) -> List[Run]:
   """Its own runs, and the sweep's confirm-stage runs of its best candidate without pretraining (shared)."""
-  study = sweep.PRETRAINING_SWEEP
-  runs = study.runs(dict(study.sizes[s["preset"]], preset=s["preset"], output_dir=s["output_dir"]))
+  runs = sweep.runs(dict(sweep.SIZES[s["preset"]], preset=s["preset"], output_dir=s["output_dir"]))
   own = [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.config.seed}", may_fail=False)
          for r in runs if r.name.startswith("confirm_") and r.name.split("_")[2] == "none"]
   return ablation_runs(spec, s) + own
@@ -138,7 +136,7 @@ def headline_gain(output_dir: str, data, used: List[dict]) -> str:
 PRETRAINING_ABLATION = Study(
     "pretraining_ablation", "Does pretraining help? No pretraining, the report's recipe and the tuned one (greedy)",
     dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), _runs, ablation_table, ablation_figure, kind="own",
-    timed=False, order=16, headline=(Headline(
+    timed=False, order=16, shares=("pretraining_sweep",), headline=(Headline(
         6, "Test accuracy added by tuned pretraining over none at its own best rate, 4 × 500 units", "—",
         headline_gain),))
 STUDIES = (PRETRAINING_ABLATION,)

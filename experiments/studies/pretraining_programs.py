@@ -6,9 +6,8 @@ from typing import List, Optional, Sequence, Tuple
 from common.settings import programs
 from experiments import records
 from experiments.presets import Study, spec
-from experiments.report import tables
-from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy,
-                                                   by_arm, spread_text)
+from experiments.render import tables
+from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy, by_arm, spread_text
 
 
 # A check of one cause of the Fashion-MNIST loss (docs/pretraining.md): the same pretraining, finetuning

@@ -1,19 +1,15 @@
-"""The headline: a results table for users, at most 8 rows, cells of at most 100 characters, every number with its
-spread (or "single runs"), the machine class in words, the report's numbers only beside ours at the same sizes or with
-each side's size said. Its rows are declared by the studies and benchmarks whose records they read
-(`presets.Headline`); the helpers below make their cells. The top README shows it without commits or marks;
-results/README.md adds a column with each row's records' machine and code (`records.machine_label`)."""
+"""The headline's cells: a results table for users (`experiments.report.readme.headline`), at most 8 rows, cells of
+at most 100 characters, every number with its spread (or "single runs"), the machine class in words, the report's
+numbers only beside ours at the same sizes or with each side's size said. Its rows are declared by the studies and
+benchmarks whose records they read (`presets.Headline`); the helpers below make their cells."""
 
 import os
 from typing import List, Optional
 
 from common.measure import provenance
 from common.settings import programs
-from experiments import presets
 from experiments import records
-from experiments.benchmarks import harness
-from experiments.report import series
-from experiments.report import tables
+from experiments.render import series
 
 CELL = 100  # characters a cell may have
 ROWS = 8  # rows the headline may have
@@ -44,8 +40,8 @@ def summary(output_dir: str, benchmark: str, file: str, used: List[dict]) -> Opt
 
 
 def noisy_note(s: dict) -> str:
-  """"; repeats vary more than 15%" for a summary with a noisy configuration (`harness.noisy`), else ""."""
-  return "; repeats vary more than 15%" if harness.noisy(s) else ""
+  """"; repeats vary more than 15%" for a summary with a noisy configuration (`records.noisy`), else ""."""
+  return "; repeats vary more than 15%" if records.noisy(s) else ""
 
 
 def staleness(rs: List[dict]) -> str:
@@ -63,23 +59,8 @@ def short(program: str) -> str:
 
 def full_size(data: series.Data, names: List[str], used: List[dict], labels: Optional[List[str]] = None) -> str:
   """Test accuracy of full-size runs, each by its program's short label (or `labels`)."""
-  full = data.get(presets.FULL_SIZE.name)
+  full = data.get("full_size")
   found = [(i, full.runs[n]) for i, n in enumerate(names) if full and n in full.runs]
   used += [r for _, r in found]
   return ", ".join(f"{labels[i] if labels else short(series.program_of(r))} {records.test_accuracy(r):.4f}"
                    for i, r in found) or "not run yet"
-
-
-def table(output_dir: str, data: series.Data, provenance: bool = False) -> str:
-  """The headline (module docstring) from the records in `output_dir`, its rows in their `order`; with `provenance` a
-  last column names each row's machine and code (results/README.md). ValueError for more than `ROWS` rows."""
-  rows = sorted((h for e in presets.STUDIES + presets.BENCHMARKS for h in e.headline), key=lambda h: h.order)
-  if len(rows) > ROWS:
-    raise ValueError(f"the headline may have {ROWS} rows, {len(rows)} are declared")
-  out = []
-  for row in rows:
-    used: List[dict] = []
-    cell = row.ours(output_dir, data, used)
-    out.append([row.label, row.report, cell, machine_class(used)]
-               + ([records.machine_label(used) or "—"] if provenance else []))
-  return tables.md_table(["result", "report", "ours", "machine"] + (["machine, code"] if provenance else []), out)

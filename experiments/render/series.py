@@ -1,12 +1,13 @@
-"""What the tables and figures show, computed from the run records (`stacks`, `sweep_points`, `pipeline_rows`, ...;
-a ratio of two records through `records.ratio`), and the names both use: the model's error goal, the tolerances,
-the scaling studies, the figures' paths, `load_all`. Programs are known by their capabilities and the baseline."""
+"""What the tables and figures show, computed from the run records (`stacks`, `program_records`, ...; a ratio of two
+records through `records.ratio`), and the names both use: the model's error goal, the scaling studies, the figures'
+paths; and each study's records gathered for the studies it is given (`load_all`, `others`). Programs are
+known by their capabilities and the baseline."""
 
 import os
 from typing import Dict, List, Optional, Tuple
 
+
 from common.settings import programs
-from experiments import perf_model
 from experiments import presets
 from experiments import records
 
@@ -39,8 +40,9 @@ def stacks(data: records.StudyRecords) -> Dict[int, Dict[int, dict]]:
   return {h: dict(sorted(out[h].items())) for h in sorted(out)}
 
 
-def max_error(predictions: List[perf_model.Prediction], in_calibration: bool) -> Optional[float]:
-  """The largest |relative error| over the fit points (in_calibration) or the predicted ones; None if none."""
+def max_error(predictions: List, in_calibration: bool) -> Optional[float]:
+  """The largest |relative error| over the fit points (in_calibration) or the predicted ones of
+  `perf_model.Prediction`s; None if none."""
   return max((abs(p.relative_error) for p in predictions if p.in_calibration == in_calibration), default=None)
 
 
@@ -76,7 +78,7 @@ def program_name(program: str) -> str:
   return programs.get(program).label
 
 
-def preset_note(study: str, preset: str) -> str:
+def preset_note(study: presets.Study, preset: str) -> str:
   """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
   notes = presets.shrink_notes(study, preset)
   return (f"preset {preset}: " + "; ".join(notes) if notes else
@@ -88,6 +90,41 @@ def figure_path(output_dir: str, study: str) -> str:
   return os.path.join(output_dir, "figures", f"{study}.png")
 
 
-def load_all(output_dir: str) -> Data:
-  """{study: its records in `output_dir`, or None}."""
-  return {name: records.StudyRecords.load(output_dir, name) for name in presets.NAMES}
+def program_records(data: records.StudyRecords) -> Runs:
+  """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
+  return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
+
+
+# Which preset a study shows when several have records: paper when complete, else the first of these.
+PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
+
+
+def load_all(output_dir: str, registry: presets.Registry) -> Data:
+  """{study: its records in `output_dir` (`records.StudyRecords`), or None} of every study of `registry`: a study
+  shows the paper preset when all its runs there have records, else the first of `PREFERENCE` with records. Records
+  of runs shared with another study alone count only for a study that owns no run (convergence)."""
+  built = {p: presets.build(registry, p, output_dir) for p in presets.PRESETS}
+  out: Data = {}
+  for study in registry.studies:
+    found, complete = {}, False
+    for p in presets.PRESETS:
+      specs = built[p][study.name].runs if study.name in built[p] else ()
+      runs = {r.name: records.load(presets.record_path(output_dir, p, r)) for r in specs}
+      own = any(runs[r.name] for r in specs if r.home == study.name) or all(r.home != study.name for r in specs)
+      found[p] = {name: r for name, r in runs.items() if r is not None and own}
+      complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
+    preset = "paper" if complete else next((p for p in PREFERENCE if found[p]), None)
+    out[study.name] = records.StudyRecords(
+        study.name, preset, found[preset], {p: r for p, r in found.items() if r and p != preset}, output_dir, study,
+        built[preset][study.name].runs) if preset else None
+  return out
+
+
+def others(output_dir: str, registry: presets.Registry) -> Dict[str, Data]:
+  """{folder: `load_all` of it} of the other folders of records (`records.folders`)."""
+  return {m: load_all(os.path.join(output_dir, m), registry) for m in records.folders(output_dir)}
+
+
+def others_of(found: Dict[str, Data], study: str) -> Dict[str, records.StudyRecords]:
+  """{folder: the study's records there} of the folders of `others` that have records of it."""
+  return {m: data[study] for m, data in found.items() if data.get(study)}

@@ -1,6 +1,5 @@
-"""Every figure: <output_dir>/figures/<study>.png of each study with records (its `Study.figure`, drawn with the
-functions below) and each benchmark's figure of its summaries; a footer names preset, dataset and hardware,
-oversubscribed points are hollow."""
+"""The drawing helpers of every figure (`Study.figure`s, drawn by `experiments.report.draw`): axes, series, bars, the
+scaling figure; a footer names preset, dataset and hardware, oversubscribed points are hollow."""
 
 import os
 import textwrap
@@ -12,13 +11,14 @@ from common.settings import programs
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments.report import series
+from experiments.render import series
 
 REPORT_COLOR = "0.45"
 REPORT_LABEL = presets.REPORT_HARDWARE
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-# Markers and line styles of the machines a scaling figure shows: this one (""), then the others.
-MACHINE_STYLES = {"": ("o", "-"), "xeon16": ("D", ":"), records.EARLIER: ("s", "-.")}
+# Markers and line styles of the folders of records a scaling figure shows: the main one, then each other folder by
+# its place among `records.folders`.
+MAIN_STYLE, FOLDER_STYLES = ("o", "-"), (("s", "-."), ("D", ":"), ("v", "--"))
 PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
 GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
 
@@ -37,9 +37,9 @@ def new(ncols: int = 1, width: float = 6.4, height: float = 4.8):
 def finish(fig, data: records.StudyRecords, extra: str = "", presets_shown: Sequence[str] = (),
            more: Sequence[records.StudyRecords] = ()) -> None:
   """Titles the figure; footer: preset and what it shrinks, dataset, hardware, hollow markers, other machines `more`."""
-  fig.suptitle(presets.get(data.study).title, fontsize=12)
+  fig.suptitle(data.declared.title, fontsize=12)
   rs = [r for p in (presets_shown or [data.preset]) for r in series.by_preset(data)[p].values()]
-  lines = [series.preset_note(data.study, p) for p in (presets_shown or [data.preset])]
+  lines = [series.preset_note(data.declared, p) for p in (presets_shown or [data.preset])]
   lines.append(f"ours: dataset {records.datasets(rs)}; {records.hardware(rs)}; 1 thread per device" + (
       "; hollow markers/hatched bars: more devices than cores (oversubscribed)"
       if any(records.oversubscribed(r) for r in rs) else ""))
@@ -93,10 +93,11 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   fig, (left, right) = new(2)
   max_g = perf_model.MAX_PREDICTED_DEVICES if len(series.stacks(data)) == 1 else 4
   for machine, d in [("", data)] + list(others.items()):
-    marker, line = MACHINE_STYLES[machine]
+    place = records.folders(data.output_dir).index(machine) if machine else None
+    marker, line = MAIN_STYLE if place is None else FOLDER_STYLES[place % len(FOLDER_STYLES)]
     model, _ = perf_model.calibrated(d.runs)
     single = len(series.stacks(d)) == 1
-    cores = f"{series.cores(d)} cores" + (", earlier code" if machine == records.EARLIER else "")
+    cores = f"{series.cores(d)} cores"
     for i, (h, by_g) in enumerate(series.stacks(d).items()):
       c, gs, label = DP.color if single else COLORS[i], list(by_g), f"{'' if single else f'{h} layers, '}{cores}"
       over = [records.oversubscribed(by_g[g]) for g in gs]
@@ -106,7 +107,7 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
         left.plot(xs, [model.predict(by_g[gs[0]]["config"], g) for g in xs], "--", color=c, alpha=0.5, linewidth=1)
       if 1 in by_g:
         points(right, gs, [records.ratio(by_g[1], by_g[g]) for g in gs], over, c, f"ours, {label}", line, marker)
-  reported_here = presets.get(data.study).reported  # {layers: {devices: seconds}}, or the report's words
+  reported_here = data.declared.reported  # {layers: {devices: seconds}}, or the report's words
   report = reported_here if isinstance(reported_here, dict) else {}
   for i, (h, rep) in enumerate(sorted(report.items())):
     report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{REPORT_LABEL}, {h} layers",
@@ -119,39 +120,3 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   finish(fig, data, f"performance model ({records.machine_label(list(data.runs.values()))}): {model.describe()}; "
                     f"calibrated on {', '.join(model.calibration)}" if model else why, more=list(others.values()))
   return fig
-
-
-def make(output_dir: str, study: str, data: records.StudyRecords):
-  """The figure of `study` drawn from `data` and the other machines' records in `output_dir`."""
-  return presets.get(study).figure(data, records.other_machines(output_dir, study))
-
-
-def save(fig, path: str) -> None:
-  """Writes the figure as PNG, creating its folder."""
-  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-  fig.savefig(path, dpi=110)
-
-
-def draw(output_dir: str, studies: Optional[Sequence[str]] = None, out: Callable[[str], None] = print) -> List[str]:
-  """Draws the figures of `studies` (default: all, and every benchmark's) that have records; returns their paths."""
-  written = []
-  for study in (e.name for e in presets.STUDIES if e.figure and (studies is None or e.name in studies)):
-    data = records.StudyRecords.load(output_dir, study)
-    if data is None:
-      out(f"[figures] {study}: no records yet, no figure")
-      continue
-    written.append(series.figure_path(output_dir, study))
-    save(make(output_dir, study, data), written[-1])
-    out(f"[figures] {study}: {written[-1]} (preset {data.preset}, {len(data.runs)} records)")
-  paths = [benchmark_figure(output_dir, b) for b in presets.BENCHMARKS if b.figure] if studies is None else []
-  return written + [p for p in paths if p]
-
-
-def benchmark_figure(output_dir: str, benchmark: presets.Study) -> Optional[str]:
-  """<output_dir>/figures/<its figure_file>: a benchmark's `figure` of its summaries; None without summaries."""
-  found = records.load_summaries(output_dir, benchmark.name)
-  if not found:
-    return None
-  path = os.path.join(output_dir, "figures", benchmark.figure_file)
-  save(benchmark.figure(found), path)
-  return path

@@ -1,7 +1,8 @@
 """One harness for every benchmark (a `presets.Study` with `summarize`): it maps its command line (`Setting`) to
 named configurations (the study's `runs`) run through `experiments.driver` alternately, repeat after repeat
 (rotated), then writes a summary of their records (setting, command, provenance of one machine and code, load
-averages, spreads, noisy configurations, measures); `main` is its CLI."""
+averages, spreads, noisy configurations, measures); `main` is its CLI. What several benchmarks measure alike lives
+here, below them (`spread`, `ratio_spread`, `flops`, `matmul_rates`, `phases`, ...)."""
 
 import dataclasses
 import json
@@ -14,6 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import app
 from absl import flags
 
+from common.measure import cost
 from common.settings import processor_defaults
 from common.settings import programs
 from experiments import driver
@@ -24,14 +26,12 @@ Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
 PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores", "machine_id")
 PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
 # The shared flags' defaults (a benchmark's `defaults` override them), and where records and program logs go by
-# default (<dir>/<benchmark name>, relative to the repository root, where the campaign runs the benchmarks).
+# default (<dir>/<benchmark name>, relative to the repository root).
 SHARED_DEFAULTS = {"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 2,
                    "train_examples": 22_000, "num_devices": 2, "repeats": 3}
 OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")
 # A held-out loss counts as reached at its reference's final one times 1 + this.
 LOSS_TOLERANCE = 0.01
-# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
-NOISE = 0.15
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,12 +71,6 @@ def spread(values: Sequence[float]) -> Dict[str, object]:
   return {"min": min(values), "median": statistics.median(values), "max": max(values), "values": list(values)}
 
 
-def noisy(summary: Mapping[str, Any]) -> List[str]:
-  """The configurations of a summary whose repeats' pretraining seconds differ by more than NOISE (max / min - 1),
-  computed from its spreads (so summaries made before the summary's "noisy" field get it too)."""
-  return [n for n, s in summary["pretrain_seconds"].items() if s["max"] > (1 + NOISE) * s["min"]]
-
-
 def ratio_spread(found: Records, numerator: str, denominator: str) -> Dict[str, object]:
   """Spread over repeats of numerator seconds / denominator seconds (runs of the same repeat)."""
   return spread([a["pretrain_seconds"] / b["pretrain_seconds"] for a, b in zip(found[numerator], found[denominator])])
@@ -102,14 +96,47 @@ def seconds_to_loss_of(record: Mapping[str, Any], reference: Mapping[str, Any]) 
   return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)[0]
 
 
-def plan(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str,
-         rates: Optional[driver.Rates] = None) -> List[driver.Job]:
+def flops(record: dict) -> float:
+  """FLOPs of a record's pretraining: every layer-epoch it trained at its schedule's cost (`common.measure.cost`)."""
+  c = record["config"]
+  per_epoch = (cost.pipeline_layer_epoch_flops if programs.get(record["strategy"]).pipelined
+               else cost.layer_epoch_flops)
+  examples = (c["train_examples"] // c["batch_size"]) * c["batch_size"]
+  return sum(len(layer["epochs"]) * per_epoch(c["hidden_units"], i + 1, examples)
+             for i, layer in enumerate(record["layers"]))
+
+
+def matmul_rates(s: Setting) -> Dict:
+  """{precision: {"gflops_per_second", "shapes"}} of one core at the step's shapes (a process of its own, one thread);
+  RuntimeError when it fails."""
+  done = driver.call([sys.executable, "-m", "experiments.benchmarks.matmul_rates", f"--batch_size={s.batch_size}",
+                      f"--hidden_units={','.join(map(str, s.hidden_units))}"], capture=True)
+  if done.returncode:
+    raise RuntimeError(f"matmul_rates failed (exit status {done.returncode}):\n{done.stderr[-3000:]}")
+  return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def phases(record: dict) -> dict:
+  """Where a model_parallel run's seconds went (steps, copies, idle, busy, overhead) and its concurrency."""
+  steps = record["schedule"]["steps"]
+  both = [s for s in steps if len(s["active_layers"]) > 1]
+  return {
+      "pretrain_seconds": record["pretrain_seconds"], "step_wall_seconds": record["timing"]["pretrain_train"],
+      "weight_copy_seconds": record["timing"]["weight_copy"], "idle_device_seconds": record["timing"].get("idle"),
+      "busy_seconds_per_device": {d: sum(s["busy_seconds"][d] for s in steps) for d in steps[0]["busy_seconds"]},
+      "overhead_seconds": sum(s["wall_seconds"] - max(s["busy_seconds"].values()) for s in steps),
+      "concurrency_in_full_steps": (sum(sum(s["busy_seconds"].values()) for s in both) /
+                                    sum(s["wall_seconds"] for s in both)) if both else None,
+      "layer_epoch_seconds": records.layer_epoch_seconds(record), "devices": record["environment"]["devices"],
+  }
+
+
+def plan(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str) -> List[driver.Job]:
   """The runs in alternation order (repeat r rotates the configurations by r); logs and checkpoints per setting."""
-  rates = rates or driver.fit_rates(output_dir)
   configurations = benchmark.runs(setting)
   folder, n = benchmark.folder(setting), len(configurations)
   return [driver.job(benchmark.name, r * n + k + 1, setting.repeats * n, c,
-                     os.path.join(output_dir, folder, f"{c.name}_r{r}.json"), os.path.join(work_dir, folder), rates)
+                     os.path.join(output_dir, folder, f"{c.name}_r{r}.json"), os.path.join(work_dir, folder))
           for r in range(setting.repeats) for k in range(n) for c in [configurations[(k + r) % n]]]
 
 
@@ -149,7 +176,7 @@ def summarize(benchmark: presets.Study, setting: Setting, jobs: Sequence[driver.
       "provenance": provenance(found),
       "configurations": {c.name: [*c.launcher, programs.get(c.program).module, *c.arguments()] for c in configurations},
       "order": [j.run_name for j in jobs], "machine_load": machine_load,
-      "pretrain_seconds": seconds, "noisy": noisy({"pretrain_seconds": seconds}),
+      "pretrain_seconds": seconds, "noisy": records.noisy({"pretrain_seconds": seconds}),
       **benchmark.summarize(setting, found),
       "records": {name: [j.record for j in ordered if j.spec.name == name] for name in found},
   }
@@ -239,11 +266,3 @@ def main(benchmark: presets.Study) -> None:
     print(f"Summary: {path}")
 
   app.run(_main)
-
-
-def setting_of(summary: Mapping[str, Any]) -> Optional[str]:
-  """A short label of a summary's setting, e.g. "2 x 1000 units, batch 1000, 4 epochs, 11,000 images"."""
-  s = summary.get("setting") or {}
-  return (f"{len(s['hidden_units'])} x {max(s['hidden_units'])} units, batch {s['batch_size']}, "
-          f"{s['pretrain_epochs']} epochs, {s['train_examples']:,} images, {s.get('repeats', '?')} repeats"
-          ) if "hidden_units" in s else None

@@ -10,8 +10,7 @@ from data_parallel import config as dp_config
 from experiments import perf_model
 from experiments import presets
 from experiments import records
-from experiments.benchmarks import harness
-from experiments.report import series
+from experiments.render import series
 
 Others = Mapping[str, records.StudyRecords]
 # The `others` of a table drawn from another folder's records alone (`readme.study_section`): empty, and telling a
@@ -22,8 +21,8 @@ GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLE
 PHASES = dp_config.PROFILE_PHASES
 SINGLE = "Single runs."
 DAGGER = "† more logical devices than cores the process could use (oversubscribed)."
-NOISY = (f"‡ repeats more than {harness.NOISE:.0%} apart (max / min − 1 of a configuration's pretraining seconds): "
-         "shown with its spread, never in the headline; the campaign measures such a setting once more.")
+NOISY = (f"‡ repeats more than {records.NOISE:.0%} apart (max / min − 1 of a configuration's pretraining seconds): "
+         "shown with its spread, never in the headline.")
 
 
 def fmt(x, kind: str = "s") -> str:
@@ -74,7 +73,7 @@ def cores_note(data: records.StudyRecords, others: Others) -> str:
 
 def scaling(data: records.StudyRecords, others: Others) -> Table:
   """Seconds and speedup per (machine, layers, devices), ours beside the report's and the model's."""
-  reported_here, rows = presets.get(data.study).reported, []  # {layers: {devices: seconds}}, or the report's words
+  reported_here, rows = data.declared.reported, []  # {layers: {devices: seconds}}, or the report's words
   report = reported_here if isinstance(reported_here, dict) else {}
   for machine, d in [("", data)] + list(others.items()):
     model, _ = perf_model.calibrated(d.runs)
@@ -90,7 +89,7 @@ def scaling(data: records.StudyRecords, others: Others) -> Table:
   model, _ = perf_model.calibrated(data.runs)
   dp = [f"The report calls its speedup {reported_here}.",
         f"Ours: {series.batch_label(list(data.runs.values()))}; {presets.REPORT_DP_BATCH_NOTE}."]
-  sentences = (dp if data.study == presets.DP_SCALING.name else []) + ["Each point is a single run."]
+  sentences = (dp if isinstance(reported_here, str) else []) + ["Each point is a single run."]  # data parallel's
   if model is not None and model.slowdown > 1.0:
     sentences.append(f"The performance model's slowdown of devices side by side, rho = {model.slowdown:.2f}, is fitted "
                      f"to the 2-device runs' times (not measured); with it 2 devices can give at most "
@@ -99,6 +98,12 @@ def scaling(data: records.StudyRecords, others: Others) -> Table:
                    "report speedup"], rows), sentences + [cores_note(data, others)]
 
 
-# The tables that set other folders' records (`records.OTHER_MACHINES`) beside this machine's; any other study's
+# The tables that set other folders' records (`records.folders`) beside this machine's; any other study's
 # records in another folder get a table of their own (`readme.study_section`).
 WITH_OTHERS = (scaling,)
+
+
+def accuracy_goal(dataset: str) -> str:
+  """"goal ≥ 0.89; published: MLP 256-128-100 0.8833, ..." for a dataset of `ACCURACY_GOALS`, else "—"."""
+  published = ", ".join(f"{m} {a}" for m, a in presets.PUBLISHED_BASELINES.get(dataset, {}).items())
+  return f"goal ≥ {presets.ACCURACY_GOALS[dataset]}; published: {published}" if dataset in presets.ACCURACY_GOALS else "—"

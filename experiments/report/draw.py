@@ -1,0 +1,48 @@
+"""Every figure: <output_dir>/figures/<study>.png of each study of the registry it is given that has records (its
+`Study.figure`, drawn with `experiments.render.figures`) and each benchmark's figure of its summaries."""
+
+import os
+from typing import Callable, List, Optional, Sequence
+
+from experiments import presets
+from experiments import records
+from experiments.render import figures
+from experiments.render import series
+
+
+def make(output_dir: str, registry: presets.Registry, data: records.StudyRecords):
+  """The figure of `data`'s study drawn from `data` and the other folders' records of it in `output_dir`."""
+  return data.declared.figure(data, series.others_of(series.others(output_dir, registry), data.study))
+
+
+def save(fig, path: str) -> None:
+  """Writes the figure as PNG, creating its folder."""
+  os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+  fig.savefig(path, dpi=110)
+
+
+def draw(output_dir: str, registry: presets.Registry, studies: Optional[Sequence[str]] = None,
+         out: Callable[[str], None] = print) -> List[str]:
+  """Draws the figures of `studies` (default: all of `registry`'s, and every benchmark's) that have records; returns
+  their paths."""
+  written, found = [], series.load_all(output_dir, registry)
+  for study in (e.name for e in registry.studies if e.figure and (studies is None or e.name in studies)):
+    data = found[study]
+    if data is None:
+      out(f"[figures] {study}: no records yet, no figure")
+      continue
+    written.append(series.figure_path(output_dir, study))
+    save(make(output_dir, registry, data), written[-1])
+    out(f"[figures] {study}: {written[-1]} (preset {data.preset}, {len(data.runs)} records)")
+  paths = [benchmark_figure(output_dir, b) for b in registry.benchmarks if b.figure] if studies is None else []
+  return written + [p for p in paths if p]
+
+
+def benchmark_figure(output_dir: str, benchmark: presets.Study) -> Optional[str]:
+  """<output_dir>/figures/<its figure_file>: a benchmark's `figure` of its summaries; None without summaries."""
+  found = records.load_summaries(output_dir, benchmark.name)
+  if not found:
+    return None
+  path = os.path.join(output_dir, "figures", benchmark.figure_file)
+  save(benchmark.figure(found), path)
+  return path
