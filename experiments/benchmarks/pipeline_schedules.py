@@ -7,7 +7,7 @@ from typing import Dict, List
 
 from experiments import presets
 from experiments import schedules
-from experiments.benchmarks import harness
+from experiments import harness
 
 
 def configurations(s: harness.Setting) -> List[presets.Run]:

@@ -13,9 +13,8 @@ from matplotlib import figure as mpl_figure
 from experiments import records
 from experiments.presets import Study, spec
 from experiments.schedules import ARMS, BASELINE
-from experiments.report import tables
-from experiments.studies.pretraining_sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy,
-                                                   by_arm, spread_text)
+from experiments.render import tables
+from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy, by_arm, spread_text
 
 VAL = "validation_accuracy"
 BASE = BASELINE[0]  # greedy's arm
