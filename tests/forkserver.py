@@ -164,7 +164,8 @@ def _servable(request):
   env = request["env"]
   changed = {k for k in set(env) | set(START_ENV) if env.get(k) != START_ENV.get(k)}
   # tensorflow-datasets reads TFDS_DATA_DIR at import as its default, and common/data/loader.py passes it whenever set.
-  return all(k in RUNTIME_VARIABLES or k.startswith("PYTEST_") or (k == "TFDS_DATA_DIR" and env.get(k))
+  # Slurm's variables (a task of `srun`) are read when a program runs (common/distribute/slurm.py).
+  return all(k in RUNTIME_VARIABLES or k.startswith(("PYTEST_", "SLURM")) or (k == "TFDS_DATA_DIR" and env.get(k))
              for k in changed)
 
 
