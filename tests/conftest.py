@@ -32,8 +32,11 @@ assert len(tf.config.list_logical_devices("CPU")) == NUM_TEST_DEVICES
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
+import numpy as np  # noqa: E402
+
 from common.data import decoded_cache  # noqa: E402
 from common.data import loader as data  # noqa: E402
+from common.model import autoencoder  # noqa: E402
 import forkserver  # noqa: E402
 
 # The decoded datasets are kept for the test runs in a folder of the tests' own, not the user's ~/.cache; the test
@@ -48,6 +51,30 @@ SLICE_EXAMPLES = 2000
 def mnist():
   """The first SLICE_EXAMPLES training images of real MNIST, plus validation and test splits."""
   return data.load_mnist(train_examples=SLICE_EXAMPLES)
+
+
+# A tiny run of the cluster tests that moves the weights far in two epochs (as tests/test_data_parallel.py: learning
+# rate 0.05 at batch 50), and its command-line flags.
+CLUSTER_BASE = dict(hidden_units=(48, 24), pretrain_epochs=2, finetune_epochs=1, train_examples=SLICE_EXAMPLES,
+                    batch_size=50, pretrain_learning_rate=0.05, finetune_learning_rate=0.1, seed=3)
+
+
+def cluster_flags(tmp_path, name, **kw):
+  """The flags of a CLUSTER_BASE run (overridden by `kw`) writing <tmp_path>/<name>.json and <name>.npz."""
+  values = dict(CLUSTER_BASE, **kw)
+  flags = [f"--{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in values.items()]
+  return flags + ["--progress=log", f"--results_dir={tmp_path}", f"--run_name={name}", "--nopictures",
+                  f"--export_weights={tmp_path / (name + '.npz')}"]
+
+
+def assert_same_weights(got, want):
+  """Two CLUSTER_BASE runs' exported weights agree within 1e-5, and training moved them well away from the start
+  (else the comparison would mean nothing)."""
+  for key in shared_keys(got, want):
+    np.testing.assert_allclose(got[key], want[key], rtol=0, atol=1e-5, err_msg=key)
+  for layer in autoencoder.build_stack(CLUSTER_BASE["hidden_units"], CLUSTER_BASE["seed"], 784):
+    for key, value in layer.numpy_weights().items():
+      assert np.max(np.abs(got[key] - value)) > 1e-2, key
 
 
 def shared_keys(a, b):

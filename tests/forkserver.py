@@ -26,6 +26,7 @@ import select
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import traceback
 
@@ -164,8 +165,10 @@ def _servable(request):
   env = request["env"]
   changed = {k for k in set(env) | set(START_ENV) if env.get(k) != START_ENV.get(k)}
   # tensorflow-datasets reads TFDS_DATA_DIR at import as its default, and common/data/loader.py passes it whenever set.
-  # Slurm's variables (a task of `srun`) are read when a program runs (common/distribute/slurm.py).
-  return all(k in RUNTIME_VARIABLES or k.startswith(("PYTEST_", "SLURM")) or (k == "TFDS_DATA_DIR" and env.get(k))
+  # Slurm's variables (a task of `srun`) are read when a program runs (common/distribute/slurm.py); srun also sets
+  # TMPDIR, which this server's tempfile already follows when it is the same folder.
+  return all(k in RUNTIME_VARIABLES or k.startswith(("PYTEST_", "SLURM", "SRUN_")) or
+             (k == "TFDS_DATA_DIR" and env.get(k)) or (k == "TMPDIR" and env.get(k) == tempfile.gettempdir())
              for k in changed)
 
 

@@ -14,7 +14,7 @@ on a watcher thread, once that task's process has ended (its connection closed),
 import socket
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Set
 
 DONE, FAILED, LOST, ABSENT = "done", "failed", "lost", "absent"
 _WORDS = (DONE, FAILED)
@@ -55,6 +55,7 @@ class Peers:
     self._word: Optional[str] = None
     self._listener: Optional[socket.socket] = None
     self.ended: Dict[int, str] = {}  # {rank: how} of the tasks seen ending so far.
+    self._watching: Set[int] = set()
 
   def start(self) -> None:
     """Listens on this task's address (all interfaces, its port) and starts watching every other task.
@@ -87,9 +88,10 @@ class Peers:
       self._say(conn, how)
 
   @property
-  def ending(self) -> bool:
-    """True once this task has called `end`."""
-    return self._word is not None
+  def watching(self) -> FrozenSet[int]:
+    """The ranks of the tasks this one has connected to so far (those it can tell finished from lost)."""
+    with self._lock:
+      return frozenset(self._watching)
 
   def _say(self, conn: socket.socket, word: str) -> None:
     try:
@@ -129,6 +131,8 @@ class Peers:
         time.sleep(POLL_SECONDS)
     sock.settimeout(None)
     _keepalive(sock)
+    with self._lock:
+      self._watching.add(rank)
     received = b""
     while True:  # Until the task's process has ended (its connection closes), whatever it said before.
       try:

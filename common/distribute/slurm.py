@@ -226,8 +226,8 @@ class Job:
     survivors = [r for r in range(len(self.tasks)) if r not in self.peers.ended]
     message = None
     if min(survivors) == self.rank:
-      message = (f"{self.name(rank)} {_describe(how)}; stopped the other {len(survivors) - 1} task(s) of this job "
-                 "step. Rerun the same command with the same --model_dir to resume from the last checkpoint.")
+      message = (f"{self.name(rank)} {_describe(how)}; the job step's {len(survivors)} other task(s) stop. Rerun "
+                 "the same command with the same --model_dir to resume from the last checkpoint.")
     self._exit(1, message, f"{self.name(rank)} {_describe(how)}; {self.name(self.rank)} stops.")
 
   def _exit(self, code: int, message: Optional[str], note: str) -> None:
