@@ -1,5 +1,6 @@
 # make train: the main job with defaults that finish in minutes on 2 CPU cores, printing the test accuracy.
-# make test: the test suite. make reproduce: every figure and table (see results/README.md).
+# make test: the test suite (-rs prints every skipped test's reason, e.g. Slurm not installed).
+# make reproduce: every figure and table (see results/README.md).
 # make campaign: every number measured again (each benchmark at its campaign settings, the cpu preset, the mid study,
 # then the report; experiments/campaign.py); CAMPAIGN_FLAGS=--dry_run lists the steps with estimated minutes.
 # Each target creates .venv from requirements.txt first if it is missing or out of date.
@@ -45,7 +46,7 @@ train: venv
 	$(PY) -m $(TRAIN_PROGRAM).train $(TRAIN_FLAGS)
 
 test: venv
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_FLAGS) tests
+	$(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_FLAGS) tests
 
 reproduce: venv
 	$(PY) -m experiments.reproduce $(REPRODUCE_FLAGS) --output_dir=results

@@ -7,7 +7,7 @@ The module starts a one-node Slurm of its own (Debian's slurm-wlm and munge): mu
 (SlurmdParameters=config_overrides) so that 4 tasks fit; every test of the module shares it, and its daemons are
 stopped by their process ids at the end, whatever the tests did. It is skipped, with the reason, only where the
 Slurm and munge commands are missing (`.ci/run` installs them) or this process is not root (SlurmUser=root).
-What is checked: data_parallel on 2 tasks exports greedy's weights; model_parallel on 3 (the chief and 2 workers)
+What is checked: data_parallel on 2 tasks exports greedy's weights, also from slurm/data_parallel.sbatch; model_parallel on 3 (the chief and 2 workers)
 sync_layerwise's; pipeline_parallel on 3 its one-device weights; async_data_parallel on 4 (chief, ps, 2 workers)
 reaches greedy's held-out loss within 5% (it is not deterministic); the servers exit when the chief ends (srun
 returns); a SIGKILLed worker ends the job step with one error line, and the same command resumes to greedy's weights
@@ -46,7 +46,7 @@ from conftest import CLUSTER_BASE, ROOT, assert_same_weights, cluster_flags, pyt
 # Start this process's runtime with conftest's logical devices (the reference runs happen in-process).
 assert len(tf.config.list_logical_devices("CPU")) >= 2
 
-COMMANDS = ("munged", "slurmctld", "slurmd", "srun", "sinfo", "scontrol")
+COMMANDS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "sinfo", "scontrol")
 HOST = socket.gethostname().split(".")[0]  # hostname -s: Slurm's name of this node
 SLURM_CONF = """\
 ClusterName=sdaetest
@@ -194,7 +194,7 @@ def _assert_slurm_record(record, kinds):
   assert manager["name"] == "slurm" and manager["version"].split()[-1][:2].isdigit(), manager
   assert [(t["type"], t["slurm_task"], t["host"]) for t in manager["tasks"]] == [
       (kind, rank, HOST) for rank, kind in enumerate(kinds)], manager
-  assert int(manager["job_id"]) >= 1 and manager["step_id"] == "0"
+  assert int(manager["job_id"]) >= 1 and manager["step_id"].isdigit()
 
 
 def test_data_parallel_on_two_slurm_tasks_exports_greedys_weights(slurm_env, references, tmp_path):
@@ -209,6 +209,22 @@ def test_data_parallel_on_two_slurm_tasks_exports_greedys_weights(slurm_env, ref
   _assert_slurm_record(record, ["worker", "worker"])
   for a, b in zip(record["layers"], references["greedy"][0]["layers"]):
     assert [e["loss"] for e in a["epochs"]] == pytest.approx([e["loss"] for e in b["epochs"]], rel=1e-5)
+
+
+def test_the_data_parallel_sbatch_script_runs_as_submitted(slurm_env, references, tmp_path):
+  """slurm/data_parallel.sbatch as a user submits it, on this one node (2 tasks, 1 core each) at the tests' size."""
+  command = [_found("sbatch"), "--wait", "--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1",
+             f"--output={tmp_path / 'job.out'}", os.path.join("slurm", "data_parallel.sbatch"), "--recipe=report",
+             *cluster_flags(tmp_path, "sbatch", profile_steps=0)]
+  env = dict(slurm_env, PYTHON=python(), MODEL_DIR=str(tmp_path / "model"), PYTHONPATH=ROOT)
+  env.pop(cluster.TF_CONFIG, None)
+  proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+  output = (tmp_path / "job.out").read_text()
+  assert proc.returncode == 0, (proc.stderr, output[-3000:])
+  assert_same_weights(runlog.load_weights(str(tmp_path / "sbatch.npz")), references["greedy"][1])
+  record = _record(tmp_path, "sbatch")
+  _assert_slurm_record(record, ["worker", "worker"])
+  assert record["config"]["model_dir"] == str(tmp_path / "model") and record["config"]["threads_per_device"] == 1
 
 
 def test_model_parallel_on_three_slurm_tasks_exports_sync_layerwises_weights(slurm_env, references, tmp_path):

@@ -240,7 +240,8 @@ def setup_devices(config: config_lib.Config, program: programs.Program
     never returns: it serves its devices.
 
   Raises:
-    ValueError: the devices cannot be made, or TF_CONFIG is malformed.
+    ValueError: the devices cannot be made, TF_CONFIG is malformed, or the servers of a Slurm cluster did not start
+      (`common.distribute.slurm.wait_for_servers`).
   """
   pool = config.thread_pool_setting(program.default_thread_pool(config.precision))
   slurm.wait_for_servers()  # The chief of a Slurm cluster of servers: srun started them with it.
