@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SHARED_DATA = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
@@ -75,6 +76,50 @@ def assert_same_weights(got, want):
   for layer in autoencoder.build_stack(CLUSTER_BASE["hidden_units"], CLUSTER_BASE["seed"], 784):
     for key, value in layer.numpy_weights().items():
       assert np.max(np.abs(got[key] - value)) > 1e-2, key
+
+
+def processes_of(results_dir):
+  """{pid: its environment (a dict)} of the processes whose command line names `--results_dir=<results_dir>` (one
+  test's own runs), read from Linux /proc. Through the fork server a run's process here is its client
+  (tests/forkserver.py): the run dies with it."""
+  found = {}
+  for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+      with open(f"/proc/{pid}/cmdline", "rb") as f:
+        if f"--results_dir={results_dir}".encode() not in f.read().split(b"\0"):
+          continue
+      with open(f"/proc/{pid}/environ", "rb") as f:
+        items = f.read().split(b"\0")
+    except OSError:  # gone, or not ours to read
+      continue
+    found[int(pid)] = dict(i.decode(errors="replace").split("=", 1) for i in items if b"=" in i)
+  return found
+
+
+def watch_stderr(command, trigger, action, env, guard_seconds=None):
+  """Runs `command` (from the repository root, with `env`) and calls `action(proc)` once, when a line of its stderr
+  first contains `trigger`; returns (the ended Popen, its whole stderr). With `guard_seconds` the process is killed
+  when it takes longer (a hang guard)."""
+  proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  guard = threading.Timer(guard_seconds, proc.kill) if guard_seconds else None
+  if guard:
+    guard.start()
+  reader = threading.Thread(target=proc.stdout.read, daemon=True)  # stdout is not kept, only drained
+  reader.start()
+  lines, fired = [], False
+  try:
+    for line in proc.stderr:
+      lines.append(line)
+      if not fired and trigger in line:
+        fired = True
+        action(proc)
+    proc.wait()
+  finally:
+    if guard:
+      guard.cancel()
+  reader.join()
+  assert fired, "".join(lines)[-3000:]
+  return proc, "".join(lines)
 
 
 def shared_keys(a, b):

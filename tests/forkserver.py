@@ -33,8 +33,10 @@ import traceback
 # Variables that may differ between a request and the server: read when a program runs, not when a library loads.
 # (SDAE_TEST_KILL_AFTER_CHECKPOINT is common/distribute/cluster.py's KILL_ENV: the server imports nothing of this
 # repository.)
+# The shell of an sbatch script (tests/test_slurm.py) adds SHLVL, HOSTNAME and Slurm's ENVIRONMENT=BATCH, and the
+# script's own settings PYTHON and MODEL_DIR (slurm/*.sbatch).
 RUNTIME_VARIABLES = ("TF_CONFIG", "SDAE_TEST_KILL_AFTER_CHECKPOINT", "PYTHONPATH", "PYTHONUNBUFFERED", "PWD", "OLDPWD",
-                     "_")
+                     "_", "SHLVL", "HOSTNAME", "ENVIRONMENT", "PYTHON", "MODEL_DIR")
 PRELOADED = ("tensorflow", "tensorflow_datasets", "numpy", "absl.app", "absl.flags", "absl.logging", "matplotlib",
              "tqdm")
 MAX_MESSAGE = 1 << 22

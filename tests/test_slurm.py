@@ -41,7 +41,7 @@ from greedy import pretrain as greedy
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import pretrain as pipeline
 from sync_layerwise import pretrain as sync_layerwise
-from conftest import CLUSTER_BASE, ROOT, assert_same_weights, cluster_flags, python
+from conftest import CLUSTER_BASE, ROOT, assert_same_weights, cluster_flags, processes_of, python, watch_stderr
 
 # Start this process's runtime with conftest's logical devices (the reference runs happen in-process).
 assert len(tf.config.list_logical_devices("CPU")) >= 2
@@ -162,14 +162,17 @@ def references(tmp_path_factory):
   return found
 
 
-def _srun(env, tasks, program, flags, extra_env=None, popen=False):
-  """`srun -n tasks python -m program flags...` (the tasks' python: the tests' fork server); the CompletedProcess,
-  or with `popen` the running Popen (text streams)."""
+def _srun_command(env, tasks, program, flags, extra_env=None):
+  """(command, environment) of `srun -n tasks python -m program flags...`, the tasks' python the tests' fork
+  server."""
   full = dict(env, PYTHONPATH=ROOT, **(extra_env or {}))
   full.pop(cluster.TF_CONFIG, None)
-  command = [_found("srun"), f"--ntasks={tasks}", python(), "-m", program, *flags]
-  if popen:
-    return subprocess.Popen(command, cwd=ROOT, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  return [_found("srun"), f"--ntasks={tasks}", python(), "-m", program, *flags], full
+
+
+def _srun(env, tasks, program, flags, extra_env=None):
+  """Runs `_srun_command`'s command; returns the CompletedProcess."""
+  command, full = _srun_command(env, tasks, program, flags, extra_env)
   return subprocess.run(command, cwd=ROOT, env=full, capture_output=True, text=True)
 
 
@@ -213,14 +216,19 @@ def test_data_parallel_on_two_slurm_tasks_exports_greedys_weights(slurm_env, ref
 
 def test_the_data_parallel_sbatch_script_runs_as_submitted(slurm_env, references, tmp_path):
   """slurm/data_parallel.sbatch as a user submits it, on this one node (2 tasks, 1 core each) at the tests' size."""
-  command = [_found("sbatch"), "--wait", "--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1",
+  command = [_found("sbatch"), "--parsable", "--nodes=1", "--ntasks-per-node=2", "--cpus-per-task=1",
              f"--output={tmp_path / 'job.out'}", os.path.join("slurm", "data_parallel.sbatch"), "--recipe=report",
              *cluster_flags(tmp_path, "sbatch", profile_steps=0)]
   env = dict(slurm_env, PYTHON=python(), MODEL_DIR=str(tmp_path / "model"), PYTHONPATH=ROOT)
   env.pop(cluster.TF_CONFIG, None)
-  proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+  job = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout.strip()
+  state = "PENDING"
+  while state in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):  # sbatch --wait polls only every few seconds
+    time.sleep(0.3)
+    shown = subprocess.run([_found("scontrol"), "show", "job", "-o", job], env=env, capture_output=True, text=True)
+    state = re.search(r"JobState=(\w+)", shown.stdout).group(1)
   output = (tmp_path / "job.out").read_text()
-  assert proc.returncode == 0, (proc.stderr, output[-3000:])
+  assert state == "COMPLETED" and "ExitCode=0:0" in shown.stdout, (shown.stdout, output[-3000:])
   assert_same_weights(runlog.load_weights(str(tmp_path / "sbatch.npz")), references["greedy"][1])
   record = _record(tmp_path, "sbatch")
   _assert_slurm_record(record, ["worker", "worker"])
@@ -285,43 +293,22 @@ def test_killed_worker_ends_the_step_with_one_line_and_the_same_command_resumes(
   assert not used[0] & used[1], used
 
 
-def _pids_of_slurm_task(results_dir, rank):
-  """Pids of the processes of this test whose command names `results_dir` and whose SLURM_PROCID is `rank` (through
-  the fork server: the task's client, with which the task dies)."""
-  found = []
-  for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-      with open(f"/proc/{pid}/cmdline", "rb") as f:
-        if f"--results_dir={results_dir}".encode() not in f.read().split(b"\0"):
-          continue
-      with open(f"/proc/{pid}/environ", "rb") as f:
-        if f"SLURM_PROCID={rank}".encode() in f.read().split(b"\0"):
-          found.append(int(pid))
-    except OSError:
-      continue
-  return found
-
-
 def test_a_lost_async_worker_is_one_note_and_the_run_goes_on(slurm_env, tmp_path):
   # Worker 0 (Slurm task 2) sleeps 0.1 s per step, so a function of 20 steps keeps it busy 2 s: killed 0.8 s into layer
   # 1's second epoch, it is in the middle of one, which the coordinator reruns on worker 1.
-  proc = _srun(slurm_env, 4, programs.ASYNC_DATA_PARALLEL.module,
-               cluster_flags(tmp_path, "lost", num_devices=1, steps_per_function=20,
-                             benchmark_slow_worker_delay_seconds=0.1), popen=True)
-  out = []
-  reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
-  reader.start()
-  lines, killed = [], []
-  for line in proc.stderr:
-    lines.append(line)
-    if not killed and "layer 1/2 epoch 1/2" in line:
-      time.sleep(0.8)
-      killed = _pids_of_slurm_task(tmp_path, 2)
-      for pid in killed:
-        os.kill(pid, signal.SIGKILL)
-  proc.wait()
-  reader.join()
-  stderr = "".join(lines)
+  killed = []
+
+  def kill_worker_0(_):
+    time.sleep(0.8)
+    killed.extend(pid for pid, environment in processes_of(tmp_path).items()
+                  if environment.get("SLURM_PROCID") == "2")  # worker 0's (through the fork server: its client)
+    for pid in killed:
+      os.kill(pid, signal.SIGKILL)
+
+  command, env = _srun_command(slurm_env, 4, programs.ASYNC_DATA_PARALLEL.module,
+                               cluster_flags(tmp_path, "lost", num_devices=1, steps_per_function=20,
+                                             benchmark_slow_worker_delay_seconds=0.1))
+  _, stderr = watch_stderr(command, "layer 1/2 epoch 1/2", kill_worker_0, env)
   assert killed, stderr[-3000:]
   record = _record(tmp_path, "lost")  # the run finished
   assert record["faults"]["workers_alive_at_end"] == 1 and record["faults"]["rescheduled_functions"] >= 1

@@ -45,6 +45,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from absl import logging
@@ -62,8 +64,11 @@ from common.distribute import cluster
 START_SECONDS = 300.0
 PORT_LOW, PORT_HIGH = 12000, 32000
 MANAGER = "slurm"
-# The job names of TensorFlow's resolver are laid out in sorted order: "chief" (task 0), "ps", "worker".
-_ROLES = {"multi_worker": (), "client_server": ("chief",), "parameter_server": ("chief", "ps")}
+# The cluster shapes (`common.settings.programs.CLUSTER_SHAPES`) a Slurm job step is made into.
+SHAPES = ("multi_worker", "client_server", "parameter_server")
+# Seconds a task waits, when another says it failed, for a lost task to be reported too: a task that stops because
+# a third was lost says "failed", and the lost one's report must not be missed for it.
+FAILED_GRACE_SECONDS = 1.0
 
 
 def step_tasks() -> int:
@@ -185,6 +190,7 @@ class Job:
   job_id: str
   step_id: str
   peers: Optional[peers_lib.Peers] = None
+  _exiting: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False)
 
   @property
   def task(self) -> Tuple[str, int]:
@@ -221,7 +227,8 @@ class Job:
                 "no worker is left: the coordinator waits for one to come back (--worker_recovery_seconds)")
         print(f"note: {self.name(rank)} {_describe(how)}; {then}.", file=sys.stderr, flush=True)
       return
-    if how == peers_lib.FAILED:  # It printed its own error line.
+    if how == peers_lib.FAILED:  # It printed its own error line, or it stopped because another task was lost.
+      time.sleep(FAILED_GRACE_SECONDS)
       self._exit(1, None, f"{self.name(rank)} failed; {self.name(self.rank)} stops too.")
     survivors = [r for r in range(len(self.tasks)) if r not in self.peers.ended]
     message = None
@@ -232,7 +239,10 @@ class Job:
 
   def _exit(self, code: int, message: Optional[str], note: str) -> None:
     """Ends this process at once (TensorFlow's servers cannot be stopped, and a collective may be waiting for the
-    task that is gone), `message` as its one "error: ..." line when given, else `note` logged."""
+    task that is gone), `message` as its one "error: ..." line when given, else `note` logged; once, whichever
+    watcher thread comes first."""
+    if not self._exiting.acquire(blocking=False):
+      threading.Event().wait()  # Another thread is ending the process.
     if message:
       print(f"error: {message}", file=sys.stderr, flush=True)
     else:
@@ -272,7 +282,7 @@ def start(program: str, shape: str, ps: int = 1) -> Optional[Job]:
   """
   global ACTIVE
   tasks = step_tasks()
-  if shape not in _ROLES or tasks < 2 or (os.environ.get(cluster.TF_CONFIG) or "").strip():
+  if shape not in SHAPES or tasks < 2 or (os.environ.get(cluster.TF_CONFIG) or "").strip():
     return None
   rank = int(os.environ["SLURM_PROCID"])
   try:
