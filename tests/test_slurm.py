@@ -46,6 +46,7 @@ from conftest import CLUSTER_BASE, ROOT, assert_same_weights, cluster_flags, pro
 # Start this process's runtime with conftest's logical devices (the reference runs happen in-process).
 assert len(tf.config.list_logical_devices("CPU")) >= 2
 
+GREEDY, SYNC, PIPELINE = programs.GREEDY.name, programs.SYNC_LAYERWISE.name, programs.PIPELINE_PARALLEL.name
 COMMANDS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "sinfo", "scontrol")
 HOST = socket.gethostname().split(".")[0]  # hostname -s: Slurm's name of this node
 SLURM_CONF = """\
@@ -150,13 +151,14 @@ def slurm_env():
 
 @pytest.fixture(scope="module")
 def references(tmp_path_factory):
-  """The in-process runs the cluster programs must equal: {"greedy", "sync", "pipeline"}: (record, weights)."""
+  """The in-process runs the cluster programs must equal, by program: greedy, sync_layerwise and pipeline_parallel on
+  one device: {name: (record, weights)}."""
   tmp = tmp_path_factory.mktemp("references")
-  runs = {"greedy": (greedy.train, config_lib.Config), "sync": (sync_layerwise.train, config_lib.Config),
-          "pipeline": (pipeline.train, pp_config.PipelineConfig)}
+  runs = {GREEDY: (greedy.train, config_lib.Config), SYNC: (sync_layerwise.train, config_lib.Config),
+          PIPELINE: (pipeline.train, pp_config.PipelineConfig)}
   found = {}
   for name, (train, config_cls) in runs.items():
-    record = train(config_cls(results_dir=str(tmp), run_name=name, export_weights=str(tmp / f"{name}.npz"),
+    record = train(config_cls(program=name, results_dir=str(tmp), run_name=name, export_weights=str(tmp / f"{name}.npz"),
                               **CLUSTER_BASE))
     found[name] = record, runlog.load_weights(str(tmp / f"{name}.npz"))
   return found
@@ -204,13 +206,13 @@ def test_data_parallel_on_two_slurm_tasks_exports_greedys_weights(slurm_env, ref
   proc = _srun(slurm_env, 2, programs.DATA_PARALLEL.module,
                cluster_flags(tmp_path, "dp", num_devices=1, profile_steps=0))
   assert proc.returncode == 0, proc.stderr[-3000:]
-  assert_same_weights(runlog.load_weights(str(tmp_path / "dp.npz")), references["greedy"][1])
+  assert_same_weights(runlog.load_weights(str(tmp_path / "dp.npz")), references[GREEDY][1])
   assert proc.stdout.count("data_parallel: pretraining") == 2, proc.stdout  # both workers trained
   record = _record(tmp_path, "dp")
   assert record["environment"]["cluster"]["replicas"] == 2
   assert record["environment"]["cluster"]["task"] == {"type": "worker", "index": 0}
   _assert_slurm_record(record, ["worker", "worker"])
-  for a, b in zip(record["layers"], references["greedy"][0]["layers"]):
+  for a, b in zip(record["layers"], references[GREEDY][0]["layers"]):
     assert [e["loss"] for e in a["epochs"]] == pytest.approx([e["loss"] for e in b["epochs"]], rel=1e-5)
 
 
@@ -229,7 +231,7 @@ def test_the_data_parallel_sbatch_script_runs_as_submitted(slurm_env, references
     state = re.search(r"JobState=(\w+)", shown.stdout).group(1)
   output = (tmp_path / "job.out").read_text()
   assert state == "COMPLETED" and "ExitCode=0:0" in shown.stdout, (shown.stdout, output[-3000:])
-  assert_same_weights(runlog.load_weights(str(tmp_path / "sbatch.npz")), references["greedy"][1])
+  assert_same_weights(runlog.load_weights(str(tmp_path / "sbatch.npz")), references[GREEDY][1])
   record = _record(tmp_path, "sbatch")
   _assert_slurm_record(record, ["worker", "worker"])
   assert record["config"]["model_dir"] == str(tmp_path / "model") and record["config"]["threads_per_device"] == 1
@@ -238,7 +240,7 @@ def test_the_data_parallel_sbatch_script_runs_as_submitted(slurm_env, references
 def test_model_parallel_on_three_slurm_tasks_exports_sync_layerwises_weights(slurm_env, references, tmp_path):
   proc = _srun(slurm_env, 3, programs.MODEL_PARALLEL.module, cluster_flags(tmp_path, "mp", num_devices=1))
   assert proc.returncode == 0, proc.stderr[-3000:]
-  assert_same_weights(runlog.load_weights(str(tmp_path / "mp.npz")), references["sync"][1])
+  assert_same_weights(runlog.load_weights(str(tmp_path / "mp.npz")), references[SYNC][1])
   record = _record(tmp_path, "mp")
   _assert_slurm_record(record, ["chief", "worker", "worker"])
   assert [l["device"] for l in record["layers"]] == [f"/job:worker/replica:0/task:{j}/device:CPU:0" for j in (0, 1)]
@@ -250,7 +252,7 @@ def test_pipeline_parallel_on_three_slurm_tasks_exports_the_one_device_weights(s
   proc = _srun(slurm_env, 3, programs.PIPELINE_PARALLEL.module,
                cluster_flags(tmp_path, "pp", num_devices=1, pipeline_chunk_steps=5))
   assert proc.returncode == 0, proc.stderr[-3000:]
-  assert_same_weights(runlog.load_weights(str(tmp_path / "pp.npz")), references["pipeline"][1])
+  assert_same_weights(runlog.load_weights(str(tmp_path / "pp.npz")), references[PIPELINE][1])
   record = _record(tmp_path, "pp")
   assert record["pipeline"]["stages"] == [[1], [2]]
   _assert_slurm_record(record, ["chief", "worker", "worker"])
@@ -260,7 +262,7 @@ def test_async_data_parallel_on_four_slurm_tasks_reaches_greedys_heldout_loss(sl
   proc = _srun(slurm_env, 4, programs.ASYNC_DATA_PARALLEL.module, cluster_flags(tmp_path, "adp", num_devices=1))
   assert proc.returncode == 0, proc.stderr[-3000:]
   record = _record(tmp_path, "adp")
-  for got, want in zip(record["heldout_reconstruction"], references["greedy"][0]["heldout_reconstruction"]):
+  for got, want in zip(record["heldout_reconstruction"], references[GREEDY][0]["heldout_reconstruction"]):
     assert abs(got["loss"] - want["loss"]) <= 0.05 * want["loss"], (got, want)
   assert record["async"]["workers"] == 2 and not record["environment"]["cluster"]["in_process"]
   _assert_slurm_record(record, ["chief", "ps", "worker", "worker"])
@@ -287,7 +289,7 @@ def test_killed_worker_ends_the_step_with_one_line_and_the_same_command_resumes(
   assert "Resuming from" in final.stderr and "layer 1/2 epoch" not in final.stderr
   record = _record(tmp_path, "resumed")
   assert record["resumed"] is True and record["run_processes"] == 2
-  assert_same_weights(runlog.load_weights(str(tmp_path / "resumed.npz")), references["greedy"][1])
+  assert_same_weights(runlog.load_weights(str(tmp_path / "resumed.npz")), references[GREEDY][1])
   # The resumed job step listens on other ports than the killed one.
   used = [{a.rsplit(":", 1)[1] for a in c["worker"]} for c in (_clusters(killed.stderr)[0], _clusters(final.stderr)[0])]
   assert not used[0] & used[1], used
@@ -332,7 +334,7 @@ def test_one_slurm_task_is_a_plain_run(slurm_env, references, tmp_path):
   """A plain run inside an sbatch script: no cluster; model_parallel on 2 devices of its own equals sync_layerwise."""
   proc = _srun(slurm_env, 1, programs.MODEL_PARALLEL.module, cluster_flags(tmp_path, "one", num_devices=2))
   assert proc.returncode == 0, proc.stderr[-3000:]
-  assert_same_weights(runlog.load_weights(str(tmp_path / "one.npz")), references["sync"][1])
+  assert_same_weights(runlog.load_weights(str(tmp_path / "one.npz")), references[SYNC][1])
   environment = _record(tmp_path, "one")["environment"]
   assert "cluster" not in environment and "cluster_manager" not in environment
 
