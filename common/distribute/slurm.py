@@ -26,9 +26,9 @@ The cluster becomes this process's TF_CONFIG, which every part of the programs a
 
 Ports: task t of a node listens on base + t (TensorFlow's server) and base + n + t (the watch below; n the most
 tasks on a node), with base = 12000 + ((job id x 31 + restart count x 7 + step id) mod S) x 2n, S the slots of 2n
-ports in 12000..31999 (below Linux's ephemeral ports): a job resumed on the same nodes (a new job id, a requeued
-job's next restart count, the next step of the same job) never reuses the ports of the run before it, while
-some of its processes may still be ending. A task whose port another process listens on is refused in one line.
+ports in 12000..31999 (below Linux's ephemeral ports): a job resumed on the same nodes (the next job id, a requeued
+job's next restart count, the next step of the same job) does not reuse the ports of the run before it, while
+some of its processes may still be ending (S > 31 slots: up to 312 tasks on a node). A task whose port another process listens on is refused in one line.
 
 What the local launcher (`common.launch`) handles holds here too, through `common.base.peers` (every task watches
 every other over TCP): the chief waits until every server accepts connections (`wait_for_servers`; srun starts all
@@ -300,12 +300,16 @@ def start(program: str, shape: str, ps: int = 1) -> Optional[Job]:
   job = Job(shape=shape, rank=rank, tasks=ordered, addresses=addresses, job_id=os.environ.get("SLURM_JOB_ID", "?"),
             step_id=_step_id())
   assert job.task == task, (job.task, task)
-  for address in (addresses[rank], watch[rank]):
-    if not ports.bindable(int(address.rsplit(":", 1)[1])):
-      raise ValueError(f"port {address.rsplit(':', 1)[1]} of {address.rsplit(':', 1)[0]} is taken by another process "
-                       f"(its Slurm job step's ports start at {base}); end that process, or rerun as a new job step.")
+  host, port = addresses[rank].rsplit(":", 1)
+  taken = (f"port {{}} of {host} is taken by another process (this Slurm job step's ports start at {base}); end "
+           "that process, or rerun as a new job step.")
+  if not ports.bindable(int(port)):
+    raise ValueError(taken.format(port))
   job.peers = peers_lib.Peers(rank, watch, job.on_end, START_SECONDS)
-  job.peers.start()
+  try:
+    job.peers.start()
+  except OSError:
+    raise ValueError(taken.format(watch[rank].rsplit(":", 1)[1])) from None
   os.environ[cluster.TF_CONFIG] = json.dumps({"cluster": spec, "task": {"type": task[0], "index": task[1]}})
   ACTIVE = job
   logging.info("Slurm job %s step %s: %d task(s), this one (Slurm task %d) is %s %d; the cluster: %s", job.job_id,
