@@ -1,5 +1,6 @@
 # make train: the main job with defaults that finish in minutes on 2 CPU cores, printing the test accuracy.
-# make test: the import contracts (lint-imports, .importlinter), then the test suite. make reproduce: every figure and table (see results/README.md).
+# make test: the import contracts (lint-imports, .importlinter), then the test suite (-rs prints every skipped test's
+# reason, e.g. Slurm not installed). make reproduce: every figure and table (see results/README.md).
 # Each target creates .venv from requirements.txt first if it is missing or out of date.
 
 PYTHON3 ?= python3
@@ -42,7 +43,7 @@ train: venv
 
 test: venv
 	$(VENV)/bin/lint-imports
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_FLAGS) tests
+	$(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_FLAGS) tests
 
 reproduce: venv
 	$(PY) -m experiments.reproduce $(REPRODUCE_FLAGS) --output_dir=results

@@ -40,3 +40,7 @@ class AsyncConfig(config_lib.Config):
       "many seconds (a lost worker's functions run on the others meanwhile; TensorFlow alone would wait an hour).",
       check=config_lib.number_in(0, float("inf"), "a positive number of seconds", low_open=True), training=False)
   benchmark_slow_worker_delay_seconds: float = config_lib.slow_worker_delay()
+  ps: int = config_lib.setting(
+      1, "Parameter-server tasks under Slurm (srun -n K: task 0 is the chief, the next --ps tasks hold the variables, "
+      "the rest are workers; docs/multi_host.md); ignored with TF_CONFIG, whose cluster says, and in one process.",
+      check=config_lib.counts("parameter-server tasks under Slurm"), training=False)

@@ -175,19 +175,8 @@ class Cluster:
 
   def wait_listening(self, addresses: Sequence[str]) -> Optional[Tuple[int, str]]:
     """Waits until every "host:port" accepts connections (the servers are up); returns a failure or None."""
-    deadline = time.monotonic() + SERVER_START_SECONDS
-    pending = list(addresses)
-    while pending:
-      failure = self._failure()
-      if failure:
-        return failure
-      if time.monotonic() > deadline:
-        return 1, f"the servers at {', '.join(pending)} did not start within {SERVER_START_SECONDS:.0f} s."
-      if ports.listening(pending[0]):
-        pending.pop(0)
-      else:
-        time.sleep(POLL_SECONDS)
-    return None
+    result = ports.wait_listening(addresses, SERVER_START_SECONDS, self._failure, POLL_SECONDS)
+    return (1, result) if isinstance(result, str) else result
 
   def wait(self) -> Tuple[int, Optional[str]]:
     """Waits for the program to end; returns (exit status, None) or (non-zero status, error message)."""

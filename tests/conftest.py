@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SHARED_DATA = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
@@ -32,8 +33,11 @@ assert len(tf.config.list_logical_devices("CPU")) == NUM_TEST_DEVICES
 if ROOT not in sys.path:
   sys.path.insert(0, ROOT)
 
+import numpy as np  # noqa: E402
+
 from common.data import decoded_cache  # noqa: E402
 from common.data import loader as data  # noqa: E402
+from common.model import autoencoder  # noqa: E402
 import forkserver  # noqa: E402
 
 # The decoded datasets are kept for the test runs in a folder of the tests' own, not the user's ~/.cache; the test
@@ -48,6 +52,74 @@ SLICE_EXAMPLES = 2000
 def mnist():
   """The first SLICE_EXAMPLES training images of real MNIST, plus validation and test splits."""
   return data.load_mnist(train_examples=SLICE_EXAMPLES)
+
+
+# A tiny run of the cluster tests that moves the weights far in two epochs (as tests/test_data_parallel.py: learning
+# rate 0.05 at batch 50), and its command-line flags.
+CLUSTER_BASE = dict(hidden_units=(48, 24), pretrain_epochs=2, finetune_epochs=1, train_examples=SLICE_EXAMPLES,
+                    batch_size=50, pretrain_learning_rate=0.05, finetune_learning_rate=0.1, seed=3)
+
+
+def cluster_flags(tmp_path, name, **kw):
+  """The flags of a CLUSTER_BASE run (overridden by `kw`) writing <tmp_path>/<name>.json and <name>.npz."""
+  values = dict(CLUSTER_BASE, **kw)
+  flags = [f"--{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in values.items()]
+  return flags + ["--progress=log", f"--results_dir={tmp_path}", f"--run_name={name}", "--nopictures",
+                  f"--export_weights={tmp_path / (name + '.npz')}"]
+
+
+def assert_same_weights(got, want):
+  """Two CLUSTER_BASE runs' exported weights agree within 1e-5, and training moved them well away from the start
+  (else the comparison would mean nothing)."""
+  for key in shared_keys(got, want):
+    np.testing.assert_allclose(got[key], want[key], rtol=0, atol=1e-5, err_msg=key)
+  for layer in autoencoder.build_stack(CLUSTER_BASE["hidden_units"], CLUSTER_BASE["seed"], 784):
+    for key, value in layer.numpy_weights().items():
+      assert np.max(np.abs(got[key] - value)) > 1e-2, key
+
+
+def processes_of(results_dir):
+  """{pid: its environment (a dict)} of the processes whose command line names `--results_dir=<results_dir>` (one
+  test's own runs), read from Linux /proc. Through the fork server a run's process here is its client
+  (tests/forkserver.py): the run dies with it."""
+  found = {}
+  for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+      with open(f"/proc/{pid}/cmdline", "rb") as f:
+        if f"--results_dir={results_dir}".encode() not in f.read().split(b"\0"):
+          continue
+      with open(f"/proc/{pid}/environ", "rb") as f:
+        items = f.read().split(b"\0")
+    except OSError:  # gone, or not ours to read
+      continue
+    found[int(pid)] = dict(i.decode(errors="replace").split("=", 1) for i in items if b"=" in i)
+  return found
+
+
+def watch_stderr(command, trigger, action, env, guard_seconds=None):
+  """Runs `command` (from the repository root, with `env`) and calls `action(proc)` once, when a line of its stderr
+  first contains `trigger`; returns (the ended Popen, its whole stderr). With `guard_seconds` the process is killed
+  when it takes longer (a hang guard)."""
+  proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  guard = threading.Timer(guard_seconds, proc.kill) if guard_seconds else None
+  if guard:
+    guard.start()
+  reader = threading.Thread(target=proc.stdout.read, daemon=True)  # stdout is not kept, only drained
+  reader.start()
+  lines, fired = [], False
+  try:
+    for line in proc.stderr:
+      lines.append(line)
+      if not fired and trigger in line:
+        fired = True
+        action(proc)
+    proc.wait()
+  finally:
+    if guard:
+      guard.cancel()
+  reader.join()
+  assert fired, "".join(lines)[-3000:]
+  return proc, "".join(lines)
 
 
 def shared_keys(a, b):

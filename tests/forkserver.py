@@ -26,14 +26,17 @@ import select
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import traceback
 
 # Variables that may differ between a request and the server: read when a program runs, not when a library loads.
 # (SDAE_TEST_KILL_AFTER_CHECKPOINT is common/distribute/cluster.py's KILL_ENV: the server imports nothing of this
 # repository.)
+# The shell of an sbatch script (tests/test_slurm.py) adds SHLVL, HOSTNAME and Slurm's ENVIRONMENT=BATCH, and the
+# script's own settings PYTHON and MODEL_DIR (slurm/*.sbatch).
 RUNTIME_VARIABLES = ("TF_CONFIG", "SDAE_TEST_KILL_AFTER_CHECKPOINT", "PYTHONPATH", "PYTHONUNBUFFERED", "PWD", "OLDPWD",
-                     "_")
+                     "_", "SHLVL", "HOSTNAME", "ENVIRONMENT", "PYTHON", "MODEL_DIR")
 PRELOADED = ("tensorflow", "tensorflow_datasets", "numpy", "absl.app", "absl.flags", "absl.logging", "matplotlib",
              "tqdm")
 MAX_MESSAGE = 1 << 22
@@ -164,7 +167,10 @@ def _servable(request):
   env = request["env"]
   changed = {k for k in set(env) | set(START_ENV) if env.get(k) != START_ENV.get(k)}
   # tensorflow-datasets reads TFDS_DATA_DIR at import as its default, and common/data/loader.py passes it whenever set.
-  return all(k in RUNTIME_VARIABLES or k.startswith("PYTEST_") or (k == "TFDS_DATA_DIR" and env.get(k))
+  # Slurm's variables (a task of `srun`) are read when a program runs (common/distribute/slurm.py); srun also sets
+  # TMPDIR, which this server's tempfile already follows when it is the same folder.
+  return all(k in RUNTIME_VARIABLES or k.startswith(("PYTEST_", "SLURM", "SRUN_")) or
+             (k == "TFDS_DATA_DIR" and env.get(k)) or (k == "TMPDIR" and env.get(k) == tempfile.gettempdir())
              for k in changed)
 
 

@@ -15,7 +15,6 @@ import json
 import os
 import signal
 import subprocess
-import threading
 import time
 
 import numpy as np
@@ -30,7 +29,7 @@ from common.model import precision as precision_lib
 from common.settings import config as config_lib
 from common.settings import programs
 from greedy import pretrain as greedy
-from conftest import ROOT, SLICE_EXAMPLES, python, run_module, shared_keys
+from conftest import ROOT, SLICE_EXAMPLES, processes_of, python, run_module, shared_keys, watch_stderr
 
 PROGRAM = programs.ASYNC_DATA_PARALLEL
 # As tests/test_data_parallel.py: learning rate 0.05 at batch 50 moves the weights far in two epochs.
@@ -210,47 +209,18 @@ def test_made_staleness_is_measured_and_scales_the_staleness_aware_rate():
 
 def _tasks_of(results_dir):
   """{(task type, index): pid} of the tasks whose command names `results_dir` (one test's own), from their TF_CONFIG
-  (Linux /proc). Through the fork server a task's process here is its client (tests/forkserver.py): the task dies
-  with it."""
+  (`conftest.processes_of`: through the fork server a task's process here is its client, with which it dies)."""
   found = {}
-  for pid in filter(str.isdigit, os.listdir("/proc")):
-    try:
-      with open(f"/proc/{pid}/cmdline", "rb") as f:
-        if f"--results_dir={results_dir}".encode() not in f.read().split(b"\0"):
-          continue
-      with open(f"/proc/{pid}/environ", "rb") as f:
-        environ = f.read().split(b"\0")
-    except OSError:  # gone, or not ours to read
-      continue
-    for item in environ:
-      if item.startswith(cluster.TF_CONFIG.encode() + b"="):
-        task = json.loads(item.split(b"=", 1)[1])["task"]
-        found[(task["type"], task["index"])] = int(pid)
+  for pid, environment in processes_of(results_dir).items():
+    if cluster.TF_CONFIG in environment:
+      task = json.loads(environment[cluster.TF_CONFIG])["task"]
+      found[(task["type"], task["index"])] = pid
   return found
 
 
 def _watch(command, trigger, action, env=None):
   """Runs `command`, calls `action(proc)` once a stderr line contains `trigger`; returns (proc, stderr)."""
-  proc = subprocess.Popen(command, cwd=ROOT, env=env or _env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True)
-  guard = threading.Timer(GUARD_SECONDS, proc.kill)
-  guard.start()
-  out = []
-  reader = threading.Thread(target=lambda: out.append(proc.stdout.read()), daemon=True)
-  reader.start()
-  lines, fired = [], False
-  try:
-    for line in proc.stderr:
-      lines.append(line)
-      if not fired and trigger in line:
-        fired = True
-        action(proc)
-    proc.wait()
-  finally:
-    guard.cancel()
-  reader.join(timeout=10)
-  assert fired, "".join(lines)[-3000:]
-  return proc, "".join(lines)
+  return watch_stderr(command, trigger, action, env or _env(), GUARD_SECONDS)
 
 
 def _launch_command(tmp_path, name, workers=2, **kw):

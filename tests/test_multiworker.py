@@ -11,35 +11,21 @@ import re
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from common.artifacts import runlog
 from common.distribute import cluster
-from common.model import autoencoder
 from common.settings import config as config_lib
 from common.settings import programs
 from greedy import pretrain as greedy
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import pretrain as pipeline
 from sync_layerwise import pretrain as sync_layerwise
-from conftest import ROOT, SLICE_EXAMPLES, python, shared_keys
+from conftest import CLUSTER_BASE, ROOT, assert_same_weights, cluster_flags, python
 
 # Start this process's runtime with conftest's logical devices (the reference runs happen in-process).
 assert len(tf.config.list_logical_devices("CPU")) >= 2
-
-# As in tests/test_data_parallel.py: learning rate 0.05 at batch 50 moves the weights far in two epochs.
-BASE = dict(hidden_units=(48, 24), pretrain_epochs=2, finetune_epochs=1, train_examples=SLICE_EXAMPLES,
-            batch_size=50, pretrain_learning_rate=0.05, finetune_learning_rate=0.1, seed=3)
-
-
-def _flags(tmp_path, name, **kw):
-  values = dict(BASE, **kw)
-  flags = [f"--{k}={','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in values.items()]
-  return flags + ["--progress=log", f"--results_dir={tmp_path}", f"--run_name={name}", "--nopictures",
-                  f"--export_weights={tmp_path / (name + '.npz')}"]
-
 
 def _launch(program, flags, env=None, timeout=170, interpreter=None):
   """Runs the launcher with 2 workers (through the fork server unless `interpreter` is given); returns the
@@ -50,33 +36,24 @@ def _launch(program, flags, env=None, timeout=170, interpreter=None):
                         env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
-def _assert_same_weights(got, want, moved=True):
-  for key in shared_keys(got, want):
-    np.testing.assert_allclose(got[key], want[key], rtol=0, atol=1e-5, err_msg=key)
-  if moved:  # The comparison means something only if training moved the weights well away from the start.
-    for layer in autoencoder.build_stack(BASE["hidden_units"], BASE["seed"], 784):
-      for key, value in layer.numpy_weights().items():
-        assert np.max(np.abs(got[key] - value)) > 1e-2, key
-
-
 @pytest.fixture(scope="module")
 def greedy_run(tmp_path_factory):
   """Greedy in this process at the same global batch: (record, exported weights)."""
   tmp = tmp_path_factory.mktemp(programs.GREEDY.name)
   record = greedy.train(config_lib.Config(results_dir=str(tmp), run_name=programs.GREEDY.name,
-                                        export_weights=str(tmp / "greedy.npz"), **BASE))
+                                        export_weights=str(tmp / "greedy.npz"), **CLUSTER_BASE))
   return record, runlog.load_weights(str(tmp / "greedy.npz"))
 
 
 def _dp_flags(tmp_path, name, **kw):
-  return _flags(tmp_path, name, num_devices=1, profile_steps=0, **kw)
+  return cluster_flags(tmp_path, name, num_devices=1, profile_steps=0, **kw)
 
 
 def test_two_workers_data_parallel_exports_greedys_weights(tmp_path, greedy_run):
   greedy_record, want = greedy_run
   proc = _launch(programs.DATA_PARALLEL.module, _dp_flags(tmp_path, "dp"))
   assert proc.returncode == 0, proc.stderr[-3000:]
-  _assert_same_weights(runlog.load_weights(str(tmp_path / "dp.npz")), want)
+  assert_same_weights(runlog.load_weights(str(tmp_path / "dp.npz")), want)
   # Both workers trained (each prints the program's summary); the chief alone wrote the record.
   for worker in (0, 1):
     assert f"[worker {worker}] data_parallel: pretraining" in proc.stdout, proc.stdout[-2000:]
@@ -97,10 +74,10 @@ def test_two_workers_data_parallel_exports_greedys_weights(tmp_path, greedy_run)
 
 def test_cluster_model_parallel_exports_sync_layerwise_weights(tmp_path):
   sync = sync_layerwise.train(config_lib.Config(program=programs.SYNC_LAYERWISE.name, results_dir=str(tmp_path),
-                                              run_name="sync", export_weights=str(tmp_path / "sync.npz"), **BASE))
-  proc = _launch(programs.MODEL_PARALLEL.module, _flags(tmp_path, "mp", num_devices=1))
+                                              run_name="sync", export_weights=str(tmp_path / "sync.npz"), **CLUSTER_BASE))
+  proc = _launch(programs.MODEL_PARALLEL.module, cluster_flags(tmp_path, "mp", num_devices=1))
   assert proc.returncode == 0, proc.stderr[-3000:]
-  _assert_same_weights(runlog.load_weights(str(tmp_path / "mp.npz")), runlog.load_weights(str(tmp_path / "sync.npz")))
+  assert_same_weights(runlog.load_weights(str(tmp_path / "mp.npz")), runlog.load_weights(str(tmp_path / "sync.npz")))
   # Two servers and one client (the chief), which ran the schedule with layer j on worker j.
   assert "[worker 0]" in proc.stderr and "[worker 1]" in proc.stderr
   assert "[chief] model_parallel: pretraining" in proc.stdout, proc.stdout[-2000:]
@@ -119,10 +96,10 @@ def test_cluster_model_parallel_exports_sync_layerwise_weights(tmp_path):
 
 def test_cluster_pipeline_parallel_exports_the_one_device_weights(tmp_path):
   local = pipeline.train(pp_config.PipelineConfig(results_dir=str(tmp_path), run_name="local",
-                                                export_weights=str(tmp_path / "local.npz"), **BASE))
-  proc = _launch(programs.PIPELINE_PARALLEL.module, _flags(tmp_path, "pp", num_devices=1, pipeline_chunk_steps=5))
+                                                export_weights=str(tmp_path / "local.npz"), **CLUSTER_BASE))
+  proc = _launch(programs.PIPELINE_PARALLEL.module, cluster_flags(tmp_path, "pp", num_devices=1, pipeline_chunk_steps=5))
   assert proc.returncode == 0, proc.stderr[-3000:]
-  _assert_same_weights(runlog.load_weights(str(tmp_path / "pp.npz")), runlog.load_weights(str(tmp_path / "local.npz")))
+  assert_same_weights(runlog.load_weights(str(tmp_path / "pp.npz")), runlog.load_weights(str(tmp_path / "local.npz")))
   assert "[chief] pipeline_parallel: pretraining" in proc.stdout, proc.stdout[-2000:]
   record = json.load(open(tmp_path / "pp.json"))
   assert record["environment"]["cluster"]["task"] == {"type": "chief", "index": 0}
@@ -137,11 +114,11 @@ def test_cluster_pipeline_with_a_stage_replicated_on_two_workers_equals_one_proc
   """--replicas_per_stage=2 on 2 workers of one device each: one stage, its two replicas on the two workers, the
   gradients all-reduced between them by TensorFlow's collectives over gRPC; the weights of one process."""
   local = pipeline.train(pp_config.PipelineConfig(results_dir=str(tmp_path), run_name="local",
-                                                export_weights=str(tmp_path / "local.npz"), **BASE))
+                                                export_weights=str(tmp_path / "local.npz"), **CLUSTER_BASE))
   proc = _launch(programs.PIPELINE_PARALLEL.module,
-                 _flags(tmp_path, "pp", num_devices=1, pipeline_chunk_steps=5, replicas_per_stage=2))
+                 cluster_flags(tmp_path, "pp", num_devices=1, pipeline_chunk_steps=5, replicas_per_stage=2))
   assert proc.returncode == 0, proc.stderr[-3000:]
-  _assert_same_weights(runlog.load_weights(str(tmp_path / "pp.npz")), runlog.load_weights(str(tmp_path / "local.npz")))
+  assert_same_weights(runlog.load_weights(str(tmp_path / "pp.npz")), runlog.load_weights(str(tmp_path / "local.npz")))
   record = json.load(open(tmp_path / "pp.json"))
   assert record["pipeline"]["stages"] == [[1, 2]] and record["pipeline"]["replicas_per_stage"] == 2
   assert [d.split("/device:")[0] for d in record["pipeline"]["devices"][0]] == [
@@ -177,7 +154,7 @@ def test_killed_worker_stops_the_cluster_and_the_same_command_resumes(tmp_path, 
   assert record["resumed"] is True and [len(l["epochs"]) for l in record["layers"]] == [2, 2]
   # Layer 1 was not trained again: only layer 2's and finetuning's epochs were logged by the resumed run.
   assert "[worker 0] I" in final.stderr and "layer 1/2 epoch" not in final.stderr
-  _assert_same_weights(runlog.load_weights(str(tmp_path / "resumed.npz")), want)
+  assert_same_weights(runlog.load_weights(str(tmp_path / "resumed.npz")), want)
 
 
 def test_bad_launcher_input_is_one_clear_line():

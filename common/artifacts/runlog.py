@@ -2,7 +2,8 @@
 
 Record layout (docs/programs.md, "The run record"):
   {"strategy", "config": {all flag values}, "environment": {tensorflow, device_kind, devices, thread_pool,
-   kernels, precision, cpu_count, usable_cores, cpu_model, commit, commit_dirty, code_digest, hostname, ...},
+   kernels, precision, cpu_count, usable_cores, cpu_model, commit, commit_dirty, code_digest, hostname, ...;
+   in a cluster also cluster, cluster_manager},
    "pretrain_seconds", "layers": [{"index", "units", "device",
    "epochs": [{"loss", "seconds"}, ...]}, ...], "timing": {phase: seconds}, "finetune": {...},
    "total_seconds", "input_drift": {per layer n > 1 and epoch, how far the codes it read were from the final
@@ -25,6 +26,7 @@ import tensorflow as tf
 
 from common.data import sources as datasets
 from common.distribute import devices as devices_lib
+from common.distribute import slurm
 from common.measure import provenance
 from common.settings import config as config_lib
 
@@ -34,7 +36,9 @@ REQUIRED_FIELDS = ("strategy", "config", "environment", "pretrain_seconds", "lay
 
 def environment(device_setup: devices_lib.DeviceSetup, precision: str = "float32") -> Dict[str, Any]:
   """The hardware and software a run used: TensorFlow version, devices, cores (all, and those this process may
-  use), processor, host, time (UTC), precision, and the code (`common.measure.provenance`: commit, dirty tree, digest)."""
+  use), processor, host, time (UTC), precision, and the code (`common.measure.provenance`: commit, dirty tree, digest);
+  in a cluster also "cluster" (`DeviceSetup.to_record`) and "cluster_manager" (`common.distribute.slurm.manager`:
+  slurm, TF_CONFIG or in_process, with every task's host)."""
   env = {
       "tensorflow": tf.__version__,
       "python": platform.python_version(),
@@ -46,6 +50,8 @@ def environment(device_setup: devices_lib.DeviceSetup, precision: str = "float32
       "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
   }
   env.update(device_setup.to_record())
+  if device_setup.cluster is not None:  # Who started the tasks, and every task's host.
+    env["cluster_manager"] = slurm.manager(device_setup.cluster)
   return env
 
 

@@ -31,3 +31,8 @@ class ModelDirInUseError(UserError):
 
 class CheckpointUnusableError(UserError):
   """`--model_dir` holds checkpoint data, but no checkpoint in it can be restored."""
+
+
+class ReportedByAnotherTaskError(UserError):
+  """An error every task of a cluster's job step finds alike (a Slurm task count that does not fit the program): task
+  0 prints it as the job's one line, every other task exits non-zero without printing it (`common.run.cli`)."""

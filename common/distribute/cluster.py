@@ -17,7 +17,8 @@ Every process runs the same command; only "task" differs. Two shapes (docs/multi
                   j's device, so layers train on different machines and the per-epoch weight copy goes
                   over the network.
 
-`python -m common.launch` starts such a cluster on one machine (loopback ports) for tests.
+`python -m common.launch` starts such a cluster on one machine (loopback ports) for tests; under Slurm
+(`srun -n K`) `common.distribute.slurm` writes each task's TF_CONFIG from the job step.
 """
 
 import json
@@ -122,7 +123,8 @@ def serve(num_devices: int, threads_per_device: int) -> NoReturn:
   """Runs this task's `tf.distribute.Server` with `num_devices` CPU devices (or GPUs) and blocks forever.
 
   The model-parallel client (`connect`) places layers, data and computation on it. Stop it with a
-  signal (the launcher does so when the client has finished).
+  signal (the launcher does so when the client has finished); under Slurm the process ends when the chief
+  does (`common.distribute.slurm`: it watches the other tasks).
   """
   config = tf_config()
   kind, index = task()

@@ -65,7 +65,8 @@ def check_npz(config: Any) -> None:
 def run_program(run: Callable[..., Dict[str, Any]], config: Any) -> Dict[str, Any]:
   """Calls `run(config)` and prints its summary line.
 
-  A UserError or ValueError becomes one "error: ..." line and exit status 1. Ctrl-C (KeyboardInterrupt,
+  A UserError or ValueError becomes one "error: ..." line and exit status 1 (no line for a
+  ReportedByAnotherTaskError: another task of the cluster prints it). Ctrl-C (KeyboardInterrupt,
   raised between two chunks of steps) becomes one line saying how to resume, and exit status 130 (the
   shell's code for SIGINT); the partial epoch is discarded, and a resumed run restarts it from the last
   epoch checkpoint, exactly.
@@ -75,6 +76,8 @@ def run_program(run: Callable[..., Dict[str, Any]], config: Any) -> Dict[str, An
   """
   try:
     record = run(config)
+  except errors.ReportedByAnotherTaskError:
+    sys.exit(1)  # Task 0 of the job prints the line.
   except (errors.UserError, ValueError) as e:
     print(f"error: {e}", file=sys.stderr)
     sys.exit(1)

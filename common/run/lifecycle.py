@@ -33,6 +33,7 @@ from common.distribute import cluster
 from common.distribute import devices as devices_lib
 from common.distribute import parameter_server
 from common.distribute import replica_steps
+from common.distribute import slurm
 from common.measure import provenance
 from common.measure import timing
 from common.model import autoencoder
@@ -256,9 +257,11 @@ def setup_devices(config: config_lib.Config, program: programs.Program
     never returns: it serves its devices.
 
   Raises:
-    ValueError: the devices cannot be made, or TF_CONFIG is malformed.
+    ValueError: the devices cannot be made, TF_CONFIG is malformed, or the servers of a Slurm cluster did not start
+      (`common.distribute.slurm.wait_for_servers`).
   """
   pool = config.thread_pool_setting(program.default_thread_pool(config.precision))
+  slurm.wait_for_servers()  # The chief of a Slurm cluster of servers: srun started them with it.
   if program.cluster == "parameter_server":  # Always a cluster: TF_CONFIG's, or one started in this process.
     distribution, setup = parameter_server.strategy(program.name, config.num_devices, config.threads_per_device, pool)
     return setup, distribution
@@ -316,15 +319,19 @@ def train(program: programs.Program, config: config_lib.Config,
     The run record (`common.artifacts.runlog`).
 
   Raises:
-    common.base.errors.UserError subclasses and ValueError, as `start` and the program's hooks raise them.
+    common.base.errors.UserError subclasses and ValueError, as `start` and the program's hooks raise them, and as
+    `common.distribute.slurm.start` does under Slurm.
   """
   if config.program != program.name:
     config = dataclasses.replace(config, program=program.name)
   hooks = program.load_hooks()
-  run = start(config, program, on_checkpoint)
-  record = hooks.pretrain(run) if config.pretrain_epochs else no_pretraining(run)
-  options = hooks.finetune_options(run) if hasattr(hooks, "finetune_options") else {}
-  return finish(run, dict(record, strategy=program.name), **options)
+  # Inside a Slurm job step of several tasks (and no TF_CONFIG) this process becomes its task of the cluster. The
+  # parameter-server programs' Config declares `ps`.
+  with slurm.task_of_step(program.name, program.cluster, getattr(config, "ps", 1)):
+    run = start(config, program, on_checkpoint)
+    record = hooks.pretrain(run) if config.pretrain_epochs else no_pretraining(run)
+    options = hooks.finetune_options(run) if hasattr(hooks, "finetune_options") else {}
+    return finish(run, dict(record, strategy=program.name), **options)
 
 
 def no_pretraining(run: Run) -> Dict[str, Any]:
