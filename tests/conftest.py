@@ -130,12 +130,22 @@ def shared_keys(a, b):
   return sorted(set(a) & set(b))
 
 
-@functools.lru_cache(maxsize=None)
+_SERVER_LOCK = threading.Lock()
+
+
 def python() -> str:
   """The `python` of subprocesses that run a program as a user types it: this process's own fork server
   (tests/forkserver.py: the same run without paying for `import tensorflow` again), started on first use; the
   interpreter itself where the server cannot run (it needs Linux's pidfd_open and sched_getaffinity). A test suite
-  that a fork server runs (the seventh-program test's, in a copy of the repository) reuses that server."""
+  that a fork server runs (the seventh-program test's, in a copy of the repository) reuses that server. Threads that
+  ask at once wait for the one server: two installs side by side could fork one while the other's client is still
+  open for writing, and executing it then fails ("Text file busy")."""
+  with _SERVER_LOCK:
+    return _python()
+
+
+@functools.lru_cache(maxsize=None)
+def _python() -> str:
   if hasattr(sys, "real_python"):  # this process is a fork server's child: `sys.executable` is its client
     return sys.executable
   if not (hasattr(os, "pidfd_open") and hasattr(os, "sched_getaffinity")):

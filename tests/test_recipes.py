@@ -68,10 +68,34 @@ def test_large_batch_recipe_is_data_parallels_and_refused_elsewhere_in_one_line(
     programs.GREEDY.make_config(recipe="fast")
 
 
+def test_a_recipes_program_values_are_that_programs_only(monkeypatch):
+  """`Recipe.program_values`: one program's own settings (or its own value of a shared one), over the shared values;
+  every other program leaves them out; a program value the program lacks is refused in one line."""
+  pp, tuned = programs.PIPELINE_PARALLEL, recipes.get("tuned")
+
+  def with_program_values(values):
+    recipe = dataclasses.replace(tuned, values={**tuned.values, "corruption": 0.3}, program_values={pp.name: values})
+    monkeypatch.setattr(recipes, "RECIPES", tuple(recipe if r.name == tuned.name else r for r in recipes.RECIPES))
+
+  with_program_values({"stagger_epochs": 1.5, "corruption": 0.2})
+  config = pp.make_config(recipe="tuned")
+  assert (config.stagger_epochs, config.corruption) == (1.5, 0.2)
+  assert pp.make_config(recipe="tuned", stagger_epochs=0.0).stagger_epochs == 0.0  # an explicit value wins
+  for program in programs.PROGRAMS:
+    if program is not pp:
+      assert program.make_config(recipe="tuned").corruption == 0.3
+  with_program_values({"no_such_setting": 1})
+  with pytest.raises(ValueError, match=r"^--recipe=tuned sets --no_such_setting, which this program does not have"):
+    pp.make_config(recipe="tuned")
+
+
 def test_every_recipe_sets_only_declared_recipe_settings():
   settable = {f.name for p in programs.PROGRAMS for f in dataclasses.fields(p.config) if f.metadata.get("recipe")}
   for recipe in recipes.RECIPES:
     assert set(recipe.values) <= settable, recipe.name
+    for name, values in recipe.program_values.items():
+      own = {f.name for f in dataclasses.fields(programs.get(name).config) if f.metadata.get("recipe")}
+      assert set(values) <= own, (recipe.name, name)
   assert recipes.RECIPES[0].name == recipes.DEFAULT == "report" and not recipes.RECIPES[0].values
 
 

@@ -285,13 +285,14 @@ class Config:
       ValueError: one line, for an unknown recipe or one that sets a setting this class lacks.
     """
     recipe = recipes.get(name)
+    values = {**recipe.values, **recipe.program_values.get(_program_of(cls), {})}
     fields = {f.name: f for f in dataclasses.fields(cls) if f.metadata.get("recipe")}
-    foreign = sorted(set(recipe.values) - set(fields))
+    foreign = sorted(set(values) - set(fields))
     if foreign:
       owners = _programs_with(set(recipe.values))
       raise ValueError(f"--recipe={name} sets {', '.join(f'--{k}' for k in foreign)}, which this program does not "
                        f"have: it is a recipe of {', '.join(owners) or 'no registered program'}.")
-    return {k: recipe.values.get(k, f.metadata["report"]) for k, f in fields.items()}
+    return {k: values.get(k, f.metadata["report"]) for k, f in fields.items()}
 
   def recipe_values(self) -> Dict[str, Any]:
     """{field: resolved value} of the settings a recipe may set (what `python -m common.run.recipes` prints)."""
@@ -440,6 +441,11 @@ def check_divisible(global_batch_size: int, replicas: int, flag: str = "batch_si
         f"e.g. {global_batch_size - global_batch_size % replicas or replicas}.")
 
 
+def _program_of(cls: type) -> str:
+  """The program a `Config` class belongs to: its package's name ("common" for the shared class)."""
+  return cls.__module__.split(".")[0]
+
+
 def _programs_with(settings: set) -> List[str]:
   """The programs whose `Config` class has every field of `settings`, in the order their classes were defined: each
   loaded subclass of `Config` named by its package (a program's package is its name, `common.settings.programs`),
@@ -449,5 +455,5 @@ def _programs_with(settings: set) -> List[str]:
     cls = pending.pop(0)
     pending += cls.__subclasses__()
     if settings <= {f.name for f in dataclasses.fields(cls)}:
-      found.append(cls.__module__.split(".")[0])
+      found.append(_program_of(cls))
   return list(dict.fromkeys(found))

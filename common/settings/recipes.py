@@ -27,11 +27,15 @@ class Recipe:
   Attributes:
     name: the value of `--recipe`.
     summary: one line for `--help` and the docs.
-    values: {Config field: value} for the settings it changes from their declared (the report's) defaults.
+    values: {Config field: value} for the settings it changes from their declared (the report's) defaults, for every
+      program (a program that lacks one of these settings refuses the recipe).
+    program_values: {program: {field: value}}: values for one program only (its own settings, or another value of a
+      shared one), over `values`; the other programs leave them out.
   """
   name: str
   summary: str
   values: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  program_values: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 RECIPES: Tuple[Recipe, ...] = (
