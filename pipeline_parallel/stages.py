@@ -92,10 +92,10 @@ class Stage:
   @staticmethod
   def _layer_step(layer: autoencoder.DenoisingAutoencoder, passes_up: bool):
     def step(inputs, target, learning_rate):
-      # The clean path is encoded before the update, so both encodings use the start-of-step weights.
-      clean = layer.encode(target) if passes_up else target
-      loss, hidden = layer.sgd_step(inputs, target, learning_rate)
-      return loss, hidden, clean
+      # The clean path is encoded with the start-of-step weights too, from the step's own product operand.
+      if not passes_up:
+        return (*layer.sgd_step(inputs, target, learning_rate), target)
+      return layer.sgd_step(inputs, target, learning_rate, also_encode=target)
     return step
 
   @staticmethod
@@ -108,8 +108,10 @@ class Stage:
   @staticmethod
   def _layer_gradients(layer: autoencoder.DenoisingAutoencoder, passes_up: bool, global_batch: int):
     def gradients(inputs, target):
-      clean = layer.encode(target) if passes_up else target
-      loss, hidden, grads = layer.loss_and_gradients(inputs, target, global_batch)
+      if not passes_up:
+        loss, hidden, grads = layer.loss_and_gradients(inputs, target, global_batch)
+        return loss, hidden, target, grads
+      loss, hidden, grads, clean = layer.loss_and_gradients(inputs, target, global_batch, also_encode=target)
       return loss, hidden, clean, grads
     return gradients
 

@@ -17,7 +17,7 @@ setting of every program (`--kernels`).
 """
 
 import math
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -113,28 +113,36 @@ class DenoisingAutoencoder(tf.Module):
     return tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(
         labels=target, logits=self.decoder_logits(hidden, precision)), axis=1)
 
-  def sgd_step(self, inputs: tf.Tensor, target: tf.Tensor, learning_rate: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-    """One SGD step on a batch; returns (mean loss float32, encoding of `inputs` before the update).
+  def sgd_step(self, inputs: tf.Tensor, target: tf.Tensor, learning_rate: tf.Tensor,
+               also_encode: Optional[tf.Tensor] = None) -> Tuple[tf.Tensor, ...]:
+    """One SGD step on a batch; returns (mean loss float32, encoding of `inputs` before the update) and, with
+    `also_encode`, its encoding too.
 
     Args:
       inputs: float32 [b, input_units], the corrupted input (after the layers below).
       target: float32 [b, input_units] in [0, 1], the clean input (after the same layers).
       learning_rate: float32 scalar.
+      also_encode: None, or float32 [b', input_units] to encode with the weights as they were at the start of the
+        step, from the step's own product operand (under mixed_bfloat16 the kernel is cast once per step, not once
+        more for this; the layer-pipelined schedule passes its clean path up this way).
 
     Returns:
       (the batch's mean reconstruction loss, float32 [b, hidden_units] = sigmoid(inputs W + b) with the
       weights as they were at the start of the step: the forward pass of the step, reused by the
-      layer-pipelined schedule as the corrupted path it passes up).
+      layer-pipelined schedule as the corrupted path it passes up) and, with `also_encode`, float32
+      [b', hidden_units] = sigmoid(also_encode W + b) with the same weights.
     """
-    loss, hidden, grads = self.loss_and_gradients(inputs, target, tf.shape(inputs)[0])
+    loss, hidden, grads, *encoded = self.loss_and_gradients(inputs, target, tf.shape(inputs)[0],
+                                                            also_encode=also_encode)
     for var, grad in zip(self.weights, grads):
       # var -= learning_rate * grad in one pass over the weights (one kernel on TensorFlow's path, where
       # assign_sub(learning_rate * grad) makes two).
       tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=learning_rate, delta=grad)
-    return loss, hidden
+    return (loss, hidden, *encoded)
 
   def loss_and_gradients(self, inputs: tf.Tensor, target: tf.Tensor, divisor: tf.Tensor,
-                         weights: Optional[Sequence[tf.Tensor]] = None) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
+                         weights: Optional[Sequence[tf.Tensor]] = None,
+                         also_encode: Optional[tf.Tensor] = None) -> Tuple[Any, ...]:
     """The reconstruction loss summed over the batch / `divisor`, and its gradients, written out.
 
     With h = sigmoid(x W + b), logits z = h W^T + c and the cross-entropy from the logits, d loss / d z =
@@ -153,10 +161,11 @@ class DenoisingAutoencoder(tf.Module):
       weights: None to use the variables, or their values (kernel, bias, decoder_bias) read once: each
         variable is then read exactly once per step, as asynchronous SGD needs when they live on a parameter
         server that other workers update meanwhile (`async_data_parallel`).
+      also_encode: None, or float32 [b', input_units] to encode with the same weights and product operand.
 
     Returns:
       (loss float32 scalar, hidden float32 [b, hidden_units] = h, [d kernel, d bias, d decoder_bias] with
-      the weights' shapes).
+      the weights' shapes) and, with `also_encode`, its encoding float32 [b', hidden_units].
     """
     p = self.precision
     kernel, bias, decoder_bias = self.weights if weights is None else weights
@@ -169,7 +178,10 @@ class DenoisingAutoencoder(tf.Module):
     d_pre = precision_lib.matmul(d_logits, w, p) * hidden * (1.0 - hidden)
     d_kernel = precision_lib.matmul(tf.concat([inputs, d_logits], 0), tf.concat([d_pre, hidden], 0), p,
                                     transpose_a=True)
-    return loss, hidden, [d_kernel, tf.reduce_sum(d_pre, 0), tf.reduce_sum(d_logits, 0)]
+    grads = [d_kernel, tf.reduce_sum(d_pre, 0), tf.reduce_sum(d_logits, 0)]
+    if also_encode is None:
+      return loss, hidden, grads
+    return loss, hidden, grads, tf.sigmoid(precision_lib.matmul(also_encode, w, p) + bias)
 
   def numpy_weights(self) -> Dict[str, np.ndarray]:
     """{"layerN/kernel": [in, hidden], "layerN/bias": [hidden], "layerN/decoder_bias": [in]}, float32."""
