@@ -95,15 +95,14 @@ def job(group: str, index: int, count: int, spec: presets.Run, record: str, work
              os.path.join(work_dir, "checkpoints", group, stem) if spec.resumable else None, preset)
 
 
-def plan(studies: Mapping[str, presets.StudyRuns], preset: str, output_dir: str, work_dir: str) -> List[Job]:
+def plan(studies: presets.StudyRuns, preset: str, output_dir: str, work_dir: str) -> List[Job]:
   """The runs of a preset's studies in order, each once: a run shared by studies goes with the first listing it."""
   jobs, seen = [], set()
-  for study in studies.values():
-    for i, r in enumerate(study.runs):
+  for name, runs in studies.items():
+    for i, r in enumerate(runs):
       if (r.home, r.stored_name) not in seen:
         seen.add((r.home, r.stored_name))
-        jobs.append(job(study.name, i + 1, len(study.runs), r, presets.record_path(output_dir, preset, r),
-                        work_dir, preset))
+        jobs.append(job(name, i + 1, len(runs), r, presets.record_path(output_dir, preset, r), work_dir, preset))
   return jobs
 
 

@@ -1,4 +1,4 @@
-"""One harness for every benchmark (a `presets.Study` with `summarize`): it maps its command line (`Setting`) to
+"""One harness for every benchmark (a `presets.Benchmark`): it maps its command line (`Setting`) to
 named configurations (the study's `runs`) run through `experiments.driver` alternately, repeat after repeat
 (rotated), then writes a summary of their records (setting, command, provenance of one machine and code, load
 averages, spreads, noisy configurations, measures); `main` is its CLI. What several benchmarks measure alike lives
@@ -60,7 +60,7 @@ def machine_class() -> str:
   return name.lower().replace("-", "").replace(" ", "_")
 
 
-def summary_file(benchmark: presets.Study, setting: Setting) -> str:
+def summary_file(benchmark: presets.Benchmark, setting: Setting) -> str:
   """The file name of a setting's summary: summary_<folder>.json, or summary.json for the fixed folder "records"."""
   folder = benchmark.folder(setting)
   return "summary.json" if folder == "records" else f"summary_{folder}.json"
@@ -131,7 +131,7 @@ def phases(record: dict) -> dict:
   }
 
 
-def plan(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str) -> List[driver.Job]:
+def plan(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_dir: str) -> List[driver.Job]:
   """The runs in alternation order (repeat r rotates the configurations by r); logs and checkpoints per setting."""
   configurations = benchmark.runs(setting)
   folder, n = benchmark.folder(setting), len(configurations)
@@ -160,7 +160,7 @@ def provenance(found: Records) -> Dict[str, Any]:
   return out
 
 
-def summarize(benchmark: presets.Study, setting: Setting, jobs: Sequence[driver.Job], command: str,
+def summarize(benchmark: presets.Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """The summary of `jobs`' records in alternation order, its `noisy` configurations flagged; ValueError for several
   machines or codes."""
@@ -182,7 +182,7 @@ def summarize(benchmark: presets.Study, setting: Setting, jobs: Sequence[driver.
   }
 
 
-def run(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str, command: str,
+def run(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_dir: str, command: str,
         out: Callable[[str], None] = print, modules: Optional[Mapping[str, str]] = None) -> Tuple[str, Dict[str, Any]]:
   """Runs the missing records, writes the summary unless nothing ran and one exists; returns (path, summary).
   `modules` replaces programs' modules (tests); driver.RunFailedError, or ValueError (several machines or codes)."""
@@ -205,7 +205,7 @@ def run(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: s
   return path, summary
 
 
-def defaults(benchmark: presets.Study) -> Dict[str, Any]:
+def defaults(benchmark: presets.Benchmark) -> Dict[str, Any]:
   """Every flag of `benchmark` with its default: the shared flags (its `defaults` over SHARED_DEFAULTS), its options."""
   return {**SHARED_DEFAULTS, **benchmark.defaults, **{name: d for name, (d, _) in benchmark.options.items()}}
 
@@ -217,7 +217,7 @@ def _parsed(name: str, default: Any, value: Any) -> Any:
   return type(default)(value)
 
 
-def setting(benchmark: presets.Study, overrides: Mapping[str, Any]) -> Setting:
+def setting(benchmark: presets.Benchmark, overrides: Mapping[str, Any]) -> Setting:
   """The Setting of `benchmark`'s command line with `overrides` ({flag: value}, as the flag holds it or as the
   command line spells it: lists as lists or "a,b") over its defaults; ValueError for a flag it does not have."""
   d = defaults(benchmark)
@@ -229,7 +229,7 @@ def setting(benchmark: presets.Study, overrides: Mapping[str, Any]) -> Setting:
                  **{name: v.pop(name) for name in SHARED_DEFAULTS if name != "hidden_units"}, options=v)
 
 
-def command(benchmark: presets.Study, overrides: Mapping[str, Any]) -> List[str]:
+def command(benchmark: presets.Benchmark, overrides: Mapping[str, Any]) -> List[str]:
   """The command line of a setting, "python" first: `python -m experiments.benchmarks.<name> --flag=value ...` of
   `overrides` only (lists comma-joined); ValueError for a flag the benchmark does not have."""
   setting(benchmark, overrides)
@@ -237,7 +237,7 @@ def command(benchmark: presets.Study, overrides: Mapping[str, Any]) -> List[str]
       f"--{name}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for name, v in overrides.items()]
 
 
-def main(benchmark: presets.Study) -> None:
+def main(benchmark: presets.Benchmark) -> None:
   """The command line of a benchmark module: the shared flags (with the benchmark's defaults) and its options."""
   d = defaults(benchmark)
   helps = {"batch_size": "Global batch of every run.", "pretrain_epochs": "Pretraining epochs E of every run.",

@@ -1,15 +1,19 @@
-"""Run records (`common/artifacts/runlog.py`) as written, whatever declared them: `load`, the folders of records beside
-the main ones (`folders`), benchmark summaries (`load_summaries`), `StudyRecords` (a study's, gathered by
-`experiments.render.series`),
+"""Run records (`common/artifacts/runlog.py`) as written, whatever declared them: `load`, `table` (every record of a
+results folder, found by globbing its studies' layouts), the folders of records beside the main ones (`folders`),
+benchmark summaries (`load_summaries`), `StudyRecords` (a study's, picked by `experiments.render.series`),
 `machine_label` (the label of machine, instruction set and code every table and figure uses), `datasets` (of the data),
 and `ratio`/`same_source`, which refuse records of different machines, instruction sets or codes."""
 
 import dataclasses
+import glob
 import json
 import os
 import re
 import statistics
+import string
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import pandas
 
 from common.measure import provenance
 from common.data import sources
@@ -21,16 +25,36 @@ DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tabl
 Record = Dict[str, Any]
 
 
-def _read_json(path: str) -> Optional[Any]:
+def load(path: str) -> Optional[Record]:
+  """The record (or any JSON file) at `path` as written, or None when there is none."""
   if not os.path.exists(path):
     return None
   with open(path) as f:
     return json.load(f)
 
 
-def load(path: str) -> Optional[Record]:
-  """The record (or any JSON file) at `path` as written, or None when there is none."""
-  return _read_json(path)
+def table(output_dir: str, layouts: Mapping[str, str]) -> pandas.DataFrame:
+  """Every record under `output_dir` that a study's layout ({study: layout, e.g. "runs/{study}/{preset}_{run}.json"})
+  places, found by globbing (no declaration read, no plan built): one row each, indexed by its file (relative to
+  `output_dir`, "/"-separated: `presets.record_file`), with the columns study, preset ("" where the layout names
+  none), run and record (as written)."""
+  rows = []
+  for study, layout in layouts.items():
+    fields = {"study": re.escape(study), "preset": "(?P<preset>[^/_]+)", "run": "(?P<run>[^/]+)"}
+    pattern = "".join(re.escape(text) + fields.get(name, "") for text, name, _, _ in string.Formatter().parse(layout))
+    for path in sorted(glob.glob(os.path.join(output_dir, layout.format(study=study, preset="*", run="*")))):
+      file = os.path.relpath(path, output_dir).replace(os.sep, "/")
+      match = re.fullmatch(pattern, file)
+      if match:
+        rows.append({"file": file, "study": study, "preset": match.groupdict().get("preset", ""), "run": match["run"],
+                     "record": load(path)})
+  return pandas.DataFrame(rows, columns=["file", "study", "preset", "run", "record"]).set_index("file")
+
+
+def of(found: pandas.DataFrame, study: str, preset: str) -> Dict[str, Record]:
+  """{run: record} of `study`'s rows at `preset` in a `table`."""
+  rows = found[(found["study"] == study) & (found["preset"] == preset)]
+  return dict(zip(rows["run"], rows["record"]))
 
 
 def folders(output_dir: str) -> List[str]:
@@ -52,9 +76,9 @@ def mismatches(record: Mapping, spec: Any) -> List[str]:
 
 @dataclasses.dataclass
 class StudyRecords:
-  """A study's records (`experiments.render.series.gather`): the preset shown, its {run: record}, {preset: {run:
+  """A study's records (`experiments.render.series.load_all`): the preset shown, its {run: record}, {preset: {run:
   record}} of the others, the folder they were loaded from, the study's declaration (`presets.Study`) and its runs
-  at the preset shown (`presets.Run`s, shared runs resolved)."""
+  at the preset shown (`presets.Run`s, shared runs resolved, in the order the driver runs them)."""
   study: str
   preset: str
   runs: Dict[str, Record]

@@ -7,9 +7,7 @@ and Fashion-MNIST; stage "confirm" runs the best few at the cpu preset's size (1
 candidate is ranked by its validation accuracy averaged over both datasets and the seeds; test accuracy is not read.
 """
 
-import functools
 import itertools
-import os
 from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from common.settings import programs
@@ -179,37 +177,28 @@ SIZES = dict(
     smoke=dict(coarse=SMOKE_ACCURACY, confirm=SMOKE_ACCURACY, grid_points=1, seeds=(0,), datasets=("mnist",)))
 
 
-def runs(s) -> List[Run]:
-  """The coarse stage's runs, then (once every coarse record exists in s["output_dir"]) the confirm stage's."""
-  datasets_ = s.get("datasets", DATASETS)
-
-  def runs(stage, size, candidates):
-    return [spec(run_name(stage, d, cand, seed), programs.GREEDY, size["hidden"],
-                 size["epochs"] if cand.pretrained else 0, size["batch"], 1, size["examples"], size["epochs"],
-                 settings={**cand.settings, "dataset": d}, seed=seed, may_fail=True)
-            for cand in candidates for d in datasets_ for seed in s.get("seeds", SEEDS)]
-  coarse = runs("coarse", s["coarse"], coarse_candidates(s.get("grid_points")))
-  folder = os.path.join(s["output_dir"], "runs", "pretraining_sweep")
-  files = tuple((r.name, os.path.join(folder, f"{s['preset']}_{r.name}.json")) for r in coarse)
-  stamps = tuple(_stamp(path) for _, path in files)
-  if None in stamps:
-    return coarse
-  return coarse + runs("confirm", s["confirm"], _confirmed(files, stamps, tuple(datasets_)))
+NAME = "pretraining_sweep"  # the study (experiments/studies/pretraining_sweep.py), whose records its later stage reads
 
 
-def _stamp(path: str) -> Optional[Tuple[int, int]]:
-  """(modification time in ns, size) of the file at `path`, None when there is none."""
-  try:
-    stat = os.stat(path)
-  except FileNotFoundError:
-    return None
-  return stat.st_mtime_ns, stat.st_size
+def _runs(s, stage: str, candidates: Sequence[Candidate]) -> List[Run]:
+  """Greedy runs of `candidates` at `stage`'s size of sizes `s`, per dataset and seed; each may fail (diverge)."""
+  size = s[stage]
+  return [spec(run_name(stage, d, cand, seed), programs.GREEDY, size["hidden"], size["epochs"] if cand.pretrained
+               else 0, size["batch"], 1, size["examples"], size["epochs"], settings={**cand.settings, "dataset": d},
+               seed=seed, may_fail=True)
+          for cand in candidates for d in s.get("datasets", DATASETS) for seed in s.get("seeds", SEEDS)]
 
 
-@functools.lru_cache(maxsize=16)
-def _confirmed(files: Tuple[Tuple[str, str], ...], stamps: Tuple, datasets_: Tuple[str, ...]) -> Tuple[Candidate, ...]:
-  """The confirm stage's candidates chosen from the coarse records `files` ((run, path) pairs), read again only when
-  their `stamps` change: every table and figure builds the studies' runs, often."""
-  del stamps  # part of the cache key only
-  found = {name: records.load(path) for name, path in files}
-  return tuple(confirm_candidates(rows(found, "coarse", datasets_)))
+def coarse_runs(s) -> List[Run]:
+  """The sweep's first stage: every coarse candidate at sizes `s` (`SIZES` of a preset)."""
+  return _runs(s, "coarse", coarse_candidates(s.get("grid_points")))
+
+
+def confirm_runs(s, found) -> List[Run]:
+  """The sweep's second stage: its confirm candidates, chosen from the coarse stage's records in `found`
+  (`records.table`); none until every coarse run has its record."""
+  mine, coarse = records.of(found, NAME, s["preset"]), coarse_runs(s)
+  if any(r.name not in mine for r in coarse):
+    return []
+  return _runs(s, "confirm", confirm_candidates(rows({r.name: mine[r.name] for r in coarse}, "coarse",
+                                                     s.get("datasets", DATASETS))))

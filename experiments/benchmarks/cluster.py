@@ -36,11 +36,10 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   }
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="cluster", runs=configurations, summarize=summarize, folder=lambda s: "records",
     defaults={"hidden_units": "1000,1000", "pretrain_epochs": 4, "train_examples": 11_000},
     columns=(("cluster_overhead", "cluster overhead (cluster / in-process - 1)"),), order=11)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

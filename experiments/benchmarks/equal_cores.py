@@ -136,14 +136,13 @@ def figure(summaries: Mapping[str, dict]):
   return fig
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="equal_cores", title="Equal cores: which program finishes first on this machine", runs=configurations,
     summarize=summarize, section=section, figure=figure, figure_file="equal_cores.png",
     defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"cores": (0, "N, the cores every configuration uses (devices x threads per device); 0: all of the "
                           "machine's.")},
     folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", order=12)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -97,7 +97,7 @@ def details(summary: Dict):
        m["finetune_speedup_vs_one_core"], m["finetune_placement"]] for name, m in summary["configurations"].items()]
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="limit", runs=configurations, summarize=summarize, details=details,
     defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 2,
               "train_examples": 11_000, "num_devices": 2, "repeats": 3},
@@ -109,7 +109,6 @@ BENCHMARK = presets.Study(
             ("pipeline_fraction", "pipeline, fraction of the limit (faster pool)"),
             ("finetune_speedup", "finetuning / one core (faster pool)"))) + (
         ("bf16_over_f32_finetune_one_core", "one core's finetuning, float32 / bfloat16 seconds"),), order=10)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -88,7 +88,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   return out
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name=MP.name, runs=configurations, summarize=summarize,
     defaults={"hidden_units": "1000,1000", "pretrain_epochs": 4, "train_examples": 11_000},
     folder=lambda s: f"b{s.batch_size}" + ("_variants" if len(_variants(s)) > 1 else ""),
@@ -98,7 +98,6 @@ BENCHMARK = presets.Study(
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_sync_layerwise", "speedup vs sync_layerwise"),
              ("bound_speedup_vs_greedy", "bound vs greedy"), ("fraction_of_bound", "fraction of bound"),
              ("cores_bound_speedup_vs_greedy", "bound with shared cores vs greedy")), order=3)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -73,13 +73,12 @@ def bf16_over_f32(output_dir: str, data, used: List[dict]) -> str:
   return ", ".join(parts) or "not measured yet"
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="precision", runs=configurations, summarize=summarize, defaults={"train_examples": 55_000},
     headline=(presets.Headline(8, "bfloat16 over float32, pretraining: the programs' medians (batch, instruction set)",
                                "—", bf16_over_f32),),
     columns=tuple((f"speedup_{p.name}", f"{p.label}: f32 s / bf16 s") for p in programs.PROGRAMS)
     + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details, order=2)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -48,10 +48,9 @@ HEADLINE = (
     presets.Headline(2, "Beyond the report, same benchmark", "—",
                      lambda output_dir, data, used: speedups(output_dir, ["pp", "adp"], used)))
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name=NAME, headline=HEADLINE, runs=configurations, summarize=summarize,
     defaults={"batch_size": 5000, "pretrain_epochs": 10, "train_examples": 10_000}, order=1)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

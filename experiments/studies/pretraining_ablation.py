@@ -110,12 +110,12 @@ def ablation_figure(data, others=None):
   return fig
 
 
-def _runs(s) -> List[Run]:
-  """Its own runs, and the sweep's confirm-stage runs of its best candidate without pretraining (shared)."""
-  runs = sweep.runs(dict(sweep.SIZES[s["preset"]], preset=s["preset"], output_dir=s["output_dir"]))
-  own = [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.config.seed}", may_fail=False)
-         for r in runs if r.name.startswith("confirm_") and r.name.split("_")[2] == "none"]
-  return ablation_runs(spec, s) + own
+def _none_own(s, found) -> List[Run]:
+  """Its second stage: the sweep's confirm-stage runs of its best candidate without pretraining (shared), once the
+  sweep's coarse records in `found` choose it."""
+  runs = sweep.confirm_runs(dict(sweep.SIZES[s["preset"]], preset=s["preset"]), found)
+  return [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.config.seed}", may_fail=False)
+          for r in runs if r.name.split("_")[2] == "none"]
 
 
 def headline_gain(output_dir: str, data, used: List[dict]) -> str:
@@ -135,8 +135,8 @@ def headline_gain(output_dir: str, data, used: List[dict]) -> str:
 
 PRETRAINING_ABLATION = Study(
     "pretraining_ablation", "Does pretraining help? No pretraining, the report's recipe and the tuned one (greedy)",
-    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), _runs, ablation_table, ablation_figure, kind="own",
-    timed=False, order=16, shares=("pretraining_sweep",), headline=(Headline(
+    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), lambda s: ablation_runs(spec, s), ablation_table,
+    ablation_figure, kind="own", timed=False, order=16, shares=(sweep.NAME,), later=(_none_own,), headline=(Headline(
         6, "Test accuracy added by tuned pretraining over none at its own best rate, 4 × 500 units", "—",
         headline_gain),))
 STUDIES = (PRETRAINING_ABLATION,)

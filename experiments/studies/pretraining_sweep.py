@@ -67,5 +67,5 @@ def _datasets(runs: dict) -> List[str]:
 
 PRETRAINING_SWEEP = Study(
     "pretraining_sweep", "Pretraining sweep: the tuned recipe, chosen on validation accuracy", sweep.SIZES,
-    sweep.runs, sweep_table, kind="own", timed=False, order=15)
+    sweep.coarse_runs, sweep_table, kind="own", timed=False, order=15, later=(sweep.confirm_runs,))
 STUDIES = (PRETRAINING_SWEEP,)
