@@ -37,22 +37,13 @@ def call(command: Sequence[str], log: Optional[IO] = None, capture: bool = False
                         stderr=subprocess.STDOUT if log else pipe)
 
 
-def native_bfloat16() -> bool:
-  """Whether this processor has native bfloat16 arithmetic (`common.measure.provenance`, without TensorFlow; the programs
-  refuse bfloat16 without it, unless on a GPU, which the driver does not run on)."""
-  return provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
-
-
-def computes_in_bfloat16(spec: presets.Run) -> bool:
-  """Whether the run computes in mixed_bfloat16, which needs `native_bfloat16`."""
-  return spec.config.precision == programs.PRECISIONS[1]
-
-
 def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> List["Job"]:
-  """`jobs`, but on a processor without native bfloat16 those that compute in bfloat16 and have no record (the
-  programs would refuse them), left out with one line naming them."""
-  native = native_bfloat16()
-  left = [j for j in jobs if not native and computes_in_bfloat16(j.spec) and records.load(j.record) is None]
+  """`jobs`, but on a processor without native bfloat16 arithmetic (`common.measure.provenance`, read without
+  TensorFlow) those that compute in mixed_bfloat16 and have no record (the programs would refuse them, unless on a
+  GPU, which the driver does not run on), left out with one line naming them."""
+  native = provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
+  left = [j for j in jobs if not native and j.spec.config.precision == programs.PRECISIONS[1]
+          and records.load(j.record) is None]
   if left:
     out(f"[driver] leaving out {len(left)} bfloat16 run(s) without a record ({', '.join(j.run_name for j in left)}): "
         "this processor has no native bfloat16, which the programs need for them")

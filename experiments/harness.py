@@ -29,6 +29,10 @@ PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
 # default (<dir>/<benchmark name>, relative to the repository root).
 SHARED_DEFAULTS = {"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 2,
                    "train_examples": 22_000, "num_devices": 2, "repeats": 3}
+SHARED_HELPS = {"hidden_units": "Hidden units.", "batch_size": "Global batch of every run.",
+                "pretrain_epochs": "Pretraining epochs E of every run.", "train_examples": "Training images.",
+                "num_devices": "Devices of the parallel configurations.", "repeats": "Runs of each configuration "
+                "(alternated)."}
 OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")
 # A held-out loss counts as reached at its reference's final one times 1 + this.
 LOSS_TOLERANCE = 0.01
@@ -229,37 +233,25 @@ def setting(benchmark: presets.Benchmark, overrides: Mapping[str, Any]) -> Setti
                  **{name: v.pop(name) for name in SHARED_DEFAULTS if name != "hidden_units"}, options=v)
 
 
-def command(benchmark: presets.Benchmark, overrides: Mapping[str, Any]) -> List[str]:
-  """The command line of a setting, "python" first: `python -m experiments.benchmarks.<name> --flag=value ...` of
-  `overrides` only (lists comma-joined); ValueError for a flag the benchmark does not have."""
-  setting(benchmark, overrides)
-  return ["python", "-m", f"experiments.benchmarks.{benchmark.name}"] + [
-      f"--{name}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for name, v in overrides.items()]
-
-
 def main(benchmark: presets.Benchmark) -> None:
   """The command line of a benchmark module: the shared flags (with the benchmark's defaults) and its options."""
-  d = defaults(benchmark)
-  helps = {"batch_size": "Global batch of every run.", "pretrain_epochs": "Pretraining epochs E of every run.",
-           "train_examples": "Training images.", "num_devices": "Devices of the parallel configurations.",
-           "repeats": "Runs of each configuration (alternated)."}
-  shared = {"hidden_units": flags.DEFINE_list("hidden_units", str(d["hidden_units"]).split(","), "Hidden units."),
-            **{name: flags.DEFINE_integer(name, d[name], text) for name, text in helps.items()}}
+  helps = {**SHARED_HELPS, **{name: text for name, (_, text) in benchmark.options.items()}}
+  define = {list: flags.DEFINE_list, tuple: flags.DEFINE_list, str: flags.DEFINE_string, float: flags.DEFINE_float}
+  holders = {name: define.get(list if name == "hidden_units" else type(default), flags.DEFINE_integer)(
+      name, list(default) if isinstance(default, tuple) else default, helps[name])
+             for name, default in defaults(benchmark).items()}
   output = flags.DEFINE_string("output_dir", os.path.join(OUTPUT_DIR, benchmark.name), "Where records and summary go.")
   work = flags.DEFINE_string("work_dir", os.path.join(WORK_DIR, benchmark.name), "Program logs.")
-  define = {list: flags.DEFINE_list, tuple: flags.DEFINE_list, str: flags.DEFINE_string, float: flags.DEFINE_float}
-  options = {name: define.get(type(default), flags.DEFINE_integer)(
-      name, [str(v) for v in default] if isinstance(default, (list, tuple)) else default, text)
-             for name, (default, text) in benchmark.options.items()}
-  for holder in (*shared.values(), output, work, *options.values()):
+  for holder in (*holders.values(), output, work):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[holder.name])  # shown by --help
 
   def _main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
-    chosen = setting(benchmark, {name: holder.value for name, holder in {**shared, **options}.items()})
+    chosen = setting(benchmark, {name: holder.value for name, holder in holders.items()})
     try:
-      path, _ = run(benchmark, chosen, output.value, work.value, " ".join(command(benchmark, {}) + sys.argv[1:]))
+      path, _ = run(benchmark, chosen, output.value, work.value,
+                    " ".join(["python", "-m", f"experiments.benchmarks.{benchmark.name}", *sys.argv[1:]]))
     except (driver.RunFailedError, ValueError) as e:
       print(f"error: {e}", file=sys.stderr)
       sys.exit(1)

@@ -1,6 +1,6 @@
-"""The pretraining sweep's candidates, stages and selection (docs/pretraining.md), and what the three pretraining
-studies share (seeds, datasets, sizes, `by_arm`, `accuracy`, `spread_text`): below the study files, which import
-none of one another.
+"""The pretraining sweep's candidates, stages and selection (docs/pretraining.md), and what the pretraining studies
+share (seeds, datasets, sizes, `by_arm`, `accuracy`, `gains`, `heldout_means`, `spread_text`): below the study files,
+which import none of one another.
 
 Stage "coarse" runs every candidate at a small size (4 x 500 units, 5,500 images, 6 + 6 epochs), 3 seeds, on MNIST
 and Fashion-MNIST; stage "confirm" runs the best few at the cpu preset's size (11,000 images, 12 + 12 epochs). A
@@ -14,15 +14,19 @@ from common.settings import programs
 from experiments import records
 from experiments.presets import Run, spec
 
-
+NAME = "pretraining_sweep"  # the study (experiments/studies/pretraining_sweep.py), whose records its later stage reads
 SEEDS = (0, 1, 2)
 DATASETS = ("mnist", "fashion_mnist")
 SHORT = {"mnist": "mnist", "fashion_mnist": "fashion"}
+VAL = "validation_accuracy"  # finetuning's best (kept) epoch's, as a record gives it
 # The grid: plain SGD pretraining rates, masking-noise levels, finetuning rates (all finetuning with the cosine
 # schedule and the best validation epoch kept); and without pretraining, the finetuning rates alone.
 PRETRAIN_RATES = (0.03, 0.1, 0.3, 1.0)
 CORRUPTIONS = (0.1, 0.25, 0.5)
 FINETUNE_RATES = (0.3, 1.0, 3.0)
+# A candidate is chosen among the pretrained ones by its score: the mean over the datasets of its mean validation
+# accuracy over the seeds. One that failed (its training diverged) in any run is not chosen.
+CONFIRMED = 3  # the best coarse candidates confirmed at the cpu preset's size
 
 
 class Candidate(NamedTuple):
@@ -32,25 +36,19 @@ class Candidate(NamedTuple):
   pretrained: bool = True
 
 
-def _g(x: float) -> str:
-  return f"{x:g}"
-
-
 def candidate(pretrain_rate: float, corruption: float, finetune_rate: float, schedule: str = "cosine",
               keep_best: bool = True) -> Candidate:
   """The candidate with these values."""
-  name = (f"p{_g(pretrain_rate)}_c{_g(corruption)}_f{_g(finetune_rate)}"
-          + ("" if schedule == "cosine" else f"_{schedule}"))
+  name = f"p{pretrain_rate:g}_c{corruption:g}_f{finetune_rate:g}" + ("" if schedule == "cosine" else f"_{schedule}")
   return Candidate(name, dict(pretrain_learning_rate=pretrain_rate, corruption=corruption,
                               finetune_learning_rate=finetune_rate, finetune_lr_schedule=schedule,
                               finetune_keep_best=keep_best))
 
 
-def no_pretraining(finetune_rate: float, schedule: str = "cosine") -> Candidate:
+def no_pretraining(finetune_rate: float) -> Candidate:
   """Finetuning from the initial weights at this rate (--pretrain_epochs=0 is set by the run)."""
-  return Candidate(f"none_f{_g(finetune_rate)}" + ("" if schedule == "cosine" else f"_{schedule}"),
-                   dict(finetune_learning_rate=finetune_rate, finetune_lr_schedule=schedule, finetune_keep_best=True),
-                   pretrained=False)
+  return Candidate(f"none_f{finetune_rate:g}", dict(finetune_learning_rate=finetune_rate,
+                                                   finetune_lr_schedule="cosine", finetune_keep_best=True), False)
 
 
 REPORT = Candidate("report", {})
@@ -68,11 +66,6 @@ def run_name(stage: str, dataset: str, cand: Candidate, seed: int) -> str:
   return f"{stage}_{SHORT[dataset]}_{cand.name}_s{seed}"
 
 
-# A candidate is chosen among the pretrained ones by SCORE: the mean over the datasets of its mean validation accuracy
-# over the seeds. One that failed (its training diverged) in any run is not chosen.
-CONFIRMED = 3  # the best coarse candidates confirmed at the cpu preset's size
-
-
 def parse(run: str) -> Tuple[str, str, str, int]:
   """(stage, dataset, candidate, seed) of a sweep run's name, e.g. "coarse_mnist_p0.1_c0.25_f1_s0"."""
   stage, short, rest = run.split("_", 2)
@@ -80,41 +73,30 @@ def parse(run: str) -> Tuple[str, str, str, int]:
   return stage, {v: k for k, v in SHORT.items()}[short], name, int(seed)
 
 
-def validation(record: dict) -> Optional[float]:
-  """The validation accuracy a run finished with (its kept epoch's), None when it failed."""
-  return None if record.get("failed") else (record.get("finetune") or {}).get("validation_accuracy")
-
-
 def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dict]:
   """Per candidate of `stage` (in the order of the records' names): {"candidate", "pretrained", "datasets": {dataset:
-  {"mean", "min", "max", "runs"}}, "failed" (runs that failed), "score" (None unless every run of both datasets
-  finished), "heldout": {dataset: mean held-out reconstruction per layer}}. Test accuracy is not read."""
+  [validation accuracy per finished run]}, "failed" (runs that failed), "score" (None unless every run of both
+  datasets finished)}. Test accuracy is not read."""
   out: dict = {}
   for name, record in sorted(runs.items()):
     s, dataset, cand, _ = parse(name)
     if s != stage:
       continue
     row = out.setdefault(cand, {"candidate": cand, "pretrained": not cand.startswith("none") and
-                                record["config"].get("pretrain_epochs", 1) > 0, "values": {}, "failed": 0,
-                                "heldout_values": {}})
-    value = validation(record)
+                                record["config"].get("pretrain_epochs", 1) > 0, "datasets": {}, "failed": 0})
+    value = accuracy(record, VAL)  # None for a run that failed: its record has no finetuning
     row["failed"] += value is None
     if value is not None:
-      row["values"].setdefault(dataset, []).append(value)
-      row["heldout_values"].setdefault(dataset, []).append([h["loss"] for h in record["heldout_reconstruction"]])
+      row["datasets"].setdefault(dataset, []).append(value)
   for row in out.values():
-    values = row.pop("values")
-    row["datasets"] = {d: {"mean": sum(v) / len(v), "min": min(v), "max": max(v), "runs": len(v)}
-                       for d, v in values.items()}
-    heldout = row.pop("heldout_values")
-    row["heldout"] = {d: [sum(layer) / len(layer) for layer in zip(*h)] for d, h in heldout.items()}
     complete = not row["failed"] and set(row["datasets"]) == set(datasets)
-    row["score"] = sum(v["mean"] for v in row["datasets"].values()) / len(datasets) if complete else None
+    row["score"] = sum(sum(v) / len(v) for v in row["datasets"].values()) / len(datasets) if complete else None
   return list(out.values())
 
 
 def ranked(stage_rows: List[dict]) -> List[dict]:
-  """The grid's pretrained candidates with a score, best first (the report's values are the reference, not one)."""
+  """The grid's pretrained candidates with a score, best first (the report's values are the reference, not one): the
+  confirm stage's first is the sweep's choice, the tuned recipe."""
   return sorted((r for r in stage_rows if r["pretrained"] and r["score"] is not None and r["candidate"] != REPORT.name),
                 key=lambda r: -r["score"])
 
@@ -132,26 +114,18 @@ def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
   none = max((r for r in coarse_rows if not r["pretrained"] and r["score"] is not None and r["candidate"] != "report"),
              key=lambda r: r["score"])
   last = Candidate(f"{top[0].name}_last", candidate(p, c, f, keep_best=False).settings)
-  return top + [candidate(p, c, f, "constant"), last,
-                by_name[none["candidate"]], REPORT]
+  return top + [candidate(p, c, f, "constant"), last, by_name[none["candidate"]], REPORT]
 
 
-def chosen(confirm_rows: List[dict]) -> Optional[str]:
-  """The confirm stage's best pretrained candidate (the tuned recipe), None before its records exist."""
-  best = ranked(confirm_rows)
-  return best[0]["candidate"] if best else None
-
-
-def spread_text(values: Sequence[float], scale: float = 1.0, digits: int = 4) -> str:
-  """"mean (min–max)" of `values` times `scale`, or "—"."""
+def spread_text(values: Sequence[float], digits: int = 4) -> str:
+  """"mean (min–max)" of `values`, or "—"."""
   if not values:
     return "—"
-  v = [x * scale for x in values]
-  return f"{sum(v) / len(v):.{digits}f} ({min(v):.{digits}f}–{max(v):.{digits}f})"
+  return f"{sum(values) / len(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
 
 def by_arm(runs: dict) -> dict:
-  """{(dataset short name, arm): {seed: record}} of the ablation's records."""
+  """{(dataset short name, arm): {seed: record}} of records named <dataset>_<arm>_s<seed>."""
   out: dict = {}
   for name, r in runs.items():
     short, rest = name.split("_", 1)
@@ -166,18 +140,24 @@ def accuracy(r: dict, key: str = "test_accuracy") -> Optional[float]:
   return (r.get("finetune") or {}).get(key)
 
 
+def gains(rs: Mapping[int, dict], base: Mapping[int, dict], key: str = "test_accuracy") -> List[float]:
+  """Points (100 x) of `key` accuracy by which each record of `rs` ({seed: record}) beats `base`'s of its seed, over
+  the seeds both have, in order."""
+  return [100 * (accuracy(rs[s], key) - accuracy(base[s], key)) for s in sorted(rs) if s in base]
+
+
+def heldout_means(rs: Sequence[dict]) -> List[float]:
+  """Each layer's held-out reconstruction loss at the end of pretraining (`heldout_reconstruction`), mean over `rs`."""
+  return [sum(layer) / len(layer) for layer in zip(*([h["loss"] for h in r["heldout_reconstruction"]] for r in rs))]
+
+
 # The pretraining studies' sizes: the cpu preset's accuracy size, 3 seeds, MNIST and Fashion-MNIST.
 CPU_ACCURACY = dict(examples=11_000, epochs=12, hidden=(500,) * 4, batch=100)
 SMOKE_ACCURACY = dict(examples=400, epochs=1, hidden=(16, 16), batch=40, seeds=(0,), datasets=("mnist",))
-
-
 # The sweep's sizes per preset: its coarse stage, its confirm stage (the pretraining studies' accuracy size).
 SIZES = dict(
     pretraining=dict(coarse=dict(examples=5500, epochs=6, hidden=(500,) * 4, batch=100), confirm=CPU_ACCURACY),
     smoke=dict(coarse=SMOKE_ACCURACY, confirm=SMOKE_ACCURACY, grid_points=1, seeds=(0,), datasets=("mnist",)))
-
-
-NAME = "pretraining_sweep"  # the study (experiments/studies/pretraining_sweep.py), whose records its later stage reads
 
 
 def _runs(s, stage: str, candidates: Sequence[Candidate]) -> List[Run]:

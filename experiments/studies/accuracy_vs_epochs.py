@@ -84,9 +84,7 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-ACCURACY_VS_EPOCHS = Study(
+STUDIES = (Study(
     "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel",
     presets.ACCURACY_SIZES, presets.accuracy_runs, table,
-    figure, timed=False, order=6, reported=REPORTED)
-
-STUDIES = (ACCURACY_VS_EPOCHS,)
+    figure, timed=False, order=6, reported=REPORTED),)

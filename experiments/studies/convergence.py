@@ -76,8 +76,6 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-CONVERGENCE = Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
+STUDIES = (Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
                     presets.comparison_runs, table, figure, order=10,
-                    shares=("strategy_comparison",))
-
-STUDIES = (CONVERGENCE,)
+                    shares=("strategy_comparison",)),)

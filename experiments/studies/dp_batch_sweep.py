@@ -62,12 +62,10 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-DP_BATCH_SWEEP = Study("dp_batch_sweep", "Data parallel: seconds per epoch of one layer vs global batch", dict(
+STUDIES = (Study("dp_batch_sweep", "Data parallel: seconds per epoch of one layer vs global batch", dict(
     paper=dict(examples=55_000, epochs=2, units=2000, devices=4, batches=(
         52, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 9000)),
     cpu=dict(examples=18_000, epochs=2, units=1000, devices=2,
              batches=(52, 100, 200, 300, 500, 700, 1000, 2000, 4000, 6000, 7000, 9000)),
     smoke=dict(examples=400, epochs=1, units=32, devices=2, batches=(52, 200))), _dp_batch_sweep, table, figure,
-    order=3, reported=REPORTED)
-
-STUDIES = (DP_BATCH_SWEEP,)
+    order=3, reported=REPORTED),)

@@ -44,9 +44,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "trained on); test accuracy is reported once, for the chosen candidate (and the greedy reference). " + SINGLE]
 
 
-LARGE_BATCH = Study(
+STUDIES = (Study(
     "large_batch", "Large-batch study: which recipe lets data parallel at a large batch match greedy", dict(
         mid=dict(examples=55_000, epochs=10, hidden=(1000,) * 4, batch=5000, devices=2, reference_batch=100)),
-    _large_batch, table, kind="own", layout="large_batch/{preset}/{run}.json", timed=False, order=13)
-
-STUDIES = (LARGE_BATCH,)
+    _large_batch, table, kind="own", layout="large_batch/{preset}/{run}.json", timed=False, order=13),)

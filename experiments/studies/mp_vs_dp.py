@@ -70,11 +70,9 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-MP_VS_DP = Study("mp_vs_dp", "Model parallel vs data parallel at a large batch", dict(
+STUDIES = (Study("mp_vs_dp", "Model parallel vs data parallel at a large batch", dict(
     paper=dict(examples=55_000, epochs=(30, 60), batch=7000, devices=4, config_1=CONFIG_1, config_2=CONFIG_2),
     cpu=dict(examples=14_000, epochs=(5, 10), batch=7000, devices=2, config_1=(1000,) * 4,
              config_2=(1000, 500, 250, 50)),
     smoke=dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16))), _mp_vs_dp,
-    table, figure, order=5, reported=REPORTED, shares=("dp_scaling", "mp_scaling_b5000"))
-
-STUDIES = (MP_VS_DP,)
+    table, figure, order=5, reported=REPORTED, shares=("dp_scaling", "mp_scaling_b5000")),)

@@ -37,11 +37,9 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "cannot make the pair)."]
 
 
-PRECISION_ACCURACY = Study(
+STUDIES = (Study(
     "precision_accuracy", "Mixed precision (beyond the report): bfloat16 beside float32, accuracy and reconstruction",
     dict(paper=dict(examples=55_000, epochs=30, batch=100, hidden=CONFIG_1, devices=2),
          cpu=dict(examples=11_000, epochs=12, batch=100, hidden=(500,) * 4, devices=2),
          smoke=dict(examples=400, epochs=2, batch=40, hidden=(32, 32), devices=2)), _precision, table,
-    kind="beyond", timed=False, order=12, shares=("accuracy_vs_epochs",))
-
-STUDIES = (PRECISION_ACCURACY,)
+    kind="beyond", timed=False, order=12, shares=("accuracy_vs_epochs",)),)

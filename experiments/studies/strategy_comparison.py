@@ -51,8 +51,6 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-STRATEGY_COMPARISON = Study("strategy_comparison", "Does parallelism help? Pretraining time per program",
+STUDIES = (Study("strategy_comparison", "Does parallelism help? Pretraining time per program",
                             presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9,
-                            reported=REPORTED)
-
-STUDIES = (STRATEGY_COMPARISON,)
+                            reported=REPORTED),)
