@@ -50,13 +50,6 @@ def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> 
   return [j for j in jobs if j not in left]
 
 
-def this_machine() -> str:
-  """This machine as a driver-log line names it, e.g. "AMD EPYC, AVX2, 2 cores" (processor, instruction set, cores
-  this process can use; `records.host`'s words)."""
-  isa = provenance.instruction_set(provenance.cpu_flags()) or records.NO_ISA
-  return f"{records.processor(provenance.cpu_model())}, {isa}, {provenance.usable_cores()} cores"
-
-
 class RunFailedError(Exception):
   """A training program exited with an error, or a stored record no longer matches its run."""
 
@@ -133,8 +126,11 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
     stale = records.mismatches(records.load(j.record), j.spec)
     if stale:
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
-  lock, started, here = threading.Lock(), time.perf_counter(), this_machine()
-  done = {"runs": 0}
+  lock, started, done = threading.Lock(), time.perf_counter(), {"runs": 0}
+  # This machine as each driver-log line names it, in `records.host`'s words, e.g. "AMD EPYC, AVX2, 2 cores" (the
+  # cores this process can use).
+  isa = provenance.instruction_set(provenance.cpu_flags()) or records.NO_ISA
+  here = f"{records.processor(provenance.cpu_model())}, {isa}, {provenance.usable_cores()} cores"
 
   def progress(j: Job, what: str) -> None:
     with lock:

@@ -252,9 +252,10 @@ def layer_epoch_seconds(record: Mapping) -> List[float]:
   return [median_epoch_seconds(record, k) for k in range(len(record["layers"]))]
 
 
-def test_accuracy(record: Mapping) -> Optional[float]:
-  """The finetuned test accuracy in [0, 1], or None when the run did not finetune."""
-  return (record.get("finetune") or {}).get("test_accuracy")
+def accuracy(record: Mapping, key: str = "test_accuracy") -> Optional[float]:
+  """The finetuned `key` ("test_accuracy" or "validation_accuracy", the kept epoch's) in [0, 1], or None when the run
+  did not finetune (or failed)."""
+  return (record.get("finetune") or {}).get(key)
 
 
 def has_heldout_curves(record: Mapping) -> bool:

@@ -1,5 +1,5 @@
 """The pretraining sweep's candidates, stages and selection (docs/pretraining.md), and what the pretraining studies
-share (seeds, datasets, sizes, `by_arm`, `accuracy`, `gains`, `heldout_means`, `spread_text`): below the study files,
+share (seeds, datasets, sizes, `by_arm`, `gains`, `heldout_means`, `spread_text`): below the study files,
 which import none of one another.
 
 Stage "coarse" runs every candidate at a small size (4 x 500 units, 5,500 images, 6 + 6 epochs), 3 seeds, on MNIST
@@ -13,6 +13,7 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 from common.settings import programs
 from experiments import records
 from experiments.presets import Run, spec
+from experiments.records import accuracy
 
 NAME = "pretraining_sweep"  # the study (experiments/studies/pretraining_sweep.py), whose records its later stage reads
 SEEDS = (0, 1, 2)
@@ -132,12 +133,6 @@ def by_arm(runs: dict) -> dict:
     arm, seed = rest.rsplit("_s", 1)
     out.setdefault((short, arm), {})[int(seed)] = r
   return out
-
-
-def accuracy(r: dict, key: str = "test_accuracy") -> Optional[float]:
-  """A record's finetuning `key` ("test_accuracy" or "validation_accuracy", in [0, 1]); None for a run that did not
-  finetune (or failed)."""
-  return (r.get("finetune") or {}).get(key)
 
 
 def gains(rs: Mapping[int, dict], base: Mapping[int, dict], key: str = "test_accuracy") -> List[float]:

@@ -112,7 +112,7 @@ def _runs(s):
 
 
 def table(data, others):
-  rows = [[name, r["config"]["batch_size"], records.test_accuracy(r)] for name, r in sorted(data.runs.items())]
+  rows = [[name, r["config"]["batch_size"], records.accuracy(r)] for name, r in sorted(data.runs.items())]
   return md_table(["run", "batch", "test accuracy"], rows), ["Greedy against its batch."]
 
 

@@ -340,7 +340,7 @@ def test_the_headline_rows_are_declared_by_their_studies(output_dir):
 def test_an_earlier_folders_records_get_tables_of_their_own_and_no_headline_cell(output_dir, tmp_path):
   # The full-size bfloat16 run moved to a folder "earlier", with a precision benchmark folder there and none here:
   # it loads like any folder of records (`records.folders`), named by nothing in the code.
-  out, run = str(tmp_path / "results"), full_size.END_TO_END[programs.PRECISIONS[1]]
+  out, run = str(tmp_path / "results"), "pipeline_parallel_g2_b100_e30_bf16"
   shutil.copytree(output_dir, out)
   earlier = os.path.join(out, "earlier")
   os.makedirs(os.path.join(earlier, "full_size"))

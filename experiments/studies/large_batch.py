@@ -16,7 +16,7 @@ def large_batch_choice(data: records.StudyRecords) -> Tuple[List[dict], Optional
   "test", "losses"}, and the candidate with the highest validation accuracy (test plays no part)."""
   rows = [{"run": name, "record": r, "program": program_of(r), "candidate": program_of(r) != programs.baseline().name,
            "batch": r["config"]["batch_size"], "validation": (r.get("finetune") or {}).get("validation_accuracy"),
-           "test": records.test_accuracy(r), "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]}
+           "test": records.accuracy(r), "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]}
           for name, r in data.runs.items()]
   candidates = [row for row in rows if row["candidate"] and row["validation"] is not None]
   return rows, max(candidates, key=lambda row: row["validation"])["run"] if candidates else None

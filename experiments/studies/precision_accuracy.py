@@ -25,7 +25,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       held, base = [h["loss"] for h in r["heldout_reconstruction"]], by.get((program, f32))
       base = base if base is not None and records.same_source([base, r]) else None  # within one machine only
       gaps = [a / b["loss"] - 1 for a, b in zip(held, base["heldout_reconstruction"])] if base and base is not r else []
-      acc, base_acc = records.test_accuracy(r), records.test_accuracy(base) if base else None
+      acc, base_acc = records.accuracy(r), records.accuracy(base) if base else None
       rows.append([preset, series.program_name(program), precision, fmt(acc, "acc"),
                    " / ".join(f"{x:.2f}" for x in held), " / ".join(f"{100 * g:+.2f}%" for g in gaps) or "—",
                    f"{100 * (acc - base_acc):+.2f}" if gaps and acc is not None and base_acc is not None else "—"])

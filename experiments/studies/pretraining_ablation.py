@@ -7,11 +7,12 @@ from typing import List, Optional, Tuple
 
 from common.settings import programs
 from experiments import records
+from experiments.records import accuracy
 from experiments.presets import Headline, Study, Run, spec
 from experiments.render import figures
 from experiments.render import tables
 from experiments import sweep
-from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, accuracy, by_arm, spread_text
+from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, spread_text
 
 # The ablation's arms: greedy with no pretraining, the report's recipe and the tuned one (their settings).
 ABLATION_ARMS = (("none", {"recipe": "tuned", "pretrain_epochs": 0}), ("report", {"recipe": "report"}),

@@ -11,11 +11,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from matplotlib import figure as mpl_figure
 
 from experiments import records
+from experiments.records import accuracy
 from experiments.presets import Study, spec
 from experiments.schedules import ARMS, BASELINE
 from experiments.render import tables
-from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, accuracy, by_arm, gains
-from experiments.sweep import spread_text
+from experiments.sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, gains,
+                               spread_text)
 
 BASE = BASELINE[0]  # greedy's arm
 

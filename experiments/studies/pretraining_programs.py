@@ -6,9 +6,10 @@ from typing import List, Optional, Sequence, Tuple
 from common.settings import programs
 from experiments import harness
 from experiments import records
+from experiments.records import accuracy
 from experiments.presets import Study, spec
 from experiments.render import tables
-from experiments.sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, accuracy, by_arm, gains,
+from experiments.sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, gains,
                                heldout_means, spread_text)
 
 # A check of one cause of the Fashion-MNIST loss (docs/pretraining.md): the same pretraining, finetuning
