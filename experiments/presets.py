@@ -15,7 +15,6 @@ from common.settings import config as config_lib
 from common.settings import flags as settings_flags
 from common.settings import programs
 from common.settings import recipes
-from experiments import ROOT
 
 PRESETS = ("smoke", "cpu", "paper", "mid", "full", "pretraining")
 CONFIG_1, CONFIG_2 = (2000, 2000, 2000, 2000), (2000, 1000, 500, 100)
@@ -328,21 +327,3 @@ def select(studies: StudyRuns, only: Optional[Sequence[str]]) -> StudyRuns:
     chosen.setdefault(study, [])
     chosen[study] += [r for r in runs if r not in chosen[study]]
   return {name: tuple(chosen[name]) for name in studies if name in chosen} if only else dict(studies)
-
-
-_SHRINK_FLAGS = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"),
-                 ("finetune_epochs", "finetune epochs"), ("batch_size", "batch"), ("hidden_units", "hidden units"),
-                 ("num_devices", "devices"))
-
-
-def shrink_notes(study: Study, preset: str) -> List[str]:
-  """What `preset` changes in `study` from the paper preset, e.g. "examples 5500 (paper 55000)"."""
-  if preset == "paper" or "paper" not in study.sizes:
-    return []
-
-  def values(runs: Sequence[Run], flag: str) -> str:
-    found = sorted(set(getattr(r.config, flag) for r in runs), key=lambda v: (str(type(v)), v))
-    return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
-  notes = [(label, values(runs_of(study, preset), flag), values(runs_of(study, "paper"), flag))
-           for flag, label in _SHRINK_FLAGS]
-  return [f"{label} {a} (paper {b})" for label, a, b in notes if a != b]

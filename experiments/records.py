@@ -242,14 +242,9 @@ def datasets(rs: Sequence[Mapping]) -> str:
   return ", ".join(map(dataset_label, sorted({dataset(r) for r in rs}, key=lambda d: (d != sources.DEFAULT, d))))
 
 
-def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
-  """Median seconds of one pretraining epoch of layer `layer` (0-based)."""
-  return statistics.median(e["seconds"] for e in record["layers"][layer]["epochs"])
-
-
 def layer_epoch_seconds(record: Mapping) -> List[float]:
   """Median seconds of one pretraining epoch of each layer, bottom first."""
-  return [median_epoch_seconds(record, k) for k in range(len(record["layers"]))]
+  return [statistics.median(e["seconds"] for e in layer["epochs"]) for layer in record["layers"]]
 
 
 def accuracy(record: Mapping, key: str = "test_accuracy") -> Optional[float]:

@@ -27,11 +27,6 @@ def cores(data: records.StudyRecords) -> int:
   return min(records.cores(r) for r in data.runs.values())
 
 
-def machine_cores(data: records.StudyRecords) -> int:
-  """The cores of the machine the study's runs ran on (`records.host_cores`; the most, should they differ)."""
-  return max(records.host_cores(r) for r in data.runs.values())
-
-
 def stacks(data: records.StudyRecords) -> Dict[int, Dict[int, dict]]:
   """{hidden layers: {devices: record}} of a scaling study (data parallel: one stack), sorted."""
   out: Dict[int, Dict[int, dict]] = {}
@@ -78,9 +73,19 @@ def program_name(program: str) -> str:
   return programs.get(program).label
 
 
+SHRUNK = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"), ("finetune_epochs", "finetune epochs"),
+          ("batch_size", "batch"), ("hidden_units", "hidden units"), ("num_devices", "devices"))
+
+
 def preset_note(study: presets.Study, preset: str) -> str:
-  """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
-  notes = presets.shrink_notes(study, preset)
+  """"preset cpu: examples 5500 (paper 55000); ..." (what `preset` changes in `study`'s runs from the paper preset,
+  the settings of `SHRUNK`) or "preset paper (the report's settings)"."""
+  def values(p: str, flag: str) -> str:
+    found = sorted({getattr(r.config, flag) for r in presets.runs_of(study, p)}, key=lambda v: (str(type(v)), v))
+    return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
+  notes = [] if preset == "paper" or "paper" not in study.sizes else [
+      f"{label} {a} (paper {b})" for flag, label in SHRUNK for a, b in [(values(preset, flag), values("paper", flag))]
+      if a != b]
   return (f"preset {preset}: " + "; ".join(notes) if notes else
           f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
 

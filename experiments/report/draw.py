@@ -6,7 +6,6 @@ from typing import Callable, Dict, List, Optional
 
 from experiments import presets
 from experiments import records
-from experiments.render import figures
 from experiments.render import series
 
 

@@ -17,7 +17,8 @@ REPORTED = {50: 131.3, 100: 45.3, 200: 20.5, 300: 14.0, 400: 11.4, 500: 9.8, 600
 def sweep_points(data: records.StudyRecords) -> List[Tuple[int, float, float, bool]]:
   """[(global batch, median seconds per epoch, examples per second, oversubscribed)] sorted by batch."""
   return sorted((b, s, (r["config"]["train_examples"] // b) * b / s, records.oversubscribed(r))
-                for r in data.runs.values() for b, s in [(r["config"]["batch_size"], records.median_epoch_seconds(r))])
+                for r in data.runs.values() for b, s in [(r["config"]["batch_size"],
+                                                          records.layer_epoch_seconds(r)[0])])
 
 
 def _dp_batch_sweep(s) -> List[Run]:

@@ -2,7 +2,6 @@
 
 from typing import Dict, List
 
-from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Study, FASHION, GREEDY, HELDOUT, MNIST, MP, NO_PROFILE,
