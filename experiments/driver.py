@@ -125,7 +125,8 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
   for j in (j for j in jobs if j not in todo):
     stale = records.mismatches(records.load(j.record), j.spec)
     if stale:
-      raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
+      raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. "
+                           "Delete it to rerun.")
   lock, started, done = threading.Lock(), time.perf_counter(), {"runs": 0}
   # This machine as each driver-log line names it, in `records.host`'s words, e.g. "AMD EPYC, AVX2, 2 cores" (the
   # cores this process can use).

@@ -27,7 +27,7 @@ REPORT_DP_BATCH_NOTE = ("the report's data-parallel batch was per tower in the o
 # Studies about given programs (the report's figures, and the studies' committed records) name them.
 GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
 # The baseline and every program on several devices: a newly registered one joins these with no edit here.
-COMPARED: Tuple[programs.Program, ...] = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)
+COMPARED = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)
 ACCURACY_COMPARED = tuple(p for p in COMPARED if p is not DP)  # data_parallel's accuracy study is dp_accuracy
 # The comparison runs record the held-out reconstruction after every epoch (the convergence study's loss).
 HELDOUT = {"heldout_every_epoch": True}

@@ -119,7 +119,7 @@ def processor(cpu_model: Optional[str]) -> str:
 
 
 def instruction_set(record: Mapping) -> Optional[str]:
-  """The record's instruction set ("AMX", "AVX2", ...: `common.measure.provenance`), None for a record without cpu_flags."""
+  """The record's instruction set ("AMX", "AVX2", ...: `common.measure.provenance`), None without cpu_flags."""
   return provenance.instruction_set(record["environment"].get("cpu_flags"))
 
 
@@ -127,10 +127,10 @@ NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `env
 
 
 def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str:
-  """The machine a run ran on, "<processor>, <instruction set>[, machine <id>], <its cores> cores" (with `isa`; "instruction set not
-  recorded" for a record made before records kept the processor's flags; ratios are taken within one, `comparable`);
-  with `usable` (cores runs of it could use) fewer than the machine's: "<processor>, ..., 5 of 16 cores" or "5–6 of
-  16"."""
+  """The machine a run ran on, "<processor>, <instruction set>[, machine <id>], <its cores> cores" (with `isa`;
+  "instruction set not recorded" for a record made before records kept the processor's flags; ratios are taken within
+  one, `comparable`); with `usable` (cores runs of it could use) fewer than the machine's: "<processor>, ..., 5 of 16
+  cores" or "5–6 of 16"."""
   total, name = host_cores(record), processor(record["environment"].get("cpu_model"))
   name += f", {instruction_set(record) or NO_ISA}" if isa else ""
   # The machine itself where the record names it (`provenance.machine_id`): two virtual machines of one class are

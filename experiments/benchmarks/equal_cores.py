@@ -42,7 +42,8 @@ def flags_of(name: str) -> str:
     raise ValueError(f"not an equal-cores configuration name: {name!r}")
   pools = programs.get(m["program"]).thread_pools
   pool = "shared" if m["shared"] else "per_device" if len(pools) > 1 and int(m["devices"]) > 1 else ""
-  return f"--num_devices={m['devices']} --threads_per_device={m['threads']}" + (f" --thread_pool={pool}" if pool else "")
+  return (f"--num_devices={m['devices']} --threads_per_device={m['threads']}"
+          + (f" --thread_pool={pool}" if pool else ""))
 
 
 def configurations(s: harness.Setting) -> List:
@@ -54,7 +55,8 @@ def configurations(s: harness.Setting) -> List:
               and not (p.splits_batch and s.batch_size % d)):
       pools = p.thread_pools if g > 1 and len(p.thread_pools) > 1 else ("",)
       runs += [s.spec(f"{p.name}_g{g}_t{n // g}" + ("" if pool in ("", "per_device") else f"_{pool}"), p, g,
-                      settings={**presets.HELDOUT, **({"thread_pool": pool} if pool else {})}, threads=n // g) for pool in pools]
+                      settings={**presets.HELDOUT, **({"thread_pool": pool} if pool else {})}, threads=n // g)
+               for pool in pools]
   return runs
 
 

@@ -1,7 +1,8 @@
 """Benchmark: model_parallel on G devices against greedy and sync_layerwise on one (docs/model_parallel.md):
 speedups, the schedule's bound from greedy's epoch times and from FLOPs (`flop_bound`) and the fraction reached, the
 bound with shared cores, phases, co-run slowdowns; several --kernels or --thread_pool: `variants`.
-  python -m experiments.benchmarks.model_parallel --batch_size=1000 [--kernels=xla,tf --thread_pool=per_device,shared]"""
+  python -m experiments.benchmarks.model_parallel --batch_size=1000
+  python -m experiments.benchmarks.model_parallel --batch_size=1000 --kernels=xla,tf --thread_pool=per_device,shared"""
 
 from typing import Dict, List, Tuple
 

@@ -37,7 +37,8 @@ def details(summary) -> tuple:
 BENCHMARK = presets.Benchmark(
     name="pipeline_schedules", runs=configurations, summarize=summarize, details=details,
     defaults={"pretrain_epochs": 12, "train_examples": 11_000, "batch_size": 100},
-    options={"arms": ([arm for arm, _, _ in schedules.PIPELINE_ARMS], "The pipeline arms to time (experiments.schedules).")},
+    options={"arms": ([arm for arm, _, _ in schedules.PIPELINE_ARMS],
+                      "The pipeline arms to time (experiments.schedules).")},
     folder=lambda s: f"b{s.batch_size}" + ("" if len(s.options["arms"]) == len(schedules.PIPELINE_ARMS) else
                                            "_" + "_".join(sorted(s.options["arms"]))) + f"_r{s.repeats}",
     order=16)

@@ -73,8 +73,9 @@ def program_name(program: str) -> str:
   return programs.get(program).label
 
 
-SHRUNK = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"), ("finetune_epochs", "finetune epochs"),
-          ("batch_size", "batch"), ("hidden_units", "hidden units"), ("num_devices", "devices"))
+SHRUNK = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"),
+          ("finetune_epochs", "finetune epochs"), ("batch_size", "batch"), ("hidden_units", "hidden units"),
+          ("num_devices", "devices"))
 
 
 def preset_note(study: presets.Study, preset: str) -> str:

@@ -104,4 +104,5 @@ WITH_OTHERS = (scaling,)
 def accuracy_goal(dataset: str) -> str:
   """"goal ≥ 0.89; published: MLP 256-128-100 0.8833, ..." for a dataset of `ACCURACY_GOALS`, else "—"."""
   published = ", ".join(f"{m} {a}" for m, a in presets.PUBLISHED_BASELINES.get(dataset, {}).items())
-  return f"goal ≥ {presets.ACCURACY_GOALS[dataset]}; published: {published}" if dataset in presets.ACCURACY_GOALS else "—"
+  goal = presets.ACCURACY_GOALS.get(dataset)
+  return f"goal ≥ {goal}; published: {published}" if goal else "—"

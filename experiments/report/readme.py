@@ -84,8 +84,9 @@ def benchmark_section(output_dir: str, registry: presets.Registry) -> str:
 
 def _table_lines(data: records.StudyRecords, table: str, sentences: List[str], where: str = "") -> List[str]:
   """A study's table with its caption (preset, dataset, hardware; `where`: the folder it comes from) and sentences."""
-  return [f"*{where}{series.preset_note(data.declared, data.preset)}; dataset {records.datasets(list(data.runs.values()))}; "
-          f"{records.hardware(list(data.runs.values()))}.*", "", table, "", " ".join(x for x in sentences if x), ""]
+  rs = list(data.runs.values())
+  return [f"*{where}{series.preset_note(data.declared, data.preset)}; dataset {records.datasets(rs)}; "
+          f"{records.hardware(rs)}.*", "", table, "", " ".join(x for x in sentences if x), ""]
 
 
 def study_section(output_dir: str, study: presets.Study, data: Optional[records.StudyRecords],

@@ -60,8 +60,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   return md_table(["preset", "epochs", "ours DP batch", "ours DP report recipe", "ours DP large-batch",
                    "ours greedy (batch 100)", "goal (greedy - 0.005)", "report DP (batch 5000 per tower)"], rows), [
       f"The report's recipe keeps the batch-100 learning rates at its batch 5000 (its 0.7472 / 0.8162; "
-      f"{presets.REPORT_DP_BATCH_NOTE}); the large-batch recipe, chosen on validation accuracy in the `large_batch` study, "
-      f"scales them with the batch{recipe}. {SINGLE}"]
+      f"{presets.REPORT_DP_BATCH_NOTE}); the large-batch recipe, chosen on validation accuracy in the `large_batch` "
+      f"study, scales them with the batch{recipe}. {SINGLE}"]
 
 
 def figure(data: records.StudyRecords, others=None):

@@ -42,7 +42,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
                    else "—", f"{REPORTED_TOTAL.get(g, '—')}"])
   return md_table(["devices"] + [f"ours {p}" for p in PHASES] + [
       "ours total", "report loss+gradient", "report accumulate+average", "report total"], rows), [
-          f"Ours: {series.batch_label(list(data.runs.values()))}; {presets.REPORT_DP_BATCH_NOTE}.", cores_note(data, others)]
+          f"Ours: {series.batch_label(list(data.runs.values()))}; {presets.REPORT_DP_BATCH_NOTE}.",
+          cores_note(data, others)]
 
 
 def _phases(ax, rows: Dict[int, Dict[str, float]], over: Dict[int, bool]) -> None:

@@ -57,8 +57,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "seconds); the minutes shown are pretraining and finetuning." if short else "",
       "Minutes of pretraining + finetuning by machine (compare within one machine only" + (
           "; the runs whose records name no commit or processor ran at low priority beside other work" if any(
-              records.code(r) == f"commit {records.NOT_RECORDED}" for r in data.runs.values()) else "") + "): " + "; ".join(
-          f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
+              records.code(r) == f"commit {records.NOT_RECORDED}" for r in data.runs.values()) else "") + "): "
+      + "; ".join(f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
       "The `_tuned` runs are accuracy runs that shared the machine with other runs (several at once, and the test "
       "suite): their minutes measure nothing and are left out." if any(n.endswith("_tuned") for n in data.runs) else "",
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "

@@ -29,7 +29,8 @@ def mp_vs_dp_groups(data: records.StudyRecords) -> List[Tuple[str, Runs]]:
 def _mp_vs_dp(s) -> List[Run]:
   configs = {"c1": s["config_1"], "c2": s["config_2"]}
   return [spec(f"{c}_e{e}_{p.run_name}", p, configs[c], e, s["batch"], s["devices"], s["examples"],
-               settings=s["dp_settings"] if p is DP else {}) for e in s["epochs"] for c in ("c1", "c2") for p in (DP, MP)]
+               settings=s["dp_settings"] if p is DP else {})
+          for e in s["epochs"] for c in ("c1", "c2") for p in (DP, MP)]
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:

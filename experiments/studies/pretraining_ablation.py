@@ -44,8 +44,8 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
     none, own = gain(arms, d, "none"), gain(arms, d, "none_own")
     if none:
       sentences.append(
-          f"{records.dataset_label(d)}: the tuned recipe's pretraining adds {none[0]:+.2f} points of test accuracy over "
-          f"no pretraining with the same finetuning (per seed {none[1]:+.2f} to {none[2]:+.2f}; goal ≥ "
+          f"{records.dataset_label(d)}: the tuned recipe's pretraining adds {none[0]:+.2f} points of test accuracy "
+          f"over no pretraining with the same finetuning (per seed {none[1]:+.2f} to {none[2]:+.2f}; goal ≥ "
           f"+{GOAL_POINTS:g}: " + ("met" if none[1] >= GOAL_POINTS else "met on average, not by every seed"
                                   if none[0] >= GOAL_POINTS else "missed") + ")" + (
               f", and {own[0]:+.2f} ({own[1]:+.2f} to {own[2]:+.2f}) over no pretraining at its own best finetuning "
