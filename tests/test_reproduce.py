@@ -210,6 +210,38 @@ def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
     _run(jobs, out, fake_modules, [])
 
 
+def test_a_later_stage_is_built_from_the_records_of_the_stage_before(tmp_path, fake_modules):
+  """The pretraining sweep declares its confirm stage (`Study.later`): none of its runs exist until every coarse run
+  has a record; then the next pass (`experiments.reproduce` makes `REGISTRY.stages` of them) plans the confirm runs
+  chosen from those records, and the ablation's runs shared with them, and only those."""
+  from tests.fixtures import make_records
+  out = str(tmp_path / "out")
+  assert REGISTRY.stages == 2
+
+  def sweep_stage(name):
+    built = presets.build(REGISTRY, "smoke", records.table(out, REGISTRY.layouts))
+    return built, [r.name for r in built[name]]
+  built, names = sweep_stage("pretraining_sweep")
+  assert names == ["coarse_mnist_p0.03_c0.1_f0.3_s0", "coarse_mnist_none_f0.3_s0", "coarse_mnist_report_s0"]
+  for run in built["pretraining_sweep"][:-1]:  # every coarse record but one: still no confirm stage
+    os.makedirs(os.path.dirname(presets.record_path(out, "smoke", run)), exist_ok=True)
+    json.dump(make_records.make(run, "smoke"), open(presets.record_path(out, "smoke", run), "w"))
+  assert sweep_stage("pretraining_sweep")[1] == names
+  jobs = driver.plan(presets.select(built, ["pretraining_sweep"]), "smoke", out, str(tmp_path / "work"))
+  assert _run(jobs, out, fake_modules, []) == 1  # the first pass: the missing coarse run
+  built, after = sweep_stage("pretraining_sweep")
+  confirm = ["confirm_mnist_p0.03_c0.1_f0.3_s0", "confirm_mnist_p0.03_c0.1_f0.3_constant_s0",
+             "confirm_mnist_p0.03_c0.1_f0.3_last_s0", "confirm_mnist_none_f0.3_s0", "confirm_mnist_report_s0"]
+  assert after == names + confirm
+  ablation = {r.name: (r.home, r.stored_name) for r in built["pretraining_ablation"]}
+  assert ablation["mnist_none_own_s0"] == ("pretraining_sweep", "confirm_mnist_none_f0.3_s0")
+  jobs = driver.plan(presets.select(built, ["pretraining_sweep", "pretraining_ablation"]), "smoke", out,
+                     str(tmp_path / "work"))
+  lines = []
+  assert _run(jobs, out, fake_modules, lines) == len(confirm) + 3  # the second pass: confirm, and the ablation's own
+  assert f"{len(names)} of {len(jobs)} records exist" in lines[0]
+
+
 def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modules):
   setting = harness.Setting((32, 16), 100, 2, 400, 2, 2, {"target_speedup": 1.4})
   out = str(tmp_path / "bench")
