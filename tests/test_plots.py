@@ -96,12 +96,15 @@ def test_report_modules_import_no_tensorflow():
   assert done.stdout.strip() == "False" and len(modules) >= 2
 
 
-def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(output_dir):
-  texts = {}
-  others = series.others(output_dir, REGISTRY)
-  for study in _of_kind("report"):
-    fig = draw.make(_data(output_dir, study), others)
-    texts[study] = "\n".join(t.get_text() for t in fig.texts)
+def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(output_dir, monkeypatch):
+  texts, save = {}, draw.save
+
+  def saved(fig, path):  # each figure `draw.draw` writes, its texts kept: every figure drawn once
+    texts[os.path.splitext(os.path.basename(path))[0]] = "\n".join(t.get_text() for t in fig.texts)
+    save(fig, path)
+  monkeypatch.setattr(draw, "save", saved)
+  written = draw.draw(output_dir, REGISTRY, out=lambda _: None)
+  texts = {study: texts[study] for study in _of_kind("report")}
   for study, text in texts.items():
     assert "preset cpu" in text, study
     assert "2 cores" in text and "CPU-logical" in text and "Fixture CPU" in text, study
@@ -112,7 +115,6 @@ def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(out
     assert "oversubscribed" not in texts[study], study
   assert "examples 5500 (paper 55000)" in texts["mp_scaling_b100"]
   assert "performance model (" in texts["mp_scaling_b100"] and "fitted rho" in texts["mp_scaling_b100"]
-  written = draw.draw(output_dir, REGISTRY, out=lambda _: None)
   with_figure = [e.name for e in REGISTRY.studies if e.figure]
   assert [os.path.basename(p) for p in written] == [f"{e}.png" for e in with_figure] + ["equal_cores.png"]
   for study in _of_kind("report"):
