@@ -37,33 +37,17 @@ def call(command: Sequence[str], log: Optional[IO] = None, capture: bool = False
                         stderr=subprocess.STDOUT if log else pipe)
 
 
-def native_bfloat16() -> bool:
-  """Whether this processor has native bfloat16 arithmetic (`common.measure.provenance`, without TensorFlow; the programs
-  refuse bfloat16 without it, unless on a GPU, which the driver does not run on)."""
-  return provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
-
-
-def computes_in_bfloat16(spec: presets.Run) -> bool:
-  """Whether the run computes in mixed_bfloat16, which needs `native_bfloat16`."""
-  return spec.config.precision == programs.PRECISIONS[1]
-
-
 def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> List["Job"]:
-  """`jobs`, but on a processor without native bfloat16 those that compute in bfloat16 and have no record (the
-  programs would refuse them), left out with one line naming them."""
-  native = native_bfloat16()
-  left = [j for j in jobs if not native and computes_in_bfloat16(j.spec) and records.load(j.record) is None]
+  """`jobs`, but on a processor without native bfloat16 arithmetic (`common.measure.provenance`, read without
+  TensorFlow) those that compute in mixed_bfloat16 and have no record (the programs would refuse them, unless on a
+  GPU, which the driver does not run on), left out with one line naming them."""
+  native = provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
+  left = [j for j in jobs if not native and j.spec.config.precision == programs.PRECISIONS[1]
+          and records.load(j.record) is None]
   if left:
     out(f"[driver] leaving out {len(left)} bfloat16 run(s) without a record ({', '.join(j.run_name for j in left)}): "
         "this processor has no native bfloat16, which the programs need for them")
   return [j for j in jobs if j not in left]
-
-
-def this_machine() -> str:
-  """This machine as a driver-log line names it, e.g. "AMD EPYC, AVX2, 2 cores" (processor, instruction set, cores
-  this process can use; `records.host`'s words)."""
-  isa = provenance.instruction_set(provenance.cpu_flags()) or records.NO_ISA
-  return f"{records.processor(provenance.cpu_model())}, {isa}, {provenance.usable_cores()} cores"
 
 
 class RunFailedError(Exception):
@@ -95,15 +79,14 @@ def job(group: str, index: int, count: int, spec: presets.Run, record: str, work
              os.path.join(work_dir, "checkpoints", group, stem) if spec.resumable else None, preset)
 
 
-def plan(studies: Mapping[str, presets.StudyRuns], preset: str, output_dir: str, work_dir: str) -> List[Job]:
+def plan(studies: presets.StudyRuns, preset: str, output_dir: str, work_dir: str) -> List[Job]:
   """The runs of a preset's studies in order, each once: a run shared by studies goes with the first listing it."""
   jobs, seen = [], set()
-  for study in studies.values():
-    for i, r in enumerate(study.runs):
+  for name, runs in studies.items():
+    for i, r in enumerate(runs):
       if (r.home, r.stored_name) not in seen:
         seen.add((r.home, r.stored_name))
-        jobs.append(job(study.name, i + 1, len(study.runs), r, presets.record_path(output_dir, preset, r),
-                        work_dir, preset))
+        jobs.append(job(name, i + 1, len(runs), r, presets.record_path(output_dir, preset, r), work_dir, preset))
   return jobs
 
 
@@ -142,9 +125,13 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
   for j in (j for j in jobs if j not in todo):
     stale = records.mismatches(records.load(j.record), j.spec)
     if stale:
-      raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. Delete it to rerun.")
-  lock, started, here = threading.Lock(), time.perf_counter(), this_machine()
-  done = {"runs": 0}
+      raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. "
+                           "Delete it to rerun.")
+  lock, started, done = threading.Lock(), time.perf_counter(), {"runs": 0}
+  # This machine as each driver-log line names it, in `records.host`'s words, e.g. "AMD EPYC, AVX2, 2 cores" (the
+  # cores this process can use).
+  isa = provenance.instruction_set(provenance.cpu_flags()) or records.NO_ISA
+  here = f"{records.processor(provenance.cpu_model())}, {isa}, {provenance.usable_cores()} cores"
 
   def progress(j: Job, what: str) -> None:
     with lock:

@@ -1,4 +1,4 @@
-"""One harness for every benchmark (a `presets.Study` with `summarize`): it maps its command line (`Setting`) to
+"""One harness for every benchmark (a `presets.Benchmark`): it maps its command line (`Setting`) to
 named configurations (the study's `runs`) run through `experiments.driver` alternately, repeat after repeat
 (rotated), then writes a summary of their records (setting, command, provenance of one machine and code, load
 averages, spreads, noisy configurations, measures); `main` is its CLI. What several benchmarks measure alike lives
@@ -29,6 +29,10 @@ PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
 # default (<dir>/<benchmark name>, relative to the repository root).
 SHARED_DEFAULTS = {"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 2,
                    "train_examples": 22_000, "num_devices": 2, "repeats": 3}
+SHARED_HELPS = {"hidden_units": "Hidden units.", "batch_size": "Global batch of every run.",
+                "pretrain_epochs": "Pretraining epochs E of every run.", "train_examples": "Training images.",
+                "num_devices": "Devices of the parallel configurations.", "repeats": "Runs of each configuration "
+                "(alternated)."}
 OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")
 # A held-out loss counts as reached at its reference's final one times 1 + this.
 LOSS_TOLERANCE = 0.01
@@ -60,7 +64,7 @@ def machine_class() -> str:
   return name.lower().replace("-", "").replace(" ", "_")
 
 
-def summary_file(benchmark: presets.Study, setting: Setting) -> str:
+def summary_file(benchmark: presets.Benchmark, setting: Setting) -> str:
   """The file name of a setting's summary: summary_<folder>.json, or summary.json for the fixed folder "records"."""
   folder = benchmark.folder(setting)
   return "summary.json" if folder == "records" else f"summary_{folder}.json"
@@ -131,7 +135,7 @@ def phases(record: dict) -> dict:
   }
 
 
-def plan(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str) -> List[driver.Job]:
+def plan(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_dir: str) -> List[driver.Job]:
   """The runs in alternation order (repeat r rotates the configurations by r); logs and checkpoints per setting."""
   configurations = benchmark.runs(setting)
   folder, n = benchmark.folder(setting), len(configurations)
@@ -160,7 +164,7 @@ def provenance(found: Records) -> Dict[str, Any]:
   return out
 
 
-def summarize(benchmark: presets.Study, setting: Setting, jobs: Sequence[driver.Job], command: str,
+def summarize(benchmark: presets.Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """The summary of `jobs`' records in alternation order, its `noisy` configurations flagged; ValueError for several
   machines or codes."""
@@ -182,7 +186,7 @@ def summarize(benchmark: presets.Study, setting: Setting, jobs: Sequence[driver.
   }
 
 
-def run(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: str, command: str,
+def run(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_dir: str, command: str,
         out: Callable[[str], None] = print, modules: Optional[Mapping[str, str]] = None) -> Tuple[str, Dict[str, Any]]:
   """Runs the missing records, writes the summary unless nothing ran and one exists; returns (path, summary).
   `modules` replaces programs' modules (tests); driver.RunFailedError, or ValueError (several machines or codes)."""
@@ -205,7 +209,7 @@ def run(benchmark: presets.Study, setting: Setting, output_dir: str, work_dir: s
   return path, summary
 
 
-def defaults(benchmark: presets.Study) -> Dict[str, Any]:
+def defaults(benchmark: presets.Benchmark) -> Dict[str, Any]:
   """Every flag of `benchmark` with its default: the shared flags (its `defaults` over SHARED_DEFAULTS), its options."""
   return {**SHARED_DEFAULTS, **benchmark.defaults, **{name: d for name, (d, _) in benchmark.options.items()}}
 
@@ -217,7 +221,7 @@ def _parsed(name: str, default: Any, value: Any) -> Any:
   return type(default)(value)
 
 
-def setting(benchmark: presets.Study, overrides: Mapping[str, Any]) -> Setting:
+def setting(benchmark: presets.Benchmark, overrides: Mapping[str, Any]) -> Setting:
   """The Setting of `benchmark`'s command line with `overrides` ({flag: value}, as the flag holds it or as the
   command line spells it: lists as lists or "a,b") over its defaults; ValueError for a flag it does not have."""
   d = defaults(benchmark)
@@ -229,37 +233,25 @@ def setting(benchmark: presets.Study, overrides: Mapping[str, Any]) -> Setting:
                  **{name: v.pop(name) for name in SHARED_DEFAULTS if name != "hidden_units"}, options=v)
 
 
-def command(benchmark: presets.Study, overrides: Mapping[str, Any]) -> List[str]:
-  """The command line of a setting, "python" first: `python -m experiments.benchmarks.<name> --flag=value ...` of
-  `overrides` only (lists comma-joined); ValueError for a flag the benchmark does not have."""
-  setting(benchmark, overrides)
-  return ["python", "-m", f"experiments.benchmarks.{benchmark.name}"] + [
-      f"--{name}={','.join(map(str, v)) if isinstance(v, (list, tuple)) else v}" for name, v in overrides.items()]
-
-
-def main(benchmark: presets.Study) -> None:
+def main(benchmark: presets.Benchmark) -> None:
   """The command line of a benchmark module: the shared flags (with the benchmark's defaults) and its options."""
-  d = defaults(benchmark)
-  helps = {"batch_size": "Global batch of every run.", "pretrain_epochs": "Pretraining epochs E of every run.",
-           "train_examples": "Training images.", "num_devices": "Devices of the parallel configurations.",
-           "repeats": "Runs of each configuration (alternated)."}
-  shared = {"hidden_units": flags.DEFINE_list("hidden_units", str(d["hidden_units"]).split(","), "Hidden units."),
-            **{name: flags.DEFINE_integer(name, d[name], text) for name, text in helps.items()}}
+  helps = {**SHARED_HELPS, **{name: text for name, (_, text) in benchmark.options.items()}}
+  define = {list: flags.DEFINE_list, tuple: flags.DEFINE_list, str: flags.DEFINE_string, float: flags.DEFINE_float}
+  holders = {name: define.get(list if name == "hidden_units" else type(default), flags.DEFINE_integer)(
+      name, list(default) if isinstance(default, tuple) else default, helps[name])
+             for name, default in defaults(benchmark).items()}
   output = flags.DEFINE_string("output_dir", os.path.join(OUTPUT_DIR, benchmark.name), "Where records and summary go.")
   work = flags.DEFINE_string("work_dir", os.path.join(WORK_DIR, benchmark.name), "Program logs.")
-  define = {list: flags.DEFINE_list, tuple: flags.DEFINE_list, str: flags.DEFINE_string, float: flags.DEFINE_float}
-  options = {name: define.get(type(default), flags.DEFINE_integer)(
-      name, [str(v) for v in default] if isinstance(default, (list, tuple)) else default, text)
-             for name, (default, text) in benchmark.options.items()}
-  for holder in (*shared.values(), output, work, *options.values()):
+  for holder in (*holders.values(), output, work):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[holder.name])  # shown by --help
 
   def _main(argv):
     if len(argv) > 1:
       raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
-    chosen = setting(benchmark, {name: holder.value for name, holder in {**shared, **options}.items()})
+    chosen = setting(benchmark, {name: holder.value for name, holder in holders.items()})
     try:
-      path, _ = run(benchmark, chosen, output.value, work.value, " ".join(command(benchmark, {}) + sys.argv[1:]))
+      path, _ = run(benchmark, chosen, output.value, work.value,
+                    " ".join(["python", "-m", f"experiments.benchmarks.{benchmark.name}", *sys.argv[1:]]))
     except (driver.RunFailedError, ValueError) as e:
       print(f"error: {e}", file=sys.stderr)
       sys.exit(1)

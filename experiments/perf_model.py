@@ -97,7 +97,8 @@ class LayerModel:
     depth = len(config["hidden_units"])
     if depth > len(self.epoch_seconds):
       raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {depth}")
-    return self._seconds(list(dict(self.epoch_seconds_by_depth).get(depth, self.epoch_seconds[:depth])), config, devices)
+    t = dict(self.epoch_seconds_by_depth).get(depth, self.epoch_seconds[:depth])
+    return self._seconds(list(t), config, devices)
 
   def _seconds(self, t: List[float], config: Mapping, devices: int) -> float:
     return config["pretrain_epochs"] * sum(t)
@@ -143,7 +144,8 @@ class SyncLayerwise(LayerModel):
 
 @dataclasses.dataclass(frozen=True)
 class ModelParallel(LayerModel):
-  """model_parallel: `Schedule(H, G, E)`'s steps, each the makespan of its layers plus kappa seconds per copied param."""
+  """model_parallel: `Schedule(H, G, E)`'s steps, each the makespan of its layers plus kappa seconds per copied
+  param."""
   copy_seconds_per_param: float = 0.0
 
   def _seconds(self, t, config, devices):

@@ -1,8 +1,8 @@
-"""The declarations: `Study` (a figure, table or benchmark of results/README.md, declared as a plain value in its own
-file of `experiments/studies/` or `experiments/benchmarks/`), `Run` (one run: `spec`), `Registry` (every study and
-benchmark, handed down by `experiments.reproduce`, the one place that finds the study files), `build` (a preset's
-runs, shared runs stored where their study's `shares` says); and what several studies share: the presets, the
-compared programs, the sizes and run builders of the accuracy, scaling and comparison runs."""
+"""The declarations: `Study` (a figure or table of results/README.md) and `Benchmark`, each a plain value in its own
+file of `experiments/studies/` or `experiments/benchmarks/`; `Run` (one run: `spec`); `Registry` (every study and
+benchmark, handed down by `experiments.reproduce`, the one place that finds the study files); `build` (a preset's
+runs, stage by stage, shared runs stored where their study's `shares` says); and what several studies share: the
+presets, the compared programs, the sizes and run builders of the accuracy, scaling and comparison runs."""
 
 import dataclasses
 import functools
@@ -15,7 +15,6 @@ from common.settings import config as config_lib
 from common.settings import flags as settings_flags
 from common.settings import programs
 from common.settings import recipes
-from experiments import ROOT
 
 PRESETS = ("smoke", "cpu", "paper", "mid", "full", "pretraining")
 CONFIG_1, CONFIG_2 = (2000, 2000, 2000, 2000), (2000, 1000, 500, 100)
@@ -28,7 +27,7 @@ REPORT_DP_BATCH_NOTE = ("the report's data-parallel batch was per tower in the o
 # Studies about given programs (the report's figures, and the studies' committed records) name them.
 GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
 # The baseline and every program on several devices: a newly registered one joins these with no edit here.
-COMPARED: Tuple[programs.Program, ...] = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)
+COMPARED = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)
 ACCURACY_COMPARED = tuple(p for p in COMPARED if p is not DP)  # data_parallel's accuracy study is dp_accuracy
 # The comparison runs record the held-out reconstruction after every epoch (the convergence study's loss).
 HELDOUT = {"heldout_every_epoch": True}
@@ -117,69 +116,65 @@ class Headline(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Study:
-  """A study: a figure, table or benchmark of results/README.md and the runs behind it, declared in a file of
-  `experiments/studies/` or `experiments/benchmarks/` (`STUDIES` there). `name`, `title`, `runs` (its settings ->
-  [Run]), `kind` (report; beyond: beyond the report; own: the project's own questions), `order` (in every listing
-  of its kind), `figure`, `reported` (the report's numbers it sets ours beside, declared in its file; None: none).
-
-  A study of the presets (no `summarize`) is run by `experiments.reproduce`: `sizes` ({preset: {size: value}}; `runs`
-  takes one with "preset", "dp_settings" and "output_dir" added), `table` ((its records, other machines' records) ->
-  (markdown, sentences)), `figure` (the same -> a matplotlib figure, or None), its records' `layout`, `timed` (True:
-  its table compares seconds, so its records of a preset come from one machine and code and its runs go one at a
-  time; False: accuracy only; or a function of a run's name: True for the runs whose seconds it compares, `times`).
-
-  A benchmark (`summarize` set) is run by its own command line, `experiments.benchmarks.harness`, its configurations
-  alternated repeat after repeat (records under results/benchmarks/<name>/): `runs` takes a `harness.Setting`;
-  `summarize` ((Setting, {configuration: [record per repeat]}) -> {measure: value}), `defaults` of the shared flags,
-  `options` ({flag: (default: float, int, str or list of str, help)}), `folder` (Setting -> the records' folder; its
-  summary is summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure, README
-  label)), `details` (summary -> (caption, header, rows): a table of its own measures under the benchmark's table,
-  cells a spread, a number or text), `figure_file` (its figure's file under figures/, drawn by `report.figures`;
-  its `figure`, when set, takes its summaries {file name: summary} and returns a matplotlib figure), `section` (output_dir -> markdown: a
-  section of its own in results/README.md after the Benchmarks, headed by its `title`, its figure shown there).
-  Either kind may declare rows of the results headline (`headline`, `Headline`s). `shares`: the studies whose runs
-  it reuses where a run of its computes the same thing (`Run.key`) at the same preset: such a run's record is theirs.
-  ValueError: no `runs`."""
+  """A study of the presets: a figure or table of results/README.md and the runs behind it, declared in a file of
+  `experiments/studies/` (`STUDIES` there) and run by `experiments.reproduce`. `name`, `title`, `sizes` ({preset:
+  {size: value}}: the presets that run it), `runs` (its first stage: one preset's sizes, with "preset" and
+  "dp_settings" added -> [Run]), `table` ((its records, other folders' records) -> (markdown, sentences)), `figure`
+  (the same -> a matplotlib figure; None: none), `kind` (report; beyond: beyond the report; own: the project's own
+  questions), its records' `layout` (under the output directory), `timed` (True: its table compares seconds, so its
+  records of a preset come from one machine and code and its runs go one at a time; False: accuracy only; or a
+  function of a run's name: True for the runs whose seconds it compares, `times`), `order` (in every listing),
+  `reported` (the report's numbers it sets ours beside, declared in its file; None: none), `headline` (rows of the
+  results headline, `Headline`s), `shares` (the studies whose runs it reuses where a run of its computes the same
+  thing, `Run.key`, at the same preset: such a run's record is theirs), `later` (its later stages, in order: each
+  (the same sizes, the records found so far: `records.table`) -> [Run], built once the stages before have records,
+  e.g. the pretraining sweep's confirm stage from its coarse stage's records)."""
   name: str
-  title: str = ""
-  sizes: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
-  runs: Optional[Callable[[Any], List[Run]]] = None
-  table: Optional[Callable] = None
+  title: str
+  sizes: Mapping[str, Mapping[str, Any]]
+  runs: Callable[[Mapping[str, Any]], List[Run]]
+  table: Callable
   figure: Optional[Callable] = None
   kind: str = "report"
   layout: str = "runs/{study}/{preset}_{run}.json"
   timed: Union[bool, Callable[[str], bool]] = True
   order: int = 0
   reported: Any = None
-  summarize: Optional[Callable[[Any, Mapping[str, List[dict]]], Dict[str, Any]]] = None
-  defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-  options: Mapping[str, Tuple[Any, str]] = dataclasses.field(default_factory=dict)
-  folder: Callable[[Any], str] = lambda s: f"b{s.batch_size}"
-  columns: Sequence[Tuple[str, str]] = ()
-  details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
-  figure_file: str = ""
-  section: Optional[Callable[[str], str]] = None
   headline: Sequence[Headline] = ()
   shares: Tuple[str, ...] = ()
-
-  def __post_init__(self):
-    if self.runs is None:
-      raise ValueError(f"study {self.name!r} declares no runs")
+  later: Tuple[Callable[[Mapping[str, Any], Any], List[Run]], ...] = ()
 
   def times(self, run: str) -> bool:
     """Whether the study compares the seconds of its run named `run` (`timed`)."""
     return self.timed(run) if callable(self.timed) else self.timed
 
-  @property
-  def benchmark(self) -> bool:
-    """True for a benchmark (run by its own command line and the harness), False for a study of the presets."""
-    return self.summarize is not None
 
-
-class StudyRuns(NamedTuple):
-  """A study's runs at one preset (shared runs resolved to their home study)."""
+@dataclasses.dataclass(frozen=True)
+class Benchmark:
+  """A benchmark, declared in a module of `experiments/benchmarks/` (its `BENCHMARK`) and run by its own command line
+  (`experiments.harness.main`), its configurations alternated repeat after repeat, records under
+  results/benchmarks/<name>/. `runs` (a `harness.Setting` -> its configurations, [Run]), `summarize` ((Setting,
+  {configuration: [record per repeat]}) -> {measure: value}), `title` (of its `section`), `defaults` of the shared
+  flags, `options` ({flag: (default: float, int, str or list of str, help)}), `folder` (Setting -> the records'
+  folder; its summary is summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure,
+  README label)), `details` (summary -> (caption, header, rows): a table of its own measures under its row, cells a
+  spread, a number or text), `figure` (its summaries {file name: summary} -> a matplotlib figure, drawn to
+  figures/`figure_file`), `section` (output_dir -> markdown: a section of its own in results/README.md after the
+  Benchmarks, its figure shown there), `headline` (rows of the results headline), `order` (among the benchmarks)."""
   name: str
-  runs: Tuple[Run, ...]
+  runs: Callable[[Any], List[Run]]
+  summarize: Callable[[Any, Mapping[str, List[dict]]], Dict[str, Any]]
+  title: str = ""
+  defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+  options: Mapping[str, Tuple[Any, str]] = dataclasses.field(default_factory=dict)
+  folder: Callable[[Any], str] = lambda s: f"b{s.batch_size}"
+  columns: Sequence[Tuple[str, str]] = ()
+  details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
+  figure: Optional[Callable] = None
+  figure_file: str = ""
+  section: Optional[Callable[[str], str]] = None
+  headline: Sequence[Headline] = ()
+  order: int = 0
 
 
 def dp_scaling_runs(s) -> List[Run]:  # the op profile: one layer (the profile is of layer 1)
@@ -247,12 +242,12 @@ class Registry(NamedTuple):
   """Every study of the presets and every benchmark, each kind in its `order` (`experiments.reproduce.discover` finds
   them; tests may build one of their own). ValueError for two of one name, or two of one kind and order."""
   studies: Tuple[Study, ...]
-  benchmarks: Tuple[Study, ...] = ()
+  benchmarks: Tuple[Benchmark, ...] = ()
 
   def check(self) -> "Registry":
     """Itself, sorted; ValueError as above."""
     found = self.studies + self.benchmarks
-    for key, what in ((lambda e: e.name, "name"), (lambda e: (e.benchmark, e.order), "kind and order")):
+    for key, what in ((lambda e: e.name, "name"), (lambda e: (type(e), e.order), "kind and order")):
       if len({key(e) for e in found}) != len(found):
         raise ValueError(f"two studies share a {what}")
     return Registry(*(tuple(sorted(k, key=lambda e: e.order)) for k in (self.studies, self.benchmarks)))
@@ -262,80 +257,73 @@ class Registry(NamedTuple):
     """The studies' names, in order."""
     return tuple(e.name for e in self.studies)
 
-  def of_kind(self, kind: str) -> Tuple[str, ...]:
-    """The names of the studies of `kind` ("report", "beyond" or "own")."""
-    return tuple(e.name for e in self.studies if e.kind == kind)
+  @property
+  def layouts(self) -> Dict[str, str]:
+    """{study: the layout of its records} (`records.table` globs them)."""
+    return {e.name: e.layout for e in self.studies}
 
-  def get(self, name: str) -> Study:
+  @property
+  def stages(self) -> int:
+    """The most stages a study declares (1 + its `later` ones): the passes `experiments.reproduce` makes."""
+    return 1 + max((len(e.later) for e in self.studies), default=0)
+
+  def get(self, name: str) -> Union[Study, Benchmark]:
     """The study or benchmark called `name`; ValueError if none is."""
     for study in (e for e in self.studies + self.benchmarks if e.name == name):
       return study
     raise ValueError(f"unknown study {name!r}; studies: {', '.join(e.name for e in self.studies + self.benchmarks)}")
 
 
-def runs_of(study: Study, preset: str, output_dir: Optional[str] = None) -> List[Run]:
-  """`study`'s runs at `preset` as its file declares them (shared runs not resolved)."""
-  return study.runs(dict(study.sizes[preset], dp_settings=_DP_SETTINGS.get(preset, {}), preset=preset,
-                         output_dir=output_dir or os.path.join(ROOT, "results")))
+StudyRuns = Dict[str, Tuple[Run, ...]]  # {study: its runs at one preset}, in the registry's order
 
 
-def build(registry: Registry, preset: str, output_dir: Optional[str] = None) -> Dict[str, StudyRuns]:
-  """The studies `preset` defines, in order; a run that computes what a run of a study in its `shares` computes is
-  stored as that run (whatever the order of the studies); ValueError for an unknown preset. `output_dir` (default
-  results/) holds the records a stage's runs depend on (the pretraining sweep's confirm stage)."""
+def runs_of(study: Study, preset: str, found: Any = None) -> List[Run]:
+  """`study`'s runs at `preset` as its file declares them (shared runs not resolved): its first stage's, then those of
+  each later stage built from `found` (the records found so far, `records.table`; without them, none)."""
+  s = dict(study.sizes[preset], dp_settings=_DP_SETTINGS.get(preset, {}), preset=preset)
+  return study.runs(s) + [r for stage in (study.later if found is not None else ()) for r in stage(s, found)]
+
+
+def build(registry: Registry, preset: str, found: Any = None) -> StudyRuns:
+  """The studies `preset` defines, in order, each with its runs (`runs_of`, its later stages from the records
+  `found`); a run that computes what a run of a study in its `shares` computes is stored as that run (whatever the
+  order of the studies); ValueError for an unknown preset."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
-  out: Dict[str, StudyRuns] = {}
+  out: StudyRuns = {}
 
-  def resolve(study: Study) -> StudyRuns:
+  def resolve(study: Study) -> Tuple[Run, ...]:
     if study.name not in out:
       shared = {r.key(): r for name in study.shares if preset in registry.get(name).sizes
-                for r in resolve(registry.get(name)).runs}
-      out[study.name] = StudyRuns(study.name, tuple(shared.get(r.key()) and dataclasses.replace(
-          r, home=shared[r.key()].home, stored_name=shared[r.key()].stored_name, layout=shared[r.key()].layout) or
-          dataclasses.replace(r, home=study.name, stored_name=r.name, layout=study.layout)
-          for r in runs_of(study, preset, output_dir)))
+                for r in resolve(registry.get(name))}
+      out[study.name] = tuple(dataclasses.replace(r, home=shared[r.key()].home, stored_name=shared[r.key()].stored_name,
+                                                  layout=shared[r.key()].layout) if r.key() in shared else
+                              dataclasses.replace(r, home=study.name, stored_name=r.name, layout=study.layout)
+                              for r in runs_of(study, preset, found))
     return out[study.name]
   return {e.name: resolve(e) for e in registry.studies if preset in e.sizes}
 
 
 def record_file(preset: str, run: Run) -> str:
-  """Where the record of `run` at `preset` goes, relative to the output directory (the layout of its home study)."""
-  return os.path.join(*run.layout.format(study=run.home, preset=preset, run=run.stored_name).split("/"))
+  """Where the record of `run` at `preset` goes, relative to the output directory, "/"-separated (the layout of its
+  home study): the key of its row in `records.table`."""
+  return run.layout.format(study=run.home, preset=preset, run=run.stored_name)
 
 
 def record_path(output_dir: str, preset: str, run: Run) -> str:
   """Where the record of `run` at `preset` is written: <output_dir>/`record_file`."""
-  return os.path.join(output_dir, record_file(preset, run))
+  return os.path.join(output_dir, *record_file(preset, run).split("/"))
 
 
-def select(studies: Mapping[str, StudyRuns], only: Optional[Sequence[str]]) -> Dict[str, StudyRuns]:
+def select(studies: StudyRuns, only: Optional[Sequence[str]]) -> StudyRuns:
   """The studies and runs named by `only` ("STUDY" or "STUDY/RUN"; all when empty); ValueError for unknown ones."""
   chosen: Dict[str, List[Run]] = {}
   for study, _, name in (item.partition("/") for item in only or ()):
     if study not in studies:
       raise ValueError(f"unknown study {study!r}; studies of this preset: {', '.join(studies)}")
-    runs = [r for r in studies[study].runs if r.name == name or not name]
+    runs = [r for r in studies[study] if r.name == name or not name]
     if not runs:
-      raise ValueError(f"study {study} has no run {name!r}; runs: {', '.join(r.name for r in studies[study].runs)}")
+      raise ValueError(f"study {study} has no run {name!r}; runs: {', '.join(r.name for r in studies[study])}")
     chosen.setdefault(study, [])
     chosen[study] += [r for r in runs if r not in chosen[study]]
-  return {name: StudyRuns(name, tuple(chosen[name])) for name in studies if name in chosen} if only else dict(studies)
-
-
-_SHRINK_FLAGS = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"),
-                 ("finetune_epochs", "finetune epochs"), ("batch_size", "batch"), ("hidden_units", "hidden units"),
-                 ("num_devices", "devices"))
-
-
-def shrink_notes(study: Study, preset: str) -> List[str]:
-  """What `preset` changes in `study` from the paper preset, e.g. "examples 5500 (paper 55000)"."""
-  if preset == "paper" or "paper" not in study.sizes:
-    return []
-
-  def values(runs: Sequence[Run], flag: str) -> str:
-    found = sorted(set(getattr(r.config, flag) for r in runs), key=lambda v: (str(type(v)), v))
-    return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
-  notes = [(label, values(runs_of(study, preset), flag), values(runs_of(study, "paper"), flag))
-           for flag, label in _SHRINK_FLAGS]
-  return [f"{label} {a} (paper {b})" for label, a, b in notes if a != b]
+  return {name: tuple(chosen[name]) for name in studies if name in chosen} if only else dict(studies)

@@ -1,15 +1,19 @@
-"""Run records (`common/artifacts/runlog.py`) as written, whatever declared them: `load`, the folders of records beside
-the main ones (`folders`), benchmark summaries (`load_summaries`), `StudyRecords` (a study's, gathered by
-`experiments.render.series`),
+"""Run records (`common/artifacts/runlog.py`) as written, whatever declared them: `load`, `table` (every record of a
+results folder, found by globbing its studies' layouts), the folders of records beside the main ones (`folders`),
+benchmark summaries (`load_summaries`), `StudyRecords` (a study's, picked by `experiments.render.series`),
 `machine_label` (the label of machine, instruction set and code every table and figure uses), `datasets` (of the data),
 and `ratio`/`same_source`, which refuse records of different machines, instruction sets or codes."""
 
 import dataclasses
+import glob
 import json
 import os
 import re
 import statistics
+import string
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+import pandas
 
 from common.measure import provenance
 from common.data import sources
@@ -21,16 +25,36 @@ DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tabl
 Record = Dict[str, Any]
 
 
-def _read_json(path: str) -> Optional[Any]:
+def load(path: str) -> Optional[Record]:
+  """The record (or any JSON file) at `path` as written, or None when there is none."""
   if not os.path.exists(path):
     return None
   with open(path) as f:
     return json.load(f)
 
 
-def load(path: str) -> Optional[Record]:
-  """The record (or any JSON file) at `path` as written, or None when there is none."""
-  return _read_json(path)
+def table(output_dir: str, layouts: Mapping[str, str]) -> pandas.DataFrame:
+  """Every record under `output_dir` that a study's layout ({study: layout, e.g. "runs/{study}/{preset}_{run}.json"})
+  places, found by globbing (no declaration read, no plan built): one row each, indexed by its file (relative to
+  `output_dir`, "/"-separated: `presets.record_file`), with the columns study, preset ("" where the layout names
+  none), run and record (as written)."""
+  rows = []
+  for study, layout in layouts.items():
+    fields = {"study": re.escape(study), "preset": "(?P<preset>[^/_]+)", "run": "(?P<run>[^/]+)"}
+    pattern = "".join(re.escape(text) + fields.get(name, "") for text, name, _, _ in string.Formatter().parse(layout))
+    for path in sorted(glob.glob(os.path.join(output_dir, layout.format(study=study, preset="*", run="*")))):
+      file = os.path.relpath(path, output_dir).replace(os.sep, "/")
+      match = re.fullmatch(pattern, file)
+      if match:
+        rows.append({"file": file, "study": study, "preset": match.groupdict().get("preset", ""), "run": match["run"],
+                     "record": load(path)})
+  return pandas.DataFrame(rows, columns=["file", "study", "preset", "run", "record"]).set_index("file")
+
+
+def of(found: pandas.DataFrame, study: str, preset: str) -> Dict[str, Record]:
+  """{run: record} of `study`'s rows at `preset` in a `table`."""
+  rows = found[(found["study"] == study) & (found["preset"] == preset)]
+  return dict(zip(rows["run"], rows["record"]))
 
 
 def folders(output_dir: str) -> List[str]:
@@ -52,9 +76,9 @@ def mismatches(record: Mapping, spec: Any) -> List[str]:
 
 @dataclasses.dataclass
 class StudyRecords:
-  """A study's records (`experiments.render.series.gather`): the preset shown, its {run: record}, {preset: {run:
+  """A study's records (`experiments.render.series.load_all`): the preset shown, its {run: record}, {preset: {run:
   record}} of the others, the folder they were loaded from, the study's declaration (`presets.Study`) and its runs
-  at the preset shown (`presets.Run`s, shared runs resolved)."""
+  at the preset shown (`presets.Run`s, shared runs resolved, in the order the driver runs them)."""
   study: str
   preset: str
   runs: Dict[str, Record]
@@ -95,7 +119,7 @@ def processor(cpu_model: Optional[str]) -> str:
 
 
 def instruction_set(record: Mapping) -> Optional[str]:
-  """The record's instruction set ("AMX", "AVX2", ...: `common.measure.provenance`), None for a record without cpu_flags."""
+  """The record's instruction set ("AMX", "AVX2", ...: `common.measure.provenance`), None without cpu_flags."""
   return provenance.instruction_set(record["environment"].get("cpu_flags"))
 
 
@@ -103,10 +127,10 @@ NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `env
 
 
 def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str:
-  """The machine a run ran on, "<processor>, <instruction set>[, machine <id>], <its cores> cores" (with `isa`; "instruction set not
-  recorded" for a record made before records kept the processor's flags; ratios are taken within one, `comparable`);
-  with `usable` (cores runs of it could use) fewer than the machine's: "<processor>, ..., 5 of 16 cores" or "5–6 of
-  16"."""
+  """The machine a run ran on, "<processor>, <instruction set>[, machine <id>], <its cores> cores" (with `isa`;
+  "instruction set not recorded" for a record made before records kept the processor's flags; ratios are taken within
+  one, `comparable`); with `usable` (cores runs of it could use) fewer than the machine's: "<processor>, ..., 5 of 16
+  cores" or "5–6 of 16"."""
   total, name = host_cores(record), processor(record["environment"].get("cpu_model"))
   name += f", {instruction_set(record) or NO_ISA}" if isa else ""
   # The machine itself where the record names it (`provenance.machine_id`): two virtual machines of one class are
@@ -218,19 +242,15 @@ def datasets(rs: Sequence[Mapping]) -> str:
   return ", ".join(map(dataset_label, sorted({dataset(r) for r in rs}, key=lambda d: (d != sources.DEFAULT, d))))
 
 
-def median_epoch_seconds(record: Mapping, layer: int = 0) -> float:
-  """Median seconds of one pretraining epoch of layer `layer` (0-based)."""
-  return statistics.median(e["seconds"] for e in record["layers"][layer]["epochs"])
-
-
 def layer_epoch_seconds(record: Mapping) -> List[float]:
   """Median seconds of one pretraining epoch of each layer, bottom first."""
-  return [median_epoch_seconds(record, k) for k in range(len(record["layers"]))]
+  return [statistics.median(e["seconds"] for e in layer["epochs"]) for layer in record["layers"]]
 
 
-def test_accuracy(record: Mapping) -> Optional[float]:
-  """The finetuned test accuracy in [0, 1], or None when the run did not finetune."""
-  return (record.get("finetune") or {}).get("test_accuracy")
+def accuracy(record: Mapping, key: str = "test_accuracy") -> Optional[float]:
+  """The finetuned `key` ("test_accuracy" or "validation_accuracy", the kept epoch's) in [0, 1], or None when the run
+  did not finetune (or failed)."""
+  return (record.get("finetune") or {}).get(key)
 
 
 def has_heldout_curves(record: Mapping) -> bool:

@@ -15,17 +15,20 @@ from experiments import ROOT
 from experiments import driver
 from experiments import benchmarks
 from experiments import presets
+from experiments import records
 from experiments import studies as study_files
 from experiments.report import draw
 from experiments.report import readme
 
 
 def discover() -> presets.Registry:
-  """Every study (each module of experiments/studies/ lists its own in `STUDIES`) and every benchmark (likewise in
-  experiments/benchmarks/): the one place the study files are found; ValueError for two of one name or order."""
-  found = [e for package in (study_files, benchmarks) for m in pkgutil.iter_modules(package.__path__)
-           for e in getattr(importlib.import_module(f"{package.__name__}.{m.name}"), "STUDIES", ())]
-  return presets.Registry(tuple(e for e in found if not e.benchmark), tuple(e for e in found if e.benchmark)).check()
+  """Every study (each module of experiments/studies/ lists its own in `STUDIES`) and every benchmark (each module of
+  experiments/benchmarks/ declares its `BENCHMARK`): the one place the study files are found; ValueError for two of
+  one name or order."""
+  def modules(package):
+    return [importlib.import_module(f"{package.__name__}.{m.name}") for m in pkgutil.iter_modules(package.__path__)]
+  return presets.Registry(tuple(e for m in modules(study_files) for e in getattr(m, "STUDIES", ())), tuple(
+      m.BENCHMARK for m in modules(benchmarks) if hasattr(m, "BENCHMARK"))).check()
 
 
 REGISTRY = discover()
@@ -60,22 +63,18 @@ def main(argv):
           "with --only naming studies whose runs are not timed (the pretraining studies).")
   if _FIGURES_ONLY.value and not os.path.isdir(output_dir):
     _fail(f"--output_dir={output_dir}: no such directory; --figures_only draws from the records there.")
-  if not _FIGURES_ONLY.value:
+  # One pass per declared stage: a later stage's runs (the pretraining sweep's confirm stage) are built from the
+  # records the passes before wrote (`presets.Study.later`).
+  for _ in range(0 if _FIGURES_ONLY.value else REGISTRY.stages):
     try:
-      studies = presets.select(presets.build(REGISTRY, preset, output_dir), _ONLY.value)
-    except ValueError as e:
-      _fail(str(e))
-    jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value))
-    if _DRY_RUN.value:
-      print("\n".join(driver.listing(jobs)))
-      return
-    try:
-      # A stage whose runs depend on an earlier stage's records (the pretraining sweep's confirm stage) appears once
-      # they exist: plan again until a pass runs nothing.
-      while driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value):
-        studies = presets.select(presets.build(REGISTRY, preset, output_dir), _ONLY.value)
-        jobs = driver.runnable_here(driver.plan(studies, preset, output_dir, _WORK_DIR.value))
-    except driver.RunFailedError as e:
+      found = records.table(output_dir, REGISTRY.layouts)
+      jobs = driver.runnable_here(driver.plan(presets.select(presets.build(REGISTRY, preset, found), _ONLY.value),
+                                              preset, output_dir, _WORK_DIR.value))
+      if _DRY_RUN.value:
+        print("\n".join(driver.listing(jobs)))
+        return
+      driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value)
+    except (ValueError, driver.RunFailedError) as e:
       _fail(str(e))
   draw.draw(output_dir, REGISTRY)
   print(f"[reproduce] wrote {readme.write(output_dir, REGISTRY)}")

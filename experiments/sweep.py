@@ -1,30 +1,33 @@
-"""The pretraining sweep's candidates, stages and selection (docs/pretraining.md), and what the three pretraining
-studies share (seeds, datasets, sizes, `by_arm`, `accuracy`, `spread_text`): below the study files, which import
-none of one another.
+"""The pretraining sweep's candidates, stages and selection (docs/pretraining.md), and what the pretraining studies
+share (seeds, datasets, sizes, `by_arm`, `gains`, `heldout_means`, `spread_text`): below the study files,
+which import none of one another.
 
 Stage "coarse" runs every candidate at a small size (4 x 500 units, 5,500 images, 6 + 6 epochs), 3 seeds, on MNIST
 and Fashion-MNIST; stage "confirm" runs the best few at the cpu preset's size (11,000 images, 12 + 12 epochs). A
 candidate is ranked by its validation accuracy averaged over both datasets and the seeds; test accuracy is not read.
 """
 
-import functools
 import itertools
-import os
 from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from common.settings import programs
 from experiments import records
 from experiments.presets import Run, spec
+from experiments.records import accuracy
 
-
+NAME = "pretraining_sweep"  # the study (experiments/studies/pretraining_sweep.py), whose records its later stage reads
 SEEDS = (0, 1, 2)
 DATASETS = ("mnist", "fashion_mnist")
 SHORT = {"mnist": "mnist", "fashion_mnist": "fashion"}
+VAL = "validation_accuracy"  # finetuning's best (kept) epoch's, as a record gives it
 # The grid: plain SGD pretraining rates, masking-noise levels, finetuning rates (all finetuning with the cosine
 # schedule and the best validation epoch kept); and without pretraining, the finetuning rates alone.
 PRETRAIN_RATES = (0.03, 0.1, 0.3, 1.0)
 CORRUPTIONS = (0.1, 0.25, 0.5)
 FINETUNE_RATES = (0.3, 1.0, 3.0)
+# A candidate is chosen among the pretrained ones by its score: the mean over the datasets of its mean validation
+# accuracy over the seeds. One that failed (its training diverged) in any run is not chosen.
+CONFIRMED = 3  # the best coarse candidates confirmed at the cpu preset's size
 
 
 class Candidate(NamedTuple):
@@ -34,25 +37,19 @@ class Candidate(NamedTuple):
   pretrained: bool = True
 
 
-def _g(x: float) -> str:
-  return f"{x:g}"
-
-
 def candidate(pretrain_rate: float, corruption: float, finetune_rate: float, schedule: str = "cosine",
               keep_best: bool = True) -> Candidate:
   """The candidate with these values."""
-  name = (f"p{_g(pretrain_rate)}_c{_g(corruption)}_f{_g(finetune_rate)}"
-          + ("" if schedule == "cosine" else f"_{schedule}"))
+  name = f"p{pretrain_rate:g}_c{corruption:g}_f{finetune_rate:g}" + ("" if schedule == "cosine" else f"_{schedule}")
   return Candidate(name, dict(pretrain_learning_rate=pretrain_rate, corruption=corruption,
                               finetune_learning_rate=finetune_rate, finetune_lr_schedule=schedule,
                               finetune_keep_best=keep_best))
 
 
-def no_pretraining(finetune_rate: float, schedule: str = "cosine") -> Candidate:
+def no_pretraining(finetune_rate: float) -> Candidate:
   """Finetuning from the initial weights at this rate (--pretrain_epochs=0 is set by the run)."""
-  return Candidate(f"none_f{_g(finetune_rate)}" + ("" if schedule == "cosine" else f"_{schedule}"),
-                   dict(finetune_learning_rate=finetune_rate, finetune_lr_schedule=schedule, finetune_keep_best=True),
-                   pretrained=False)
+  return Candidate(f"none_f{finetune_rate:g}", dict(finetune_learning_rate=finetune_rate,
+                                                   finetune_lr_schedule="cosine", finetune_keep_best=True), False)
 
 
 REPORT = Candidate("report", {})
@@ -70,11 +67,6 @@ def run_name(stage: str, dataset: str, cand: Candidate, seed: int) -> str:
   return f"{stage}_{SHORT[dataset]}_{cand.name}_s{seed}"
 
 
-# A candidate is chosen among the pretrained ones by SCORE: the mean over the datasets of its mean validation accuracy
-# over the seeds. One that failed (its training diverged) in any run is not chosen.
-CONFIRMED = 3  # the best coarse candidates confirmed at the cpu preset's size
-
-
 def parse(run: str) -> Tuple[str, str, str, int]:
   """(stage, dataset, candidate, seed) of a sweep run's name, e.g. "coarse_mnist_p0.1_c0.25_f1_s0"."""
   stage, short, rest = run.split("_", 2)
@@ -82,41 +74,30 @@ def parse(run: str) -> Tuple[str, str, str, int]:
   return stage, {v: k for k, v in SHORT.items()}[short], name, int(seed)
 
 
-def validation(record: dict) -> Optional[float]:
-  """The validation accuracy a run finished with (its kept epoch's), None when it failed."""
-  return None if record.get("failed") else (record.get("finetune") or {}).get("validation_accuracy")
-
-
 def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dict]:
   """Per candidate of `stage` (in the order of the records' names): {"candidate", "pretrained", "datasets": {dataset:
-  {"mean", "min", "max", "runs"}}, "failed" (runs that failed), "score" (None unless every run of both datasets
-  finished), "heldout": {dataset: mean held-out reconstruction per layer}}. Test accuracy is not read."""
+  [validation accuracy per finished run]}, "failed" (runs that failed), "score" (None unless every run of both
+  datasets finished)}. Test accuracy is not read."""
   out: dict = {}
   for name, record in sorted(runs.items()):
     s, dataset, cand, _ = parse(name)
     if s != stage:
       continue
     row = out.setdefault(cand, {"candidate": cand, "pretrained": not cand.startswith("none") and
-                                record["config"].get("pretrain_epochs", 1) > 0, "values": {}, "failed": 0,
-                                "heldout_values": {}})
-    value = validation(record)
+                                record["config"].get("pretrain_epochs", 1) > 0, "datasets": {}, "failed": 0})
+    value = accuracy(record, VAL)  # None for a run that failed: its record has no finetuning
     row["failed"] += value is None
     if value is not None:
-      row["values"].setdefault(dataset, []).append(value)
-      row["heldout_values"].setdefault(dataset, []).append([h["loss"] for h in record["heldout_reconstruction"]])
+      row["datasets"].setdefault(dataset, []).append(value)
   for row in out.values():
-    values = row.pop("values")
-    row["datasets"] = {d: {"mean": sum(v) / len(v), "min": min(v), "max": max(v), "runs": len(v)}
-                       for d, v in values.items()}
-    heldout = row.pop("heldout_values")
-    row["heldout"] = {d: [sum(layer) / len(layer) for layer in zip(*h)] for d, h in heldout.items()}
     complete = not row["failed"] and set(row["datasets"]) == set(datasets)
-    row["score"] = sum(v["mean"] for v in row["datasets"].values()) / len(datasets) if complete else None
+    row["score"] = sum(sum(v) / len(v) for v in row["datasets"].values()) / len(datasets) if complete else None
   return list(out.values())
 
 
 def ranked(stage_rows: List[dict]) -> List[dict]:
-  """The grid's pretrained candidates with a score, best first (the report's values are the reference, not one)."""
+  """The grid's pretrained candidates with a score, best first (the report's values are the reference, not one): the
+  confirm stage's first is the sweep's choice, the tuned recipe."""
   return sorted((r for r in stage_rows if r["pretrained"] and r["score"] is not None and r["candidate"] != REPORT.name),
                 key=lambda r: -r["score"])
 
@@ -134,26 +115,18 @@ def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
   none = max((r for r in coarse_rows if not r["pretrained"] and r["score"] is not None and r["candidate"] != "report"),
              key=lambda r: r["score"])
   last = Candidate(f"{top[0].name}_last", candidate(p, c, f, keep_best=False).settings)
-  return top + [candidate(p, c, f, "constant"), last,
-                by_name[none["candidate"]], REPORT]
+  return top + [candidate(p, c, f, "constant"), last, by_name[none["candidate"]], REPORT]
 
 
-def chosen(confirm_rows: List[dict]) -> Optional[str]:
-  """The confirm stage's best pretrained candidate (the tuned recipe), None before its records exist."""
-  best = ranked(confirm_rows)
-  return best[0]["candidate"] if best else None
-
-
-def spread_text(values: Sequence[float], scale: float = 1.0, digits: int = 4) -> str:
-  """"mean (min–max)" of `values` times `scale`, or "—"."""
+def spread_text(values: Sequence[float], digits: int = 4) -> str:
+  """"mean (min–max)" of `values`, or "—"."""
   if not values:
     return "—"
-  v = [x * scale for x in values]
-  return f"{sum(v) / len(v):.{digits}f} ({min(v):.{digits}f}–{max(v):.{digits}f})"
+  return f"{sum(values) / len(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
 
 def by_arm(runs: dict) -> dict:
-  """{(dataset short name, arm): {seed: record}} of the ablation's records."""
+  """{(dataset short name, arm): {seed: record}} of records named <dataset>_<arm>_s<seed>."""
   out: dict = {}
   for name, r in runs.items():
     short, rest = name.split("_", 1)
@@ -162,54 +135,45 @@ def by_arm(runs: dict) -> dict:
   return out
 
 
-def accuracy(r: dict, key: str = "test_accuracy") -> Optional[float]:
-  """A record's finetuning `key` ("test_accuracy" or "validation_accuracy", in [0, 1]); None for a run that did not
-  finetune (or failed)."""
-  return (r.get("finetune") or {}).get(key)
+def gains(rs: Mapping[int, dict], base: Mapping[int, dict], key: str = "test_accuracy") -> List[float]:
+  """Points (100 x) of `key` accuracy by which each record of `rs` ({seed: record}) beats `base`'s of its seed, over
+  the seeds both have, in order."""
+  return [100 * (accuracy(rs[s], key) - accuracy(base[s], key)) for s in sorted(rs) if s in base]
+
+
+def heldout_means(rs: Sequence[dict]) -> List[float]:
+  """Each layer's held-out reconstruction loss at the end of pretraining (`heldout_reconstruction`), mean over `rs`."""
+  return [sum(layer) / len(layer) for layer in zip(*([h["loss"] for h in r["heldout_reconstruction"]] for r in rs))]
 
 
 # The pretraining studies' sizes: the cpu preset's accuracy size, 3 seeds, MNIST and Fashion-MNIST.
 CPU_ACCURACY = dict(examples=11_000, epochs=12, hidden=(500,) * 4, batch=100)
 SMOKE_ACCURACY = dict(examples=400, epochs=1, hidden=(16, 16), batch=40, seeds=(0,), datasets=("mnist",))
-
-
 # The sweep's sizes per preset: its coarse stage, its confirm stage (the pretraining studies' accuracy size).
 SIZES = dict(
     pretraining=dict(coarse=dict(examples=5500, epochs=6, hidden=(500,) * 4, batch=100), confirm=CPU_ACCURACY),
     smoke=dict(coarse=SMOKE_ACCURACY, confirm=SMOKE_ACCURACY, grid_points=1, seeds=(0,), datasets=("mnist",)))
 
 
-def runs(s) -> List[Run]:
-  """The coarse stage's runs, then (once every coarse record exists in s["output_dir"]) the confirm stage's."""
-  datasets_ = s.get("datasets", DATASETS)
-
-  def runs(stage, size, candidates):
-    return [spec(run_name(stage, d, cand, seed), programs.GREEDY, size["hidden"],
-                 size["epochs"] if cand.pretrained else 0, size["batch"], 1, size["examples"], size["epochs"],
-                 settings={**cand.settings, "dataset": d}, seed=seed, may_fail=True)
-            for cand in candidates for d in datasets_ for seed in s.get("seeds", SEEDS)]
-  coarse = runs("coarse", s["coarse"], coarse_candidates(s.get("grid_points")))
-  folder = os.path.join(s["output_dir"], "runs", "pretraining_sweep")
-  files = tuple((r.name, os.path.join(folder, f"{s['preset']}_{r.name}.json")) for r in coarse)
-  stamps = tuple(_stamp(path) for _, path in files)
-  if None in stamps:
-    return coarse
-  return coarse + runs("confirm", s["confirm"], _confirmed(files, stamps, tuple(datasets_)))
+def _runs(s, stage: str, candidates: Sequence[Candidate]) -> List[Run]:
+  """Greedy runs of `candidates` at `stage`'s size of sizes `s`, per dataset and seed; each may fail (diverge)."""
+  size = s[stage]
+  return [spec(run_name(stage, d, cand, seed), programs.GREEDY, size["hidden"], size["epochs"] if cand.pretrained
+               else 0, size["batch"], 1, size["examples"], size["epochs"], settings={**cand.settings, "dataset": d},
+               seed=seed, may_fail=True)
+          for cand in candidates for d in s.get("datasets", DATASETS) for seed in s.get("seeds", SEEDS)]
 
 
-def _stamp(path: str) -> Optional[Tuple[int, int]]:
-  """(modification time in ns, size) of the file at `path`, None when there is none."""
-  try:
-    stat = os.stat(path)
-  except FileNotFoundError:
-    return None
-  return stat.st_mtime_ns, stat.st_size
+def coarse_runs(s) -> List[Run]:
+  """The sweep's first stage: every coarse candidate at sizes `s` (`SIZES` of a preset)."""
+  return _runs(s, "coarse", coarse_candidates(s.get("grid_points")))
 
 
-@functools.lru_cache(maxsize=16)
-def _confirmed(files: Tuple[Tuple[str, str], ...], stamps: Tuple, datasets_: Tuple[str, ...]) -> Tuple[Candidate, ...]:
-  """The confirm stage's candidates chosen from the coarse records `files` ((run, path) pairs), read again only when
-  their `stamps` change: every table and figure builds the studies' runs, often."""
-  del stamps  # part of the cache key only
-  found = {name: records.load(path) for name, path in files}
-  return tuple(confirm_candidates(rows(found, "coarse", datasets_)))
+def confirm_runs(s, found) -> List[Run]:
+  """The sweep's second stage: its confirm candidates, chosen from the coarse stage's records in `found`
+  (`records.table`); none until every coarse run has its record."""
+  mine, coarse = records.of(found, NAME, s["preset"]), coarse_runs(s)
+  if any(r.name not in mine for r in coarse):
+    return []
+  return _runs(s, "confirm", confirm_candidates(rows({r.name: mine[r.name] for r in coarse}, "coarse",
+                                                     s.get("datasets", DATASETS))))

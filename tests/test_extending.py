@@ -81,7 +81,7 @@ def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
   registry_tests = _run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_registry.py")
   assert registry_tests.returncode == 0, registry_tests.stdout[-3000:]
   lists = _run(root, "-c", "from experiments import presets; from experiments.reproduce import REGISTRY; "
-               "print(sorted({r.program for e in presets.build(REGISTRY, 'cpu').values() for r in e.runs})); "
+               "print(sorted({r.program for e in presets.build(REGISTRY, 'cpu').values() for r in e})); "
                "print([p.name for p in presets.COMPARED])")
   assert lists.returncode == 0, lists.stderr[-2000:]
   every_program, compared = lists.stdout.splitlines()
@@ -112,7 +112,7 @@ def _runs(s):
 
 
 def table(data, others):
-  rows = [[name, r["config"]["batch_size"], records.test_accuracy(r)] for name, r in sorted(data.runs.items())]
+  rows = [[name, r["config"]["batch_size"], records.accuracy(r)] for name, r in sorted(data.runs.items())]
   return md_table(["run", "batch", "test accuracy"], rows), ["Greedy against its batch."]
 
 
@@ -133,17 +133,16 @@ def configurations(s):
   return [s.spec("one", programs.GREEDY, 1), s.spec("two", programs.GREEDY, 2)]
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="greedy_devices", runs=configurations,
     summarize=lambda s, found: {"speedup": harness.ratio_spread(found, "one", "two")}, order=99)
-STUDIES = (BENCHMARK,)
 '''
 
 
 def test_a_new_study_is_one_file(tmp_path):
   """A study added the documented way, one file in experiments/studies/: in that copy the registry lists it, the smoke
   preset runs its runs (with the real program) and results/README.md has its table; no other file changed. A
-  benchmark, a study with `summarize`, likewise is one file in experiments/benchmarks/: the registry finds it."""
+  benchmark likewise is one file in experiments/benchmarks/ (its `BENCHMARK`): the registry finds it."""
   root = _copy(tmp_path)
   (root / "experiments" / "studies" / "batch_accuracy.py").write_text(NEW_STUDY)
   (root / "experiments" / "benchmarks" / "greedy_devices.py").write_text(NEW_BENCHMARK)
@@ -152,7 +151,7 @@ def test_a_new_study_is_one_file(tmp_path):
   out = tmp_path / "out"
   listed = _run(root, "-c", "from experiments import presets; from experiments.reproduce import REGISTRY; "
                 "print(REGISTRY.names[-1], len(presets.build(REGISTRY, 'smoke')"
-                "['batch_accuracy'].runs))")
+                "['batch_accuracy']))")
   assert listed.stdout.split() == ["batch_accuracy", "2"], listed.stderr[-2000:]
   done = _run(root, "-m", "experiments.reproduce", "--preset=smoke", "--only=batch_accuracy", f"--output_dir={out}")
   assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -55,13 +55,18 @@ def _data(output_dir, study):
   return series.load_all(output_dir, REGISTRY)[study]
 
 
+def _of_kind(kind):
+  """The names of the registry's studies of `kind` ("report", "beyond" or "own")."""
+  return [e.name for e in REGISTRY.studies if e.kind == kind]
+
+
 def test_the_fixtures_cover_every_run_of_the_presets(output_dir):
   # Made afresh for each test session: a preset edited or a program registered needs no rerun of make_records.
   for preset in ("cpu", "mid", "full"):
-    for study in presets.build(REGISTRY, preset).values():
-      for run in study.runs:
+    for study, runs in presets.build(REGISTRY, preset).items():
+      for run in runs:
         record = records.load(presets.record_path(output_dir, preset, run))
-        assert record is not None, (study.name, run.name)
+        assert record is not None, (study, run.name)
         assert records.mismatches(record, run) == []
 
 
@@ -70,12 +75,12 @@ def test_every_study_names_a_table_and_a_figure_that_exist():
     assert callable(study.table), study.name
     assert study.figure is None or callable(study.figure), study.name
     assert study.kind in ("report", "beyond", "own") and study.sizes and set(study.sizes) <= set(presets.PRESETS)
-  for benchmark in REGISTRY.benchmarks:  # a benchmark: a study with a summary, run by its own command line
-    assert callable(benchmark.summarize) and not benchmark.sizes and benchmark.table is None, benchmark.name
+  for benchmark in REGISTRY.benchmarks:  # a benchmark: configurations and a summary, run by its own command line
+    assert callable(benchmark.summarize) and isinstance(benchmark, presets.Benchmark), benchmark.name
     assert importlib.import_module(f"experiments.benchmarks.{benchmark.name}").BENCHMARK is benchmark
   with pytest.raises(ValueError, match="unknown study"):
     REGISTRY.get("nope")
-  with pytest.raises(ValueError, match="declares no runs"):
+  with pytest.raises(TypeError, match="runs"):
     presets.Study("no_runs", "A study without runs", dict(smoke={}))
 
 
@@ -91,11 +96,15 @@ def test_report_modules_import_no_tensorflow():
   assert done.stdout.strip() == "False" and len(modules) >= 2
 
 
-def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(output_dir):
-  texts = {}
-  for study in REGISTRY.of_kind('report'):
-    fig = draw.make(output_dir, REGISTRY, _data(output_dir, study))
-    texts[study] = "\n".join(t.get_text() for t in fig.texts)
+def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(output_dir, monkeypatch):
+  texts, save = {}, draw.save
+
+  def saved(fig, path):  # each figure `draw.draw` writes, its texts kept: every figure drawn once
+    texts[os.path.splitext(os.path.basename(path))[0]] = "\n".join(t.get_text() for t in fig.texts)
+    save(fig, path)
+  monkeypatch.setattr(draw, "save", saved)
+  written = draw.draw(output_dir, REGISTRY, out=lambda _: None)
+  texts = {study: texts[study] for study in _of_kind("report")}
   for study, text in texts.items():
     assert "preset cpu" in text, study
     assert "2 cores" in text and "CPU-logical" in text and "Fixture CPU" in text, study
@@ -106,16 +115,15 @@ def test_all_ten_figures_are_drawn_with_preset_hardware_and_oversubscription(out
     assert "oversubscribed" not in texts[study], study
   assert "examples 5500 (paper 55000)" in texts["mp_scaling_b100"]
   assert "performance model (" in texts["mp_scaling_b100"] and "fitted rho" in texts["mp_scaling_b100"]
-  written = draw.draw(output_dir, REGISTRY, out=lambda _: None)
   with_figure = [e.name for e in REGISTRY.studies if e.figure]
   assert [os.path.basename(p) for p in written] == [f"{e}.png" for e in with_figure] + ["equal_cores.png"]
-  for study in REGISTRY.of_kind('report'):
+  for study in _of_kind("report"):
     assert os.path.getsize(series.figure_path(output_dir, study)) > 20_000, study
 
 
 def test_scaling_figure_plots_the_records_and_the_report(output_dir):
   data = _data(output_dir, "mp_scaling_b5000")
-  fig = draw.make(output_dir, REGISTRY, data)
+  fig = draw.make(data, series.others(output_dir, REGISTRY))
   left, right = fig.axes
   measured = {tuple(line.get_ydata()) for line in left.get_lines()}
   four = tuple(data.runs[f"h4_g{g}"]["pretrain_seconds"] for g in range(1, 5))
@@ -130,9 +138,9 @@ def test_scaling_figure_plots_the_records_and_the_report(output_dir):
 
 def test_sweep_and_profile_values(output_dir):
   sweep = dp_batch_sweep.sweep_points(_data(output_dir, "dp_batch_sweep"))
-  assert [p[0] for p in sweep] == sorted(r.config.batch_size for r in presets.build(REGISTRY, "cpu")["dp_batch_sweep"].runs)
+  assert [p[0] for p in sweep] == sorted(r.config.batch_size for r in presets.build(REGISTRY, "cpu")["dp_batch_sweep"])
   b52 = records.load(os.path.join(output_dir, "runs", "dp_batch_sweep", "cpu_b52.json"))
-  assert sweep[0][1] == pytest.approx(records.median_epoch_seconds(b52))
+  assert sweep[0][1] == pytest.approx(records.layer_epoch_seconds(b52)[0])
   assert sweep[0][2] == pytest.approx((18_000 // 52) * 52 / sweep[0][1])
   rows = dp_op_profile.profile_rows(_data(output_dir, "dp_op_profile"))
   assert sorted(rows) == [1, 2, 3, 4]
@@ -160,7 +168,7 @@ def test_accuracy_figures_show_every_preset_present(output_dir):
   assert data.preset == "cpu" and set(data.other) == {"paper"}
   paper = accuracy_vs_epochs.accuracy_series(data.other["paper"])
   assert [e for e, _ in paper[programs.GREEDY.name]] == [60] and [e for e, _ in paper[programs.MODEL_PARALLEL.name]] == [60]
-  fig = draw.make(output_dir, REGISTRY, data)
+  fig = draw.make(data, {})
   labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
   assert "ours (paper), model parallel" in labels and "ours (cpu), greedy layer-wise" in labels
   rows = dp_accuracy.dp_accuracy_rows(_data(output_dir, "dp_accuracy").runs, "cpu")
@@ -172,7 +180,7 @@ def test_accuracy_figures_show_every_preset_present(output_dir):
 def test_primary_preset_prefers_complete_paper_runs(output_dir, tmp_path):
   assert series.load_all(output_dir, REGISTRY)["accuracy_vs_epochs"].preset == "cpu"  # paper: 2 of 12 runs
   assert series.load_all(str(tmp_path), REGISTRY)["dp_scaling"] is None
-  for run in presets.build(REGISTRY, "paper")["strategy_comparison"].runs:
+  for run in presets.build(REGISTRY, "paper")["strategy_comparison"]:
     path = presets.record_path(str(tmp_path), "paper", run)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
@@ -186,7 +194,7 @@ def test_results_readme_compares_every_study_with_the_report(output_dir):
   for study in REGISTRY.names:
     assert f"### `{study}`" in text
     assert f"--only={study}" in text
-  for study in REGISTRY.of_kind('report'):
+  for study in _of_kind("report"):
     assert f"figures/{study}.png" in text
   rep, greedy = REGISTRY.get("strategy_comparison").reported, programs.GREEDY.name  # the report's numbers beside ours, its sizes said
   assert f"| 4 GPUs, 4 × 2000: model parallel {rep[greedy] / rep[programs.MODEL_PARALLEL.name]:.2f}×, " in text
@@ -244,7 +252,7 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
 def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_published_baselines(output_dir):
   data = _data(output_dir, REGISTRY.get("fashion_mnist_accuracy").name)
   # MNIST's runs are the accuracy study's (shared); Fashion-MNIST's pass --dataset and are labelled by it.
-  runs = presets.build(REGISTRY, "cpu")[data.study].runs
+  runs = presets.build(REGISTRY, "cpu")[data.study]
   assert {(r.home, r.config.dataset) for r in runs} == {("accuracy_vs_epochs", "mnist"), (data.study, "fashion_mnist")}
   assert all(("--dataset=fashion_mnist" in r.arguments()) == (r.config.dataset == "fashion_mnist") for r in runs)
   assert [p for p, _ in sorted({(r.program, 0) for r in runs})] == sorted(p.name for p in presets.ACCURACY_COMPARED)
@@ -255,7 +263,7 @@ def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_pu
   assert "| published: MLP 256-128-100 | — | — | 0.8833 |" in table
   assert "| published: SVC (C=10, RBF) | — | — | 0.897 |" in table
   assert "not the report's numbers" in " ".join(sentences)
-  fig = draw.make(output_dir, REGISTRY, data)
+  fig = draw.make(data, {})
   labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
   assert "ours, MNIST" in labels and "ours, Fashion-MNIST" in labels and any("0.8833" in label for label in labels)
   assert "dataset MNIST, Fashion-MNIST" in "\n".join(t.get_text() for t in fig.texts)
@@ -334,7 +342,7 @@ def test_the_headline_rows_are_declared_by_their_studies(output_dir):
 def test_an_earlier_folders_records_get_tables_of_their_own_and_no_headline_cell(output_dir, tmp_path):
   # The full-size bfloat16 run moved to a folder "earlier", with a precision benchmark folder there and none here:
   # it loads like any folder of records (`records.folders`), named by nothing in the code.
-  out, run = str(tmp_path / "results"), full_size.END_TO_END[programs.PRECISIONS[1]]
+  out, run = str(tmp_path / "results"), "pipeline_parallel_g2_b100_e30_bf16"
   shutil.copytree(output_dir, out)
   earlier = os.path.join(out, "earlier")
   os.makedirs(os.path.join(earlier, "full_size"))
@@ -345,7 +353,7 @@ def test_an_earlier_folders_records_get_tables_of_their_own_and_no_headline_cell
   section = text.split("### `full_size`")[1].split("\n### ")[0]
   here, apart = section.split("*In [`earlier/`](earlier/README.md): ")
   rows = lambda part: [line for line in part.splitlines() if line.startswith("| `")]
-  assert len(rows(here)) == len(presets.build(REGISTRY, "full")["full_size"].runs)  # every declared run, the moved one too:
+  assert len(rows(here)) == len(presets.build(REGISTRY, "full")["full_size"])  # every declared run, the moved one too:
   assert [r for r in rows(here) if f"`{run}`" in r and "not run yet" in r]  # not run yet in this folder
   assert len(rows(apart)) == 1 and f"`{run}`" in rows(apart)[0] and "not run yet" not in apart  # only its record
   cell = [line for line in readme.headline(out, series.load_all(out, REGISTRY), REGISTRY).splitlines() if "bfloat16" in line][0]
@@ -420,9 +428,10 @@ TABLE_COLUMNS = ("folder", "study", "preset", "summary", "run", "program", "data
 
 
 def records_table(output_dir, registry):
-  """Every record of `registry`'s studies and of every benchmark summary under `output_dir` and its other folders, one
-  row each (columns `TABLE_COLUMNS`): folder ("" or the other folder's), study (a study, or a benchmark's folder under
-  benchmarks/, its module removed or not), preset (a study's; "" for a benchmark), summary (the benchmark summary's
+  """Every record of `registry`'s studies (`records.table`: each where its home study keeps it) and of every benchmark
+  summary under `output_dir` and its other folders, one row each (columns `TABLE_COLUMNS`): folder ("" or the other
+  folder's), study (a study, or a benchmark's folder under benchmarks/, its module removed or not), preset (a
+  study's; "" for a benchmark or a layout without one), summary (the benchmark summary's
   file; "" for a study), run (a benchmark's: <configuration>_r<repeat>), program, dataset, seed, timed (its study
   compares seconds; every benchmark does), machine (`records.host`), isa, commit, code (the code digest, else the
   commit), and the record itself."""
@@ -434,9 +443,9 @@ def records_table(output_dir, registry):
             "record": r}
   rows = []
   for folder in [""] + records.folders(output_dir):
-    for name, data in series.load_all(os.path.join(output_dir, folder), registry).items():
-      for preset, runs in ([(data.preset, data.runs)] + list(data.other.items())) if data else ():
-        rows += [row(folder, name, preset, "", run, r, data.declared.times(run)) for run, r in runs.items()]
+    found = records.table(os.path.join(output_dir, folder), registry.layouts)  # the one table of a folder's records
+    rows += [row(folder, study, preset, "", run, r, registry.get(study).times(run))
+             for study, preset, run, r in zip(found["study"], found["preset"], found["run"], found["record"])]
     benchmarks = os.path.join(output_dir, folder, "benchmarks")
     for name in sorted(os.listdir(benchmarks)) if os.path.isdir(benchmarks) else ():
       for file, summary in records.load_summaries(os.path.join(output_dir, folder), name).items():

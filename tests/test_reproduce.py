@@ -38,36 +38,37 @@ def test_presets_are_consistent_and_paper_matches_the_report():
                              "pretraining_frontier"]}.get(name)
     assert list(studies) == (study or [e.name for e in REGISTRY.studies if (e.kind != "study" or name == "smoke")
                                        and name in e.sizes])
-    assert study or set(REGISTRY.of_kind('report') + REGISTRY.of_kind('beyond')) - set(studies) <= {REGISTRY.get("fashion_mnist_accuracy").name}
-    for study in studies.values():
-      assert study.runs, (name, study.name)
-      for run in study.runs:
+    assert study or {e.name for e in REGISTRY.studies if e.kind in ("report", "beyond")} - set(studies) <= {
+        REGISTRY.get("fashion_mnist_accuracy").name}
+    for study, runs in studies.items():
+      assert runs, (name, study)
+      for run in runs:
         examples, batch, g = run.config.train_examples, run.config.batch_size, run.config.num_devices
-        assert 2 * batch <= examples or name == "smoke", (study.name, run.name)  # >= 2 steps per epoch
+        assert 2 * batch <= examples or name == "smoke", (study, run.name)  # >= 2 steps per epoch
         if run.program == DP.name:
-          assert batch % g == 0, (study.name, run.name)
-    homes = [(r.home, r.stored_name) for e in studies.values() for r in e.runs if r.home == e.name]
+          assert batch % g == 0, (study, run.name)
+    homes = [(r.home, r.stored_name) for e, runs in studies.items() for r in runs if r.home == e]
     assert len(homes) == len(set(homes))
   paper = presets.build(REGISTRY, "paper")
-  b100 = {r.name: r for r in paper["mp_scaling_b100"].runs}
+  b100 = {r.name: r for r in paper["mp_scaling_b100"]}
   assert sorted(b100) == ["h2_g1", "h2_g2", "h3_g1", "h3_g2", "h3_g3", "h4_g1", "h4_g2", "h4_g3", "h4_g4"]
   assert (b100["h4_g4"].config.pretrain_epochs, b100["h4_g4"].config.batch_size) == (30, 100)
-  b5000 = {r.name: r for r in paper["mp_scaling_b5000"].runs}
+  b5000 = {r.name: r for r in paper["mp_scaling_b5000"]}
   assert (b5000["h3_g3"].config.pretrain_epochs, b5000["h3_g3"].config.batch_size) == (60, 5000)
-  assert {r.config.pretrain_epochs for r in paper["dp_scaling"].runs} == {40}
-  assert {r.config.batch_size for r in paper["mp_vs_dp"].runs} == {7000}
-  assert sorted({r.config.pretrain_epochs for r in paper["accuracy_vs_epochs"].runs}) == [10, 20, 30, 40, 50, 60]
-  assert all(r.config.train_examples == 55_000 for e in paper.values() for r in e.runs)
+  assert {r.config.pretrain_epochs for r in paper["dp_scaling"]} == {40}
+  assert {r.config.batch_size for r in paper["mp_vs_dp"]} == {7000}
+  assert sorted({r.config.pretrain_epochs for r in paper["accuracy_vs_epochs"]}) == [10, 20, 30, 40, 50, 60]
+  assert all(r.config.train_examples == 55_000 for e in paper.values() for r in e)
   # Shared runs: convergence draws strategy_comparison's records (their own: they record the held-out loss
   # after every epoch, which the scaling runs do not).
   for preset in ("cpu", "paper"):
     studies = presets.build(REGISTRY, preset)
-    conv = {r.name: (r.home, r.stored_name) for r in studies["convergence"].runs}
+    conv = {r.name: (r.home, r.stored_name) for r in studies["convergence"]}
     assert list(conv) == [p.run_name for p in presets.COMPARED]
     assert conv[GREEDY.run_name] == ("strategy_comparison", GREEDY.run_name)
     assert conv[MP.run_name] == ("strategy_comparison", MP.run_name)
-    assert all(r.config.heldout_every_epoch for r in studies["convergence"].runs)
-    dp_acc = {r.name: r.home for r in studies["dp_accuracy"].runs}
+    assert all(r.config.heldout_every_epoch for r in studies["convergence"])
+    dp_acc = {r.name: r.home for r in studies["dp_accuracy"]}
     assert [k for k, home in dp_acc.items() if home == "accuracy_vs_epochs"] == [
         n for n in dp_acc if n.startswith(GREEDY.run_name)]
 
@@ -78,7 +79,7 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # refuse them. Every MNIST full-size run of the report's recipe has one; the study's are remade by the measurement
   # campaign, the tuned recipe's are its steps.
   for preset, study, count in (("mid", "large_batch", 4), ("full", "full_size", 14)):
-    runs = presets.build(REGISTRY, preset)[study].runs
+    runs = presets.build(REGISTRY, preset)[study]
     assert len(runs) == count
     for run in runs:
       record = next(filter(None, (records.load(presets.record_path(folder, preset, run))
@@ -87,7 +88,7 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
       assert record is not None or preset == "mid" or run.config.dataset != "mnist" or tuned, (preset, run.name)
       assert record is None or records.mismatches(record, run) == [], (preset, run.name)
       assert run.resumable
-  full = {r.name: r for r in presets.build(REGISTRY, "full")["full_size"].runs}
+  full = {r.name: r for r in presets.build(REGISTRY, "full")["full_size"]}
   large = full["dp_b5000_e30_large_batch"].config
   assert all(getattr(large, k) == v for k, v in presets.LARGE_BATCH_CANDIDATES[-1][1].items())
   # Greedy, model parallel and the pipeline in both precisions, the same runs otherwise.
@@ -114,7 +115,7 @@ def test_the_compared_programs_derive_from_the_registry():
   one_device = {p.name for p in programs.PROGRAMS if p.one_device}
   assert presets.COMPARED == (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if p.name not in one_device)
   assert set(presets.COMPARED) - set(presets.ACCURACY_COMPARED) == {DP}  # data_parallel: its own accuracy study
-  runs = presets.build(REGISTRY, "smoke")["strategy_comparison"].runs
+  runs = presets.build(REGISTRY, "smoke")["strategy_comparison"]
   assert [(r.name, r.program) for r in runs] == [(p.run_name, p.name) for p in presets.COMPARED]
   assert [r.config.num_devices for r in runs] == [1 if r.program in one_device else 2 for r in runs]
 
@@ -123,8 +124,8 @@ def test_select_studies_and_single_runs():
   studies = presets.build(REGISTRY, "cpu")
   chosen = presets.select(studies, ["dp_scaling/g2", "mp_vs_dp"])
   assert list(chosen) == ["dp_scaling", "mp_vs_dp"]
-  assert [r.name for r in chosen["dp_scaling"].runs] == ["g2"]
-  assert len(chosen["mp_vs_dp"].runs) == 8
+  assert [r.name for r in chosen["dp_scaling"]] == ["g2"]
+  assert len(chosen["mp_vs_dp"]) == 8
   with pytest.raises(ValueError, match="unknown study"):
     presets.select(studies, ["nope"])
   with pytest.raises(ValueError, match="has no run"):
@@ -157,7 +158,7 @@ def test_driver_runs_skips_and_draws_everything(tmp_path, fake_modules):
   out = str(tmp_path / "out")
   studies = presets.build(REGISTRY, "smoke")
   jobs = driver.plan(studies, "smoke", out, str(tmp_path / "work"))
-  unique = {(r.home, r.stored_name) for e in studies.values() for r in e.runs}
+  unique = {(r.home, r.stored_name) for e in studies.values() for r in e}
   assert len(jobs) == len(unique)
   lines = []
   assert _run(jobs, out, fake_modules, lines, parallel=2) == len(jobs)
@@ -207,6 +208,38 @@ def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
   json.dump(record, open(jobs[0].record, "w"))
   with pytest.raises(driver.RunFailedError, match=r"batch_size=7 \(run: 200\).*Delete it"):
     _run(jobs, out, fake_modules, [])
+
+
+def test_a_later_stage_is_built_from_the_records_of_the_stage_before(tmp_path, fake_modules):
+  """The pretraining sweep declares its confirm stage (`Study.later`): none of its runs exist until every coarse run
+  has a record; then the next pass (`experiments.reproduce` makes `REGISTRY.stages` of them) plans the confirm runs
+  chosen from those records, and the ablation's runs shared with them, and only those."""
+  from tests.fixtures import make_records
+  out = str(tmp_path / "out")
+  assert REGISTRY.stages == 2
+
+  def sweep_stage(name):
+    built = presets.build(REGISTRY, "smoke", records.table(out, REGISTRY.layouts))
+    return built, [r.name for r in built[name]]
+  built, names = sweep_stage("pretraining_sweep")
+  assert names == ["coarse_mnist_p0.03_c0.1_f0.3_s0", "coarse_mnist_none_f0.3_s0", "coarse_mnist_report_s0"]
+  for run in built["pretraining_sweep"][:-1]:  # every coarse record but one: still no confirm stage
+    os.makedirs(os.path.dirname(presets.record_path(out, "smoke", run)), exist_ok=True)
+    json.dump(make_records.make(run, "smoke"), open(presets.record_path(out, "smoke", run), "w"))
+  assert sweep_stage("pretraining_sweep")[1] == names
+  jobs = driver.plan(presets.select(built, ["pretraining_sweep"]), "smoke", out, str(tmp_path / "work"))
+  assert _run(jobs, out, fake_modules, []) == 1  # the first pass: the missing coarse run
+  built, after = sweep_stage("pretraining_sweep")
+  confirm = ["confirm_mnist_p0.03_c0.1_f0.3_s0", "confirm_mnist_p0.03_c0.1_f0.3_constant_s0",
+             "confirm_mnist_p0.03_c0.1_f0.3_last_s0", "confirm_mnist_none_f0.3_s0", "confirm_mnist_report_s0"]
+  assert after == names + confirm
+  ablation = {r.name: (r.home, r.stored_name) for r in built["pretraining_ablation"]}
+  assert ablation["mnist_none_own_s0"] == ("pretraining_sweep", "confirm_mnist_none_f0.3_s0")
+  jobs = driver.plan(presets.select(built, ["pretraining_sweep", "pretraining_ablation"]), "smoke", out,
+                     str(tmp_path / "work"))
+  lines = []
+  assert _run(jobs, out, fake_modules, lines) == len(confirm) + 3  # the second pass: confirm, and the ablation's own
+  assert f"{len(names)} of {len(jobs)} records exist" in lines[0]
 
 
 def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modules):
@@ -389,7 +422,7 @@ def test_command_line_errors():
   assert dry.returncode == 0 and "dp_scaling: 4 runs, 4 recorded, 0 to run" in dry.stdout
   assert "results/runs/dp_scaling/cpu_g2.json (recorded: " in dry.stdout and " s on AMD EPYC" in dry.stdout
   dry = run("--preset=full", "--dry_run")
-  assert dry.returncode == 0 and f"full_size: {len(presets.build(REGISTRY, 'full')['full_size'].runs)} runs" in dry.stdout
+  assert dry.returncode == 0 and f"full_size: {len(presets.build(REGISTRY, 'full')['full_size'])} runs" in dry.stdout
   assert "results/full_size/greedy_b100_e30.json" in dry.stdout and "full_size/fashion_mnist_greedy_b100_e30" in dry.stdout
 
 
@@ -400,7 +433,7 @@ def test_every_run_of_every_preset_and_benchmark_is_a_command_line_its_program_a
   derived command line would train something else, fails here, in seconds, not hours into a run."""
   from common.settings import flags as settings_flags
   checked = set()
-  jobs = [(p, j) for p in presets.PRESETS for j in driver.plan(presets.build(REGISTRY, p, str(tmp_path)), p, str(tmp_path), "w")]
+  jobs = [(p, j) for p in presets.PRESETS for j in driver.plan(presets.build(REGISTRY, p), p, str(tmp_path), "w")]
   jobs += [(b.name, j) for b in REGISTRY.benchmarks for j in harness.plan(b, harness.setting(b, {}), str(tmp_path), "w")]
   for where, j in jobs:
     cmd = driver.command(j)

@@ -1,3 +1,3 @@
-"""Benchmarks: configurations timed side by side by one harness (`experiments/harness.py`); each module defines
-BENCHMARK (a `presets.Study` with `summarize`), runs as `python -m experiments.benchmarks.<name>`, and lists it in
-STUDIES, where `experiments.reproduce` finds it (in their `order`) for results/README.md."""
+"""Benchmarks: configurations timed side by side by one harness (`experiments/harness.py`); each module declares
+BENCHMARK (a `presets.Benchmark`), where `experiments.reproduce` finds it (in their `order`) for results/README.md,
+and runs as `python -m experiments.benchmarks.<name>`."""

@@ -57,12 +57,11 @@ def details(summary: Dict):
           for m in summary["functions"].values()])
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="async_functions", runs=configurations, summarize=summarize, details=details,
     defaults={"batch_size": 100, "pretrain_epochs": 2},
     options={"steps_per_function_values": (["1", "4", "8", "32"], "The K values compared.")},
     columns=(("fastest_vs_smallest", "fastest K / smallest K"),), order=8)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -24,7 +24,8 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   moved = cost.network_bytes(s.hidden_units, s.batch_size, s.train_examples)
   steps, mp = len(runs["cluster"][0]["schedule"]["steps"]), moved[MP.network]
   return {
-      "cluster_overhead": harness.spread([x - 1 for x in harness.ratio_spread(runs, "cluster", "in_process")["values"]]),
+      "cluster_overhead": harness.spread([x - 1 for x in
+                                          harness.ratio_spread(runs, "cluster", "in_process")["values"]]),
       "network_bytes": {
           "model_parallel_per_epoch_step": mp["bytes_per_epoch_step"], "model_parallel_copies": mp["copies"],
           "model_parallel_per_run": mp["bytes_per_epoch_step"] * steps, "epoch_steps": steps,
@@ -36,11 +37,10 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   }
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="cluster", runs=configurations, summarize=summarize, folder=lambda s: "records",
     defaults={"hidden_units": "1000,1000", "pretrain_epochs": 4, "train_examples": 11_000},
     columns=(("cluster_overhead", "cluster overhead (cluster / in-process - 1)"),), order=11)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

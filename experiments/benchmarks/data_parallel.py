@@ -49,16 +49,16 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   }
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name=DP.name, runs=configurations, summarize=summarize,
     defaults={"hidden_units": "2000", "batch_size": 5000, "train_examples": 55_000},
     options={"profile_steps": (5, "Steps per timed loop of data_parallel's op profile."),
-             "kernels": (["auto"], "Kernel paths (--kernels) of the data_parallel configurations (several: a comparison).")},
+             "kernels": (["auto"], "Kernel paths (--kernels) of the data_parallel configurations (several: a "
+                                   "comparison).")},
     folder=lambda s: f"b{s.batch_size}" + ("_kernels" if len(_suffixes(s)) > 1 else ""),
     columns=(("speedup_2_vs_1_replica", "speedup 2 vs 1 replica"),
              ("speedup_2_replicas_vs_greedy", "2 replicas vs greedy"),
              ("one_replica_vs_greedy_slowdown", "1 replica / greedy time")), order=6)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -42,7 +42,8 @@ def flags_of(name: str) -> str:
     raise ValueError(f"not an equal-cores configuration name: {name!r}")
   pools = programs.get(m["program"]).thread_pools
   pool = "shared" if m["shared"] else "per_device" if len(pools) > 1 and int(m["devices"]) > 1 else ""
-  return f"--num_devices={m['devices']} --threads_per_device={m['threads']}" + (f" --thread_pool={pool}" if pool else "")
+  return (f"--num_devices={m['devices']} --threads_per_device={m['threads']}"
+          + (f" --thread_pool={pool}" if pool else ""))
 
 
 def configurations(s: harness.Setting) -> List:
@@ -54,7 +55,8 @@ def configurations(s: harness.Setting) -> List:
               and not (p.splits_batch and s.batch_size % d)):
       pools = p.thread_pools if g > 1 and len(p.thread_pools) > 1 else ("",)
       runs += [s.spec(f"{p.name}_g{g}_t{n // g}" + ("" if pool in ("", "per_device") else f"_{pool}"), p, g,
-                      settings={**presets.HELDOUT, **({"thread_pool": pool} if pool else {})}, threads=n // g) for pool in pools]
+                      settings={**presets.HELDOUT, **({"thread_pool": pool} if pool else {})}, threads=n // g)
+               for pool in pools]
   return runs
 
 
@@ -136,14 +138,13 @@ def figure(summaries: Mapping[str, dict]):
   return fig
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="equal_cores", title="Equal cores: which program finishes first on this machine", runs=configurations,
     summarize=summarize, section=section, figure=figure, figure_file="equal_cores.png",
     defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"cores": (0, "N, the cores every configuration uses (devices x threads per device); 0: all of the "
                           "machine's.")},
     folder=lambda s: f"n{_cores(s)}_b{s.batch_size}", order=12)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -67,7 +67,7 @@ def details(summary: Dict):
       for precision, m in summary["placements"].items() for p in PLACEMENTS]
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="finetune", runs=configurations, summarize=summarize, details=details,
     folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}",
     defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 1, "train_examples": 11_000},
@@ -75,7 +75,6 @@ BENCHMARK = presets.Study(
              "precisions": ([programs.PRECISIONS[0]], "Precisions to compare the placements in.")},
     columns=tuple((f"finetune_speedup_{p}", f"finetuning, fastest placement / one core, {p}")
                   for p in programs.PRECISIONS), order=9)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -64,12 +64,11 @@ def details(summary: Dict):
             else f"{predicted[(p, r)]:.3g}" + (" (fit)" if p == 1 else "")] for p, r in measured])
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="hybrid", runs=configurations, summarize=summarize,
     options={"stages": (["1", "2", "4"], "Stage counts P."), "replicas": (["1", "2", "4"], "Replicas per stage R.")},
     columns=(("p1_r2_vs_p2_r1", "P=1,R=2 vs P=2,R=1"), ("p1_r2_vs_data_parallel", "P=1,R=2 vs data parallel")),
     details=details, order=5)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

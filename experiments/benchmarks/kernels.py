@@ -49,12 +49,11 @@ def choice(summaries: Sequence[Mapping], program: str, precision: str = F32) -> 
   return None if wins["xla"] == wins["tf"] else max(PATHS, key=wins.get)
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="kernels", runs=configurations, summarize=summarize, defaults={"batch_size": 100},
     options={"precision": (F32, "Precision (--precision) of every run.")},
     folder=lambda s: f"b{s.batch_size}" + ("" if s.options["precision"] == F32 else f"_{s.options['precision']}"),
     columns=tuple((f"xla_over_tf_{p.name}", f"{p.name}: xla s / tf s") for p in PROGRAMS), order=13)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

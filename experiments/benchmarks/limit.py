@@ -32,17 +32,6 @@ def configurations(s: harness.Setting) -> List:
   return out
 
 
-def cores_of(record: dict) -> int:
-  """The cores a run may keep busy: its devices x threads per device, at most the usable cores."""
-  c = record["config"]
-  return min(c["num_devices"] * c["threads_per_device"], record["environment"]["usable_cores"])
-
-
-def _finetune_rate(r: dict) -> float:
-  return cost.finetune_epoch_flops(r["config"]["hidden_units"], r["config"]["train_examples"]) * \
-      r["finetune"]["epochs"] / r["finetune"]["seconds"]
-
-
 def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   """Per configuration: pretraining and finetuning GFLOP/s and their fraction of its precision's limit of its cores;
   per precision the faster pool's pretraining fraction and finetuning speedup over one core (same repeat), and one
@@ -51,9 +40,13 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   out = {"precisions": list(s.options["precisions"]), "matmul_gflops_per_second_one_core": {
       p: rates[p]["gflops_per_second"] for p in s.options["precisions"]}, "configurations": {}}
   for name, rs in found.items():
-    p = rs[0]["config"]["precision"]
-    rate, c = rates[p]["gflops_per_second"] * 1e9, cores_of(rs[0])
-    pre, fine = [harness.flops(r) / r["pretrain_seconds"] for r in rs], [_finetune_rate(r) for r in rs]
+    p, c = rs[0]["config"]["precision"], rs[0]["config"]
+    # The cores a run may keep busy: its devices x threads per device, at most the usable cores.
+    rate, c = rates[p]["gflops_per_second"] * 1e9, min(c["num_devices"] * c["threads_per_device"],
+                                                       rs[0]["environment"]["usable_cores"])
+    pre = [harness.flops(r) / r["pretrain_seconds"] for r in rs]
+    fine = [cost.finetune_epoch_flops(r["config"]["hidden_units"], r["config"]["train_examples"])
+            * r["finetune"]["epochs"] / r["finetune"]["seconds"] for r in rs]
     out["configurations"][name] = {
         "precision": p, "cores": c, "pretrain_gflops_per_second": harness.spread([x / 1e9 for x in pre]),
         "pretrain_fraction_of_limit": harness.spread([x / (c * rate) for x in pre]),
@@ -97,7 +90,7 @@ def details(summary: Dict):
        m["finetune_speedup_vs_one_core"], m["finetune_placement"]] for name, m in summary["configurations"].items()]
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="limit", runs=configurations, summarize=summarize, details=details,
     defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 2,
               "train_examples": 11_000, "num_devices": 2, "repeats": 3},
@@ -109,7 +102,6 @@ BENCHMARK = presets.Study(
             ("pipeline_fraction", "pipeline, fraction of the limit (faster pool)"),
             ("finetune_speedup", "finetuning / one core (faster pool)"))) + (
         ("bf16_over_f32_finetune_one_core", "one core's finetuning, float32 / bfloat16 seconds"),), order=10)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -50,7 +50,8 @@ def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3)
       f = 2.0 * m * k * n * iterations
       count = shapes(hidden_units, batch_size).count((m, k, n, ta, tb))
       flops, seconds = flops + count * f, seconds + count * best
-      per_shape.append({"m": m, "k": k, "n": n, "transpose_a": ta, "transpose_b": tb, "gflops_per_second": f / best / 1e9})
+      per_shape.append({"m": m, "k": k, "n": n, "transpose_a": ta, "transpose_b": tb,
+                        "gflops_per_second": f / best / 1e9})
     result[name] = {"gflops_per_second": flops / seconds / 1e9, "shapes": per_shape}
   return result
 

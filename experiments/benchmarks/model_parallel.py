@@ -1,7 +1,8 @@
 """Benchmark: model_parallel on G devices against greedy and sync_layerwise on one (docs/model_parallel.md):
 speedups, the schedule's bound from greedy's epoch times and from FLOPs (`flop_bound`) and the fraction reached, the
 bound with shared cores, phases, co-run slowdowns; several --kernels or --thread_pool: `variants`.
-  python -m experiments.benchmarks.model_parallel --batch_size=1000 [--kernels=xla,tf --thread_pool=per_device,shared]"""
+  python -m experiments.benchmarks.model_parallel --batch_size=1000
+  python -m experiments.benchmarks.model_parallel --batch_size=1000 --kernels=xla,tf --thread_pool=per_device,shared"""
 
 from typing import Dict, List, Tuple
 
@@ -88,7 +89,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
   return out
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name=MP.name, runs=configurations, summarize=summarize,
     defaults={"hidden_units": "1000,1000", "pretrain_epochs": 4, "train_examples": 11_000},
     folder=lambda s: f"b{s.batch_size}" + ("_variants" if len(_variants(s)) > 1 else ""),
@@ -98,7 +99,6 @@ BENCHMARK = presets.Study(
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_sync_layerwise", "speedup vs sync_layerwise"),
              ("bound_speedup_vs_greedy", "bound vs greedy"), ("fraction_of_bound", "fraction of bound"),
              ("cores_bound_speedup_vs_greedy", "bound with shared cores vs greedy")), order=3)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

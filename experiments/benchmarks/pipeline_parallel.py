@@ -76,7 +76,7 @@ def over_greedy(output_dir: str, data, used: List[dict]) -> str:
   return ", ".join(parts) or "not measured yet"
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name=PIPELINE, runs=configurations, summarize=summarize,
     headline=(presets.Headline(3, "Pipeline parallel over greedy, 2 devices, 4 × 1000 units, 3 repeats", "—",
                                over_greedy),),
@@ -90,7 +90,6 @@ BENCHMARK = presets.Study(
     columns=(("speedup_vs_greedy", "speedup vs greedy"), ("speedup_vs_model_parallel", "speedup vs model_parallel"),
              ("one_device_speedup_vs_greedy", "1 device vs greedy"),
              ("fraction_of_flop_bound", "fraction of FLOP bound")), order=4)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

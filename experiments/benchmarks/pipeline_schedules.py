@@ -34,14 +34,14 @@ def details(summary) -> tuple:
   return "Speedup of each arm", ["arm", "over greedy", "over the original pipeline"], rows
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="pipeline_schedules", runs=configurations, summarize=summarize, details=details,
     defaults={"pretrain_epochs": 12, "train_examples": 11_000, "batch_size": 100},
-    options={"arms": ([arm for arm, _, _ in schedules.PIPELINE_ARMS], "The pipeline arms to time (experiments.schedules).")},
+    options={"arms": ([arm for arm, _, _ in schedules.PIPELINE_ARMS],
+                      "The pipeline arms to time (experiments.schedules).")},
     folder=lambda s: f"b{s.batch_size}" + ("" if len(s.options["arms"]) == len(schedules.PIPELINE_ARMS) else
                                            "_" + "_".join(sorted(s.options["arms"]))) + f"_r{s.repeats}",
     order=16)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

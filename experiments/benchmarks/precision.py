@@ -52,7 +52,8 @@ def details(summary: Dict):
   f32, bf16 = programs.PRECISIONS
   rates = summary["matmul_rates"]
   caption = (f"one core's matrix-product rate at the step's shapes, float32 {rates[f32]['gflops_per_second']:.0f} "
-             f"and bfloat16 {rates[bf16]['gflops_per_second']:.0f} GFLOP/s ({summary['bf16_over_f32_matmul_rate']:.2f}×)"
+             f"and bfloat16 {rates[bf16]['gflops_per_second']:.0f} GFLOP/s "
+             f"({summary['bf16_over_f32_matmul_rate']:.2f}×)"
              "; pipeline parallel in bfloat16 vs greedy in float32: "
              f"{summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}× (median of the repeats)")
   return caption, ["program", "devices", "float32 s / bfloat16 s", "fraction of one core's bfloat16 rate per device, "
@@ -69,17 +70,17 @@ def bf16_over_f32(output_dir: str, data, used: List[dict]) -> str:
     if s:
       values = [m["speedup_bf16_over_f32"]["median"] for m in s["programs"].values()]
       isa = provenance.instruction_set(s["provenance"].get("cpu_flags"))
-      parts.append(f"{min(values):.1f}–{max(values):.1f}× ({b}, {isa}" + (", noisy" if records.noisy(s) else "") + ")")
+      noisy = ", noisy" if records.noisy(s) else ""
+      parts.append(f"{min(values):.1f}–{max(values):.1f}× ({b}, {isa}{noisy})")
   return ", ".join(parts) or "not measured yet"
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="precision", runs=configurations, summarize=summarize, defaults={"train_examples": 55_000},
     headline=(presets.Headline(8, "bfloat16 over float32, pretraining: the programs' medians (batch, instruction set)",
                                "—", bf16_over_f32),),
     columns=tuple((f"speedup_{p.name}", f"{p.label}: f32 s / bf16 s") for p in programs.PROGRAMS)
     + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details, order=2)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -72,7 +72,7 @@ def figure(summaries: Dict[str, Dict]):
   return fig
 
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name="step_account", runs=configurations, summarize=summarize, details=details, figure=figure,
     figure_file="step_account.png",
     folder=lambda s: f"b{s.batch_size}" + (f"_{s.options['label']}" if s.options["label"] else ""),
@@ -82,7 +82,6 @@ BENCHMARK = presets.Study(
              "trace_dir": (os.path.join(harness.WORK_DIR, "step_account", "traces"), "Where the traces go."),
              "label": ("", "Appended to the records' folder, e.g. before: an account of the code before a change.")},
     order=14)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -36,7 +36,8 @@ def speedups(output_dir: str, names: List[str], used: List[dict]) -> str:
     return "not measured yet"
   labels = {p.run_name: p.name for p in programs.PROGRAMS}
   found = records.records_of(os.path.join(output_dir, "benchmarks", NAME), s)
-  return ", ".join(f"{cells.short(labels[n])} {cells.spread(s['speedup_vs_greedy'][n])}{cells.staleness(found.get(n, []))}"
+  return ", ".join(f"{cells.short(labels[n])} {cells.spread(s['speedup_vs_greedy'][n])}"
+                   f"{cells.staleness(found.get(n, []))}"
                    for n in names if n in s["speedup_vs_greedy"]) + cells.noisy_note(s)
 
 
@@ -48,10 +49,9 @@ HEADLINE = (
     presets.Headline(2, "Beyond the report, same benchmark", "—",
                      lambda output_dir, data, used: speedups(output_dir, ["pp", "adp"], used)))
 
-BENCHMARK = presets.Study(
+BENCHMARK = presets.Benchmark(
     name=NAME, headline=HEADLINE, runs=configurations, summarize=summarize,
     defaults={"batch_size": 5000, "pretrain_epochs": 10, "train_examples": 10_000}, order=1)
-STUDIES = (BENCHMARK,)
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

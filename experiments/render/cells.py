@@ -62,5 +62,5 @@ def full_size(data: series.Data, names: List[str], used: List[dict], labels: Opt
   full = data.get("full_size")
   found = [(i, full.runs[n]) for i, n in enumerate(names) if full and n in full.runs]
   used += [r for _, r in found]
-  return ", ".join(f"{labels[i] if labels else short(series.program_of(r))} {records.test_accuracy(r):.4f}"
+  return ", ".join(f"{labels[i] if labels else short(series.program_of(r))} {records.accuracy(r):.4f}"
                    for i, r in found) or "not run yet"

@@ -1,9 +1,8 @@
 """The drawing helpers of every figure (`Study.figure`s, drawn by `experiments.report.draw`): axes, series, bars, the
 scaling figure; a footer names preset, dataset and hardware, oversubscribed points are hollow."""
 
-import os
 import textwrap
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 from matplotlib import figure as mpl_figure
 
@@ -20,7 +19,7 @@ COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:b
 # its place among `records.folders`.
 MAIN_STYLE, FOLDER_STYLES = ("o", "-"), (("s", "-."), ("D", ":"), ("v", "--"))
 PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
-GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
+DP = programs.DATA_PARALLEL
 
 
 def color(program: str) -> str:

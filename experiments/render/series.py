@@ -27,11 +27,6 @@ def cores(data: records.StudyRecords) -> int:
   return min(records.cores(r) for r in data.runs.values())
 
 
-def machine_cores(data: records.StudyRecords) -> int:
-  """The cores of the machine the study's runs ran on (`records.host_cores`; the most, should they differ)."""
-  return max(records.host_cores(r) for r in data.runs.values())
-
-
 def stacks(data: records.StudyRecords) -> Dict[int, Dict[int, dict]]:
   """{hidden layers: {devices: record}} of a scaling study (data parallel: one stack), sorted."""
   out: Dict[int, Dict[int, dict]] = {}
@@ -78,9 +73,20 @@ def program_name(program: str) -> str:
   return programs.get(program).label
 
 
+SHRUNK = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"),
+          ("finetune_epochs", "finetune epochs"), ("batch_size", "batch"), ("hidden_units", "hidden units"),
+          ("num_devices", "devices"))
+
+
 def preset_note(study: presets.Study, preset: str) -> str:
-  """"preset cpu: examples 5500 (paper 55000); ..." or "preset paper (the report's settings)"."""
-  notes = presets.shrink_notes(study, preset)
+  """"preset cpu: examples 5500 (paper 55000); ..." (what `preset` changes in `study`'s runs from the paper preset,
+  the settings of `SHRUNK`) or "preset paper (the report's settings)"."""
+  def values(p: str, flag: str) -> str:
+    found = sorted({getattr(r.config, flag) for r in presets.runs_of(study, p)}, key=lambda v: (str(type(v)), v))
+    return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
+  notes = [] if preset == "paper" or "paper" not in study.sizes else [
+      f"{label} {a} (paper {b})" for flag, label in SHRUNK for a, b in [(values(preset, flag), values("paper", flag))]
+      if a != b]
   return (f"preset {preset}: " + "; ".join(notes) if notes else
           f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
 
@@ -100,23 +106,30 @@ PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
 
 
 def load_all(output_dir: str, registry: presets.Registry) -> Data:
-  """{study: its records in `output_dir` (`records.StudyRecords`), or None} of every study of `registry`: a study
-  shows the paper preset when all its runs there have records, else the first of `PREFERENCE` with records. Records
-  of runs shared with another study alone count only for a study that owns no run (convergence)."""
-  built = {p: presets.build(registry, p, output_dir) for p in presets.PRESETS}
+  """{study: its records in `output_dir` (`records.StudyRecords`), or None} of every study of `registry`: the folder's
+  records globbed once into one table (`records.table`), then each study's rows picked by its runs at each preset
+  (a shared run's where its home study keeps it: `presets.build`). A study shows the paper preset when all its runs
+  there have records, else the first of `PREFERENCE` with records. Records of runs shared with another study alone
+  count only for a study that owns no run (convergence)."""
+  found = records.table(output_dir, registry.layouts)
+  built = {p: presets.build(registry, p, found) for p in presets.PRESETS}
   out: Data = {}
   for study in registry.studies:
-    found, complete = {}, False
+    shown, complete = {}, False
     for p in presets.PRESETS:
-      specs = built[p][study.name].runs if study.name in built[p] else ()
-      runs = {r.name: records.load(presets.record_path(output_dir, p, r)) for r in specs}
+      specs = built[p].get(study.name, ())
+      runs = {r.name: found["record"].get(presets.record_file(p, r)) for r in specs}
       own = any(runs[r.name] for r in specs if r.home == study.name) or all(r.home != study.name for r in specs)
-      found[p] = {name: r for name, r in runs.items() if r is not None and own}
-      complete = complete or (p == "paper" and bool(found[p]) and len(found[p]) == len(runs))
-    preset = "paper" if complete else next((p for p in PREFERENCE if found[p]), None)
-    out[study.name] = records.StudyRecords(
-        study.name, preset, found[preset], {p: r for p, r in found.items() if r and p != preset}, output_dir, study,
-        built[preset][study.name].runs) if preset else None
+      shown[p] = {name: r for name, r in runs.items() if r is not None and own}
+      complete = complete or (p == "paper" and bool(shown[p]) and len(shown[p]) == len(runs))
+    preset = "paper" if complete else next((p for p in PREFERENCE if shown[p]), None)
+    if preset:
+      order = {}  # the driver's order: a shared run where the first study listing it has it
+      for r in (r for runs in built[preset].values() for r in runs):
+        order.setdefault((r.home, r.stored_name), len(order))
+      planned = sorted(built[preset][study.name], key=lambda r: order[(r.home, r.stored_name)])
+    out[study.name] = records.StudyRecords(study.name, preset, shown[preset], {
+        p: r for p, r in shown.items() if r and p != preset}, output_dir, study, tuple(planned)) if preset else None
   return out
 
 

@@ -5,7 +5,6 @@ uses (`fmt`, `md_table`). † marks oversubscription (more logical devices than 
 import types
 from typing import List, Mapping, Optional, Sequence, Tuple
 
-from common.settings import programs
 from data_parallel import config as dp_config
 from experiments import perf_model
 from experiments import presets
@@ -17,7 +16,6 @@ Others = Mapping[str, records.StudyRecords]
 # table that lists its study's declared runs to leave out those the folder has no record of.
 APART: Others = types.MappingProxyType({})
 Table = Tuple[str, List[str]]
-GREEDY, MP, DP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL
 PHASES = dp_config.PROFILE_PHASES
 SINGLE = "Single runs."
 DAGGER = "† more logical devices than cores the process could use (oversubscribed)."
@@ -65,7 +63,7 @@ def cores_note(data: records.StudyRecords, others: Others) -> str:
   for machine, other in others.items():
     ends = [f"{h} layers {fmt(records.ratio(g[1], g[max(g)]), '×')} on {max(g)} devices"
             for h, g in series.stacks(other).items() if 1 in g and max(g) > 1]
-    text += (f" On the {series.machine_cores(other)}-core machine (`{machine}/`; "
+    text += (f" On the {max(records.host_cores(r) for r in other.runs.values())}-core machine (`{machine}/`; "
              f"{records.machine_label(list(other.runs.values()))}), where every device has its own core, the "
              f"speedup over 1 device reached: {', '.join(ends)} (single runs).")
   return text
@@ -106,4 +104,5 @@ WITH_OTHERS = (scaling,)
 def accuracy_goal(dataset: str) -> str:
   """"goal ≥ 0.89; published: MLP 256-128-100 0.8833, ..." for a dataset of `ACCURACY_GOALS`, else "—"."""
   published = ", ".join(f"{m} {a}" for m, a in presets.PUBLISHED_BASELINES.get(dataset, {}).items())
-  return f"goal ≥ {presets.ACCURACY_GOALS[dataset]}; published: {published}" if dataset in presets.ACCURACY_GOALS else "—"
+  goal = presets.ACCURACY_GOALS.get(dataset)
+  return f"goal ≥ {goal}; published: {published}" if goal else "—"

@@ -2,17 +2,16 @@
 `Study.figure`, drawn with `experiments.render.figures`) and each benchmark's figure of its summaries."""
 
 import os
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional
 
 from experiments import presets
 from experiments import records
-from experiments.render import figures
 from experiments.render import series
 
 
-def make(output_dir: str, registry: presets.Registry, data: records.StudyRecords):
-  """The figure of `data`'s study drawn from `data` and the other folders' records of it in `output_dir`."""
-  return data.declared.figure(data, series.others_of(series.others(output_dir, registry), data.study))
+def make(data: records.StudyRecords, others: Dict[str, series.Data]):
+  """The figure of `data`'s study drawn from `data` and the other folders' records of it (`others`: `series.others`)."""
+  return data.declared.figure(data, series.others_of(others, data.study))
 
 
 def save(fig, path: str) -> None:
@@ -21,24 +20,21 @@ def save(fig, path: str) -> None:
   fig.savefig(path, dpi=110)
 
 
-def draw(output_dir: str, registry: presets.Registry, studies: Optional[Sequence[str]] = None,
-         out: Callable[[str], None] = print) -> List[str]:
-  """Draws the figures of `studies` (default: all of `registry`'s, and every benchmark's) that have records; returns
-  their paths."""
-  written, found = [], series.load_all(output_dir, registry)
-  for study in (e.name for e in registry.studies if e.figure and (studies is None or e.name in studies)):
+def draw(output_dir: str, registry: presets.Registry, out: Callable[[str], None] = print) -> List[str]:
+  """Draws the figures of every study of `registry` that has records, and every benchmark's; returns their paths."""
+  written, found, others = [], series.load_all(output_dir, registry), series.others(output_dir, registry)
+  for study in (e.name for e in registry.studies if e.figure):
     data = found[study]
     if data is None:
       out(f"[figures] {study}: no records yet, no figure")
       continue
     written.append(series.figure_path(output_dir, study))
-    save(make(output_dir, registry, data), written[-1])
+    save(make(data, others), written[-1])
     out(f"[figures] {study}: {written[-1]} (preset {data.preset}, {len(data.runs)} records)")
-  paths = [benchmark_figure(output_dir, b) for b in registry.benchmarks if b.figure] if studies is None else []
-  return written + [p for p in paths if p]
+  return written + [p for p in (benchmark_figure(output_dir, b) for b in registry.benchmarks if b.figure) if p]
 
 
-def benchmark_figure(output_dir: str, benchmark: presets.Study) -> Optional[str]:
+def benchmark_figure(output_dir: str, benchmark: presets.Benchmark) -> Optional[str]:
   """<output_dir>/figures/<its figure_file>: a benchmark's `figure` of its summaries; None without summaries."""
   found = records.load_summaries(output_dir, benchmark.name)
   if not found:

@@ -84,11 +84,12 @@ def benchmark_section(output_dir: str, registry: presets.Registry) -> str:
 
 def _table_lines(data: records.StudyRecords, table: str, sentences: List[str], where: str = "") -> List[str]:
   """A study's table with its caption (preset, dataset, hardware; `where`: the folder it comes from) and sentences."""
-  return [f"*{where}{series.preset_note(data.declared, data.preset)}; dataset {records.datasets(list(data.runs.values()))}; "
-          f"{records.hardware(list(data.runs.values()))}.*", "", table, "", " ".join(x for x in sentences if x), ""]
+  rs = list(data.runs.values())
+  return [f"*{where}{series.preset_note(data.declared, data.preset)}; dataset {records.datasets(rs)}; "
+          f"{records.hardware(rs)}.*", "", table, "", " ".join(x for x in sentences if x), ""]
 
 
-def study_section(output_dir: str, registry: presets.Registry, study: presets.Study, data: Optional[records.StudyRecords],
+def study_section(output_dir: str, study: presets.Study, data: Optional[records.StudyRecords],
                   others: Dict[str, records.StudyRecords]) -> str:
   """One study: figure, preset, table, sentences, commands; then a table of each other folder's records of it
   (`others`) unless the study's table sets them beside this machine's (`tables.WITH_OTHERS`)."""
@@ -102,14 +103,14 @@ def study_section(output_dir: str, registry: presets.Registry, study: presets.St
     if study.figure:
       lines += [f"![{name}]({os.path.relpath(series.figure_path(output_dir, name), output_dir)})", ""]
     lines += _table_lines(data, *table_of(data, others))
-    studies, rel = presets.build(registry, data.preset, output_dir), os.path.relpath(os.path.abspath(output_dir), ROOT)
+    rel = os.path.relpath(os.path.abspath(output_dir), ROOT)
     rel = output_dir if rel.startswith("..") else rel  # the output directory as the commands name it
-    jobs = driver.plan(studies, data.preset, rel, "scratch/reproduce")
-    mine = {(r.home, r.stored_name) for r in studies[name].runs if r.name in data.runs}  # the runs with records
+    mine = [r for r in data.planned if r.name in data.runs]  # the runs with records
     lines += [f"Command: `python -m experiments.reproduce --preset={data.preset} --only={name} "
               f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
               f"{len(mine)} program commands</summary>", "", "```"]
-    lines += ["python " + " ".join(driver.command(j)[1:]) for j in jobs if (j.spec.home, j.spec.stored_name) in mine]
+    lines += ["python " + " ".join(driver.command(driver.job(r.home, 0, 0, r, presets.record_path(
+        rel, data.preset, r), "scratch/reproduce", data.preset))[1:]) for r in mine]
     lines += ["```", "</details>", ""]
   for machine, d in apart.items():
     lines += _table_lines(d, *table_of(d, tables.APART), where=f"In [`{machine}/`]({machine}/README.md): ")
@@ -126,7 +127,7 @@ def text(output_dir: str, registry: presets.Registry) -> str:
       model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
       noisy=tables.NOISY, benchmarks=benchmark_section(output_dir, registry),
       sections="\n\n".join(f"## {b.title}\n\n{b.section(output_dir)}" for b in registry.benchmarks if b.section),
-      studies="\n".join(study_section(output_dir, registry, e, data[e.name], series.others_of(found, e.name))
+      studies="\n".join(study_section(output_dir, e, data[e.name], series.others_of(found, e.name))
                          for e in registry.studies))
   return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
 

@@ -12,23 +12,17 @@ from experiments.render.figures import PRESET_MARKERS, REPORT_LABEL, color, fini
 from experiments.render.series import Runs, program_of
 from experiments.render.tables import Others, Table, fmt, md_table
 
-
-# The report's test accuracy after E pretraining + E finetuning epochs (conres2.png; the text's "around 96.62%" for
-# model parallel: REPORTED_MP_TEXT), declared in presets, which full_size reads too.
+# The report's test accuracy after E + E epochs (conres2.png) and its text's "around 96.62%" for model parallel
+# (declared in presets: full_size cites them too).
 REPORTED, REPORTED_MP_TEXT = presets.ACCURACY_REPORTED, presets.ACCURACY_REPORTED_MP_TEXT
-
-
-def epoch_settings(preset: str) -> List[int]:
-  """The pretraining epoch counts the study runs at `preset`."""
-  return sorted(presets.ACCURACY_SIZES[preset]["epochs"])
 
 
 def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:
   """{program: [(epochs, test accuracy)]} of one preset's records."""
   out: Dict[str, List[Tuple[int, float]]] = {}
   for r in runs.values():
-    if records.test_accuracy(r) is not None:
-      out.setdefault(program_of(r), []).append((r["config"]["pretrain_epochs"], records.test_accuracy(r)))
+    if records.accuracy(r) is not None:
+      out.setdefault(program_of(r), []).append((r["config"]["pretrain_epochs"], records.accuracy(r)))
   return {k: sorted(v) for k, v in out.items()}
 
 
@@ -62,8 +56,9 @@ def figure(data: records.StudyRecords, others=None):
   """Test accuracy vs (pretraining, finetuning) epochs, every preset with records; x = the i-th setting of each."""
   fig, (ax,) = new(1, width=8)
   shown = series.by_preset(data)
+  settings = {p: sorted(presets.ACCURACY_SIZES[p]["epochs"]) for p in ("paper", *shown)}  # each preset's epochs
   for preset, runs in shown.items():
-    positions = {e: i + 1 for i, e in enumerate(epoch_settings(preset))}
+    positions = {e: i + 1 for i, e in enumerate(settings[preset])}
     for program, pts in sorted(accuracy_series(runs).items()):
       points(ax, [positions[e] for e, _ in pts], [a for _, a in pts], [False] * len(pts), color(program),
              f"ours ({preset}), {series.program_name(program)}", "-" if preset == data.preset else "-.",
@@ -74,9 +69,8 @@ def figure(data: records.StudyRecords, others=None):
   ax.axhline(REPORTED_MP_TEXT, color="0.7", linewidth=0.8)
   ax.annotate(f"report text: model parallel ~{REPORTED_MP_TEXT:.4f}", (0.6, REPORTED_MP_TEXT),
               fontsize=7, va="bottom", color="0.4")
-  settings = {p: epoch_settings(p) for p in shown if p != "paper"}
-  labels = [f"{e}+{e}" + "".join(f"\n({p}: {s[i]}+{s[i]})" for p, s in settings.items() if i < len(s))
-            for i, e in enumerate(epoch_settings("paper"))]
+  labels = [f"{e}+{e}" + "".join(f"\n({p}: {s[i]}+{s[i]})" for p, s in settings.items()
+                                 if i < len(s) and p != "paper") for i, e in enumerate(settings["paper"])]
   ax.set_xticks(range(1, len(labels) + 1), labels, fontsize=8)
   ax.set(xlabel="pretraining + finetuning epochs (report's; shrunk presets in brackets)", ylabel="test accuracy")
   ax.legend(fontsize=7)
@@ -84,9 +78,7 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-ACCURACY_VS_EPOCHS = Study(
+STUDIES = (Study(
     "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel",
     presets.ACCURACY_SIZES, presets.accuracy_runs, table,
-    figure, timed=False, order=6, reported=REPORTED)
-
-STUDIES = (ACCURACY_VS_EPOCHS,)
+    figure, timed=False, order=6, reported=REPORTED),)

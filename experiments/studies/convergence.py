@@ -14,9 +14,7 @@ from experiments.render.figures import color, finish, new, points
 from experiments.render.series import Runs, program_records
 from experiments.render.tables import Others, Table, fmt, md_table
 
-
-# convergence: the fixed loss of layer k is the baseline's final loss of layer k times (1 + this).
-LOSS_TOLERANCE = harness.LOSS_TOLERANCE
+LOSS_TOLERANCE = harness.LOSS_TOLERANCE  # the fixed loss of layer k: the baseline's final one times (1 + this)
 
 
 def convergence_loss(rs: Runs) -> Tuple[str, Optional[List[float]]]:
@@ -76,8 +74,6 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-CONVERGENCE = Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
+STUDIES = (Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
                     presets.comparison_runs, table, figure, order=10,
-                    shares=("strategy_comparison",))
-
-STUDIES = (CONVERGENCE,)
+                    shares=("strategy_comparison",)),)

@@ -11,38 +11,35 @@ from experiments.render.figures import REPORT_COLOR, REPORT_LABEL, bars, finish,
 from experiments.render.series import Runs
 from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
-
 # dp_accuracy's acceptance rule: data parallel at the large batch reaches at least the baseline - this.
 DP_TOLERANCE = 0.005
-
-
-# The report's data parallel at batch 5000 per GPU (its text): E pretraining + E finetuning epochs -> test accuracy
-# (declared in presets, which full_size reads too).
+# The report's data parallel at batch 5000 per GPU, E + E epochs -> test accuracy (in presets: full_size cites it too).
 REPORTED = presets.DP_ACCURACY_REPORTED
+SIZES = dict(
+    paper=dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4, large_batch=LARGE_BATCH),
+    cpu=dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=2, large_batch=LARGE_BATCH),
+    smoke=dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
+               large_batch={**LARGE_BATCH, "warmup_epochs": 1}))
 
 
 def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]]:
   """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report"}: test accuracies, None where
   missing ("report": the report's at the matching paper setting)."""
-  paper, base = epoch_settings("paper"), programs.baseline().run_name
+  paper, base = sorted(SIZES["paper"]["epochs"]), programs.baseline().run_name
 
   def acc(name):
-    return records.test_accuracy(runs[name]) if name in runs else None
+    return records.accuracy(runs[name]) if name in runs else None
   return [{"epochs": e, "report_recipe": acc(f"dp_e{e}_report"), "large_batch": acc(f"dp_e{e}_large_batch"),
            "baseline": acc(f"{base}_e{e}"), "report": REPORTED.get(paper[i]) if i < len(paper) else None}
-          for i, e in enumerate(epoch_settings(preset))]
-
-
-def epoch_settings(preset: str) -> List[int]:
-  """The pretraining epoch counts the study runs at `preset`."""
-  return sorted(DP_ACCURACY.sizes[preset]["epochs"])
+          for i, e in enumerate(sorted(SIZES[preset]["epochs"]))]
 
 
 def _dp_accuracy(s) -> List[Run]:
   recipes = (RECIPES[0], ("large_batch", s["large_batch"]))
   # The greedy reference at the accuracy study's batch, when it has these epochs.
   return [spec(f"dp_e{e}_{recipe}", DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
-               settings={**settings, **NO_PROFILE}, resumable=True) for e in s["epochs"] for recipe, settings in recipes] + [
+               settings={**settings, **NO_PROFILE}, resumable=True)
+          for e in s["epochs"] for recipe, settings in recipes] + [
       r for r in presets.accuracy_runs(presets.ACCURACY_SIZES[s["preset"]])
       if r.program == GREEDY.name and r.config.pretrain_epochs in s["epochs"]]
 
@@ -63,8 +60,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   return md_table(["preset", "epochs", "ours DP batch", "ours DP report recipe", "ours DP large-batch",
                    "ours greedy (batch 100)", "goal (greedy - 0.005)", "report DP (batch 5000 per tower)"], rows), [
       f"The report's recipe keeps the batch-100 learning rates at its batch 5000 (its 0.7472 / 0.8162; "
-      f"{presets.REPORT_DP_BATCH_NOTE}); the large-batch recipe, chosen on validation accuracy in the `large_batch` study, "
-      f"scales them with the batch{recipe}. {SINGLE}"]
+      f"{presets.REPORT_DP_BATCH_NOTE}); the large-batch recipe, chosen on validation accuracy in the `large_batch` "
+      f"study, scales them with the batch{recipe}. {SINGLE}"]
 
 
 def figure(data: records.StudyRecords, others=None):
@@ -91,14 +88,6 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-DP_ACCURACY = Study(
-    "dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe", dict(
-        paper=dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4,
-                   large_batch=LARGE_BATCH),
-        cpu=dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=2,
-                 large_batch=LARGE_BATCH),
-        smoke=dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
-                   large_batch={**LARGE_BATCH, "warmup_epochs": 1})), _dp_accuracy, table,
-    figure, timed=False, order=8, reported=REPORTED, shares=("accuracy_vs_epochs",))
-
-STUDIES = (DP_ACCURACY,)
+STUDIES = (Study("dp_accuracy", "Data parallel test accuracy at a large batch: report recipe vs large-batch recipe",
+                 SIZES, _dp_accuracy, table, figure, timed=False, order=8, reported=REPORTED,
+                 shares=("accuracy_vs_epochs",)),)

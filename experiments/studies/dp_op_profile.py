@@ -42,7 +42,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
                    else "—", f"{REPORTED_TOTAL.get(g, '—')}"])
   return md_table(["devices"] + [f"ours {p}" for p in PHASES] + [
       "ours total", "report loss+gradient", "report accumulate+average", "report total"], rows), [
-          f"Ours: {series.batch_label(list(data.runs.values()))}; {presets.REPORT_DP_BATCH_NOTE}.", cores_note(data, others)]
+          f"Ours: {series.batch_label(list(data.runs.values()))}; {presets.REPORT_DP_BATCH_NOTE}.",
+          cores_note(data, others)]
 
 
 def _phases(ax, rows: Dict[int, Dict[str, float]], over: Dict[int, bool]) -> None:
@@ -76,10 +77,8 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-DP_OP_PROFILE = Study("dp_op_profile", "Data parallel: time per epoch by phase vs devices", dict(
+STUDIES = (Study("dp_op_profile", "Data parallel: time per epoch by phase vs devices", dict(
     paper=dict(examples=55_000, epochs=1, batch=1000, units=2000, devices=(1, 2, 3, 4)),
     cpu=dict(examples=11_000, epochs=1, batch=1000, units=1000, devices=(1, 2, 3, 4)),
     smoke=dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))), presets.dp_scaling_runs, table,
-    figure, order=4, reported=REPORTED, shares=("dp_scaling",))
-
-STUDIES = (DP_OP_PROFILE,)
+    figure, order=4, reported=REPORTED, shares=("dp_scaling",)),)

@@ -8,25 +8,18 @@ from experiments.presets import Study, FASHION, MNIST, Run
 from experiments.render import series
 from experiments.render.figures import COLORS, bars, finish, new
 from experiments.render.series import program_of
-from experiments.render.tables import Others, SINGLE, Table, accuracy_goal, fmt, md_table
+from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
-
-# Published baselines (`presets.PUBLISHED_BASELINES`), the note naming them and the goals of the full-size runs on a
-# dataset other than MNIST: declared in presets, which full_size reads too.
+# Published baselines (other models, declared in presets with the note naming them; full_size reads them too).
 PUBLISHED_BASELINES, PUBLISHED = presets.PUBLISHED_BASELINES, presets.PUBLISHED
 
 
 def dataset_accuracy(data: records.StudyRecords) -> Dict[str, Dict[str, float]]:
   """{dataset: {program: test accuracy}} of `fashion_mnist_accuracy`'s shown preset, in the study's order of datasets
   and of programs (`presets.ACCURACY_COMPARED`); a program without a record (or accuracy) is left out."""
-  found = {(records.dataset(r), program_of(r)): records.test_accuracy(r) for r in data.runs.values()}
+  found = {(records.dataset(r), program_of(r)): records.accuracy(r) for r in data.runs.values()}
   return {d: {p.name: found[(d, p.name)] for p in presets.ACCURACY_COMPARED if found.get((d, p.name)) is not None}
-          for d in FASHION_MNIST_ACCURACY.sizes[data.preset]["datasets"]}
-
-
-def most_epochs(data: records.StudyRecords) -> int:
-  """The most pretraining epochs of a study at its shown preset."""
-  return max(FASHION_MNIST_ACCURACY.sizes[data.preset]["epochs"])
+          for d in data.declared.sizes[data.preset]["datasets"]}
 
 
 def _dataset_accuracy(s) -> List[Run]:  # MNIST's are accuracy_vs_epochs' runs of these sizes (shared)
@@ -36,7 +29,7 @@ def _dataset_accuracy(s) -> List[Run]:  # MNIST's are accuracy_vs_epochs' runs o
 def table(data: records.StudyRecords, others: Others) -> Table:
   """Test accuracy per program on each dataset of the study (MNIST's: accuracy_vs_epochs' runs), the published
   baselines beside it."""
-  acc, e = dataset_accuracy(data), most_epochs(data)
+  acc, e = dataset_accuracy(data), max(data.declared.sizes[data.preset]["epochs"])
   baselines = dict.fromkeys(m for d in acc for m in PUBLISHED_BASELINES.get(d, {}))
   rows = [[series.program_name(p.name), f"{e}+{e}"] + [fmt(a[p.name], "acc") if p.name in a else "not run yet"
                                                       for a in acc.values()] for p in presets.ACCURACY_COMPARED]
@@ -50,7 +43,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
 def figure(data: records.StudyRecords, others=None):
   """Bars of test accuracy per program, each dataset of the study side by side; the published baselines dashed."""
   fig, (ax,) = new(1, width=8)
-  acc, names, e = dataset_accuracy(data), [p.name for p in presets.ACCURACY_COMPARED], most_epochs(data)
+  acc, names = dataset_accuracy(data), [p.name for p in presets.ACCURACY_COMPARED]
+  e = max(data.declared.sizes[data.preset]["epochs"])
   for j, (dataset, by) in enumerate(acc.items()):
     bars(ax, [i + (j + 0.5 - len(acc) / 2) * 0.8 / len(acc) for i, n in enumerate(names) if n in by],
          [by[n] for n in names if n in by], 0.8 / len(acc), COLORS[j], f"ours, {records.dataset_label(dataset)}",
@@ -65,10 +59,8 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-FASHION_MNIST_ACCURACY = Study(
+STUDIES = (Study(
     "fashion_mnist_accuracy", "Test accuracy on Fashion-MNIST beside MNIST (beyond the report): the accuracy study's "
     "programs", dict(cpu=dict(presets.ACCURACY_SIZES["cpu"], epochs=(12,), datasets=(MNIST, FASHION)),
                      smoke=dict(presets.ACCURACY_SIZES["smoke"], datasets=(MNIST, FASHION))),
-    _dataset_accuracy, table, figure, kind="beyond", timed=False, order=7, shares=("accuracy_vs_epochs",))
-
-STUDIES = (FASHION_MNIST_ACCURACY,)
+    _dataset_accuracy, table, figure, kind="beyond", timed=False, order=7, shares=("accuracy_vs_epochs",)),)

@@ -2,7 +2,6 @@
 
 from typing import Dict, List
 
-from common.settings import programs
 from experiments import presets
 from experiments import records
 from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Study, FASHION, GREEDY, HELDOUT, MNIST, MP, NO_PROFILE,
@@ -10,7 +9,6 @@ from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Study, FASHION, GRE
 from experiments.render import series
 from experiments.render import cells
 from experiments.render.tables import APART, Others, Table, accuracy_goal, fmt, md_table
-
 
 # The full-size runs' goals with the tuned recipe (docs/pretraining.md), per dataset.
 TUNED_GOALS = {presets.MNIST: 0.985, presets.FASHION: 0.90}
@@ -38,7 +36,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
             MP.name: f"{presets.ACCURACY_REPORTED_MP_TEXT} (model parallel, \"around 96.62%\" in the text)",
             DP.name: f"{presets.DP_ACCURACY_REPORTED[30]} (data parallel, batch 5000 per tower, 30+30)"}
   rows = [[f"`{run.name}`", records.dataset_label(run.config.dataset), series.batch_label([r]) if r else "—",
-           fmt(records.test_accuracy(r), "acc") if r else "not run yet",
+           fmt(records.accuracy(r), "acc") if r else "not run yet",
            f"tuned recipe's goal ≥ {TUNED_GOALS[run.config.dataset]}" if run.name.endswith("_tuned") else
            report.get(run.program, "—") if run.config.dataset == presets.MNIST else accuracy_goal(run.config.dataset),
            records.machine_label([r]) if r else "—"]
@@ -59,8 +57,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "seconds); the minutes shown are pretraining and finetuning." if short else "",
       "Minutes of pretraining + finetuning by machine (compare within one machine only" + (
           "; the runs whose records name no commit or processor ran at low priority beside other work" if any(
-              records.code(r) == f"commit {records.NOT_RECORDED}" for r in data.runs.values()) else "") + "): " + "; ".join(
-          f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
+              records.code(r) == f"commit {records.NOT_RECORDED}" for r in data.runs.values()) else "") + "): "
+      + "; ".join(f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
       "The `_tuned` runs are accuracy runs that shared the machine with other runs (several at once, and the test "
       "suite): their minutes measure nothing and are left out." if any(n.endswith("_tuned") for n in data.runs) else "",
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
@@ -86,15 +84,6 @@ HEADLINE = (
                      + cells.full_size(data, ["fashion_mnist_greedy_b100_e30_tuned",
                                               "fashion_mnist_pipeline_parallel_g2_b100_e30_tuned"], used)))
 
-FULL_SIZE = Study("full_size", "Full size: the report's network on all 55,000 images", dict(
+STUDIES = (Study("full_size", "Full size: the report's network on all 55,000 images", dict(
     full=dict(examples=55_000, epochs=30, hidden=CONFIG_1, batch=100, dp_batch=5000, devices=2)),
-    _full_size, table, kind="own", layout="full_size/{run}.json", timed=False, order=14, headline=HEADLINE)
-
-# The whole job at full size with the fastest program, per precision (pretraining plus finetuning: a full_size run):
-# the campaign's end-to-end step runs the one of the fastest precision the processor has.
-_FULL = FULL_SIZE.sizes["full"]
-
-END_TO_END = {precision: f"{PP.name}_g{_FULL['devices']}_b{_FULL['batch']}_e{_FULL['epochs']}{suffix}"
-              for precision, suffix in zip(programs.PRECISIONS, ("", "_bf16"))}
-
-STUDIES = (FULL_SIZE,)
+    _full_size, table, kind="own", layout="full_size/{run}.json", timed=False, order=14, headline=HEADLINE),)

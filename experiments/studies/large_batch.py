@@ -16,7 +16,7 @@ def large_batch_choice(data: records.StudyRecords) -> Tuple[List[dict], Optional
   "test", "losses"}, and the candidate with the highest validation accuracy (test plays no part)."""
   rows = [{"run": name, "record": r, "program": program_of(r), "candidate": program_of(r) != programs.baseline().name,
            "batch": r["config"]["batch_size"], "validation": (r.get("finetune") or {}).get("validation_accuracy"),
-           "test": records.test_accuracy(r), "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]}
+           "test": records.accuracy(r), "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]}
           for name, r in data.runs.items()]
   candidates = [row for row in rows if row["candidate"] and row["validation"] is not None]
   return rows, max(candidates, key=lambda row: row["validation"])["run"] if candidates else None
@@ -44,9 +44,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "trained on); test accuracy is reported once, for the chosen candidate (and the greedy reference). " + SINGLE]
 
 
-LARGE_BATCH = Study(
+STUDIES = (Study(
     "large_batch", "Large-batch study: which recipe lets data parallel at a large batch match greedy", dict(
         mid=dict(examples=55_000, epochs=10, hidden=(1000,) * 4, batch=5000, devices=2, reference_batch=100)),
-    _large_batch, table, kind="own", layout="large_batch/{preset}/{run}.json", timed=False, order=13)
-
-STUDIES = (LARGE_BATCH,)
+    _large_batch, table, kind="own", layout="large_batch/{preset}/{run}.json", timed=False, order=13),)

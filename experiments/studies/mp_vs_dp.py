@@ -29,7 +29,8 @@ def mp_vs_dp_groups(data: records.StudyRecords) -> List[Tuple[str, Runs]]:
 def _mp_vs_dp(s) -> List[Run]:
   configs = {"c1": s["config_1"], "c2": s["config_2"]}
   return [spec(f"{c}_e{e}_{p.run_name}", p, configs[c], e, s["batch"], s["devices"], s["examples"],
-               settings=s["dp_settings"] if p is DP else {}) for e in s["epochs"] for c in ("c1", "c2") for p in (DP, MP)]
+               settings=s["dp_settings"] if p is DP else {})
+          for e in s["epochs"] for c in ("c1", "c2") for p in (DP, MP)]
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
@@ -70,11 +71,9 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-MP_VS_DP = Study("mp_vs_dp", "Model parallel vs data parallel at a large batch", dict(
+STUDIES = (Study("mp_vs_dp", "Model parallel vs data parallel at a large batch", dict(
     paper=dict(examples=55_000, epochs=(30, 60), batch=7000, devices=4, config_1=CONFIG_1, config_2=CONFIG_2),
     cpu=dict(examples=14_000, epochs=(5, 10), batch=7000, devices=2, config_1=(1000,) * 4,
              config_2=(1000, 500, 250, 50)),
     smoke=dict(examples=400, epochs=(2,), batch=200, devices=2, config_1=(32, 32), config_2=(32, 16))), _mp_vs_dp,
-    table, figure, order=5, reported=REPORTED, shares=("dp_scaling", "mp_scaling_b5000"))
-
-STUDIES = (MP_VS_DP,)
+    table, figure, order=5, reported=REPORTED, shares=("dp_scaling", "mp_scaling_b5000")),)

@@ -25,7 +25,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       held, base = [h["loss"] for h in r["heldout_reconstruction"]], by.get((program, f32))
       base = base if base is not None and records.same_source([base, r]) else None  # within one machine only
       gaps = [a / b["loss"] - 1 for a, b in zip(held, base["heldout_reconstruction"])] if base and base is not r else []
-      acc, base_acc = records.test_accuracy(r), records.test_accuracy(base) if base else None
+      acc, base_acc = records.accuracy(r), records.accuracy(base) if base else None
       rows.append([preset, series.program_name(program), precision, fmt(acc, "acc"),
                    " / ".join(f"{x:.2f}" for x in held), " / ".join(f"{100 * g:+.2f}%" for g in gaps) or "—",
                    f"{100 * (acc - base_acc):+.2f}" if gaps and acc is not None and base_acc is not None else "—"])
@@ -37,11 +37,9 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "cannot make the pair)."]
 
 
-PRECISION_ACCURACY = Study(
+STUDIES = (Study(
     "precision_accuracy", "Mixed precision (beyond the report): bfloat16 beside float32, accuracy and reconstruction",
     dict(paper=dict(examples=55_000, epochs=30, batch=100, hidden=CONFIG_1, devices=2),
          cpu=dict(examples=11_000, epochs=12, batch=100, hidden=(500,) * 4, devices=2),
          smoke=dict(examples=400, epochs=2, batch=40, hidden=(32, 32), devices=2)), _precision, table,
-    kind="beyond", timed=False, order=12, shares=("accuracy_vs_epochs",))
-
-STUDIES = (PRECISION_ACCURACY,)
+    kind="beyond", timed=False, order=12, shares=("accuracy_vs_epochs",)),)

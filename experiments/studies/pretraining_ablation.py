@@ -7,38 +7,27 @@ from typing import List, Optional, Tuple
 
 from common.settings import programs
 from experiments import records
+from experiments.records import accuracy
 from experiments.presets import Headline, Study, Run, spec
 from experiments.render import figures
 from experiments.render import tables
 from experiments import sweep
-from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy, by_arm, spread_text
+from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, spread_text
 
-
-# The ablation (does pretraining help?) and the comparison (the report's question with the tuned recipe): greedy with
-# no pretraining, the report's recipe and the tuned one; every program against greedy, with the tuned recipe.
+# The ablation's arms: greedy with no pretraining, the report's recipe and the tuned one (their settings).
 ABLATION_ARMS = (("none", {"recipe": "tuned", "pretrain_epochs": 0}), ("report", {"recipe": "report"}),
                  ("tuned", {"recipe": "tuned"}))
-
-
-def ablation_runs(spec, s: dict) -> list:
-  """The ablation's runs at sizes `s` ({"hidden", "examples", "epochs", "batch"}; "seeds" optional): per dataset,
-  arm and seed a greedy run, seed 0's drawing its filters. `spec` is `experiments.presets.spec`."""
-  out = []
-  for d in s.get("datasets", DATASETS):
-    for arm, settings in ABLATION_ARMS:
-      for seed in s.get("seeds", SEEDS):
-        out.append(spec(f"{SHORT[d]}_{arm}_s{seed}", programs.GREEDY, s["hidden"], s["epochs"], s["batch"], 1,
-                        s["examples"], s["epochs"], settings={**settings, "dataset": d, "pictures": seed == 0},
-                        seed=seed))
-  return out
-
-
-# What the tables and the figure show. A table function takes (the study's records, other machines' records) and
-# returns (markdown table, sentences), as `experiments.report.tables`' do.
 GOAL_POINTS = 1.0  # the tuned recipe's pretraining should beat no pretraining by this many points on both datasets
-
 ARM_LABELS = {"none": "no pretraining (tuned recipe, 0 pretraining epochs)", "report": "report's recipe",
               "tuned": "tuned recipe", "none_own": "no pretraining, its own best finetuning rate (sweep)"}
+
+
+def ablation_runs(s: dict) -> list:
+  """The ablation's runs at sizes `s` ({"hidden", "examples", "epochs", "batch"}; "seeds" optional): per dataset,
+  arm and seed a greedy run, seed 0's drawing its filters."""
+  return [spec(f"{SHORT[d]}_{arm}_s{seed}", programs.GREEDY, s["hidden"], s["epochs"], s["batch"], 1, s["examples"],
+               s["epochs"], settings={**settings, "dataset": d, "pictures": seed == 0}, seed=seed)
+          for d in s.get("datasets", DATASETS) for arm, settings in ABLATION_ARMS for seed in s.get("seeds", SEEDS)]
 
 
 def ablation_table(data, others) -> Tuple[str, List[str]]:
@@ -46,28 +35,22 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
   layer (mean), the finetuning rate; and the tuned recipe's gain over no pretraining against the goal."""
   arms, body, sentences = by_arm(data.runs), [], []
   for d in DATASETS:
-    for arm in ARM_LABELS:
-      found = arms.get((SHORT[d], arm))
-      if not found:
-        continue
+    for arm in (a for a in ARM_LABELS if arms.get((SHORT[d], a))):
+      found = arms[(SHORT[d], arm)]
       rs = [found[s] for s in sorted(found)]
-      held = [sum(h[k]["loss"] for h in (r["heldout_reconstruction"] for r in rs)) / len(rs)
-              for k in range(len(rs[0]["heldout_reconstruction"]))]
       body.append([records.dataset_label(d), ARM_LABELS[arm], spread_text([accuracy(r) for r in rs]),
-                   spread_text([accuracy(r, "validation_accuracy") for r in rs]),
-                   " / ".join(f"{x:.0f}" for x in held), f"{rs[0]['config']['finetune_learning_rate']:g}", len(rs)])
-    gains = {arm: gain(arms, d, arm) for arm in ("none", "none_own")}
-    if gains["none"]:
-      mean, low, high = gains["none"]
+                   spread_text([accuracy(r, VAL) for r in rs]), " / ".join(f"{x:.0f}" for x in sweep.heldout_means(rs)),
+                   f"{rs[0]['config']['finetune_learning_rate']:g}", len(rs)])
+    none, own = gain(arms, d, "none"), gain(arms, d, "none_own")
+    if none:
       sentences.append(
-          f"{records.dataset_label(d)}: the tuned recipe's pretraining adds {mean:+.2f} points of test accuracy over no pretraining "
-          f"with the same finetuning (per seed {low:+.2f} to {high:+.2f}; goal ≥ +{GOAL_POINTS:g}: "
-          + ("met" if low >= GOAL_POINTS else "met on average, not by every seed" if mean >= GOAL_POINTS
-             else "missed") + ")" + ("" if not gains["none_own"] else
-                                     f", and {gains['none_own'][0]:+.2f} ({gains['none_own'][1]:+.2f} to "
-                                     f"{gains['none_own'][2]:+.2f}) over no pretraining at its own best finetuning "
-                                     "rate, the fairer baseline (the tuned rate is too large for a network finetuned "
-                                     "from its initial weights).") + ("" if gains["none_own"] else "."))
+          f"{records.dataset_label(d)}: the tuned recipe's pretraining adds {none[0]:+.2f} points of test accuracy "
+          f"over no pretraining with the same finetuning (per seed {none[1]:+.2f} to {none[2]:+.2f}; goal ≥ "
+          f"+{GOAL_POINTS:g}: " + ("met" if none[1] >= GOAL_POINTS else "met on average, not by every seed"
+                                  if none[0] >= GOAL_POINTS else "missed") + ")" + (
+              f", and {own[0]:+.2f} ({own[1]:+.2f} to {own[2]:+.2f}) over no pretraining at its own best finetuning "
+              "rate, the fairer baseline (the tuned rate is too large for a network finetuned from its initial "
+              "weights)." if own else "."))
   one = next(iter(data.runs.values()))["config"]
   sentences.append(f"Greedy, {len(one['hidden_units'])} x {one['hidden_units'][0]} units, {one['train_examples']:,} "
                    f"images, {one['finetune_epochs']} + {one['finetune_epochs']} epochs (none: 0 + "
@@ -81,8 +64,7 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
 def gain(arms: dict, dataset: str, baseline: str) -> Optional[Tuple[float, float, float]]:
   """(mean, min, max) over the seeds both have of the tuned arm's test accuracy minus the `baseline` arm's, in
   points; None without a common seed."""
-  tuned, base = arms.get((SHORT[dataset], "tuned"), {}), arms.get((SHORT[dataset], baseline), {})
-  gains = [100 * (accuracy(tuned[s]) - accuracy(base[s])) for s in sorted(set(tuned) & set(base))]
+  gains = sweep.gains(arms.get((SHORT[dataset], "tuned"), {}), arms.get((SHORT[dataset], baseline), {}))
   return (sum(gains) / len(gains), min(gains), max(gains)) if gains else None
 
 
@@ -91,7 +73,7 @@ def ablation_figure(data, others=None):
   from matplotlib import image as mpl_image  # noqa: only to draw
   arms = by_arm(data.runs)
   shown = [d for d in DATASETS if any((SHORT[d], a) in arms for a in ARM_LABELS)]
-  columns = [a for a in ("none", "report", "tuned")]
+  columns = ["none", "report", "tuned"]
   fig = figures.mpl_figure.Figure(figsize=(4.2 * len(columns), 4.4 * len(shown)))
   axes = fig.subplots(len(shown), len(columns), squeeze=False)
   for i, d in enumerate(shown):
@@ -110,12 +92,12 @@ def ablation_figure(data, others=None):
   return fig
 
 
-def _runs(s) -> List[Run]:
-  """Its own runs, and the sweep's confirm-stage runs of its best candidate without pretraining (shared)."""
-  runs = sweep.runs(dict(sweep.SIZES[s["preset"]], preset=s["preset"], output_dir=s["output_dir"]))
-  own = [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.config.seed}", may_fail=False)
-         for r in runs if r.name.startswith("confirm_") and r.name.split("_")[2] == "none"]
-  return ablation_runs(spec, s) + own
+def _none_own(s, found) -> List[Run]:
+  """Its second stage: the sweep's confirm-stage runs of its best candidate without pretraining (shared), once the
+  sweep's coarse records in `found` choose it."""
+  runs = sweep.confirm_runs(dict(sweep.SIZES[s["preset"]], preset=s["preset"]), found)
+  return [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.config.seed}", may_fail=False)
+          for r in runs if r.name.split("_")[2] == "none"]
 
 
 def headline_gain(output_dir: str, data, used: List[dict]) -> str:
@@ -133,10 +115,9 @@ def headline_gain(output_dir: str, data, used: List[dict]) -> str:
   return ", ".join(parts) + ", 3 seeds" if parts else "not run yet"
 
 
-PRETRAINING_ABLATION = Study(
+STUDIES = (Study(
     "pretraining_ablation", "Does pretraining help? No pretraining, the report's recipe and the tuned one (greedy)",
-    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), _runs, ablation_table, ablation_figure, kind="own",
-    timed=False, order=16, shares=("pretraining_sweep",), headline=(Headline(
+    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), ablation_runs, ablation_table,
+    ablation_figure, kind="own", timed=False, order=16, shares=(sweep.NAME,), later=(_none_own,), headline=(Headline(
         6, "Test accuracy added by tuned pretraining over none at its own best rate, 4 × 500 units", "—",
-        headline_gain),))
-STUDIES = (PRETRAINING_ABLATION,)
+        headline_gain),)),)

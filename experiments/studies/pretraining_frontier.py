@@ -11,12 +11,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from matplotlib import figure as mpl_figure
 
 from experiments import records
+from experiments.records import accuracy
 from experiments.presets import Study, spec
 from experiments.schedules import ARMS, BASELINE
 from experiments.render import tables
-from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy, by_arm, spread_text
+from experiments.sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, gains,
+                               spread_text)
 
-VAL = "validation_accuracy"
 BASE = BASELINE[0]  # greedy's arm
 
 
@@ -41,12 +42,10 @@ def frontier_table(data, others) -> Tuple[str, List[str]]:
       rs = found.get((SHORT[d], name))
       if not rs:
         continue
-      seeds = sorted(s for s in rs if s in greedy)
-      diff = lambda key: [100 * (accuracy(rs[s], key) - accuracy(greedy[s], key)) for s in seeds]  # noqa: E731
       drift = [r["input_drift"]["layers"][-1]["epochs"] for r in rs.values() if r.get("input_drift")]
       body.append([d, name, len(rs), spread_text([accuracy(r, VAL) for r in rs.values()]),
-                   "—" if name == BASE else spread_text(diff(VAL), digits=2),
-                   "—" if name == BASE else spread_text(diff("test_accuracy"), digits=2),
+                   "—" if name == BASE else spread_text(gains(rs, greedy, VAL), digits=2),
+                   "—" if name == BASE else spread_text(gains(rs, greedy), digits=2),
                    _mean_drift(drift, 0), _mean_drift(drift, -1)])
   return tables.md_table(["dataset", "arm", "seeds", "validation accuracy", "validation: vs greedy (points)",
                           "test: vs greedy (points)", "top layer's drift, first epoch", "last epoch"], body), []
@@ -74,15 +73,9 @@ def choose(data, speedups: Mapping[str, float]) -> Tuple[Optional[str], str]:
   for name, _, _ in ARMS:
     if not name.startswith("pp"):
       continue
-    diffs = []
-    for d in DATASETS:
-      greedy, rs = found.get((SHORT[d], BASE), {}), found.get((SHORT[d], name), {})
-      seeds = [s for s in rs if s in greedy]
-      if not seeds:
-        break
-      diffs.append(statistics.mean(100 * (accuracy(rs[s], VAL) - accuracy(greedy[s], VAL)) for s in seeds))
-    else:
-      worst[name] = min(diffs)
+    diffs = [gains(found.get((SHORT[d], name), {}), found.get((SHORT[d], BASE), {}), VAL) for d in DATASETS]
+    if all(diffs):
+      worst[name] = min(map(statistics.mean, diffs))
   passing = [a for a, w in worst.items() if w >= -TOLERANCE and a in speedups]
   if passing:
     arm = max(passing, key=lambda a: speedups[a])
@@ -127,7 +120,7 @@ def frontier_figure(data, others) -> mpl_figure.Figure:
       ax.annotate(BASE, (1.0, 0.0), fontsize=7)
       for name in speed:
         rs = found.get((SHORT[d], name), {})
-        diffs = [100 * (accuracy(rs[s], VAL) - accuracy(greedy[s], VAL)) for s in rs if s in greedy]
+        diffs = gains(rs, greedy, VAL)
         if diffs:
           mean = statistics.mean(diffs)
           ax.errorbar([speed[name]], [mean], yerr=[[mean - min(diffs)], [max(diffs) - mean]], fmt="o", color="0.3",
@@ -165,9 +158,8 @@ def _speedups(output_dir: str) -> Dict[str, Any]:
           "_machine": records.machine_label([r for r in folder if r])}
 
 
-PRETRAINING_FRONTIER = Study(
+STUDIES = (Study(
     "pretraining_frontier", "The pipeline's schedules: accuracy against greedy, and input drift",
     dict(pretraining=dict(CPU_ACCURACY, devices=2),
          smoke=dict(SMOKE_ACCURACY, devices=2, arms=(BASELINE[0], "pp", "pp_stagger1"))),
-    frontier_runs, frontier_table, frontier_figure, kind="own", order=18, timed=False)
-STUDIES = (PRETRAINING_FRONTIER,)
+    frontier_runs, frontier_table, frontier_figure, kind="own", order=18, timed=False),)

@@ -4,11 +4,13 @@ Fashion-MNIST, with the time to greedy's held-out reconstruction and validation 
 from typing import List, Optional, Sequence, Tuple
 
 from common.settings import programs
+from experiments import harness
 from experiments import records
+from experiments.records import accuracy
 from experiments.presets import Study, spec
 from experiments.render import tables
-from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, accuracy, by_arm, spread_text
-
+from experiments.sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, gains,
+                               heldout_means, spread_text)
 
 # A check of one cause of the Fashion-MNIST loss (docs/pretraining.md): the same pretraining, finetuning
 # FINETUNE_FACTOR times as many epochs (the tuned recipe's cosine schedule stretched over them), for greedy and the
@@ -17,7 +19,7 @@ FINETUNE_FACTOR, LONGER = 3, "_longer"
 LONGER_PROGRAMS = (programs.baseline(), programs.MODEL_PARALLEL, programs.PIPELINE_PARALLEL)
 
 
-def comparison_runs(spec, s: dict) -> list:
+def comparison_runs(s: dict) -> list:
   """The comparison's runs at sizes `s` ({"hidden", "examples", "epochs", "batch", "devices"}): every registered
   program with the tuned recipe on `devices` devices (one for a one-device program), and pipeline_parallel with two
   replicas per stage on 2 x `devices`, per dataset and seed, each layer's held-out reconstruction after every epoch;
@@ -42,46 +44,33 @@ def programs_table(data, others) -> Tuple[str, List[str]]:
   names["pp_r2"] = f"{programs.PIPELINE_PARALLEL.label}, 2 replicas per stage"
   names.update({p.run_name + LONGER: f"{p.label}, finetuning {FINETUNE_FACTOR}x as long" for p in LONGER_PROGRAMS})
   for d in DATASETS:
-    for variant, label in names.items():
-      longer = variant.endswith(LONGER)
+    for variant, label in ((v, label) for v, label in names.items() if found.get((SHORT[d], v))):
+      longer, rs = variant.endswith(LONGER), found[(SHORT[d], variant)]
       base = programs.baseline().run_name + (LONGER if longer else "")
-      greedy = found.get((SHORT[d], base), {})
-      rs = found.get((SHORT[d], variant))
-      if not rs:
-        continue
-      seeds = sorted(rs)
+      greedy, seeds = found.get((SHORT[d], base), {}), sorted(rs)
       over = any(records.oversubscribed(r) for r in rs.values())
-      diffs = [100 * (accuracy(rs[s]) - accuracy(greedy[s])) for s in seeds if s in greedy]
-      val = [100 * (accuracy(rs[s], VAL) - accuracy(greedy[s], VAL)) for s in seeds if s in greedy]
-      held = [sum(r["heldout_reconstruction"][k]["loss"] for r in rs.values()) / len(rs)
-              for k in range(len(rs[seeds[0]]["heldout_reconstruction"]))]
-      to_loss = [_seconds_to_loss(rs[s], greedy[s]) for s in seeds if s in greedy]
+      to_loss = [harness.seconds_to_loss_of(rs[s], greedy[s]) for s in seeds if s in greedy]  # within 1% of its final
       to_acc = [_seconds_to_accuracy(rs[s], greedy[s]) for s in seeds if s in greedy]
       body.append([records.dataset_label(d), label + (" †" if over else ""), records.devices(rs[seeds[0]]),
                    spread_text([accuracy(r) for r in rs.values()]),
-                   "—" if variant == base else spread_text(diffs, digits=2),
-                   "—" if variant == base else spread_text(val, digits=2),
-                   " / ".join(f"{x:.0f}" for x in held),
+                   "—" if variant == base else spread_text(gains(rs, greedy), digits=2),
+                   "—" if variant == base else spread_text(gains(rs, greedy, VAL), digits=2),
+                   " / ".join(f"{x:.0f}" for x in heldout_means(list(rs.values()))),
                    "—" if over or longer else _median(to_loss), "—" if over or longer else _median(to_acc)])
-  one = next(iter(data.runs.values()))
+  one = next(iter(data.runs.values()))["config"]
   return tables.md_table(
       ["dataset", "program", "devices", "test accuracy", "vs greedy (points, same seed)", "validation: vs greedy",
        "held-out reconstruction per layer", "s to greedy's held-out", "s to greedy's validation accuracy"], body), [
-      f"The tuned recipe, {len(one['config']['hidden_units'])} x {one['config']['hidden_units'][0]} units, "
-      f"{one['config']['train_examples']:,} images, {one['config']['pretrain_epochs']} + "
-      f"{one['config']['finetune_epochs']} epochs, batch {one['config']['batch_size']}; "
+      f"The tuned recipe, {len(one['hidden_units'])} x {one['hidden_units'][0]} units, {one['train_examples']:,} "
+      f"images, {one['pretrain_epochs']} + {one['finetune_epochs']} epochs, batch {one['batch_size']}; "
       f"{len({s for v in found.values() for s in v})} seeds; mean (min–max) over them. Seconds (median over the "
-      "seeds): "
-      "wall seconds of pretraining until every layer's held-out reconstruction is within 1% of greedy's final one "
-      "(same seed), and of pretraining plus finetuning until a finetuning epoch's validation accuracy reaches "
+      "seeds): wall seconds of pretraining until every layer's held-out reconstruction is within 1% of greedy's final "
+      "one (same seed), and of pretraining plus finetuning until a finetuning epoch's validation accuracy reaches "
       "greedy's final one; — never, or oversubscribed. " + tables.DAGGER,
       f"The rows \"finetuning {FINETUNE_FACTOR}x as long\" check one cause of a loss: the same pretraining, then "
       f"{FINETUNE_FACTOR} times as many finetuning epochs (the cosine schedule over all of them), each compared with "
       "greedy finetuned as long; they measure accuracy only (no held-out curves, no seconds).",
       f"Machine: {records.machine_label(list(data.runs.values()))}; the runs ran one at a time."]
-
-
-VAL = "validation_accuracy"  # finetuning's best (kept) epoch's, as the record gives it
 
 
 def _median(values: Sequence[Optional[float]]) -> str:
@@ -90,14 +79,6 @@ def _median(values: Sequence[Optional[float]]) -> str:
     return "—" if not reached else f"{sorted(reached)[len(reached) // 2]:.0f} ({len(reached)} of {len(values)})"
   v = sorted(values)
   return f"{(v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2:.0f}"
-
-
-def _seconds_to_loss(record: dict, greedy: dict) -> Optional[float]:
-  """Seconds of pretraining until every layer's held-out loss is within 1% of greedy's final one."""
-  if not records.has_heldout_curves(record):
-    return None
-  targets = [h["loss"] * 1.01 for h in greedy["heldout_reconstruction"]]
-  return records.time_to_loss(records.loss_curves(record, "heldout_loss"), targets)[0]
 
 
 def _seconds_to_accuracy(record: dict, greedy: dict) -> Optional[float]:
@@ -110,9 +91,8 @@ def _seconds_to_accuracy(record: dict, greedy: dict) -> Optional[float]:
   return None
 
 
-PRETRAINING_PROGRAMS = Study(
+STUDIES = (Study(
     "pretraining_programs", "The report's question asked again with the tuned recipe: every program against greedy",
     dict(pretraining=dict(CPU_ACCURACY, devices=2, longer=("fashion_mnist",)), smoke=dict(SMOKE_ACCURACY, devices=2)),
-    lambda s: comparison_runs(spec, s), programs_table, kind="own", order=17,
-    timed=lambda run: not run.rsplit("_s", 1)[0].endswith(LONGER))  # the longer finetuning: accuracy only
-STUDIES = (PRETRAINING_PROGRAMS,)
+    comparison_runs, programs_table, kind="own", order=17,
+    timed=lambda run: not run.rsplit("_s", 1)[0].endswith(LONGER)),)  # the longer finetuning: accuracy only

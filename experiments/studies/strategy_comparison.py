@@ -10,9 +10,7 @@ from experiments.render.figures import REPORT_LABEL, bars, color, finish, new
 from experiments.render.series import program_records
 from experiments.render.tables import Others, Table, _seconds, cores_note, fmt, md_table
 
-
-# The report's pretraining seconds per program, 60 epochs, batch 5000, 4 x 2000 (conres3.png; declared in presets,
-# which the strategies benchmark reads too).
+# The report's pretraining seconds per program (conres3.png; in presets: the strategies benchmark cites them too).
 REPORTED = presets.COMPARISON_REPORTED
 
 
@@ -51,8 +49,6 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-STRATEGY_COMPARISON = Study("strategy_comparison", "Does parallelism help? Pretraining time per program",
+STUDIES = (Study("strategy_comparison", "Does parallelism help? Pretraining time per program",
                             presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9,
-                            reported=REPORTED)
-
-STUDIES = (STRATEGY_COMPARISON,)
+                            reported=REPORTED),)
