@@ -78,7 +78,8 @@ def test_the_figure_draws_drift_held_out_curves_and_the_frontier(tmp_path, with_
   axes = fig.get_axes()
   assert len(axes) == (9 if with_speed else 6)
   drift = axes[0].get_lines()
-  assert [l.get_label() for l in drift] == [frontier.BASE, "pp"]  # the drift figure's arms that have records
+  # the drift figure's arms that have records, in its order
+  assert [l.get_label() for l in drift] == [a for a, _ in frontier.DRIFT_ARMS if a in (frontier.BASE, "pp", "pp_warmup1")]
   assert list(drift[1].get_ydata()) == pytest.approx([0.2, 0.1, 0.2 / 3])
   if with_speed:
     frontier_axes = axes[6]

@@ -5,6 +5,7 @@ tuned recipe, 3 seeds, MNIST and Fashion-MNIST; every run records its input drif
 after every epoch. The staggered starts are also the causal test of the drift: they remove the early drift in steps
 (d = E is greedy) and change nothing else but the data order of the upper layers' steps and the time."""
 
+import os
 import statistics
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -21,15 +22,22 @@ from experiments.sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCUR
 BASE = BASELINE[0]  # greedy's arm
 
 
+# The arm the rule chose (`choose`: the 3 seeds' validation accuracy and the pipeline_schedules benchmark's three
+# alternated repeats at batch 100; docs/pretraining.md), run with greedy on CONFIRM_SEEDS more seeds: 5 in all.
+CHOSEN, CONFIRM_SEEDS = None, (3, 4)
+
+
 def frontier_runs(s: Mapping[str, Any]) -> List:
   """Every arm at sizes `s` ({"hidden", "examples", "epochs", "batch", "devices"}), per seed (outer), per dataset:
-  the tuned recipe, held-out reconstruction after every epoch, `s["arms"]` (default all) only."""
+  the tuned recipe, held-out reconstruction after every epoch, `s["arms"]` (default all) only; then greedy and the
+  CHOSEN arm on CONFIRM_SEEDS (not where `s` names its arms: the smoke preset)."""
   wanted = s.get("arms")
+  seeds = [(seed, [a for a in ARMS if wanted is None or a[0] in wanted]) for seed in s.get("seeds", SEEDS)] + [
+      (seed, [a for a in ARMS if a[0] in (BASE, CHOSEN)]) for seed in (CONFIRM_SEEDS if CHOSEN and not wanted else ())]
   return [spec(f"{SHORT[d]}_{name}_s{seed}", p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
                s["epochs"], settings={"recipe": "tuned", "dataset": d, "heldout_every_epoch": True, **settings},
                seed=seed)
-          for seed in s.get("seeds", SEEDS) for d in reversed(s.get("datasets", DATASETS))
-          for name, p, settings in ARMS if wanted is None or name in wanted]
+          for seed, arms in seeds for d in reversed(s.get("datasets", DATASETS)) for name, p, settings in arms]
 
 
 def frontier_table(data, others) -> Tuple[str, List[str]]:
@@ -47,8 +55,16 @@ def frontier_table(data, others) -> Tuple[str, List[str]]:
                    "—" if name == BASE else spread_text(gains(rs, greedy, VAL), digits=2),
                    "—" if name == BASE else spread_text(gains(rs, greedy), digits=2),
                    _mean_drift(drift, 0), _mean_drift(drift, -1)])
+  speed, machine = _speedups(data.output_dir)
+  arm, why = choose(data, speed)
   return tables.md_table(["dataset", "arm", "seeds", "validation accuracy", "validation: vs greedy (points)",
-                          "test: vs greedy (points)", "top layer's drift, first epoch", "last epoch"], body), []
+                          "test: vs greedy (points)", "top layer's drift, first epoch", "last epoch"], body), [
+      "Validation and test accuracy: mean (min–max) over the seeds; vs greedy: points of the same seed's greedy run. "
+      "Drift: the distance of the codes the top layer read to the final codes below it, relative to their spread "
+      "over the probe (`input_drift`), mean over the seeds.",
+      f"The rule (`choose`, validation only) on these records and the speeds of {machine}: "
+      f"`{arm}`, {why}." if speed else "No speed summary of `pipeline_schedules` yet: the rule is not applied.",
+      f"Greedy and `{CHOSEN}` (the rule's choice) ran {len(CONFIRM_SEEDS)} more seeds." if CHOSEN else ""]
 
 
 def _mean_drift(per_run: List[List[Dict[str, Any]]], at: int) -> str:
@@ -58,7 +74,7 @@ def _mean_drift(per_run: List[List[Dict[str, Any]]], at: int) -> str:
 
 # The arms of the drift figure (Fashion-MNIST, where the pipeline loses), with their colours.
 DRIFT_ARMS = ((BASELINE[0], "tab:blue"), ("mp", "tab:orange"), ("pp", "tab:red"), ("pp_cosine", "tab:purple"),
-              ("pp_stagger2", "tab:green"))
+              ("pp_stagger2", "tab:green"), ("pp_warmup1", "tab:brown"))
 SPEED_BENCHMARK = "pipeline_schedules"  # the benchmark that times the arms (experiments/benchmarks/)
 TOLERANCE = 0.1  # points of validation accuracy below greedy's that the rule of `choose` accepts
 
@@ -92,7 +108,7 @@ def frontier_figure(data, others) -> mpl_figure.Figure:
   dataset, each arm's mean validation accuracy minus greedy's (points; bars: min-max over the seeds) against its
   speedup over greedy from the benchmark's newest batch-100 summary (greedy at (1, 0)); no row 3 without one."""
   found = by_arm(data.runs)
-  speed = _speedups(data.output_dir)
+  speed, machine = _speedups(data.output_dir)
   rows = 3 if speed else 2
   fig = mpl_figure.Figure(figsize=(15, 4.2 * rows))
   axes = fig.subplots(rows, 3, squeeze=False)
@@ -133,8 +149,7 @@ def frontier_figure(data, others) -> mpl_figure.Figure:
     axes[2][2].axis("off")
   fig.suptitle("The pipeline's schedules: input drift, held-out reconstruction, accuracy against speed", fontsize=12)
   fig.text(0.01, 0.005, f"accuracy: {records.machine_label(list(data.runs.values()))}; speed: "
-           f"{speed.get('_machine', '—') if speed else '—'}", fontsize=7, family="monospace")
-  speed.pop("_machine", None)
+           f"{machine}", fontsize=7, family="monospace")
   fig.tight_layout(rect=(0, 0.02, 1, 0.97))
   return fig
 
@@ -145,17 +160,16 @@ def _mean_line(ax, series: Sequence[Sequence[float]], colour: str, label: str) -
           label=label, markersize=3)
 
 
-def _speedups(output_dir: str) -> Dict[str, Any]:
-  """{arm: median speedup over greedy} of the newest batch-100 summary of `SPEED_BENCHMARK` (most repeats first),
-  with "_machine": its machine label; {} without one."""
-  found = {f: s for f, s in records.load_summaries(output_dir, SPEED_BENCHMARK).items()
-           if s["setting"]["batch_size"] == 100}
+def _speedups(output_dir: str) -> Tuple[Dict[str, float], str]:
+  """({arm: median speedup over greedy}, its machine label) of the batch-100 summary of `SPEED_BENCHMARK` with the most
+  repeats; ({}, "—") without one."""
+  found = [s for s in records.load_summaries(output_dir, SPEED_BENCHMARK).values() if s["setting"]["batch_size"] == 100]
   if not found:
-    return {}
-  summary = max(found.values(), key=lambda s: (s["setting"]["repeats"], s["provenance"].get("commits", [""])[-1]))
-  folder = records.flat_records(f"{output_dir}/benchmarks/{SPEED_BENCHMARK}", summary)
-  return {**{arm: spread["median"] for arm, spread in summary["speedup_vs_greedy"].items()},
-          "_machine": records.machine_label([r for r in folder if r])}
+    return {}, "—"
+  summary = max(found, key=lambda s: s["setting"]["repeats"])
+  rs = records.flat_records(os.path.join(output_dir, "benchmarks", SPEED_BENCHMARK), summary)
+  return ({arm: spread["median"] for arm, spread in summary["speedup_vs_greedy"].items()},
+          records.machine_label([r for r in rs if r]))
 
 
 STUDIES = (Study(
