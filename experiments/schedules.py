@@ -3,7 +3,7 @@
 arm names all its schedule settings (`pipeline_parallel.schedule`), so that its records stay its own whatever a
 recipe sets."""
 
-from typing import Any, Mapping, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 from common.settings import programs
 
@@ -24,3 +24,15 @@ PIPELINE_ARMS: Tuple[Arm, ...] = (
 # The other schedules that train several layers at once, for comparison.
 OTHERS: Tuple[Arm, ...] = (("mp", programs.MODEL_PARALLEL, {}), ("sl", programs.SYNC_LAYERWISE, {}))
 ARMS: Tuple[Arm, ...] = (BASELINE, PIPELINE_ARMS[0]) + OTHERS + PIPELINE_ARMS[1:]
+
+# The arm the frontier's rule chose (`choose` in studies/pretraining_frontier.py, docs/pretraining.md): run with
+# greedy on more seeds at the frontier's size and at full size (studies/full_size.py). None before the rule is applied.
+CHOSEN: Optional[str] = None
+
+
+def arm(name: str) -> Arm:
+  """The arm called `name` among ARMS; KeyError for another name."""
+  found = [a for a in ARMS if a[0] == name]
+  if not found:
+    raise KeyError(f"no schedule arm {name!r}; the arms: {', '.join(a[0] for a in ARMS)}")
+  return found[0]

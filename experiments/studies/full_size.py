@@ -4,6 +4,7 @@ from typing import Dict, List
 
 from experiments import presets
 from experiments import records
+from experiments import schedules
 from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Study, FASHION, GREEDY, HELDOUT, MNIST, MP, NO_PROFILE,
                                  PP, RECIPES, Run, spec)
 from experiments.render import series
@@ -12,6 +13,7 @@ from experiments.render.tables import APART, Others, Table, accuracy_goal, fmt, 
 
 # The full-size runs' goals with the tuned recipe (docs/pretraining.md), per dataset.
 TUNED_GOALS = {presets.MNIST: 0.985, presets.FASHION: 0.90}
+TUNED = "_tuned"  # in the names of the tuned recipe's runs
 
 
 def _full_size(s) -> List[Run]:
@@ -25,7 +27,20 @@ def _full_size(s) -> List[Run]:
       spec(f"{FASHION}_{name(p)}", p, s["hidden"], e, b, g, s["examples"], e,
            settings={**(HELDOUT if p is PP else {}), "dataset": FASHION}, resumable=True) for p in (GREEDY, PP)] + [
       spec(f"{'' if d == MNIST else d + '_'}{name(p)}_tuned", p, s["hidden"], e, b, g, s["examples"], e,
-           settings={"recipe": "tuned", "dataset": d}, resumable=True) for d in (MNIST, FASHION) for p in (GREEDY, PP)]
+           settings={"recipe": "tuned", "dataset": d}, resumable=True) for d in (MNIST, FASHION) for p in (GREEDY, PP)] + [
+      spec(f"{FASHION}_{name(GREEDY)}_tuned_s{seed}", GREEDY, s["hidden"], e, b, g, s["examples"], e,
+           settings={"recipe": "tuned", "dataset": FASHION}, resumable=True, seed=seed) for seed in (1, 2)] + (
+      _chosen(s, name(PP)) if schedules.CHOSEN else [])
+
+
+def _chosen(s, pp_name: str) -> List[Run]:
+  """The frontier's chosen schedule (`experiments.schedules.CHOSEN`, its settings named) at full size with the tuned
+  recipe: Fashion-MNIST seeds 0-2, MNIST seed 0."""
+  arm, program, settings = schedules.arm(schedules.CHOSEN)
+  return [spec(f"{'' if d == MNIST else d + '_'}{pp_name}_tuned_{arm}_s{seed}", program, s["hidden"], s["epochs"],
+               s["batch"], s["devices"], s["examples"], s["epochs"],
+               settings={"recipe": "tuned", "dataset": d, **settings}, resumable=True, seed=seed)
+          for d, seeds in ((FASHION, (0, 1, 2)), (MNIST, (0,))) for seed in seeds]
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
@@ -37,14 +52,14 @@ def table(data: records.StudyRecords, others: Others) -> Table:
             DP.name: f"{presets.DP_ACCURACY_REPORTED[30]} (data parallel, batch 5000 per tower, 30+30)"}
   rows = [[f"`{run.name}`", records.dataset_label(run.config.dataset), series.batch_label([r]) if r else "—",
            fmt(records.accuracy(r), "acc") if r else "not run yet",
-           f"tuned recipe's goal ≥ {TUNED_GOALS[run.config.dataset]}" if run.name.endswith("_tuned") else
+           f"tuned recipe's goal ≥ {TUNED_GOALS[run.config.dataset]}" if TUNED in run.name else
            report.get(run.program, "—") if run.config.dataset == presets.MNIST else accuracy_goal(run.config.dataset),
            records.machine_label([r]) if r else "—"]
           for run in data.planned for r in [data.runs.get(run.name)]
           if r or others is not APART]
   by_machine: Dict[str, List[str]] = {}  # minutes grouped by machine, never two machines' side by side
   for name, r in data.runs.items():
-    if name.endswith("_tuned"):
+    if TUNED in name:
       continue  # accuracy runs that shared the machine with other runs (the sentence below)
     by_machine.setdefault(records.host(r), []).append(
         f"`{name}` {r['pretrain_seconds'] / 60:.0f} + {r['finetune']['seconds'] / 60:.0f}")
@@ -60,7 +75,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
               records.code(r) == f"commit {records.NOT_RECORDED}" for r in data.runs.values()) else "") + "): "
       + "; ".join(f"{host}: {', '.join(runs)}" for host, runs in sorted(by_machine.items())) + ".",
       "The `_tuned` runs are accuracy runs that shared the machine with other runs (several at once, and the test "
-      "suite): their minutes measure nothing and are left out." if any(n.endswith("_tuned") for n in data.runs) else "",
+      "suite): their minutes measure nothing and are left out." if any(TUNED in n for n in data.runs) else "",
       "The report's network, 4 × 2000 hidden units, all 55,000 training images, on 2 CPU cores; hours per run, so not "
       "in the `cpu` preset. Single runs. The large-batch recipe is the one chosen on validation accuracy in "
       "`large_batch`; `_tuned`: the tuned recipe, chosen on validation accuracy in `pretraining_sweep` "
