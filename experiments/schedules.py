@@ -27,7 +27,7 @@ ARMS: Tuple[Arm, ...] = (BASELINE, PIPELINE_ARMS[0]) + OTHERS + PIPELINE_ARMS[1:
 
 # The arm the frontier's rule chose (`choose` in studies/pretraining_frontier.py, docs/pretraining.md): run with
 # greedy on more seeds at the frontier's size and at full size (studies/full_size.py). None before the rule is applied.
-CHOSEN: Optional[str] = None
+CHOSEN: Optional[str] = "pp_warmup2"
 
 
 def arm(name: str) -> Arm:
