@@ -38,9 +38,8 @@ def call(command: Sequence[str], log: Optional[IO] = None, capture: bool = False
 
 
 def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> List["Job"]:
-  """`jobs`, but on a processor without native bfloat16 arithmetic (`common.measure.provenance`, read without
-  TensorFlow) those that compute in mixed_bfloat16 and have no record (the programs would refuse them, unless on a
-  GPU, which the driver does not run on), left out with one line naming them."""
+  """`jobs` but, on a processor without native bfloat16 (`common.measure.provenance`, read without TensorFlow), those
+  in mixed_bfloat16 with no record (the programs refuse them off a GPU), left out with a line naming them."""
   native = provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
   left = [j for j in jobs if not native and j.spec.config.precision == programs.PRECISIONS[1]
           and records.load(j.record) is None]
@@ -100,9 +99,8 @@ def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
 
 
 def failure_record(j: Job, cmd: Sequence[str], code: int) -> Dict:
-  """Writes and returns the record of a run allowed to fail (`Run.may_fail`, e.g. a sweep's candidate whose
-  training diverged) that exited with status `code`: its program, flags, machine and the error line of its log, so
-  the failure is a result and the driver goes on."""
+  """Writes and returns the record of a run allowed to fail (`Run.may_fail`: a sweep's candidate that diverged) that
+  exited with status `code`: its program, flags, machine and its log's error line, a result the driver goes on from."""
   with open(j.log) as log:
     errors = [line.strip() for line in log if line.startswith("error: ")]
   record = {"strategy": j.spec.program, "run_name": j.run_name, "failed": errors[-1][7:] if errors else
@@ -128,8 +126,7 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. "
                            "Delete it to rerun.")
   lock, started, done = threading.Lock(), time.perf_counter(), {"runs": 0}
-  # This machine as each driver-log line names it, in `records.host`'s words, e.g. "AMD EPYC, AVX2, 2 cores" (the
-  # cores this process can use).
+  # This machine in the driver log, in `records.host`'s words ("AMD EPYC, AVX2, 2 cores": the cores this process has).
   isa = provenance.instruction_set(provenance.cpu_flags()) or records.NO_ISA
   here = f"{records.processor(provenance.cpu_model())}, {isa}, {provenance.usable_cores()} cores"
 

@@ -1,8 +1,7 @@
-"""One harness for every benchmark (a `presets.Benchmark`): it maps its command line (`Setting`) to
-named configurations (the study's `runs`) run through `experiments.driver` alternately, repeat after repeat
-(rotated), then writes a summary of their records (setting, command, provenance of one machine and code, load
-averages, spreads, noisy configurations, measures); `main` is its CLI. What several benchmarks measure alike lives
-here, below them (`spread`, `ratio_spread`, `flops`, `matmul_rates`, `phases`, ...)."""
+"""One harness for every benchmark (a `presets.Benchmark`): its command line (`Setting`, `main`) -> named
+configurations (its `runs`) run through `experiments.driver` alternately, repeat after repeat (rotated) -> a summary
+of their records (setting, command, provenance of one machine and code, load averages, spreads, noisy configurations,
+measures). What several benchmarks measure alike lives here (`spread`, `ratio_spread`, `flops`, `phases`, ...)."""
 
 import dataclasses
 import json
@@ -25,14 +24,13 @@ from experiments import records
 Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
 PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores", "machine_id")
 PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
-# The shared flags' defaults (a benchmark's `defaults` override them), and where records and program logs go by
-# default (<dir>/<benchmark name>, relative to the repository root).
-SHARED_DEFAULTS = {"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 2,
-                   "train_examples": 22_000, "num_devices": 2, "repeats": 3}
-SHARED_HELPS = {"hidden_units": "Hidden units.", "batch_size": "Global batch of every run.",
-                "pretrain_epochs": "Pretraining epochs E of every run.", "train_examples": "Training images.",
-                "num_devices": "Devices of the parallel configurations.", "repeats": "Runs of each configuration "
-                "(alternated)."}
+# The shared flags, {flag: (default, help)} (a benchmark's `defaults` override the defaults), and where records and
+# program logs go by default (<dir>/<benchmark name>, relative to the repository root).
+SHARED_FLAGS = {
+    "hidden_units": ("1000,1000,1000,1000", "Hidden units."), "batch_size": (1000, "Global batch of every run."),
+    "pretrain_epochs": (2, "Pretraining epochs E of every run."), "train_examples": (22_000, "Training images."),
+    "num_devices": (2, "Devices of the parallel configurations."),
+    "repeats": (3, "Runs of each configuration (alternated).")}
 OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")
 # A held-out loss counts as reached at its reference's final one times 1 + this.
 LOSS_TOLERANCE = 0.01
@@ -210,8 +208,8 @@ def run(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_di
 
 
 def defaults(benchmark: presets.Benchmark) -> Dict[str, Any]:
-  """Every flag of `benchmark` with its default: the shared flags (its `defaults` over SHARED_DEFAULTS), its options."""
-  return {**SHARED_DEFAULTS, **benchmark.defaults, **{name: d for name, (d, _) in benchmark.options.items()}}
+  """Every flag of `benchmark` with its default: the shared flags (its `defaults` over SHARED_FLAGS'), its options."""
+  return {**{name: d for name, (d, _) in {**SHARED_FLAGS, **benchmark.options}.items()}, **benchmark.defaults}
 
 
 def _parsed(name: str, default: Any, value: Any) -> Any:
@@ -230,12 +228,12 @@ def setting(benchmark: presets.Benchmark, overrides: Mapping[str, Any]) -> Setti
     raise ValueError(f"benchmark {benchmark.name} has no flag {', '.join(unknown)}; its flags: {', '.join(d)}")
   v = {name: _parsed(name, d[name], value) for name, value in {**d, **overrides}.items()}
   return Setting(tuple(int(u) for u in v.pop("hidden_units")),
-                 **{name: v.pop(name) for name in SHARED_DEFAULTS if name != "hidden_units"}, options=v)
+                 **{name: v.pop(name) for name in SHARED_FLAGS if name != "hidden_units"}, options=v)
 
 
 def main(benchmark: presets.Benchmark) -> None:
   """The command line of a benchmark module: the shared flags (with the benchmark's defaults) and its options."""
-  helps = {**SHARED_HELPS, **{name: text for name, (_, text) in benchmark.options.items()}}
+  helps = {name: text for name, (_, text) in {**SHARED_FLAGS, **benchmark.options}.items()}
   define = {list: flags.DEFINE_list, tuple: flags.DEFINE_list, str: flags.DEFINE_string, float: flags.DEFINE_float}
   holders = {name: define.get(list if name == "hidden_units" else type(default), flags.DEFINE_integer)(
       name, list(default) if isinstance(default, tuple) else default, helps[name])

@@ -5,6 +5,8 @@ import dataclasses
 import statistics
 from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+import numpy
+
 from common.layerwise import schedule as schedule_lib
 from common.measure import cost
 from common.settings import programs
@@ -43,25 +45,15 @@ def copied_params(members: Sequence[int], params: Sequence[int]) -> int:
 
 
 def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[float],
-               low: float = 1.0, high: float = 4.0, iterations: int = 80) -> float:
-  """The x in [low, high] minimising the squared relative errors of predict(x) (golden section; `low`: no data)."""
+               low: float = 1.0, high: float = 4.0) -> float:
+  """The x in [low, high] minimising the squared relative errors of predict(x), a prediction affine in x (as the
+  models' are in rho): the least-squares x in closed form, clipped to [low, high] (`low`: no data)."""
   if not measured:
     return low
-
-  def loss(x):
-    return sum(((p - m) / m) ** 2 for p, m in zip(predict(x), measured))
-
-  r, a, b = (5 ** 0.5 - 1) / 2, low, high
-  c, d = b - r * (b - a), a + r * (b - a)
-  fc, fd = loss(c), loss(d)
-  for _ in range(iterations):  # keep the point inside the new interval: one new loss per step
-    if fc <= fd:
-      b, d, fd, c = d, c, fc, d - r * (d - a)
-      fc = loss(c)
-    else:
-      a, c, fc, d = c, d, fd, c + r * (b - c)
-      fd = loss(d)
-  return (a + b) / 2
+  m, at_low = numpy.asarray(measured, dtype=float), numpy.asarray(predict(low), dtype=float)
+  slope = (numpy.asarray(predict(high), dtype=float) - at_low) / (high - low) / m  # of each relative error
+  x = low + slope @ ((m - at_low) / m) / (slope @ slope) if slope.any() else low
+  return float(numpy.clip(x, low, high))
 
 
 def epoch_seconds_of(record: Mapping) -> List[float]:

@@ -21,6 +21,9 @@ from common.settings import config as config_lib
 
 # What a table shows for a field a record lacks (records made before the field existed).
 NOT_RECORDED = "not recorded"
+NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `environment.cpu_flags`
+# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
+NOISE = 0.15
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
 Record = Dict[str, Any]
 
@@ -35,9 +38,8 @@ def load(path: str) -> Optional[Record]:
 
 def table(output_dir: str, layouts: Mapping[str, str]) -> pandas.DataFrame:
   """Every record under `output_dir` that a study's layout ({study: layout, e.g. "runs/{study}/{preset}_{run}.json"})
-  places, found by globbing (no declaration read, no plan built): one row each, indexed by its file (relative to
-  `output_dir`, "/"-separated: `presets.record_file`), with the columns study, preset ("" where the layout names
-  none), run and record (as written)."""
+  places, found by globbing (no declaration read): a row each, indexed by its file (relative to `output_dir`,
+  "/"-separated: `presets.record_file`), columns study, preset ("" if the layout has none), run and record."""
   rows = []
   for study, layout in layouts.items():
     fields = {"study": re.escape(study), "preset": "(?P<preset>[^/_]+)", "run": "(?P<run>[^/]+)"}
@@ -68,10 +70,8 @@ def mismatches(record: Mapping, spec: Any) -> List[str]:
   """The training settings whose value in `record["config"]` (and its `dataset`) differs from the run `spec`'s, by the
   rule that decides resuming a checkpoint (`config.stale_settings`: a setting the record predates counts as its
   default), e.g. after a study's runs were edited; `spec` is a `presets.Run`."""
-  config = spec.config
-  saved = dict(record.get("config", {}), dataset=dataset(record))
-  want = config.training_fingerprint()
-  return [f"{k}={saved.get(k)!r} (run: {want[k]!r})" for k in config_lib.stale_settings(config, saved)]
+  saved, want = dict(record.get("config", {}), dataset=dataset(record)), spec.config.training_fingerprint()
+  return [f"{k}={saved.get(k)!r} (run: {want[k]!r})" for k in config_lib.stale_settings(spec.config, saved)]
 
 
 @dataclasses.dataclass
@@ -123,18 +123,13 @@ def instruction_set(record: Mapping) -> Optional[str]:
   return provenance.instruction_set(record["environment"].get("cpu_flags"))
 
 
-NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `environment.cpu_flags`
-
-
 def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str:
-  """The machine a run ran on, "<processor>, <instruction set>[, machine <id>], <its cores> cores" (with `isa`;
-  "instruction set not recorded" for a record made before records kept the processor's flags; ratios are taken within
-  one, `comparable`); with `usable` (cores runs of it could use) fewer than the machine's: "<processor>, ..., 5 of 16
-  cores" or "5–6 of 16"."""
+  """The machine a run ran on, "<processor>, <instruction set (`isa`)>[, machine <id>], <its cores> cores" (NO_ISA for
+  a record made before records kept the processor's flags); with `usable` (cores runs of it could use) fewer than
+  the machine's: "<processor>, ..., 5 of 16 cores" or "5–6 of 16"."""
   total, name = host_cores(record), processor(record["environment"].get("cpu_model"))
   name += f", {instruction_set(record) or NO_ISA}" if isa else ""
-  # The machine itself where the record names it (`provenance.machine_id`): two virtual machines of one class are
-  # two machines; a record made before the field is known by its class alone.
+  # The machine itself where the record names it (`provenance.machine_id`; a record made before: its class alone).
   name += f", machine {record['environment']['machine_id'][:6]}" if record["environment"].get("machine_id") else ""
   if not usable or usable == {total}:
     return f"{name}, {total} cores"
@@ -183,10 +178,6 @@ def comparable(a: Mapping, b: Mapping) -> bool:
 def same_source(rs: Sequence[Mapping]) -> bool:
   """True when every record of `rs` is `comparable` with the first."""
   return all(comparable(rs[0], r) for r in rs[1:])
-
-
-# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
-NOISE = 0.15
 
 
 def noisy(summary: Mapping[str, Any]) -> List[str]:
