@@ -92,8 +92,7 @@ def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: in
   values = {**dict(hidden_units=tuple(hidden), pretrain_epochs=epochs, finetune_epochs=finetune_epochs,
                     batch_size=batch, num_devices=program.devices_for(devices), threads_per_device=threads,
                     train_examples=examples, seed=seed), **settings}
-  return Run(name, _config(program.name, tuple(values.items())), resumable, launcher=tuple(launcher),
-             may_fail=may_fail)
+  return Run(name, _config(program.name, tuple(values.items())), resumable, launcher=tuple(launcher), may_fail=may_fail)
 
 
 @functools.lru_cache(maxsize=None)

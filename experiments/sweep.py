@@ -1,11 +1,8 @@
 """The pretraining sweep's candidates, stages and selection (docs/pretraining.md), and what the pretraining studies
-share (seeds, datasets, sizes, `by_arm`, `gains`, `heldout_means`, `spread_text`): below the study files,
-which import none of one another.
-
-Stage "coarse" runs every candidate at a small size (4 x 500 units, 5,500 images, 6 + 6 epochs), 3 seeds, on MNIST
-and Fashion-MNIST; stage "confirm" runs the best few at the cpu preset's size (11,000 images, 12 + 12 epochs). A
-candidate is ranked by its validation accuracy averaged over both datasets and the seeds; test accuracy is not read.
-"""
+share (seeds, datasets, sizes, `by_arm`, `gains`, `heldout_means`, `spread_text`), below the study files. Stage
+"coarse" runs every candidate at a small size (4 x 500 units, 5,500 images, 6 + 6 epochs), 3 seeds, on MNIST and
+Fashion-MNIST; stage "confirm" the best few at the cpu preset's size (11,000 images, 12 + 12 epochs). A candidate is
+ranked by its validation accuracy averaged over both datasets and the seeds; test accuracy is not read."""
 
 import itertools
 from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
@@ -79,10 +76,7 @@ def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dic
   [validation accuracy per finished run]}, "failed" (runs that failed), "score" (None unless every run of both
   datasets finished)}. Test accuracy is not read."""
   out: dict = {}
-  for name, record in sorted(runs.items()):
-    s, dataset, cand, _ = parse(name)
-    if s != stage:
-      continue
+  for (_, dataset, cand, _), record in ((parse(n), r) for n, r in sorted(runs.items()) if parse(n)[0] == stage):
     row = out.setdefault(cand, {"candidate": cand, "pretrained": not cand.startswith("none") and
                                 record["config"].get("pretrain_epochs", 1) > 0, "datasets": {}, "failed": 0})
     value = accuracy(record, VAL)  # None for a run that failed: its record has no finetuning
@@ -120,9 +114,8 @@ def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
 
 def spread_text(values: Sequence[float], digits: int = 4) -> str:
   """"mean (min–max)" of `values`, or "—"."""
-  if not values:
-    return "—"
-  return f"{sum(values) / len(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+  mean = sum(values) / len(values) if values else None
+  return "—" if mean is None else f"{mean:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
 
 def by_arm(runs: dict) -> dict:

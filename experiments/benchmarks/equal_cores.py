@@ -63,10 +63,8 @@ def configurations(s: harness.Setting) -> List:
 def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   """Fastest configuration per program, ratios to the baseline on all cores, time to its held-out loss."""
   seconds = {name: harness.spread([r["pretrain_seconds"] for r in rs])["median"] for name, rs in runs.items()}
-  best: Dict[str, str] = {}
-  for name in runs:
-    p = program_of(name)
-    best[p] = name if p not in best or seconds[name] < seconds[best[p]] else best[p]
+  best = {p: min((n for n in runs if program_of(n) == p), key=seconds.get)
+          for p in dict.fromkeys(map(program_of, runs))}  # each program's fastest configuration
   base, reference = baseline(s), runs[baseline(s)]
   out = {"cores": _cores(s), "baseline": base, "fastest_configuration": best,
          "speedup_vs_greedy_all_cores": {p: harness.ratio_spread(runs, base, name) for p, name in best.items()},

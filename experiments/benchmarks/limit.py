@@ -72,22 +72,18 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
 def details(summary: Dict):
   """The README table: per configuration the fraction of its precision's limit of its cores, pretraining and
   finetuning, and finetuning's speedup over one core (a summary of one precision, from before: no speedup)."""
-  if "precisions" not in summary:  # one precision per summary, configurations named without it
-    rate = summary["matmul_gflops_per_second_one_core"]
-    return (f"{summary['precision']}; the limit: one core's matrix-product rate at the step's shapes, {rate:.0f} "
-            "GFLOP/s, times the cores a configuration uses"), [
-        "configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
-        "finetuning placement"], [
-        [name, m["cores"], m["pretrain_fraction_of_limit"], m["finetune_fraction_of_limit"], m["finetune_placement"]]
-        for name, m in summary["configurations"].items()]
-  rates = ", ".join(f"{p} {r:.0f}" for p, r in summary["matmul_gflops_per_second_one_core"].items())
-  return (f"the limit: one core's matrix-product rate at the step's shapes (GFLOP/s: {rates}) times the cores a "
-          "configuration uses; finetuning speedup: one core's finetuning seconds / the configuration's "
-          "(same repeat)"), [
-      "configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
-      "finetuning speedup over one core", "finetuning placement"], [
-      [name, m["cores"], m["pretrain_fraction_of_limit"], m["finetune_fraction_of_limit"],
-       m["finetune_speedup_vs_one_core"], m["finetune_placement"]] for name, m in summary["configurations"].items()]
+  old = "precisions" not in summary  # one precision per summary, configurations named without it
+  rate = summary["matmul_gflops_per_second_one_core"]
+  caption = (f"{summary['precision']}; the limit: one core's matrix-product rate at the step's shapes, {rate:.0f} "
+             "GFLOP/s, times the cores a configuration uses") if old else (
+      "the limit: one core's matrix-product rate at the step's shapes (GFLOP/s: "
+      f"{', '.join(f'{p} {r:.0f}' for p, r in rate.items())}) times the cores a configuration uses; finetuning "
+      "speedup: one core's finetuning seconds / the configuration's (same repeat)")
+  speedup = [] if old else ["finetune_speedup_vs_one_core"]
+  return caption, ["configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
+                   *(["finetuning speedup over one core"] if speedup else []), "finetuning placement"], [
+      [name] + [m[k] for k in ("cores", "pretrain_fraction_of_limit", "finetune_fraction_of_limit", *speedup,
+                               "finetune_placement")] for name, m in summary["configurations"].items()]
 
 
 BENCHMARK = presets.Benchmark(

@@ -62,14 +62,12 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
     tg, ts, tm = greedy["pretrain_seconds"], sync["pretrain_seconds"], mp["pretrain_seconds"]
     alone = records.layer_epoch_seconds(greedy)
     bound = schedule.critical_path(alone)
-    per_repeat.append({
-        "greedy_layer_epoch_seconds": alone, "bound_seconds": bound, "speedup_vs_greedy": tg / tm,
-        "speedup_vs_sync_layerwise": ts / tm, "bound_speedup_vs_greedy": tg / bound,
-        "bound_speedup_vs_sync_layerwise": ts / bound, "fraction_of_bound": bound / tm,
-        "epochs_for_target_bound": _epochs_to_reach(alone, g, target), "cores_bound_speedup_vs_greedy": g * tg / ts})
-  out = {key: harness.spread([x[key] for x in per_repeat]) for key in (
-      "speedup_vs_greedy", "speedup_vs_sync_layerwise", "bound_seconds", "bound_speedup_vs_greedy",
-      "bound_speedup_vs_sync_layerwise", "fraction_of_bound", "cores_bound_speedup_vs_greedy")}
+    measured = {"speedup_vs_greedy": tg / tm, "speedup_vs_sync_layerwise": ts / tm, "bound_seconds": bound,
+              "bound_speedup_vs_greedy": tg / bound, "bound_speedup_vs_sync_layerwise": ts / bound,
+              "fraction_of_bound": bound / tm, "cores_bound_speedup_vs_greedy": g * tg / ts}  # over the repeats
+    per_repeat.append({"greedy_layer_epoch_seconds": alone, **measured,
+                       "epochs_for_target_bound": _epochs_to_reach(alone, g, target)})
+  out = {key: harness.spread([x[key] for x in per_repeat]) for key in measured}
   out["cores_bound_speedup_vs_sync_layerwise"] = g
   out["flop_bound"] = {"layer_epoch_flops": flops,
                        "speedup_vs_sync_layerwise": _bound_vs_sync(flops, g, s.pretrain_epochs),

@@ -109,8 +109,7 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   reported_here = data.declared.reported  # {layers: {devices: seconds}}, or the report's words
   report = reported_here if isinstance(reported_here, dict) else {}
   for i, (h, rep) in enumerate(sorted(report.items())):
-    report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{REPORT_LABEL}, {h} layers",
-                  COLORS[i])
+    report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{REPORT_LABEL}, {h} layers", COLORS[i])
   if not report:
     right.plot([], [], " ", label=f"{REPORT_LABEL}: {reported_here}")
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (fit on G <= 2)")

@@ -6,7 +6,6 @@ known by their capabilities and the baseline."""
 import os
 from typing import Dict, List, Optional, Tuple
 
-
 from common.settings import programs
 from experiments import presets
 from experiments import records

@@ -54,8 +54,7 @@ def cores_note(data: records.StudyRecords, others: Others) -> str:
   if not any(records.oversubscribed(r) for r in data.runs.values()):
     return ""
   n, faster = series.cores(data), series.oversubscribed_faster(data)
-  cases = "; ".join(f"{h} layers on {g} devices {fmt(s)} s vs {fmt(b)} s on {gb}"
-                    for h, g, s, gb, b in faster)
+  cases = "; ".join(f"{h} layers on {g} devices {fmt(s)} s vs {fmt(b)} s on {gb}" for h, g, s, gb, b in faster)
   text = (f"This machine has {n} cores: more devices than that run as logical devices sharing the cores "
           "(oversubscribed, †), so they add no compute; " + (
               f"still, some oversubscribed runs were faster than the fastest run on at most {n} devices ({cases})."

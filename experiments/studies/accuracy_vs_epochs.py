@@ -12,8 +12,7 @@ from experiments.render.figures import PRESET_MARKERS, REPORT_LABEL, color, fini
 from experiments.render.series import Runs, program_of
 from experiments.render.tables import Others, Table, fmt, md_table
 
-# The report's test accuracy after E + E epochs (conres2.png) and its text's "around 96.62%" for model parallel
-# (declared in presets: full_size cites them too).
+# The report's test accuracy after E + E epochs (conres2.png), its text's "around 96.62%" for model parallel.
 REPORTED, REPORTED_MP_TEXT = presets.ACCURACY_REPORTED, presets.ACCURACY_REPORTED_MP_TEXT
 
 
@@ -80,5 +79,4 @@ def figure(data: records.StudyRecords, others=None):
 
 STUDIES = (Study(
     "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel",
-    presets.ACCURACY_SIZES, presets.accuracy_runs, table,
-    figure, timed=False, order=6, reported=REPORTED),)
+    presets.ACCURACY_SIZES, presets.accuracy_runs, table, figure, timed=False, order=6, reported=REPORTED),)

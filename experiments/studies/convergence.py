@@ -75,5 +75,4 @@ def figure(data: records.StudyRecords, others=None):
 
 
 STUDIES = (Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
-                    presets.comparison_runs, table, figure, order=10,
-                    shares=("strategy_comparison",)),)
+                 presets.comparison_runs, table, figure, order=10, shares=("strategy_comparison",)),)

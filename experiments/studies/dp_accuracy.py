@@ -26,11 +26,9 @@ def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]
   """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report"}: test accuracies, None where
   missing ("report": the report's at the matching paper setting)."""
   paper, base = sorted(SIZES["paper"]["epochs"]), programs.baseline().run_name
-
-  def acc(name):
-    return records.accuracy(runs[name]) if name in runs else None
-  return [{"epochs": e, "report_recipe": acc(f"dp_e{e}_report"), "large_batch": acc(f"dp_e{e}_large_batch"),
-           "baseline": acc(f"{base}_e{e}"), "report": REPORTED.get(paper[i]) if i < len(paper) else None}
+  acc = {name: records.accuracy(r) for name, r in runs.items()}
+  return [{"epochs": e, "report_recipe": acc.get(f"dp_e{e}_report"), "large_batch": acc.get(f"dp_e{e}_large_batch"),
+           "baseline": acc.get(f"{base}_e{e}"), "report": REPORTED.get(paper[i]) if i < len(paper) else None}
           for i, e in enumerate(sorted(SIZES[preset]["epochs"]))]
 
 

@@ -5,7 +5,6 @@ from experiments.presets import CONFIG_1, Study
 from experiments.render import figures
 from experiments.render import tables
 
-
 STUDIES = (Study("dp_scaling", "Data parallel: pretraining time vs devices", dict(
     paper=dict(examples=55_000, epochs=40, batch=5000, hidden=CONFIG_1, devices=(1, 2, 3, 4)),
     cpu=dict(examples=10_000, epochs=7, batch=5000, hidden=(1000,) * 4, devices=(1, 2, 3, 4)),

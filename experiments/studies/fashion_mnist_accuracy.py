@@ -33,8 +33,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   baselines = dict.fromkeys(m for d in acc for m in PUBLISHED_BASELINES.get(d, {}))
   rows = [[series.program_name(p.name), f"{e}+{e}"] + [fmt(a[p.name], "acc") if p.name in a else "not run yet"
                                                       for a in acc.values()] for p in presets.ACCURACY_COMPARED]
-  rows += [[f"published: {m}", "—"] + [PUBLISHED_BASELINES.get(d, {}).get(m, "—") for d in acc]
-           for m in baselines]
+  rows += [[f"published: {m}", "—"] + [PUBLISHED_BASELINES.get(d, {}).get(m, "—") for d in acc] for m in baselines]
   return md_table(["program", "epochs"] + [f"{records.dataset_label(d)} test accuracy" for d in acc], rows), [
       "The programs of `accuracy_vs_epochs` at its size and most epochs on each dataset; MNIST's runs are that "
       f"study's (shared records). {SINGLE} {PUBLISHED}"]

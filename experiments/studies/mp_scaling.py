@@ -6,7 +6,6 @@ from experiments.presets import Study, MP, Run, spec
 from experiments.render import figures
 from experiments.render import tables
 
-
 # The report's pretraining seconds, {hidden layers: {GPUs: seconds}}. Endpoints from the text; the points in between
 # read off mpres1.png / mpres2.png (about 1-2% of an axis).
 REPORTED_B100 = {2: {1: 236, 2: 238}, 3: {1: 408, 2: 431, 3: 329}, 4: {1: 611, 2: 430, 3: 548, 4: 472}}

@@ -104,14 +104,10 @@ def headline_gain(output_dir: str, data, used: List[dict]) -> str:
   """The headline's cell: the tuned recipe's gain over no pretraining at its own best finetuning rate, per dataset,
   mean (min to max over the seeds)."""
   d = data.get("pretraining_ablation")
-  if not d:
-    return "not run yet"
-  arms, parts = by_arm(d.runs), []
-  used += list(d.runs.values())
-  for dataset in DATASETS:
-    g = gain(arms, dataset, "none_own")
-    if g:
-      parts.append(f"{records.dataset_label(dataset)} {g[0]:+.1f} points ({g[1]:+.1f} to {g[2]:+.1f})")
+  used += list(d.runs.values()) if d else []
+  found = [(dataset, gain(by_arm(d.runs), dataset, "none_own")) for dataset in DATASETS] if d else []
+  parts = [f"{records.dataset_label(dataset)} {g[0]:+.1f} points ({g[1]:+.1f} to {g[2]:+.1f})" for dataset, g in found
+           if g]
   return ", ".join(parts) + ", 3 seeds" if parts else "not run yet"
 
 

@@ -50,5 +50,4 @@ def figure(data: records.StudyRecords, others=None):
 
 
 STUDIES = (Study("strategy_comparison", "Does parallelism help? Pretraining time per program",
-                            presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9,
-                            reported=REPORTED),)
+                 presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9, reported=REPORTED),)
