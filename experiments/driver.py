@@ -15,9 +15,7 @@ from typing import IO, Callable, Dict, List, Mapping, Optional, Sequence
 
 from common.measure import provenance
 from common.settings import programs
-from experiments import ROOT
-from experiments import presets
-from experiments import records
+from experiments import ROOT, presets, records
 
 LOG_TAIL_LINES = 25
 # The offline MNIST copy beside the repository (the programs' TFDS_DATA_DIR unless set).

@@ -11,15 +11,11 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
 from common.measure import cost
-from common.settings import processor_defaults
-from common.settings import programs
-from experiments import driver
-from experiments import presets
-from experiments import records
+from common.settings import processor_defaults, programs
+from experiments import driver, presets, records
 
 Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
 PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores", "machine_id")

@@ -13,8 +13,7 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Seq
 from common.data import sources as datasets
 from common.settings import config as config_lib
 from common.settings import flags as settings_flags
-from common.settings import programs
-from common.settings import recipes
+from common.settings import programs, recipes
 
 PRESETS = ("smoke", "cpu", "paper", "mid", "full", "pretraining")
 CONFIG_1, CONFIG_2 = (2000, 2000, 2000, 2000), (2000, 1000, 500, 100)

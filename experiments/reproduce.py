@@ -8,17 +8,11 @@ import os
 import pkgutil
 import sys
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
-from experiments import ROOT
-from experiments import driver
-from experiments import benchmarks
-from experiments import presets
-from experiments import records
+from experiments import ROOT, benchmarks, driver, presets, records
 from experiments import studies as study_files
-from experiments.report import draw
-from experiments.report import readme
+from experiments.report import draw, readme
 
 
 def discover() -> presets.Registry:

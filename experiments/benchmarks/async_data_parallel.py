@@ -10,8 +10,7 @@ import statistics
 from typing import Dict, List, Mapping
 
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 from experiments.render import figures
 
 GREEDY, SYNC, ASYNC = programs.GREEDY, programs.DATA_PARALLEL, programs.ASYNC_DATA_PARALLEL

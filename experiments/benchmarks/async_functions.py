@@ -10,8 +10,7 @@ import statistics
 from typing import Dict, List
 
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 ASYNC = programs.ASYNC_DATA_PARALLEL
 

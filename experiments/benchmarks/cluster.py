@@ -7,8 +7,7 @@ from typing import List
 
 from common.measure import cost
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 MP = programs.MODEL_PARALLEL
 

@@ -6,8 +6,7 @@ from typing import Dict, List
 
 from common.settings import programs
 from data_parallel import config as dp_config
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 GREEDY, DP = programs.GREEDY, programs.DATA_PARALLEL
 

@@ -10,13 +10,8 @@ import statistics
 from typing import Dict, List, Mapping, Tuple
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
-from experiments.render import figures
-from experiments.render import series
-from experiments.render import tables
-from experiments.render import template
+from experiments import harness, presets, records
+from experiments.render import figures, series, tables, template
 
 _NAME = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
 

@@ -12,9 +12,7 @@ from typing import Dict, List, Tuple
 
 from common.measure import provenance
 from common.settings import programs
-from experiments import perf_model
-from experiments import presets
-from experiments import harness
+from experiments import harness, perf_model, presets
 
 PP, DP = programs.PIPELINE_PARALLEL, programs.DATA_PARALLEL
 

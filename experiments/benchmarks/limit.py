@@ -13,8 +13,7 @@ from typing import Dict, List
 
 from common.measure import cost
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 POOLS = ("per_device", "shared")
 BASES = ("greedy_1core",) + tuple(f"pipeline_{pool}" for pool in POOLS)

@@ -8,8 +8,7 @@ FLOPs over their seconds (GFLOP/s), and per shape its own rate. Run by the preci
 import json
 import time
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
 def shapes(hidden_units, batch_size):
   """[(m, k, n, transpose_a, transpose_b)] of one step's products over every layer (m x k times k x n)."""

@@ -9,9 +9,7 @@ from typing import Dict, List, Tuple
 from common.layerwise import schedule as schedule_lib
 from common.measure import cost
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
+from experiments import harness, presets, records
 
 GREEDY, SYNC, MP = programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARALLEL
 

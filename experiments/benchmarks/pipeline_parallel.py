@@ -8,8 +8,7 @@ from typing import Dict, List, Tuple
 
 from common.measure import cost
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 from experiments.render import cells
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement

@@ -9,9 +9,7 @@ from typing import Dict, List
 
 from common.measure import provenance
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
+from experiments import harness, presets, records
 from experiments.render import cells
 
 

@@ -11,8 +11,7 @@ from typing import Dict, List
 
 from common.measure import trace_account
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 PHASES = {"pretraining": "", "finetuning": "finetune"}  # phase: its trace's folder under --profile_dir
 

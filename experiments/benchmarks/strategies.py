@@ -7,9 +7,7 @@ import os
 from typing import Dict, List
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
+from experiments import harness, presets, records
 from experiments.render import cells
 
 NAME = "strategies"

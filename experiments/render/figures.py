@@ -7,9 +7,7 @@ from typing import Dict, Optional, Sequence
 from matplotlib import figure as mpl_figure
 
 from common.settings import programs
-from experiments import perf_model
-from experiments import presets
-from experiments import records
+from experiments import perf_model, presets, records
 from experiments.render import series
 
 REPORT_COLOR = "0.45"

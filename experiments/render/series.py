@@ -7,8 +7,7 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 
 MODEL_ERROR_GOAL = 0.15
 Runs = Dict[str, dict]

@@ -6,9 +6,7 @@ import types
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from data_parallel import config as dp_config
-from experiments import perf_model
-from experiments import presets
-from experiments import records
+from experiments import perf_model, presets, records
 from experiments.render import series
 
 Others = Mapping[str, records.StudyRecords]

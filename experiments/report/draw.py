@@ -4,8 +4,7 @@
 import os
 from typing import Callable, Dict, List, Optional
 
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.render import series
 
 

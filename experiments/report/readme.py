@@ -7,15 +7,8 @@ import os
 import re
 from typing import Dict, List, Optional, Tuple
 
-from experiments import ROOT
-from experiments import driver
-from experiments import perf_model
-from experiments import presets
-from experiments import records
-from experiments.render import series
-from experiments.render import template
-from experiments.render import cells
-from experiments.render import tables
+from experiments import ROOT, driver, perf_model, presets, records
+from experiments.render import cells, series, tables, template
 
 def model_line(name: str, d: Optional[records.StudyRecords]) -> str:
   """One study's model on one machine: parameters, largest in- and out-of-sample errors, noise of t_k."""

@@ -4,8 +4,7 @@ conres2.png)."""
 from typing import Dict, List, Tuple
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import Study
 from experiments.render import series
 from experiments.render.figures import PRESET_MARKERS, REPORT_LABEL, color, finish, new, points, report_series

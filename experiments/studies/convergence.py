@@ -4,12 +4,9 @@
 from typing import Dict, List, Optional, Tuple
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
+from experiments import harness, presets, records
 from experiments.presets import Study
-from experiments.render import series
-from experiments.render import tables
+from experiments.render import series, tables
 from experiments.render.figures import color, finish, new, points
 from experiments.render.series import Runs, program_records
 from experiments.render.tables import Others, Table, fmt, md_table

@@ -3,8 +3,7 @@
 from typing import Dict, List, Optional
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import CONFIG_1, DP, Study, GREEDY, LARGE_BATCH, NO_PROFILE, RECIPES, Run, spec
 from experiments.render import series
 from experiments.render.figures import REPORT_COLOR, REPORT_LABEL, bars, finish, new

@@ -3,8 +3,7 @@
 import re
 from typing import Dict, Tuple
 
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import Study
 from experiments.render import series
 from experiments.render.figures import REPORT_LABEL, bars, finish, new

@@ -2,8 +2,7 @@
 
 from typing import Dict, List
 
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import Study, FASHION, MNIST, Run
 from experiments.render import series
 from experiments.render.figures import COLORS, bars, finish, new

@@ -2,8 +2,7 @@
 
 from typing import Dict, List, Tuple
 
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import CONFIG_1, CONFIG_2, DP, Study, MP, Run, spec
 from experiments.render import series
 from experiments.render.figures import REPORT_LABEL, bars, color, finish, new

@@ -2,8 +2,7 @@
 
 from typing import Dict, List
 
-from experiments import perf_model
-from experiments import records
+from experiments import perf_model, records
 from experiments.presets import Study, PP, Run, spec
 from experiments.render import series
 from experiments.render.figures import COLORS, devices_axes, finish, new, points

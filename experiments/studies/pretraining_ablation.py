@@ -6,12 +6,10 @@ import os
 from typing import List, Optional, Tuple
 
 from common.settings import programs
-from experiments import records
+from experiments import records, sweep
 from experiments.records import accuracy
 from experiments.presets import Headline, Study, Run, spec
-from experiments.render import figures
-from experiments.render import tables
-from experiments import sweep
+from experiments.render import figures, tables
 from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, spread_text
 
 # The ablation's arms: greedy with no pretraining, the report's recipe and the tuned one (their settings).

@@ -4,8 +4,7 @@ its candidates, stages and selection: `experiments.sweep`)."""
 from typing import List, Optional, Tuple
 
 from common.settings import recipes
-from experiments import records
-from experiments import sweep
+from experiments import records, sweep
 from experiments.presets import Study
 from experiments.render import tables
 from experiments.sweep import DATASETS, candidate, parse, ranked, rows, spread_text

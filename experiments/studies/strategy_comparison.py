@@ -1,11 +1,9 @@
 """Does parallelism help? Pretraining time per program (the report's conres3.png)."""
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import Study, GREEDY
-from experiments.render import series
-from experiments.render import tables
+from experiments.render import series, tables
 from experiments.render.figures import REPORT_LABEL, bars, color, finish, new
 from experiments.render.series import program_records
 from experiments.render.tables import Others, Table, _seconds, cores_note, fmt, md_table
