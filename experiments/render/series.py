@@ -1,7 +1,6 @@
-"""What the tables and figures show, computed from the run records (`stacks`, `program_records`, ...; a ratio of two
-records through `records.ratio`), and the names both use: the model's error goal, the scaling studies, the figures'
-paths; and each study's records gathered for the studies it is given (`load_all`, `others`). Programs are
-known by their capabilities and the baseline."""
+"""What the tables and figures show, computed from the run records (`stacks`, `program_records`, ...; ratios through
+`records.ratio`), the names both use (the model's error goal, the scaling studies, the figures' paths), and each
+study's records gathered for the studies given (`load_all`, `others`). Programs are known by their capabilities."""
 
 import os
 from typing import Dict, List, Optional, Tuple
@@ -34,8 +33,7 @@ def stacks(data: records.StudyRecords) -> Dict[int, Dict[int, dict]]:
 
 
 def max_error(predictions: List, in_calibration: bool) -> Optional[float]:
-  """The largest |relative error| over the fit points (in_calibration) or the predicted ones of
-  `perf_model.Prediction`s; None if none."""
+  """The largest |relative error| of `perf_model.Prediction`s at the fit points (in_calibration) or not; None: none."""
   return max((abs(p.relative_error) for p in predictions if p.in_calibration == in_calibration), default=None)
 
 

@@ -1,6 +1,5 @@
-"""Per study a markdown table beside the report's numbers with sentences: a function of (the study's records,
-{machine: records}) returning (table, [sentences]), named by `Study.table`; and the number formats every table
-uses (`fmt`, `md_table`). † marks oversubscription (more logical devices than cores), ‡ a noisy configuration."""
+"""The shared tables (`Study.table`: (a study's records, {machine: records}) -> (markdown, [sentences])) and every
+table's number formats (`fmt`, `md_table`). † marks oversubscription (more logical devices than cores), ‡ noise."""
 
 import types
 from typing import List, Mapping, Optional, Sequence, Tuple

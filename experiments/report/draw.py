@@ -1,5 +1,5 @@
-"""Every figure: <output_dir>/figures/<study>.png of each study of the registry it is given that has records (its
-`Study.figure`, drawn with `experiments.render.figures`) and each benchmark's figure of its summaries."""
+"""Every figure: <output_dir>/figures/<study>.png of each study given that has records (its `Study.figure`) and each
+benchmark's figure of its summaries."""
 
 import os
 from typing import Callable, Dict, List, Optional

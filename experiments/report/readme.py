@@ -1,7 +1,6 @@
-"""results/README.md from the records alone, for the studies and benchmarks it is given (`presets.Registry`): the
-headline (`headline`), the performance models, the benchmarks, the equal-cores answer, and per study its figure,
-table, sentences and commands (other folders' records beside or apart); and the top README's generated blocks
-(`write_top_readme`)."""
+"""results/README.md from the records alone, for the studies and benchmarks given (`presets.Registry`): the headline,
+the performance models, the benchmarks and their sections, per study its figure, table, sentences and commands
+(other folders' records beside or apart); and the top README's generated blocks (`write_top_readme`)."""
 
 import os
 import re
@@ -47,8 +46,7 @@ def headline(output_dir: str, data: series.Data, registry: presets.Registry, pro
 
 
 def benchmark_section(output_dir: str, registry: presets.Registry) -> str:
-  """Every benchmark summary of this machine and the others: each configuration's seconds and the measures (the
-  columns some summary has)."""
+  """Every benchmark summary of this machine and the others: its configurations' seconds and measures (`columns`)."""
   parts = []
   for benchmark in registry.benchmarks:
     found = [(os.path.join(where, "benchmarks", benchmark.name), file, summary)
@@ -134,8 +132,7 @@ def write(output_dir: str, registry: presets.Registry) -> str:
 
 
 def quickstart(output_dir: str) -> str:
-  """What `make train` did on the machine of results/quickstart/make_train.json: minutes, the test accuracy it printed
-  and the machine class ("" without that record)."""
+  """What `make train` did (results/quickstart/make_train.json): minutes, test accuracy, machine ("" without it)."""
   r = records.load(os.path.join(output_dir, "quickstart", "make_train.json"))
   if r is None:
     return ""
@@ -161,8 +158,7 @@ def markers(name: str) -> Tuple[str, str]:
 
 
 def write_top_readme(output_dir: str, registry: presets.Registry, readme: str = os.path.join(ROOT, "README.md")) -> str:
-  """Replaces every generated block (`top_blocks`) between its markers in the top README; returns its path
-  (ValueError: a block's markers are missing)."""
+  """Rewrites the top README's blocks (`top_blocks`) between their markers; returns its path; ValueError: no markers."""
   with open(readme) as f:
     text = f.read()
   for name, block in top_blocks(output_dir, registry).items():

@@ -1,5 +1,4 @@
-"""Test accuracy against pretraining and finetuning epochs, greedy against the parallel programs (the report's
-conres2.png)."""
+"""Test accuracy vs pretraining and finetuning epochs, greedy vs the parallel programs (the report's conres2.png)."""
 
 from typing import Dict, List, Tuple
 

@@ -1,5 +1,4 @@
-"""Reconstruction loss against wall-clock seconds per program (beside the report's comparison; Santara et al.
-2016's metric)."""
+"""Reconstruction loss vs wall-clock seconds per program (beside the report's comparison; Santara et al.'s metric)."""
 
 from typing import Dict, List, Optional, Tuple
 

@@ -26,8 +26,7 @@ def _dataset_accuracy(s) -> List[Run]:  # MNIST's are accuracy_vs_epochs' runs o
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
-  """Test accuracy per program on each dataset of the study (MNIST's: accuracy_vs_epochs' runs), the published
-  baselines beside it."""
+  """Test accuracy per program on each dataset (MNIST's: accuracy_vs_epochs' runs), the published baselines beside."""
   acc, e = dataset_accuracy(data), max(data.declared.sizes[data.preset]["epochs"])
   baselines = dict.fromkeys(m for d in acc for m in PUBLISHED_BASELINES.get(d, {}))
   rows = [[series.program_name(p.name), f"{e}+{e}"] + [fmt(a[p.name], "acc") if p.name in a else "not run yet"

@@ -60,8 +60,7 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
 
 
 def gain(arms: dict, dataset: str, baseline: str) -> Optional[Tuple[float, float, float]]:
-  """(mean, min, max) over the seeds both have of the tuned arm's test accuracy minus the `baseline` arm's, in
-  points; None without a common seed."""
+  """(mean, min, max) over common seeds of the tuned arm's test accuracy minus the `baseline` arm's, points, or None."""
   gains = sweep.gains(arms.get((SHORT[dataset], "tuned"), {}), arms.get((SHORT[dataset], baseline), {}))
   return (sum(gains) / len(gains), min(gains), max(gains)) if gains else None
 
@@ -99,8 +98,7 @@ def _none_own(s, found) -> List[Run]:
 
 
 def headline_gain(output_dir: str, data, used: List[dict]) -> str:
-  """The headline's cell: the tuned recipe's gain over no pretraining at its own best finetuning rate, per dataset,
-  mean (min to max over the seeds)."""
+  """The headline's cell: per dataset the tuned recipe's gain over none at its own best rate, mean (min to max)."""
   d = data.get("pretraining_ablation")
   used += list(d.runs.values()) if d else []
   found = [(dataset, gain(by_arm(d.runs), dataset, "none_own")) for dataset in DATASETS] if d else []

@@ -1,5 +1,4 @@
-"""The pretraining sweep: the tuned recipe chosen on validation accuracy among its candidates (docs/pretraining.md;
-its candidates, stages and selection: `experiments.sweep`)."""
+"""The pretraining sweep: the tuned recipe chosen on validation accuracy (docs/pretraining.md; `experiments.sweep`)."""
 
 from typing import List, Optional, Tuple
 
