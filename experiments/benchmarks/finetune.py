@@ -19,19 +19,15 @@ from experiments import harness, presets
 PLACEMENTS = ("replicas", "one_device", "pipelined")
 
 
-def _name(placement: str, precision: str) -> str:
-  return f"{placement}_{precision}"
-
-
 def configurations(s: harness.Setting) -> List:
   """Finetuning --finetune_epochs epochs on one core and in each placement, in each precision."""
   out, g = [], s.num_devices
   for precision in s.options["precisions"]:
     own = {"finetune_epochs": s.options["finetune_epochs"], "precision": precision}
-    out.append(s.spec(_name("one_core", precision), programs.PIPELINE_PARALLEL, 1, own))
+    out.append(s.spec(f"one_core_{precision}", programs.PIPELINE_PARALLEL, 1, own))
     for placement in PLACEMENTS:
       shared = placement == "one_device"
-      out.append(s.spec(_name(placement, precision), programs.PIPELINE_PARALLEL, 1 if shared else g,
+      out.append(s.spec(f"{placement}_{precision}", programs.PIPELINE_PARALLEL, 1 if shared else g,
                         threads=g if shared else 1, settings={**own, "finetune_placement": placement}))
   return out
 
@@ -40,11 +36,11 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   """Per precision: finetuning seconds and speedup over one core of each placement, and the fastest one."""
   out = {"placements": {}}
   for precision in s.options["precisions"]:
-    base = found[_name("one_core", precision)]
-    mine = {p: {"seconds": harness.spread([r["finetune"]["seconds"] for r in found[_name(p, precision)]]),
+    base = found[f"one_core_{precision}"]
+    mine = {p: {"seconds": harness.spread([r["finetune"]["seconds"] for r in found[f"{p}_{precision}"]]),
                 "speedup_vs_one_core": harness.spread([a["finetune"]["seconds"] / b["finetune"]["seconds"]
-                                                       for a, b in zip(base, found[_name(p, precision)])]),
-                "ran_as": found[_name(p, precision)][0]["finetune"].get("placement")} for p in PLACEMENTS}
+                                                       for a, b in zip(base, found[f"{p}_{precision}"])]),
+                "ran_as": found[f"{p}_{precision}"][0]["finetune"].get("placement")} for p in PLACEMENTS}
     choice = max(PLACEMENTS, key=lambda p: statistics.median(mine[p]["speedup_vs_one_core"]["values"]))
     out["placements"][precision] = dict(mine, choice=choice, one_core_seconds=harness.spread(
         [r["finetune"]["seconds"] for r in base]))

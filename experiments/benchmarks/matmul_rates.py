@@ -6,7 +6,7 @@ FLOPs over their seconds (GFLOP/s), and per shape its own rate. Run by the preci
   python -m experiments.benchmarks.matmul_rates --hidden_units=1000,1000,1000,1000 --batch_size=1000"""
 
 import json
-import time
+import timeit
 
 from absl import app, flags
 
@@ -41,11 +41,7 @@ def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3)
           return i + 1, acc + tf.cast(c[0, 0], tf.float32)
         return tf.while_loop(lambda i, _: i < iterations, body, (tf.constant(0), tf.constant(0.0)))[1]
       loop().numpy()
-      best = float("inf")
-      for _ in range(repeats):
-        start = time.perf_counter()
-        loop().numpy()
-        best = min(best, time.perf_counter() - start)
+      best = min(timeit.repeat(lambda: loop().numpy(), number=1, repeat=repeats))  # seconds of the fastest loop
       f = 2.0 * m * k * n * iterations
       count = shapes(hidden_units, batch_size).count((m, k, n, ta, tb))
       flops, seconds = flops + count * f, seconds + count * best

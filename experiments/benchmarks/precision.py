@@ -13,13 +13,9 @@ from experiments import harness, presets, records
 from experiments.render import cells
 
 
-def _name(program: programs.Program, precision: str) -> str:
-  return f"{program.name}_{precision}"
-
-
 def configurations(s: harness.Setting) -> List:
   """Every registered program in each precision, timed."""
-  return [s.spec(_name(p, precision), p, p.devices_for(s.num_devices),
+  return [s.spec(f"{p.name}_{precision}", p, p.devices_for(s.num_devices),
                  {"precision": precision, **dict(p.timing_settings)})
           for p in programs.PROGRAMS for precision in programs.PRECISIONS]
 
@@ -35,13 +31,13 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
     devices = p.devices_for(s.num_devices)
     out["programs"][p.name] = {
         "devices": devices,
-        "speedup_bf16_over_f32": harness.ratio_spread(found, _name(p, f32), _name(p, bf16)),
+        "speedup_bf16_over_f32": harness.ratio_spread(found, f"{p.name}_{f32}", f"{p.name}_{bf16}"),
         "fraction_of_bf16_rate": {precision: harness.spread([harness.flops(r) / r["pretrain_seconds"] / devices / core
-                                                             for r in found[_name(p, precision)]])
+                                                             for r in found[f"{p.name}_{precision}"]])
                                   for precision in programs.PRECISIONS}}
     out[f"speedup_{p.name}"] = out["programs"][p.name]["speedup_bf16_over_f32"]
   out["pipeline_bf16_vs_greedy_f32"] = harness.ratio_spread(
-      found, _name(programs.GREEDY, f32), _name(programs.PIPELINE_PARALLEL, bf16))
+      found, f"{programs.GREEDY.name}_{f32}", f"{programs.PIPELINE_PARALLEL.name}_{bf16}")
   return out
 
 
