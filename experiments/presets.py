@@ -17,13 +17,11 @@ from common.settings import programs, recipes
 
 PRESETS = ("smoke", "cpu", "paper", "mid", "full", "pretraining")
 CONFIG_1, CONFIG_2 = (2000, 2000, 2000, 2000), (2000, 1000, 500, 100)
-# What the report says of itself as a whole, for every study that sets its numbers (each study's `REPORTED`) beside
-# ours: its hardware (AWS g2.8xlarge, 4 x GRID K520), and its data-parallel batch, per GPU.
+# The report's hardware (AWS g2.8xlarge, 4 x GRID K520) and data-parallel batch, per GPU, for studies citing it.
 REPORT_HARDWARE = "report (4× GRID K520)"
 REPORT_DP_BATCH_NOTE = ("the report's data-parallel batch was per tower in the original code (global batch = GPUs x "
                         "batch, e.g. 20,000 for its batch 5000 on 4 GPUs); ours is the global batch, split over the "
                         "devices")
-# Studies about given programs (the report's figures, and the studies' committed records) name them.
 GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
 # The baseline and every program on several devices: a newly registered one joins these with no edit here.
 COMPARED = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)

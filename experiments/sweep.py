@@ -22,9 +22,7 @@ VAL = "validation_accuracy"  # finetuning's best (kept) epoch's, as a record giv
 PRETRAIN_RATES = (0.03, 0.1, 0.3, 1.0)
 CORRUPTIONS = (0.1, 0.25, 0.5)
 FINETUNE_RATES = (0.3, 1.0, 3.0)
-# A candidate is chosen among the pretrained ones by its score: the mean over the datasets of its mean validation
-# accuracy over the seeds. One that failed (its training diverged) in any run is not chosen.
-CONFIRMED = 3  # the best coarse candidates confirmed at the cpu preset's size
+CONFIRMED = 3  # the best coarse candidates (by `rows`' score) confirmed at the cpu preset's size
 
 
 class Candidate(NamedTuple):

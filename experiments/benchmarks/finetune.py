@@ -5,9 +5,8 @@ in each precision of --precisions:
   replicas    --num_devices one-thread devices, a MirroredStrategy splitting every batch;
   one_device  one device with --num_devices threads (every core's thread in one device);
   pipelined   --num_devices one-thread devices, the classifier's layers in stages, micro-batches (GPipe).
-Measures per precision: each placement's finetuning seconds, one_core seconds / its seconds (same repeat), and the
-fastest placement (`choice`, the default of --finetune_placement=auto: common/training/finetune.py DEFAULT_PLACEMENT).
-Alternated repeat after repeat; timings are committed: run alone on the machine.
+Measures per precision each placement's finetuning seconds, one_core's / its (same repeat), the fastest (`choice`:
+common/training/finetune.py DEFAULT_PLACEMENT, --finetune_placement=auto). Alternated; timings committed: run alone.
   python -m experiments.benchmarks.finetune"""
 
 import statistics

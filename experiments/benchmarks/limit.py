@@ -1,12 +1,11 @@
-"""Benchmark: the machine's limit and how close the job gets to it. In one run, in each precision of --precisions:
-one core's matrix-product rate at the step's shapes (`matmul_rates`, one thread; the limit of C cores is C times it),
-and the fraction of that limit reached by greedy (one device, one thread: one core), by pipeline_parallel on
---num_devices one-thread devices with each intra-op pool (per_device: one thread each; shared: one pool of all their
-threads, so the lighter stage's core helps the heavier one), pretraining (FLOPs from `common.measure.cost`: the
-record's layer-epochs) and finetuning (`common.measure.cost.finetune_epoch_flops` of its epochs, evaluation left
-out, at the placement --finetune_placement=auto gives each pool); finetuning's speedup over one core, and one core's
-bfloat16 finetuning against float32's. Alternated repeat after repeat; timings are committed: run alone on the
-machine. Records per instruction-set class (folder b<batch>_<class>; summaries of one precision are from before).
+"""Benchmark: the machine's limit and how close the job gets to it, in each precision of --precisions: one core's
+matrix-product rate at the step's shapes (`matmul_rates`, one thread; C cores' limit: C times it) and the fraction of
+it reached by greedy on one core and by pipeline_parallel on --num_devices one-thread devices with each intra-op pool
+(per_device; shared: one pool of all their threads, so the lighter stage's core helps the heavier), in pretraining
+(FLOPs of the record's layer-epochs, `common.measure.cost`) and in finetuning (`cost.finetune_epoch_flops`, evaluation
+left out, at the placement --finetune_placement=auto gives); finetuning's speedup over one core, and one core's
+bfloat16 finetuning against float32's. Alternated; timings are committed: run alone. Records per instruction-set
+class (folder b<batch>_<class>; summaries of one precision are from before).
   python -m experiments.benchmarks.limit --batch_size=100   (and --batch_size=1000 --train_examples=22000)"""
 
 from typing import Dict, List

@@ -1,9 +1,9 @@
 """Benchmark: where one step's time goes (`common.measure.trace_account`). pipeline_parallel on --num_devices one-thread
-devices (its default pool and finetuning placement per precision) pretrains and finetunes one epoch each with
---profile_dir, in each precision of --precisions; from the trace of one pipeline tick and of the first finetuning epoch,
-per TensorFlow thread, the milliseconds per step in matrix products, conversions, element-wise ops, transfers, the
-executor's dispatch, and idle; and the threads' timelines over a few steps (the figure). Traces cost time: these
-runs' seconds are not compared with any other run's. The traces stay in --trace_dir.
+devices (its default pool and finetuning placement) pretrains and finetunes one epoch each with --profile_dir, in each
+precision of --precisions; from the trace of one pipeline tick and of the first finetuning epoch, per TensorFlow
+thread, the milliseconds per step in matrix products, conversions, element-wise ops, transfers, dispatch and idle,
+and the threads' timelines over a few steps (the figure). Traces cost time: no other run's seconds are compared with
+these. The traces stay in --trace_dir.
   python -m experiments.benchmarks.step_account                 (batch 100; also --batch_size=1000)"""
 
 import os

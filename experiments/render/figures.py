@@ -13,8 +13,7 @@ from experiments.render import series
 REPORT_COLOR = "0.45"
 REPORT_LABEL = presets.REPORT_HARDWARE
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-# Markers and line styles of the folders of records a scaling figure shows: the main one, then each other folder by
-# its place among `records.folders`.
+# A scaling figure's markers and line styles: the main folder's, then the others' by their place in `records.folders`.
 MAIN_STYLE, FOLDER_STYLES = ("o", "-"), (("s", "-."), ("D", ":"), ("v", "--"))
 PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
 DP = programs.DATA_PARALLEL

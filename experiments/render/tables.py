@@ -92,8 +92,7 @@ def scaling(data: records.StudyRecords, others: Others) -> Table:
                    "report speedup"], rows), sentences + [cores_note(data, others)]
 
 
-# The tables that set other folders' records (`records.folders`) beside this machine's; any other study's
-# records in another folder get a table of their own (`readme.study_section`).
+# The tables setting other folders' records beside this machine's (others get a table each: `readme.study_section`).
 WITH_OTHERS = (scaling,)
 
 

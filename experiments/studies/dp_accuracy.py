@@ -12,7 +12,6 @@ from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
 # dp_accuracy's acceptance rule: data parallel at the large batch reaches at least the baseline - this.
 DP_TOLERANCE = 0.005
-# The report's data parallel at batch 5000 per GPU, E + E epochs -> test accuracy (in presets: full_size cites it too).
 REPORTED = presets.DP_ACCURACY_REPORTED
 SIZES = dict(
     paper=dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4, large_batch=LARGE_BATCH),

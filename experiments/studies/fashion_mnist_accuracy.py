@@ -9,7 +9,6 @@ from experiments.render.figures import COLORS, bars, finish, new
 from experiments.render.series import program_of
 from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
-# Published baselines (other models, declared in presets with the note naming them; full_size reads them too).
 PUBLISHED_BASELINES, PUBLISHED = presets.PUBLISHED_BASELINES, presets.PUBLISHED
 
 

@@ -8,7 +8,6 @@ from experiments.render.figures import REPORT_LABEL, bars, color, finish, new
 from experiments.render.series import program_records
 from experiments.render.tables import Others, Table, _seconds, cores_note, fmt, md_table
 
-# The report's pretraining seconds per program (conres3.png; in presets: the strategies benchmark cites them too).
 REPORTED = presets.COMPARISON_REPORTED
 
 
