@@ -46,9 +46,8 @@ def details(summary: Dict):
   f32, bf16 = programs.PRECISIONS
   rates = summary["matmul_rates"]
   caption = (f"one core's matrix-product rate at the step's shapes, float32 {rates[f32]['gflops_per_second']:.0f} "
-             f"and bfloat16 {rates[bf16]['gflops_per_second']:.0f} GFLOP/s "
-             f"({summary['bf16_over_f32_matmul_rate']:.2f}×)"
-             "; pipeline parallel in bfloat16 vs greedy in float32: "
+             f"and bfloat16 {rates[bf16]['gflops_per_second']:.0f} GFLOP/s ({summary['bf16_over_f32_matmul_rate']:.2f}"
+             "×); pipeline parallel in bfloat16 vs greedy in float32: "
              f"{summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}× (median of the repeats)")
   return caption, ["program", "devices", "float32 s / bfloat16 s", "fraction of one core's bfloat16 rate per device, "
                    "float32", "bfloat16"], [
@@ -58,15 +57,10 @@ def details(summary: Dict):
 
 def bf16_over_f32(output_dir: str, data, used: List[dict]) -> str:
   """The headline's cell: the range of the programs' median bfloat16 speedups, per batch and instruction set."""
-  parts = []
-  for b in (100, 1000, 5000):
-    s = cells.summary(output_dir, "precision", f"summary_b{b}.json", used)
-    if s:
-      values = [m["speedup_bf16_over_f32"]["median"] for m in s["programs"].values()]
-      isa = provenance.instruction_set(s["provenance"].get("cpu_flags"))
-      noisy = ", noisy" if records.noisy(s) else ""
-      parts.append(f"{min(values):.1f}–{max(values):.1f}× ({b}, {isa}{noisy})")
-  return ", ".join(parts) or "not measured yet"
+  found = [(b, cells.summary(output_dir, "precision", f"summary_b{b}.json", used)) for b in (100, 1000, 5000)]
+  medians = [(b, s, [m["speedup_bf16_over_f32"]["median"] for m in s["programs"].values()]) for b, s in found if s]
+  return ", ".join(f"{min(v):.1f}–{max(v):.1f}× ({b}, {provenance.instruction_set(s['provenance'].get('cpu_flags'))}"
+                   f"{', noisy' if records.noisy(s) else ''})" for b, s, v in medians) or "not measured yet"
 
 
 BENCHMARK = presets.Benchmark(

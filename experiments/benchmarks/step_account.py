@@ -38,10 +38,9 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   out = {"accounts": {}, "timelines": {}}
   for name, rs in found.items():
     record = rs[-1]
-    precision = record["config"]["precision"]
     out["accounts"][name], out["timelines"][name] = {}, {}
     for phase, sub in PHASES.items():
-      path = trace_account.latest(os.path.join(_trace_dir(s, precision), sub))
+      path = trace_account.latest(os.path.join(_trace_dir(s, record["config"]["precision"]), sub))
       out["accounts"][name][phase] = dict(trace_account.account(path, steps(record, phase)),
                                           placement=record["finetune"]["placement"] if sub else "pipeline")
       out["timelines"][name][phase] = trace_account.timeline(path, steps(record, phase))
