@@ -88,8 +88,7 @@ def plan(studies: presets.StudyRuns, preset: str, output_dir: str, work_dir: str
 
 
 def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
-  """`python -m [launcher] <module> <arguments>` of a job (its run's, then where its record, log and checkpoints go);
-  `modules` ({program: module}) replaces programs' modules."""
+  """`python -m [launcher] <module> <arguments>` of a job (and its record, log, checkpoints); `modules` override."""
   module = (modules or {}).get(j.spec.program) or programs.get(j.spec.program).module
   return [sys.executable, "-m", *j.spec.launcher, module, *j.spec.arguments(),
           f"--results_dir={os.path.dirname(j.record)}", f"--run_name={j.run_name}", "--progress=log",

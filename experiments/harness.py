@@ -45,8 +45,7 @@ class Setting:
 
   def spec(self, name: str, program: programs.Program, devices: int, settings: Mapping[str, Any] = presets.NONE,
            launcher: Sequence[str] = (), threads: int = 1) -> presets.Run:
-    """A configuration: a run of `program` with this setting's sizes on `devices` devices, pretraining only, and
-    `settings` ({field: value}) over them."""
+    """A configuration: `program` at this setting's sizes on `devices` devices, pretraining only, `settings` on top."""
     return presets.spec(name, program, self.hidden_units, self.pretrain_epochs, self.batch_size, devices,
                         self.train_examples, settings=settings, launcher=launcher, threads=threads)
 
@@ -105,8 +104,7 @@ def flops(record: dict) -> float:
 
 
 def matmul_rates(s: Setting) -> Dict:
-  """{precision: {"gflops_per_second", "shapes"}} of one core at the step's shapes (a process of its own, one thread);
-  RuntimeError when it fails."""
+  """{precision: {"gflops_per_second", "shapes"}} at the step's shapes, one core (own process); RuntimeError: failed."""
   done = driver.call([sys.executable, "-m", "experiments.benchmarks.matmul_rates", f"--batch_size={s.batch_size}",
                       f"--hidden_units={','.join(map(str, s.hidden_units))}"], capture=True)
   if done.returncode:
@@ -160,8 +158,7 @@ def provenance(found: Records) -> Dict[str, Any]:
 
 def summarize(benchmark: presets.Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-  """The summary of `jobs`' records in alternation order, its `noisy` configurations flagged; ValueError for several
-  machines or codes."""
+  """The summary of `jobs`' records in alternation order, noisy ones flagged; ValueError: several machines or codes."""
   configurations = benchmark.runs(setting)
   ordered = sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
   found: Records = {c.name: [records.load(j.record) for j in ordered if j.spec.name == c.name] for c in configurations}

@@ -84,8 +84,7 @@ class LayerModel:
   calibration: Tuple[str, ...] = ()
 
   def predict(self, config: Mapping, devices: int) -> float:
-    """Predicted pretraining seconds of a run with `config` on `devices` devices (from t_k of its depth); ValueError
-    when deeper than the calibration run."""
+    """Pretraining seconds of `config` on `devices` devices (t_k of its depth); ValueError: deeper than calibrated."""
     depth = len(config["hidden_units"])
     if depth > len(self.epoch_seconds):
       raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {depth}")
@@ -136,8 +135,7 @@ class SyncLayerwise(LayerModel):
 
 @dataclasses.dataclass(frozen=True)
 class ModelParallel(LayerModel):
-  """model_parallel: `Schedule(H, G, E)`'s steps, each the makespan of its layers plus kappa seconds per copied
-  param."""
+  """model_parallel: `Schedule(H, G, E)`'s steps, each its layers' makespan plus kappa seconds per copied param."""
   copy_seconds_per_param: float = 0.0
 
   def _seconds(self, t, config, devices):
@@ -239,8 +237,7 @@ MODELS = {programs.GREEDY.name: LayerModel, programs.SYNC_LAYERWISE.name: SyncLa
 
 
 class Prediction(NamedTuple):
-  """The model's prediction at one measured run, whether the calibration used it (in-sample), and its relative
-  error (predicted - measured) / measured."""
+  """The prediction at one measured run, whether calibration used it, its error (predicted - measured) / measured."""
   name: str
   hidden_units: Tuple[int, ...]
   devices: int

@@ -168,15 +168,13 @@ class Benchmark:
 
 
 def dp_scaling_runs(s) -> List[Run]:  # the op profile: one layer (the profile is of layer 1)
-  """data_parallel on each device count of s["devices"] at sizes `s` (a study's sizes with "dp_settings"), its batch
-  cut to a multiple of the devices."""
+  """data_parallel on each of s["devices"] at sizes `s` (with "dp_settings"), the batch cut to a multiple of them."""
   return [spec(f"g{g}", DP, s.get("hidden", (s.get("units"),)), s["epochs"], s["batch"] - s["batch"] % g, g,
                s["examples"], settings=s["dp_settings"]) for g in s["devices"]]  # a batch the replicas split evenly
 
 
 def accuracy_runs(s) -> List[Run]:
-  """Every compared program but data_parallel, pretraining and finetuning E + E epochs for each E of s["epochs"], on
-  s["dataset"] (default MNIST), resumable."""
+  """The compared programs but data_parallel, E + E epochs per E of s["epochs"], on s["dataset"] (MNIST), resumable."""
   data = s.get("dataset", MNIST)
   return [spec(f"{'' if data == MNIST else data + '_'}{p.run_name}_e{e}", p, s["hidden"], e, s["batch"],
                s["devices"], s["examples"], e, settings={"dataset": data},
@@ -187,8 +185,7 @@ BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per pr
 
 
 def comparison_runs(s) -> List[Run]:
-  """The baseline and every multi-device program at sizes `s`, each layer's held-out reconstruction after every
-  epoch (data_parallel with s["dp_settings"])."""
+  """The baseline and every multi-device program at sizes `s`, held-out reconstruction every epoch (DP: dp_settings)."""
   return [spec(p.run_name, p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
                settings={**(s["dp_settings"] if p is DP else {}), **HELDOUT}) for p in COMPARED]
 
@@ -291,8 +288,7 @@ def build(registry: Registry, preset: str, found: Any = None) -> StudyRuns:
 
 
 def record_file(preset: str, run: Run) -> str:
-  """Where the record of `run` at `preset` goes, relative to the output directory, "/"-separated (the layout of its
-  home study): the key of its row in `records.table`."""
+  """Where `run`'s record at `preset` goes, "/"-separated under the output directory: its key in `records.table`."""
   return run.layout.format(study=run.home, preset=preset, run=run.stored_name)
 
 

@@ -94,8 +94,7 @@ def devices(record: Mapping) -> int:
 
 
 def cores(record: Mapping) -> int:
-  """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count` (a record
-  made before the field)."""
+  """Cores the run's process could use: `environment.usable_cores` (affinity), else `cpu_count` (older records)."""
   return int(record["environment"].get("usable_cores") or record["environment"]["cpu_count"])
 
 
@@ -168,8 +167,7 @@ def hardware(rs: Sequence[Mapping]) -> str:
 
 
 def comparable(a: Mapping, b: Mapping) -> bool:
-  """True when two records ran on one machine (`host`; instruction sets equal where both records name theirs) and
-  one code (equal code digests, else equal `code`)."""
+  """True for one machine (`host`; instruction sets equal where both name theirs) and one code (digest, else `code`)."""
   da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
   return host(a, isa=False) == host(b, isa=False) and len({instruction_set(a), instruction_set(b)} - {None}) < 2 and (
       da == db if da and db else code(a) == code(b))
@@ -202,8 +200,7 @@ def load_summaries(output_dir: str, benchmark: str) -> Dict[str, Record]:
 
 
 def records_of(folder: str, summary: Mapping[str, Any]) -> Dict[str, List[Optional[Record]]]:
-  """{configuration: [record per repeat, None where it is missing]} of a benchmark summary in `folder`
-  (<folder>/<records folder>/<file>)."""
+  """{configuration: [record per repeat, None: missing]} of a benchmark summary in `folder` (<folder>/<dir>/<file>)."""
   return {name: [load(os.path.join(folder, *path.replace(os.sep, "/").split("/")[-2:])) for path in paths]
           for name, paths in summary.get("records", {}).items()}
 
@@ -239,8 +236,7 @@ def layer_epoch_seconds(record: Mapping) -> List[float]:
 
 
 def accuracy(record: Mapping, key: str = "test_accuracy") -> Optional[float]:
-  """The finetuned `key` ("test_accuracy" or "validation_accuracy", the kept epoch's) in [0, 1], or None when the run
-  did not finetune (or failed)."""
+  """The finetuned `key` ("test_accuracy"/"validation_accuracy", the kept epoch's) in [0, 1]; None if not finetuned."""
   return (record.get("finetune") or {}).get(key)
 
 
@@ -250,8 +246,7 @@ def has_heldout_curves(record: Mapping) -> bool:
 
 
 def loss_curves(record: Mapping, key: str = "loss") -> List[List[Tuple[float, float]]]:
-  """Per layer, [(seconds since pretraining began, `key`)] after each epoch: "loss" (the epoch's mean training
-  reconstruction loss) or "heldout_loss" (`has_heldout_curves`)."""
+  """Per layer, [(seconds since pretraining began, `key`: "loss", the epoch's mean, or "heldout_loss")] per epoch."""
   return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
 
 

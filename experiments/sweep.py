@@ -51,8 +51,7 @@ REPORT = Candidate("report", {})
 
 
 def coarse_candidates(grid_points: Optional[int] = None) -> List[Candidate]:
-  """Every candidate of the coarse stage: the grid (its first `grid_points` only, when given: the smoke preset), no
-  pretraining at each finetuning rate, and the report's values."""
+  """The coarse stage: the grid (its first `grid_points`: smoke), no pretraining at each finetuning rate, the report."""
   grid = [candidate(p, c, f) for p, c, f in itertools.product(PRETRAIN_RATES, CORRUPTIONS, FINETUNE_RATES)]
   return grid[:grid_points] + [no_pretraining(f) for f in FINETUNE_RATES[:grid_points]] + [REPORT]
 
@@ -88,8 +87,7 @@ def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dic
 
 
 def ranked(stage_rows: List[dict]) -> List[dict]:
-  """The grid's pretrained candidates with a score, best first (the report's values are the reference, not one): the
-  confirm stage's first is the sweep's choice, the tuned recipe."""
+  """The grid's pretrained candidates with a score, best first (the report's only a reference): [0] is the choice."""
   return sorted((r for r in stage_rows if r["pretrained"] and r["score"] is not None and r["candidate"] != REPORT.name),
                 key=lambda r: -r["score"])
 
@@ -127,8 +125,7 @@ def by_arm(runs: dict) -> dict:
 
 
 def gains(rs: Mapping[int, dict], base: Mapping[int, dict], key: str = "test_accuracy") -> List[float]:
-  """Points (100 x) of `key` accuracy by which each record of `rs` ({seed: record}) beats `base`'s of its seed, over
-  the seeds both have, in order."""
+  """Points (100 x) of `key` accuracy by which each of `rs` ({seed: record}) beats `base`'s, over common seeds."""
   return [100 * (accuracy(rs[s], key) - accuracy(base[s], key)) for s in sorted(rs) if s in base]
 
 
@@ -161,8 +158,7 @@ def coarse_runs(s) -> List[Run]:
 
 
 def confirm_runs(s, found) -> List[Run]:
-  """The sweep's second stage: its confirm candidates, chosen from the coarse stage's records in `found`
-  (`records.table`); none until every coarse run has its record."""
+  """The sweep's second stage: its confirm candidates from the coarse records in `found`; none until all have one."""
   mine, coarse = records.of(found, NAME, s["preset"]), coarse_runs(s)
   if any(r.name not in mine for r in coarse):
     return []

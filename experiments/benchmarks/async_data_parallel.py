@@ -62,8 +62,7 @@ def details(summary: Dict):
 
 
 def figure(summaries: Mapping[str, Dict]):
-  """Per batch, every configuration's seconds to greedy's final held-out loss (median over repeats), with and
-  without the straggler."""
+  """Per batch, each configuration's seconds to greedy's final held-out loss (median), with and without straggler."""
   fig, axes = figures.new(len(summaries), width=5.6, height=4.2)
   program = {p.run_name: p.name for p in programs.PROGRAMS}
   for ax, s in zip(axes, summaries.values()):

@@ -48,8 +48,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
 
 
 def details(summary: Dict):
-  """The README table: per precision and placement, the speedup over one core (a summary from before placements,
-  on 1 device / on G devices with replicas: that speedup)."""
+  """The README table: per precision and placement, the speedup over one core (older summaries: replicas only)."""
   if "placements" not in summary:
     return "earlier code: finetuning on 1 device / on G devices as replicas (same repeat)", [
         "precision", "placement", "speedup over one device", "default"], [

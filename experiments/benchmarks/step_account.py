@@ -57,8 +57,7 @@ def details(summary: Dict):
 
 
 def figure(summaries: Dict[str, Dict]):
-  """The timelines of the first summary by file name (batch 100, unlabelled, when there is one): one panel per
-  configuration and phase."""
+  """The timelines of the first summary by file name (batch 100, unlabelled): a panel per configuration and phase."""
   from matplotlib import figure as mpl_figure  # pylint: disable=g-import-not-at-top
   summary = summaries[sorted(summaries)[0]]
   panels = [(n, p, t) for n, phases in summary["timelines"].items() for p, t in phases.items()]

@@ -1,5 +1,4 @@
-"""Every figure: <output_dir>/figures/<study>.png of each study given that has records (its `Study.figure`) and each
-benchmark's figure of its summaries."""
+"""Every figure: <output_dir>/figures/<study>.png of each study given with records, and each benchmark's figure."""
 
 import os
 from typing import Callable, Dict, List, Optional

@@ -1,5 +1,4 @@
-"""Does pretraining help? Greedy with no pretraining, the report's recipe and the tuned one, 3 seeds, MNIST and
-Fashion-MNIST (docs/pretraining.md)."""
+"""Does pretraining help? Greedy without it, with the report's recipe, the tuned one; 3 seeds, MNIST, Fashion-MNIST."""
 
 import dataclasses
 import os
@@ -21,8 +20,7 @@ ARM_LABELS = {"none": "no pretraining (tuned recipe, 0 pretraining epochs)", "re
 
 
 def ablation_runs(s: dict) -> list:
-  """The ablation's runs at sizes `s` ({"hidden", "examples", "epochs", "batch"}; "seeds" optional): per dataset,
-  arm and seed a greedy run, seed 0's drawing its filters."""
+  """The ablation's runs at sizes `s`: per dataset, arm and seed (s["seeds"]) a greedy run, seed 0's drawing filters."""
   return [spec(f"{SHORT[d]}_{arm}_s{seed}", programs.GREEDY, s["hidden"], s["epochs"], s["batch"], 1, s["examples"],
                s["epochs"], settings={**settings, "dataset": d, "pictures": seed == 0}, seed=seed)
           for d in s.get("datasets", DATASETS) for arm, settings in ABLATION_ARMS for seed in s.get("seeds", SEEDS)]
@@ -90,8 +88,7 @@ def ablation_figure(data, others=None):
 
 
 def _none_own(s, found) -> List[Run]:
-  """Its second stage: the sweep's confirm-stage runs of its best candidate without pretraining (shared), once the
-  sweep's coarse records in `found` choose it."""
+  """Second stage: the sweep's confirm runs of its best candidate without pretraining (shared), once `found` has it."""
   runs = sweep.confirm_runs(dict(sweep.SIZES[s["preset"]], preset=s["preset"]), found)
   return [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.config.seed}", may_fail=False)
           for r in runs if r.name.split("_")[2] == "none"]
