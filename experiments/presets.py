@@ -84,8 +84,7 @@ def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: in
          examples: int, finetune_epochs: int = 0, settings: Mapping[str, Any] = NONE,
          resumable: bool = False, launcher: Sequence[str] = (), threads: int = 1, seed: int = 0,
          may_fail: bool = False) -> Run:
-  """The Run of `program` with these sizes on `program.devices_for(devices)` devices and `settings` ({field: value})
-  over them; ValueError (from `Config`) for a value the program refuses."""
+  """The Run of `program` at these sizes on `program.devices_for(devices)`, `settings` on top; ValueError: refused."""
   values = {**dict(hidden_units=tuple(hidden), pretrain_epochs=epochs, finetune_epochs=finetune_epochs,
                     batch_size=batch, num_devices=program.devices_for(devices), threads_per_device=threads,
                     train_examples=examples, seed=seed), **settings}

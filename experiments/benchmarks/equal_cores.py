@@ -42,8 +42,7 @@ def flags_of(name: str) -> str:
 
 
 def configurations(s: harness.Setting) -> List:
-  """Every program x (devices, threads) with devices x threads = N (a batch split over the devices: a multiple of
-  them), each of its thread pools on several devices named on the command line."""
+  """Each program x (devices, threads), devices x threads = N (devices dividing a split batch), per thread pool."""
   n, runs = _cores(s), []
   for p in programs.PROGRAMS:
     for g in (d for d in range(1, n + 1) if n % d == 0 and p.devices_for(d) == d

@@ -28,8 +28,7 @@ def configurations(s: harness.Setting) -> List:
 
 
 def corun_slowdown(record: dict) -> dict:
-  """{layer (1-based str): median epoch seconds beside another layer / alone (its fill step)} of one run; with a
-  shared pool a layer alone also has the idle device's thread."""
+  """{layer (1-based str): median epoch seconds beside another layer / alone (fill step; shared pool: + a thread)}."""
   active, out = {(s["group"], s["step"]): len(s["active_layers"]) for s in record["schedule"]["steps"]}, {}
   for i, layer in enumerate(record["layers"]):
     epochs = [(active.get((layer.get("group", 0), e["step"]), 0), e["seconds"]) for e in layer["epochs"]]

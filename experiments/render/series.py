@@ -49,8 +49,7 @@ def oversubscribed_faster(data: records.StudyRecords) -> List[Tuple[int, int, fl
 
 
 def batch_label(rs: List[dict]) -> str:
-  """The batch as run, "; "-joined: "global batch 5000 (2500 per device on 2)" for a program that splits it over its
-  devices (`Program.splits_batch`), else "batch 100"."""
+  """The batch as run, "; "-joined: "global batch 5000 (2500 per device on 2)" if `splits_batch`, else "batch 100"."""
   labels = []
   for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
     b, g = r["config"]["batch_size"], records.devices(r)
@@ -75,8 +74,7 @@ SHRUNK = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs")
 
 
 def preset_note(study: presets.Study, preset: str) -> str:
-  """"preset cpu: examples 5500 (paper 55000); ..." (what `preset` changes in `study`'s runs from the paper preset,
-  the settings of `SHRUNK`) or "preset paper (the report's settings)"."""
+  """"preset cpu: examples 5500 (paper 55000); ..." (`SHRUNK` settings changed from paper) or "preset paper (...)"."""
   def values(p: str, flag: str) -> str:
     found = sorted({getattr(r.config, flag) for r in presets.runs_of(study, p)}, key=lambda v: (str(type(v)), v))
     return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)

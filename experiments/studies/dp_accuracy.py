@@ -21,8 +21,7 @@ SIZES = dict(
 
 
 def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]]:
-  """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report"}: test accuracies, None where
-  missing ("report": the report's at the matching paper setting)."""
+  """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report" (paper's)}: accuracy or None."""
   paper, base = sorted(SIZES["paper"]["epochs"]), programs.baseline().run_name
   acc = {name: records.accuracy(r) for name, r in runs.items()}
   return [{"epochs": e, "report_recipe": acc.get(f"dp_e{e}_report"), "large_batch": acc.get(f"dp_e{e}_large_batch"),
