@@ -169,9 +169,8 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
     for j in todo if parallel == 1 else ():
       start(j)
     for future in concurrent.futures.as_completed(futures):
-      if future.exception() is not None:
-        for f in futures:
-          f.cancel()  # Runs not started yet; running ones finish and keep their records.
+      if future.exception() is not None:  # runs not started yet are cancelled; running ones finish, keep their records
+        pool.shutdown(wait=False, cancel_futures=True)
         raise future.exception()
   return len(todo)
 

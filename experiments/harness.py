@@ -123,8 +123,7 @@ def phases(record: dict) -> dict:
       "overhead_seconds": sum(s["wall_seconds"] - max(s["busy_seconds"].values()) for s in steps),
       "concurrency_in_full_steps": (sum(sum(s["busy_seconds"].values()) for s in both) /
                                     sum(s["wall_seconds"] for s in both)) if both else None,
-      "layer_epoch_seconds": records.layer_epoch_seconds(record), "devices": record["environment"]["devices"],
-  }
+      "layer_epoch_seconds": records.layer_epoch_seconds(record), "devices": record["environment"]["devices"]}
 
 
 def plan(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_dir: str) -> List[driver.Job]:
@@ -173,8 +172,7 @@ def summarize(benchmark: presets.Benchmark, setting: Setting, jobs: Sequence[dri
       "order": [j.run_name for j in jobs], "machine_load": machine_load,
       "pretrain_seconds": seconds, "noisy": records.noisy({"pretrain_seconds": seconds}),
       **benchmark.summarize(setting, found),
-      "records": {name: [j.record for j in ordered if j.spec.name == name] for name in found},
-  }
+      "records": {name: [j.record for j in ordered if j.spec.name == name] for name in found}}
 
 
 def run(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_dir: str, command: str,

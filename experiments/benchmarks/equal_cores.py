@@ -1,7 +1,6 @@
-"""Benchmark: every program given the same N = --cores cores (default: the machine's) in every devices x threads
-per device that uses them all (each of its `thread_pools` on several devices): each program's fastest
-configuration, the baseline on all N cores / it, and the seconds until every layer reached the baseline's final
-held-out loss (+1%).
+"""Benchmark: every program given the same N = --cores cores (default: the machine's) in every devices x threads per
+device that uses them all (each of its `thread_pools` on several devices): each program's fastest configuration, the
+baseline on all N cores / it, and the seconds until every layer reached the baseline's final held-out loss (+1%).
   python -m experiments.benchmarks.equal_cores --batch_size=100"""
 
 import os
