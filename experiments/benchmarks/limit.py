@@ -86,8 +86,7 @@ def details(summary: Dict):
 
 BENCHMARK = presets.Benchmark(
     name="limit", runs=configurations, summarize=summarize, details=details,
-    defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 2,
-              "train_examples": 11_000, "num_devices": 2, "repeats": 3},
+    defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "train_examples": 11_000},
     options={"precisions": (list(programs.PRECISIONS), "Precisions (--precision) of the runs, alternated."),
              "finetune_epochs": (2, "Finetuning epochs of every run.")},
     folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}",

@@ -72,10 +72,9 @@ def over_greedy(output_dir: str, data, used: List[dict]) -> str:
 
 
 BENCHMARK = presets.Benchmark(
-    name=PIPELINE, runs=configurations, summarize=summarize,
+    name=PIPELINE, runs=configurations, summarize=summarize, defaults={"pretrain_epochs": 3, "train_examples": 55_000},
     headline=(presets.Headline(3, "Pipeline parallel over greedy, 2 devices, 4 × 1000 units, 3 repeats", "—",
                                over_greedy),),
-    defaults={"pretrain_epochs": 3, "train_examples": 55_000},
     options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline configurations."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline configurations."),
              "baselines": (1, "1: also greedy, model_parallel, the one-device pipeline and checkpoints; 0: only "

@@ -70,15 +70,13 @@ def figure(summaries: Dict[str, Dict]):
 
 
 BENCHMARK = presets.Benchmark(
-    name="step_account", runs=configurations, summarize=summarize, details=details, figure=figure,
-    figure_file="step_account.png",
+    name="step_account", runs=configurations, summarize=summarize, details=details, figure=figure, order=14,
+    figure_file="step_account.png", defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100,
+                                              "pretrain_epochs": 1, "train_examples": 11_000, "repeats": 1},
     folder=lambda s: f"b{s.batch_size}" + (f"_{s.options['label']}" if s.options["label"] else ""),
-    defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 1,
-              "train_examples": 11_000, "num_devices": 2, "repeats": 1},
     options={"precisions": (list(programs.PRECISIONS), "Precisions to trace."),
              "trace_dir": (os.path.join(harness.WORK_DIR, "step_account", "traces"), "Where the traces go."),
-             "label": ("", "Appended to the records' folder, e.g. before: an account of the code before a change.")},
-    order=14)
+             "label": ("", "Appended to the records' folder, e.g. before: an account of the code before a change.")})
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

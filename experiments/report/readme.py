@@ -38,9 +38,8 @@ def headline(output_dir: str, data: series.Data, registry: presets.Registry, pro
     raise ValueError(f"the headline may have {cells.ROWS} rows, {len(rows)} are declared")
   out = []
   for row in rows:
-    used: List[dict] = []
-    cell = row.ours(output_dir, data, used)
-    out.append([row.label, row.report, cell, cells.machine_class(used)]
+    used: List[dict] = []  # the records the row's cell reads (`ours` runs before the machine columns)
+    out.append([row.label, row.report, row.ours(output_dir, data, used), cells.machine_class(used)]
                + ([records.machine_label(used) or "—"] if provenance else []))
   return tables.md_table(["result", "report", "ours", "machine"] + (["machine, code"] if provenance else []), out)
 
@@ -114,9 +113,8 @@ def text(output_dir: str, registry: presets.Registry) -> str:
   models = [model_line(name, d) for name in series.SCALING if name in data for d in (
       [data[name], *series.others_of(found, name).values()] if data[name] else [None])]
   text = template("results").substitute(
-      headline=headline(output_dir, data, registry, provenance=True),
-      model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
-      noisy=tables.NOISY, benchmarks=benchmark_section(output_dir, registry),
+      headline=headline(output_dir, data, registry, provenance=True), model_goal=f"{series.MODEL_ERROR_GOAL:.0%}",
+      models="\n\n".join(models), noisy=tables.NOISY, benchmarks=benchmark_section(output_dir, registry),
       sections="\n\n".join(f"## {b.title}\n\n{b.section(output_dir)}" for b in registry.benchmarks if b.section),
       studies="\n".join(study_section(output_dir, e, data[e.name], series.others_of(found, e.name))
                          for e in registry.studies))

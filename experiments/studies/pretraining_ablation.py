@@ -32,8 +32,7 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
   arms, body, sentences = by_arm(data.runs), [], []
   for d in DATASETS:
     for arm in (a for a in ARM_LABELS if arms.get((SHORT[d], a))):
-      found = arms[(SHORT[d], arm)]
-      rs = [found[s] for s in sorted(found)]
+      rs = [r for _, r in sorted(arms[(SHORT[d], arm)].items())]  # by seed
       body.append([records.dataset_label(d), ARM_LABELS[arm], spread_text([accuracy(r) for r in rs]),
                    spread_text([accuracy(r, VAL) for r in rs]), " / ".join(f"{x:.0f}" for x in sweep.heldout_means(rs)),
                    f"{rs[0]['config']['finetune_learning_rate']:g}", len(rs)])
@@ -106,7 +105,7 @@ def headline_gain(output_dir: str, data, used: List[dict]) -> str:
 
 STUDIES = (Study(
     "pretraining_ablation", "Does pretraining help? No pretraining, the report's recipe and the tuned one (greedy)",
-    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), ablation_runs, ablation_table,
-    ablation_figure, kind="own", timed=False, order=16, shares=(sweep.NAME,), later=(_none_own,), headline=(Headline(
+    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), ablation_runs, ablation_table, ablation_figure, kind="own",
+    timed=False, order=16, shares=(sweep.NAME,), later=(_none_own,), headline=(Headline(
         6, "Test accuracy added by tuned pretraining over none at its own best rate, 4 × 500 units", "—",
         headline_gain),)),)
