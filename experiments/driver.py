@@ -118,8 +118,7 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
   replaces programs' modules (tests); RunFailedError when a program fails or a record no longer matches its run."""
   todo = [j for j in jobs if records.load(j.record) is None]
   for j in (j for j in jobs if j not in todo):
-    stale = records.mismatches(records.load(j.record), j.spec)
-    if stale:
+    if stale := records.mismatches(records.load(j.record), j.spec):
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. "
                            "Delete it to rerun.")
   lock, started, done = threading.Lock(), time.perf_counter(), {"runs": 0}

@@ -214,8 +214,7 @@ def setting(benchmark: presets.Benchmark, overrides: Mapping[str, Any]) -> Setti
   """The Setting of `benchmark`'s command line with `overrides` ({flag: value}, as the flag holds it or as the
   command line spells it: lists as lists or "a,b") over its defaults; ValueError for a flag it does not have."""
   d = defaults(benchmark)
-  unknown = sorted(set(overrides) - set(d))
-  if unknown:
+  if unknown := sorted(set(overrides) - set(d)):
     raise ValueError(f"benchmark {benchmark.name} has no flag {', '.join(unknown)}; its flags: {', '.join(d)}")
   v = {name: _parsed(name, d[name], value) for name, value in {**d, **overrides}.items()}
   return Setting(tuple(int(u) for u in v.pop("hidden_units")),

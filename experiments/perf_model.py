@@ -58,8 +58,7 @@ def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[f
 
 def epoch_seconds_of(record: Mapping) -> List[float]:
   """t_k of a one-device run: median seconds of layer k's epochs (model parallel: its steps alone)."""
-  steps = (record.get("schedule") or {}).get("steps")
-  if steps:
+  if steps := (record.get("schedule") or {}).get("steps"):
     return [statistics.median(s["wall_seconds"] for s in steps if s["active_layers"] == [k + 1])
             for k in range(len(record["layers"]))]
   return records_lib.layer_epoch_seconds(record)
@@ -101,8 +100,7 @@ class LayerModel:
   @classmethod
   def calibrate(cls, runs: Records) -> "LayerModel":
     """t_k from the one-device runs, then `_fit` from the 2-device runs; ValueError without a one-device run."""
-    singles = _devices(runs, 1)
-    if not singles:
+    if not (singles := _devices(runs, 1)):
       raise ValueError("the model needs a run with one device")
     base = max(singles, key=lambda n: _depth(singles[n]))
     by_depth = tuple(sorted((_depth(r), tuple(epoch_seconds_of(r))) for r in singles.values()))
@@ -262,8 +260,7 @@ def calibrated(runs: Records) -> Tuple[Optional[object], str]:
     return None, f"no performance model: the records come from {len(names)} programs"
   if not records_lib.same_source(list(runs.values())):
     return None, f"no performance model: the records come from {records_lib.machine_label(list(runs.values()))}"
-  model = resolve(programs.get(names.pop()))
-  if model is None:
+  if (model := resolve(programs.get(names.pop()))) is None:
     return None, "no performance model for this program"
   try:
     return model.calibrate(runs), ""

@@ -302,8 +302,7 @@ def select(studies: StudyRuns, only: Optional[Sequence[str]]) -> StudyRuns:
   for study, _, name in (item.partition("/") for item in only or ()):
     if study not in studies:
       raise ValueError(f"unknown study {study!r}; studies of this preset: {', '.join(studies)}")
-    runs = [r for r in studies[study] if r.name == name or not name]
-    if not runs:
+    if not (runs := [r for r in studies[study] if r.name == name or not name]):
       raise ValueError(f"study {study} has no run {name!r}; runs: {', '.join(r.name for r in studies[study])}")
     chosen[study] = list(dict.fromkeys(chosen.get(study, []) + runs))
   return {name: tuple(chosen[name]) for name in studies if name in chosen} if only else dict(studies)

@@ -46,8 +46,7 @@ def table(output_dir: str, layouts: Mapping[str, str]) -> pandas.DataFrame:
     pattern = "".join(re.escape(text) + fields.get(name, "") for text, name, _, _ in string.Formatter().parse(layout))
     for path in sorted(glob.glob(os.path.join(output_dir, layout.format(study=study, preset="*", run="*")))):
       file = os.path.relpath(path, output_dir).replace(os.sep, "/")
-      match = re.fullmatch(pattern, file)
-      if match:
+      if match := re.fullmatch(pattern, file):
         rows.append({"file": file, "study": study, "preset": match.groupdict().get("preset", ""), "run": match["run"],
                      "record": load(path)})
   return pandas.DataFrame(rows, columns=["file", "study", "preset", "run", "record"]).set_index("file")

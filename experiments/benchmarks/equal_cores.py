@@ -31,8 +31,7 @@ def program_of(name: str) -> str:
 
 def flags_of(name: str) -> str:
   """"model_parallel_g2_t1_shared" -> "--num_devices=2 --threads_per_device=1 --thread_pool=shared"."""
-  m = _NAME.match(name)
-  if not m:
+  if not (m := _NAME.match(name)):
     raise ValueError(f"not an equal-cores configuration name: {name!r}")
   pools = programs.get(m["program"]).thread_pools
   pool = "shared" if m["shared"] else "per_device" if len(pools) > 1 and int(m["devices"]) > 1 else ""
@@ -82,8 +81,7 @@ def by_setting(summaries: Mapping[str, dict]) -> Dict[Tuple[int, int], dict]:
 def section(output_dir: str) -> str:
   """Its section of results/README.md (the table last), or a line saying how to make it."""
   summaries = records.load_summaries(output_dir, BENCHMARK.name)
-  found = by_setting(summaries)
-  if not found:
+  if not (found := by_setting(summaries)):
     return ("No equal-cores records yet: `python -m experiments.benchmarks.equal_cores --batch_size=100` "
             "(and 1000, 5000).")
   best, rows = [], []

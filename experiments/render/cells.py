@@ -29,8 +29,7 @@ def spread(s: dict, unit: str = "×") -> str:
 def summary(output_dir: str, benchmark: str, file: str, used: List[dict]) -> Optional[dict]:
   """The benchmark summary <output_dir>/benchmarks/<benchmark>/<file> (None without), its records added to `used`."""
   folder = os.path.join(output_dir, "benchmarks", benchmark)
-  found = records.load(os.path.join(folder, file))
-  if found is not None:
+  if (found := records.load(os.path.join(folder, file))) is not None:
     used += [r for r in records.flat_records(folder, found) if r]
   return found
 

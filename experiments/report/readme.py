@@ -131,8 +131,7 @@ def write(output_dir: str, registry: presets.Registry) -> str:
 
 def quickstart(output_dir: str) -> str:
   """What `make train` did (results/quickstart/make_train.json): minutes, test accuracy, machine ("" without it)."""
-  r = records.load(os.path.join(output_dir, "quickstart", "make_train.json"))
-  if r is None:
+  if (r := records.load(os.path.join(output_dir, "quickstart", "make_train.json"))) is None:
     return ""
   f, c = r["finetune"], r["config"]
   return template("quickstart").substitute(
