@@ -24,8 +24,7 @@ def configurations(s: harness.Setting) -> List:
   for p in s.options["precisions"]:
     own = {"precision": p, "finetune_epochs": s.options["finetune_epochs"]}
     out += [s.spec(f"greedy_1core_{p}", programs.GREEDY, 1, own)] + [
-        s.spec(f"pipeline_{pool}_{p}", programs.PIPELINE_PARALLEL, s.num_devices,
-               settings={**own, "thread_pool": pool})
+        s.spec(f"pipeline_{pool}_{p}", programs.PIPELINE_PARALLEL, s.num_devices, {**own, "thread_pool": pool})
         for pool in POOLS]
   return out
 

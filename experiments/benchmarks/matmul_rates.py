@@ -13,11 +13,9 @@ from absl import app, flags
 def shapes(hidden_units, batch_size):
   """[(m, k, n, transpose_a, transpose_b)] of one step's products over every layer (m x k times k x n)."""
   sizes = [784] + [int(u) for u in hidden_units]
-  out = []
-  for n_in, n_out in zip(sizes, sizes[1:]):
-    out += [(batch_size, n_in, n_out, False, False), (batch_size, n_out, n_in, False, True),
-            (batch_size, n_in, n_out, False, False), (n_in, 2 * batch_size, n_out, True, False)]
-  return out
+  return [shape for n_in, n_out in zip(sizes, sizes[1:]) for shape in (
+      (batch_size, n_in, n_out, False, False), (batch_size, n_out, n_in, False, True),
+      (batch_size, n_in, n_out, False, False), (n_in, 2 * batch_size, n_out, True, False))]
 
 
 def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3) -> dict:
