@@ -15,9 +15,7 @@ from typing import IO, Callable, Dict, List, Mapping, Optional, Sequence
 
 from common.measure import provenance
 from common.settings import programs
-from experiments import ROOT
-from experiments import presets
-from experiments import records
+from experiments import ROOT, presets, records
 
 LOG_TAIL_LINES = 25
 # The offline MNIST copy beside the repository (the programs' TFDS_DATA_DIR unless set).
@@ -38,9 +36,8 @@ def call(command: Sequence[str], log: Optional[IO] = None, capture: bool = False
 
 
 def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> List["Job"]:
-  """`jobs`, but on a processor without native bfloat16 arithmetic (`common.measure.provenance`, read without
-  TensorFlow) those that compute in mixed_bfloat16 and have no record (the programs would refuse them, unless on a
-  GPU, which the driver does not run on), left out with one line naming them."""
+  """`jobs` but, on a processor without native bfloat16 (`common.measure.provenance`, read without TensorFlow), those
+  in mixed_bfloat16 with no record (the programs refuse them off a GPU), left out with a line naming them."""
   native = provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
   left = [j for j in jobs if not native and j.spec.config.precision == programs.PRECISIONS[1]
           and records.load(j.record) is None]
@@ -91,8 +88,7 @@ def plan(studies: presets.StudyRuns, preset: str, output_dir: str, work_dir: str
 
 
 def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
-  """`python -m [launcher] <module> <arguments>` of a job (its run's, then where its record, log and checkpoints go);
-  `modules` ({program: module}) replaces programs' modules."""
+  """`python -m [launcher] <module> <arguments>` of a job (and its record, log, checkpoints); `modules` override."""
   module = (modules or {}).get(j.spec.program) or programs.get(j.spec.program).module
   return [sys.executable, "-m", *j.spec.launcher, module, *j.spec.arguments(),
           f"--results_dir={os.path.dirname(j.record)}", f"--run_name={j.run_name}", "--progress=log",
@@ -100,9 +96,8 @@ def command(j: Job, modules: Optional[Mapping[str, str]] = None) -> List[str]:
 
 
 def failure_record(j: Job, cmd: Sequence[str], code: int) -> Dict:
-  """Writes and returns the record of a run allowed to fail (`Run.may_fail`, e.g. a sweep's candidate whose
-  training diverged) that exited with status `code`: its program, flags, machine and the error line of its log, so
-  the failure is a result and the driver goes on."""
+  """Writes and returns the record of a run allowed to fail (`Run.may_fail`: a sweep's candidate that diverged) that
+  exited with status `code`: its program, flags, machine and its log's error line, a result the driver goes on from."""
   with open(j.log) as log:
     errors = [line.strip() for line in log if line.startswith("error: ")]
   record = {"strategy": j.spec.program, "run_name": j.run_name, "failed": errors[-1][7:] if errors else
@@ -123,13 +118,11 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
   replaces programs' modules (tests); RunFailedError when a program fails or a record no longer matches its run."""
   todo = [j for j in jobs if records.load(j.record) is None]
   for j in (j for j in jobs if j not in todo):
-    stale = records.mismatches(records.load(j.record), j.spec)
-    if stale:
+    if stale := records.mismatches(records.load(j.record), j.spec):
       raise RunFailedError(f"{j.record} was made with other flags than its run: {', '.join(stale)}. "
                            "Delete it to rerun.")
   lock, started, done = threading.Lock(), time.perf_counter(), {"runs": 0}
-  # This machine as each driver-log line names it, in `records.host`'s words, e.g. "AMD EPYC, AVX2, 2 cores" (the
-  # cores this process can use).
+  # This machine in the driver log, in `records.host`'s words ("AMD EPYC, AVX2, 2 cores": the cores this process has).
   isa = provenance.instruction_set(provenance.cpu_flags()) or records.NO_ISA
   here = f"{records.processor(provenance.cpu_model())}, {isa}, {provenance.usable_cores()} cores"
 
@@ -175,9 +168,8 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
     for j in todo if parallel == 1 else ():
       start(j)
     for future in concurrent.futures.as_completed(futures):
-      if future.exception() is not None:
-        for f in futures:
-          f.cancel()  # Runs not started yet; running ones finish and keep their records.
+      if future.exception() is not None:  # runs not started yet are cancelled; running ones finish, keep their records
+        pool.shutdown(wait=False, cancel_futures=True)
         raise future.exception()
   return len(todo)
 

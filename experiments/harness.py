@@ -1,8 +1,7 @@
-"""One harness for every benchmark (a `presets.Benchmark`): it maps its command line (`Setting`) to
-named configurations (the study's `runs`) run through `experiments.driver` alternately, repeat after repeat
-(rotated), then writes a summary of their records (setting, command, provenance of one machine and code, load
-averages, spreads, noisy configurations, measures); `main` is its CLI. What several benchmarks measure alike lives
-here, below them (`spread`, `ratio_spread`, `flops`, `matmul_rates`, `phases`, ...)."""
+"""One harness for every benchmark (a `presets.Benchmark`): its command line (`Setting`, `main`) -> named
+configurations (its `runs`) run through `experiments.driver` alternately, repeat after repeat (rotated) -> a summary
+of their records (setting, command, provenance of one machine and code, load averages, spreads, noisy configurations,
+measures). What several benchmarks measure alike lives here (`spread`, `ratio_spread`, `flops`, `phases`, ...)."""
 
 import dataclasses
 import json
@@ -12,27 +11,22 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
 from common.measure import cost
-from common.settings import processor_defaults
-from common.settings import programs
-from experiments import driver
-from experiments import presets
-from experiments import records
+from common.settings import processor_defaults, programs
+from experiments import driver, presets, records
 
 Records = Dict[str, List[dict]]  # {configuration: [record of repeat 0, 1, ...]}
 PROVENANCE = ("commit", "commit_dirty", "code_digest", "cpu_model", "cpu_flags", "usable_cores", "machine_id")
 PER_CONFIGURATION = ("kernels", "thread_pool", "precision")
-# The shared flags' defaults (a benchmark's `defaults` override them), and where records and program logs go by
-# default (<dir>/<benchmark name>, relative to the repository root).
-SHARED_DEFAULTS = {"hidden_units": "1000,1000,1000,1000", "batch_size": 1000, "pretrain_epochs": 2,
-                   "train_examples": 22_000, "num_devices": 2, "repeats": 3}
-SHARED_HELPS = {"hidden_units": "Hidden units.", "batch_size": "Global batch of every run.",
-                "pretrain_epochs": "Pretraining epochs E of every run.", "train_examples": "Training images.",
-                "num_devices": "Devices of the parallel configurations.", "repeats": "Runs of each configuration "
-                "(alternated)."}
+# The shared flags, {flag: (default, help)} (a benchmark's `defaults` override the defaults), and where records and
+# program logs go by default (<dir>/<benchmark name>, relative to the repository root).
+SHARED_FLAGS = {
+    "hidden_units": ("1000,1000,1000,1000", "Hidden units."), "batch_size": (1000, "Global batch of every run."),
+    "pretrain_epochs": (2, "Pretraining epochs E of every run."), "train_examples": (22_000, "Training images."),
+    "num_devices": (2, "Devices of the parallel configurations."),
+    "repeats": (3, "Runs of each configuration (alternated).")}
 OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")
 # A held-out loss counts as reached at its reference's final one times 1 + this.
 LOSS_TOLERANCE = 0.01
@@ -51,8 +45,7 @@ class Setting:
 
   def spec(self, name: str, program: programs.Program, devices: int, settings: Mapping[str, Any] = presets.NONE,
            launcher: Sequence[str] = (), threads: int = 1) -> presets.Run:
-    """A configuration: a run of `program` with this setting's sizes on `devices` devices, pretraining only, and
-    `settings` ({field: value}) over them."""
+    """A configuration: `program` at this setting's sizes on `devices` devices, pretraining only, `settings` on top."""
     return presets.spec(name, program, self.hidden_units, self.pretrain_epochs, self.batch_size, devices,
                         self.train_examples, settings=settings, launcher=launcher, threads=threads)
 
@@ -111,8 +104,7 @@ def flops(record: dict) -> float:
 
 
 def matmul_rates(s: Setting) -> Dict:
-  """{precision: {"gflops_per_second", "shapes"}} of one core at the step's shapes (a process of its own, one thread);
-  RuntimeError when it fails."""
+  """{precision: {"gflops_per_second", "shapes"}} at the step's shapes, one core (own process); RuntimeError: failed."""
   done = driver.call([sys.executable, "-m", "experiments.benchmarks.matmul_rates", f"--batch_size={s.batch_size}",
                       f"--hidden_units={','.join(map(str, s.hidden_units))}"], capture=True)
   if done.returncode:
@@ -131,8 +123,7 @@ def phases(record: dict) -> dict:
       "overhead_seconds": sum(s["wall_seconds"] - max(s["busy_seconds"].values()) for s in steps),
       "concurrency_in_full_steps": (sum(sum(s["busy_seconds"].values()) for s in both) /
                                     sum(s["wall_seconds"] for s in both)) if both else None,
-      "layer_epoch_seconds": records.layer_epoch_seconds(record), "devices": record["environment"]["devices"],
-  }
+      "layer_epoch_seconds": records.layer_epoch_seconds(record), "devices": record["environment"]["devices"]}
 
 
 def plan(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_dir: str) -> List[driver.Job]:
@@ -166,8 +157,7 @@ def provenance(found: Records) -> Dict[str, Any]:
 
 def summarize(benchmark: presets.Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
-  """The summary of `jobs`' records in alternation order, its `noisy` configurations flagged; ValueError for several
-  machines or codes."""
+  """The summary of `jobs`' records in alternation order, noisy ones flagged; ValueError: several machines or codes."""
   configurations = benchmark.runs(setting)
   ordered = sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
   found: Records = {c.name: [records.load(j.record) for j in ordered if j.spec.name == c.name] for c in configurations}
@@ -182,8 +172,7 @@ def summarize(benchmark: presets.Benchmark, setting: Setting, jobs: Sequence[dri
       "order": [j.run_name for j in jobs], "machine_load": machine_load,
       "pretrain_seconds": seconds, "noisy": records.noisy({"pretrain_seconds": seconds}),
       **benchmark.summarize(setting, found),
-      "records": {name: [j.record for j in ordered if j.spec.name == name] for name in found},
-  }
+      "records": {name: [j.record for j in ordered if j.spec.name == name] for name in found}}
 
 
 def run(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_dir: str, command: str,
@@ -210,8 +199,8 @@ def run(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_di
 
 
 def defaults(benchmark: presets.Benchmark) -> Dict[str, Any]:
-  """Every flag of `benchmark` with its default: the shared flags (its `defaults` over SHARED_DEFAULTS), its options."""
-  return {**SHARED_DEFAULTS, **benchmark.defaults, **{name: d for name, (d, _) in benchmark.options.items()}}
+  """Every flag of `benchmark` with its default: the shared flags (its `defaults` over SHARED_FLAGS'), its options."""
+  return {**{name: d for name, (d, _) in {**SHARED_FLAGS, **benchmark.options}.items()}, **benchmark.defaults}
 
 
 def _parsed(name: str, default: Any, value: Any) -> Any:
@@ -225,17 +214,16 @@ def setting(benchmark: presets.Benchmark, overrides: Mapping[str, Any]) -> Setti
   """The Setting of `benchmark`'s command line with `overrides` ({flag: value}, as the flag holds it or as the
   command line spells it: lists as lists or "a,b") over its defaults; ValueError for a flag it does not have."""
   d = defaults(benchmark)
-  unknown = sorted(set(overrides) - set(d))
-  if unknown:
+  if unknown := sorted(set(overrides) - set(d)):
     raise ValueError(f"benchmark {benchmark.name} has no flag {', '.join(unknown)}; its flags: {', '.join(d)}")
   v = {name: _parsed(name, d[name], value) for name, value in {**d, **overrides}.items()}
   return Setting(tuple(int(u) for u in v.pop("hidden_units")),
-                 **{name: v.pop(name) for name in SHARED_DEFAULTS if name != "hidden_units"}, options=v)
+                 **{name: v.pop(name) for name in SHARED_FLAGS if name != "hidden_units"}, options=v)
 
 
 def main(benchmark: presets.Benchmark) -> None:
   """The command line of a benchmark module: the shared flags (with the benchmark's defaults) and its options."""
-  helps = {**SHARED_HELPS, **{name: text for name, (_, text) in benchmark.options.items()}}
+  helps = {name: text for name, (_, text) in {**SHARED_FLAGS, **benchmark.options}.items()}
   define = {list: flags.DEFINE_list, tuple: flags.DEFINE_list, str: flags.DEFINE_string, float: flags.DEFINE_float}
   holders = {name: define.get(list if name == "hidden_units" else type(default), flags.DEFINE_integer)(
       name, list(default) if isinstance(default, tuple) else default, helps[name])

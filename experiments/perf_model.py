@@ -5,6 +5,8 @@ import dataclasses
 import statistics
 from typing import Callable, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
+import numpy
+
 from common.layerwise import schedule as schedule_lib
 from common.measure import cost
 from common.settings import programs
@@ -43,31 +45,20 @@ def copied_params(members: Sequence[int], params: Sequence[int]) -> int:
 
 
 def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[float],
-               low: float = 1.0, high: float = 4.0, iterations: int = 80) -> float:
-  """The x in [low, high] minimising the squared relative errors of predict(x) (golden section; `low`: no data)."""
+               low: float = 1.0, high: float = 4.0) -> float:
+  """The x in [low, high] minimising the squared relative errors of predict(x), a prediction affine in x (as the
+  models' are in rho): the least-squares x in closed form, clipped to [low, high] (`low`: no data)."""
   if not measured:
     return low
-
-  def loss(x):
-    return sum(((p - m) / m) ** 2 for p, m in zip(predict(x), measured))
-
-  r, a, b = (5 ** 0.5 - 1) / 2, low, high
-  c, d = b - r * (b - a), a + r * (b - a)
-  fc, fd = loss(c), loss(d)
-  for _ in range(iterations):  # keep the point inside the new interval: one new loss per step
-    if fc <= fd:
-      b, d, fd, c = d, c, fc, d - r * (d - a)
-      fc = loss(c)
-    else:
-      a, c, fc, d = c, d, fd, c + r * (b - c)
-      fd = loss(d)
-  return (a + b) / 2
+  m, at_low = numpy.asarray(measured, dtype=float), numpy.asarray(predict(low), dtype=float)
+  slope = (numpy.asarray(predict(high), dtype=float) - at_low) / (high - low) / m  # of each relative error
+  x = low + slope @ ((m - at_low) / m) / (slope @ slope) if slope.any() else low
+  return float(numpy.clip(x, low, high))
 
 
 def epoch_seconds_of(record: Mapping) -> List[float]:
   """t_k of a one-device run: median seconds of layer k's epochs (model parallel: its steps alone)."""
-  steps = (record.get("schedule") or {}).get("steps")
-  if steps:
+  if steps := (record.get("schedule") or {}).get("steps"):
     return [statistics.median(s["wall_seconds"] for s in steps if s["active_layers"] == [k + 1])
             for k in range(len(record["layers"]))]
   return records_lib.layer_epoch_seconds(record)
@@ -92,8 +83,7 @@ class LayerModel:
   calibration: Tuple[str, ...] = ()
 
   def predict(self, config: Mapping, devices: int) -> float:
-    """Predicted pretraining seconds of a run with `config` on `devices` devices (from t_k of its depth); ValueError
-    when deeper than the calibration run."""
+    """Pretraining seconds of `config` on `devices` devices (t_k of its depth); ValueError: deeper than calibrated."""
     depth = len(config["hidden_units"])
     if depth > len(self.epoch_seconds):
       raise ValueError(f"calibrated for {len(self.epoch_seconds)} layers, asked for {depth}")
@@ -110,8 +100,7 @@ class LayerModel:
   @classmethod
   def calibrate(cls, runs: Records) -> "LayerModel":
     """t_k from the one-device runs, then `_fit` from the 2-device runs; ValueError without a one-device run."""
-    singles = _devices(runs, 1)
-    if not singles:
+    if not (singles := _devices(runs, 1)):
       raise ValueError("the model needs a run with one device")
     base = max(singles, key=lambda n: _depth(singles[n]))
     by_depth = tuple(sorted((_depth(r), tuple(epoch_seconds_of(r))) for r in singles.values()))
@@ -144,8 +133,7 @@ class SyncLayerwise(LayerModel):
 
 @dataclasses.dataclass(frozen=True)
 class ModelParallel(LayerModel):
-  """model_parallel: `Schedule(H, G, E)`'s steps, each the makespan of its layers plus kappa seconds per copied
-  param."""
+  """model_parallel: `Schedule(H, G, E)`'s steps, each its layers' makespan plus kappa seconds per copied param."""
   copy_seconds_per_param: float = 0.0
 
   def _seconds(self, t, config, devices):
@@ -247,8 +235,7 @@ MODELS = {programs.GREEDY.name: LayerModel, programs.SYNC_LAYERWISE.name: SyncLa
 
 
 class Prediction(NamedTuple):
-  """The model's prediction at one measured run, whether the calibration used it (in-sample), and its relative
-  error (predicted - measured) / measured."""
+  """The prediction at one measured run, whether calibration used it, its error (predicted - measured) / measured."""
   name: str
   hidden_units: Tuple[int, ...]
   devices: int
@@ -273,8 +260,7 @@ def calibrated(runs: Records) -> Tuple[Optional[object], str]:
     return None, f"no performance model: the records come from {len(names)} programs"
   if not records_lib.same_source(list(runs.values())):
     return None, f"no performance model: the records come from {records_lib.machine_label(list(runs.values()))}"
-  model = resolve(programs.get(names.pop()))
-  if model is None:
+  if (model := resolve(programs.get(names.pop()))) is None:
     return None, "no performance model for this program"
   try:
     return model.calibrate(runs), ""

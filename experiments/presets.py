@@ -13,18 +13,15 @@ from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Seq
 from common.data import sources as datasets
 from common.settings import config as config_lib
 from common.settings import flags as settings_flags
-from common.settings import programs
-from common.settings import recipes
+from common.settings import programs, recipes
 
 PRESETS = ("smoke", "cpu", "paper", "mid", "full", "pretraining")
 CONFIG_1, CONFIG_2 = (2000, 2000, 2000, 2000), (2000, 1000, 500, 100)
-# What the report says of itself as a whole, for every study that sets its numbers (each study's `REPORTED`) beside
-# ours: its hardware (AWS g2.8xlarge, 4 x GRID K520), and its data-parallel batch, per GPU.
+# The report's hardware (AWS g2.8xlarge, 4 x GRID K520) and data-parallel batch, per GPU, for studies citing it.
 REPORT_HARDWARE = "report (4× GRID K520)"
 REPORT_DP_BATCH_NOTE = ("the report's data-parallel batch was per tower in the original code (global batch = GPUs x "
                         "batch, e.g. 20,000 for its batch 5000 on 4 GPUs); ours is the global batch, split over the "
                         "devices")
-# Studies about given programs (the report's figures, and the studies' committed records) name them.
 GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PARALLEL, programs.PIPELINE_PARALLEL
 # The baseline and every program on several devices: a newly registered one joins these with no edit here.
 COMPARED = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)
@@ -69,8 +66,7 @@ class Run:
     return self.config.program
 
   def arguments(self) -> List[str]:
-    """Its program's command-line arguments (`common.settings.flags.arguments`: the SHARED settings, then every
-    other not at its default)."""
+    """Its program's command-line arguments: the SHARED settings, then every other not at its default."""
     return settings_flags.arguments(self.config, SHARED)
 
   def key(self) -> Tuple:
@@ -88,13 +84,11 @@ def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: in
          examples: int, finetune_epochs: int = 0, settings: Mapping[str, Any] = NONE,
          resumable: bool = False, launcher: Sequence[str] = (), threads: int = 1, seed: int = 0,
          may_fail: bool = False) -> Run:
-  """The Run of `program` with these sizes on `program.devices_for(devices)` devices and `settings` ({field: value})
-  over them; ValueError (from `Config`) for a value the program refuses."""
+  """The Run of `program` at these sizes on `program.devices_for(devices)`, `settings` on top; ValueError: refused."""
   values = {**dict(hidden_units=tuple(hidden), pretrain_epochs=epochs, finetune_epochs=finetune_epochs,
                     batch_size=batch, num_devices=program.devices_for(devices), threads_per_device=threads,
                     train_examples=examples, seed=seed), **settings}
-  return Run(name, _config(program.name, tuple(values.items())), resumable, launcher=tuple(launcher),
-             may_fail=may_fail)
+  return Run(name, _config(program.name, tuple(values.items())), resumable, launcher=tuple(launcher), may_fail=may_fail)
 
 
 @functools.lru_cache(maxsize=None)
@@ -104,10 +98,9 @@ def _config(program: str, values: Tuple[Tuple[str, Any], ...]) -> config_lib.Con
 
 
 class Headline(NamedTuple):
-  """A row of the results headline (`experiments.report.readme.headline`), declared by the study whose records it reads:
-  `order` (its place among the rows), `label` (what it is, sizes said), `report` (the report's number at the same
-  sizes, with its own said; "—": none), `ours` ((output_dir, {study: its records}, used) -> the cell; the records
-  it read appended to `used`, for the machine column)."""
+  """A row of the results headline (`experiments.report.readme.headline`), declared by the study it reads: `order`,
+  `label` (sizes said), `report` (the report's number, its sizes said; "—": none), `ours` ((output_dir, {study: its
+  records}, used) -> the cell, the records it read appended to `used` for the machine column)."""
   order: int
   label: str
   report: str
@@ -116,19 +109,16 @@ class Headline(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Study:
-  """A study of the presets: a figure or table of results/README.md and the runs behind it, declared in a file of
-  `experiments/studies/` (`STUDIES` there) and run by `experiments.reproduce`. `name`, `title`, `sizes` ({preset:
-  {size: value}}: the presets that run it), `runs` (its first stage: one preset's sizes, with "preset" and
-  "dp_settings" added -> [Run]), `table` ((its records, other folders' records) -> (markdown, sentences)), `figure`
-  (the same -> a matplotlib figure; None: none), `kind` (report; beyond: beyond the report; own: the project's own
-  questions), its records' `layout` (under the output directory), `timed` (True: its table compares seconds, so its
-  records of a preset come from one machine and code and its runs go one at a time; False: accuracy only; or a
-  function of a run's name: True for the runs whose seconds it compares, `times`), `order` (in every listing),
-  `reported` (the report's numbers it sets ours beside, declared in its file; None: none), `headline` (rows of the
-  results headline, `Headline`s), `shares` (the studies whose runs it reuses where a run of its computes the same
-  thing, `Run.key`, at the same preset: such a run's record is theirs), `later` (its later stages, in order: each
-  (the same sizes, the records found so far: `records.table`) -> [Run], built once the stages before have records,
-  e.g. the pretraining sweep's confirm stage from its coarse stage's records)."""
+  """A figure or table of results/README.md and its runs, declared in a file of `experiments/studies/` (`STUDIES`), run
+  by `experiments.reproduce`. `sizes`: {preset: {size: value}} of the presets that run it; `runs`: its first stage
+  (one preset's sizes, "preset" and "dp_settings" added -> [Run]); `table`: (its records, other folders' records) ->
+  (markdown, sentences); `figure`: the same -> a matplotlib figure (None: none); `kind`: report, beyond (the report) or
+  own (the project's questions); `layout`: its records' (under the output directory); `timed`: True (its table
+  compares seconds: a preset's records of one machine and code, runs one at a time), False (accuracy only) or a
+  function of a run's name (`times`); `reported`: the report's numbers beside ours (None: none); `headline`: its rows
+  of the results headline; `shares`: the studies whose record it reuses for a run computing the same thing (`Run.key`)
+  at the same preset; `later`: its later stages, each (the sizes, the records so far: `records.table`) -> [Run], built
+  once the stages before have records (the pretraining sweep's confirm stage)."""
   name: str
   title: str
   sizes: Mapping[str, Mapping[str, Any]]
@@ -151,16 +141,15 @@ class Study:
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-  """A benchmark, declared in a module of `experiments/benchmarks/` (its `BENCHMARK`) and run by its own command line
-  (`experiments.harness.main`), its configurations alternated repeat after repeat, records under
-  results/benchmarks/<name>/. `runs` (a `harness.Setting` -> its configurations, [Run]), `summarize` ((Setting,
-  {configuration: [record per repeat]}) -> {measure: value}), `title` (of its `section`), `defaults` of the shared
-  flags, `options` ({flag: (default: float, int, str or list of str, help)}), `folder` (Setting -> the records'
-  folder; its summary is summary_<folder>.json, or summary.json for the fixed folder "records"), `columns` ((measure,
-  README label)), `details` (summary -> (caption, header, rows): a table of its own measures under its row, cells a
-  spread, a number or text), `figure` (its summaries {file name: summary} -> a matplotlib figure, drawn to
-  figures/`figure_file`), `section` (output_dir -> markdown: a section of its own in results/README.md after the
-  Benchmarks, its figure shown there), `headline` (rows of the results headline), `order` (among the benchmarks)."""
+  """A benchmark, the `BENCHMARK` of a module of `experiments/benchmarks/`, run by its command line
+  (`experiments.harness.main`): configurations alternated repeat after repeat, records under
+  results/benchmarks/<name>/. `runs`: a `harness.Setting` -> [Run]; `summarize`: (Setting, {configuration: [record
+  per repeat]}) -> {measure: value}; `title` of its `section`; `defaults` of the shared flags; `options`: {flag:
+  (default: float, int, str or list of str, help)}; `folder`: Setting -> the records' folder (summary_<folder>.json,
+  summary.json for "records"); `columns`: (measure, README label); `details`: summary -> (caption, header, rows), a
+  table under its row (cells a spread, a number or text); `figure`: {file name: summary} -> a matplotlib figure
+  (figures/`figure_file`); `section`: output_dir -> markdown, its own section of results/README.md after the
+  Benchmarks, its figure there; `headline`: rows of the results headline; `order`."""
   name: str
   runs: Callable[[Any], List[Run]]
   summarize: Callable[[Any, Mapping[str, List[dict]]], Dict[str, Any]]
@@ -178,15 +167,13 @@ class Benchmark:
 
 
 def dp_scaling_runs(s) -> List[Run]:  # the op profile: one layer (the profile is of layer 1)
-  """data_parallel on each device count of s["devices"] at sizes `s` (a study's sizes with "dp_settings"), its batch
-  cut to a multiple of the devices."""
+  """data_parallel on each of s["devices"] at sizes `s` (with "dp_settings"), the batch cut to a multiple of them."""
   return [spec(f"g{g}", DP, s.get("hidden", (s.get("units"),)), s["epochs"], s["batch"] - s["batch"] % g, g,
                s["examples"], settings=s["dp_settings"]) for g in s["devices"]]  # a batch the replicas split evenly
 
 
 def accuracy_runs(s) -> List[Run]:
-  """Every compared program but data_parallel, pretraining and finetuning E + E epochs for each E of s["epochs"], on
-  s["dataset"] (default MNIST), resumable."""
+  """The compared programs but data_parallel, E + E epochs per E of s["epochs"], on s["dataset"] (MNIST), resumable."""
   data = s.get("dataset", MNIST)
   return [spec(f"{'' if data == MNIST else data + '_'}{p.run_name}_e{e}", p, s["hidden"], e, s["batch"],
                s["devices"], s["examples"], e, settings={"dataset": data},
@@ -197,33 +184,28 @@ BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per pr
 
 
 def comparison_runs(s) -> List[Run]:
-  """The baseline and every multi-device program at sizes `s`, each layer's held-out reconstruction after every
-  epoch (data_parallel with s["dp_settings"])."""
+  """The baseline and every multi-device program at sizes `s`, held-out reconstruction every epoch (DP: dp_settings)."""
   return [spec(p.run_name, p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
                settings={**(s["dp_settings"] if p is DP else {}), **HELDOUT}) for p in COMPARED]
 
 
-# The accuracy study's sizes (accuracy_vs_epochs), whose runs fashion_mnist_accuracy, dp_accuracy and
-# precision_accuracy share.
+# accuracy_vs_epochs' sizes; fashion_mnist_accuracy, dp_accuracy and precision_accuracy share its runs.
 ACCURACY_SIZES = dict(
     paper=dict(examples=55_000, epochs=(10, 20, 30, 40, 50, 60), batch=100, hidden=CONFIG_1, devices=4),
     cpu=dict(examples=11_000, epochs=(2, 4, 6, 8, 10, 12), batch=100, hidden=(500,) * 4, devices=2),
     smoke=dict(examples=400, epochs=(2,), batch=40, hidden=(32, 32), devices=2))
 
-# The report's pretraining seconds per program, 60 epochs, batch 5000, 4 x 2000 (conres3.png): strategy_comparison's
-# and the strategies benchmark's.
+# The report's pretraining seconds per program, 60 epochs, batch 5000, 4 x 2000 (conres3.png).
 COMPARISON_REPORTED = {GREEDY.name: 1105, MP.name: 702, DP.name: 1007}
-# The report's test accuracy after E pretraining + E finetuning epochs (conres2.png; greedy's endpoints and "around
-# 96.62%" for model parallel from the text, ACCURACY_REPORTED_MP_TEXT; greedy's middle points read off the plot):
-# accuracy_vs_epochs' and full_size's.
+# The report's test accuracy after E pretraining + E finetuning epochs (conres2.png: greedy's middle points read off
+# the plot, its endpoints from the text; the text's "around 96.62%" for model parallel: ACCURACY_REPORTED_MP_TEXT).
 ACCURACY_REPORTED = {GREEDY.name: {10: 0.940, 20: 0.952, 30: 0.957, 40: 0.961, 50: 0.966, 60: 0.969},
                      MP.name: {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
 ACCURACY_REPORTED_MP_TEXT = 0.9662
-# The report's data parallel at batch 5000 per GPU (its text): E pretraining + E finetuning epochs -> test accuracy
-# (dp_accuracy's and full_size's).
+# The report's data parallel at batch 5000 per GPU (its text): E pretraining + E finetuning epochs -> test accuracy.
 DP_ACCURACY_REPORTED = {30: 0.7472, 60: 0.8162}
-# Published baselines, not the report's numbers: {dataset: {model: test accuracy}}, of other models, for context
-# (Fashion-MNIST: its benchmark table, zalandoresearch/fashion-mnist): fashion_mnist_accuracy's and full_size's.
+# Other models' test accuracies, for context (not the report's): {dataset: {model: test accuracy}} (Fashion-MNIST's
+# benchmark table, zalandoresearch/fashion-mnist).
 PUBLISHED_BASELINES = {"fashion_mnist": {"MLP 256-128-100": 0.8833, "SVC (C=10, RBF)": 0.897}}
 PUBLISHED = ("Published baselines: test accuracies of other models in the Fashion-MNIST benchmark table "
              "(`PUBLISHED_BASELINES` in `experiments/studies/fashion_mnist_accuracy.py`), not the report's numbers "
@@ -305,8 +287,7 @@ def build(registry: Registry, preset: str, found: Any = None) -> StudyRuns:
 
 
 def record_file(preset: str, run: Run) -> str:
-  """Where the record of `run` at `preset` goes, relative to the output directory, "/"-separated (the layout of its
-  home study): the key of its row in `records.table`."""
+  """Where `run`'s record at `preset` goes, "/"-separated under the output directory: its key in `records.table`."""
   return run.layout.format(study=run.home, preset=preset, run=run.stored_name)
 
 
@@ -321,9 +302,7 @@ def select(studies: StudyRuns, only: Optional[Sequence[str]]) -> StudyRuns:
   for study, _, name in (item.partition("/") for item in only or ()):
     if study not in studies:
       raise ValueError(f"unknown study {study!r}; studies of this preset: {', '.join(studies)}")
-    runs = [r for r in studies[study] if r.name == name or not name]
-    if not runs:
+    if not (runs := [r for r in studies[study] if r.name == name or not name]):
       raise ValueError(f"study {study} has no run {name!r}; runs: {', '.join(r.name for r in studies[study])}")
-    chosen.setdefault(study, [])
-    chosen[study] += [r for r in runs if r not in chosen[study]]
+    chosen[study] = list(dict.fromkeys(chosen.get(study, []) + runs))
   return {name: tuple(chosen[name]) for name in studies if name in chosen} if only else dict(studies)

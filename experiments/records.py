@@ -21,6 +21,9 @@ from common.settings import config as config_lib
 
 # What a table shows for a field a record lacks (records made before the field existed).
 NOT_RECORDED = "not recorded"
+NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `environment.cpu_flags`
+# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
+NOISE = 0.15
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
 Record = Dict[str, Any]
 
@@ -35,17 +38,15 @@ def load(path: str) -> Optional[Record]:
 
 def table(output_dir: str, layouts: Mapping[str, str]) -> pandas.DataFrame:
   """Every record under `output_dir` that a study's layout ({study: layout, e.g. "runs/{study}/{preset}_{run}.json"})
-  places, found by globbing (no declaration read, no plan built): one row each, indexed by its file (relative to
-  `output_dir`, "/"-separated: `presets.record_file`), with the columns study, preset ("" where the layout names
-  none), run and record (as written)."""
+  places, found by globbing (no declaration read): a row each, indexed by its file (relative to `output_dir`,
+  "/"-separated: `presets.record_file`), columns study, preset ("" if the layout has none), run and record."""
   rows = []
   for study, layout in layouts.items():
     fields = {"study": re.escape(study), "preset": "(?P<preset>[^/_]+)", "run": "(?P<run>[^/]+)"}
     pattern = "".join(re.escape(text) + fields.get(name, "") for text, name, _, _ in string.Formatter().parse(layout))
     for path in sorted(glob.glob(os.path.join(output_dir, layout.format(study=study, preset="*", run="*")))):
       file = os.path.relpath(path, output_dir).replace(os.sep, "/")
-      match = re.fullmatch(pattern, file)
-      if match:
+      if match := re.fullmatch(pattern, file):
         rows.append({"file": file, "study": study, "preset": match.groupdict().get("preset", ""), "run": match["run"],
                      "record": load(path)})
   return pandas.DataFrame(rows, columns=["file", "study", "preset", "run", "record"]).set_index("file")
@@ -68,10 +69,8 @@ def mismatches(record: Mapping, spec: Any) -> List[str]:
   """The training settings whose value in `record["config"]` (and its `dataset`) differs from the run `spec`'s, by the
   rule that decides resuming a checkpoint (`config.stale_settings`: a setting the record predates counts as its
   default), e.g. after a study's runs were edited; `spec` is a `presets.Run`."""
-  config = spec.config
-  saved = dict(record.get("config", {}), dataset=dataset(record))
-  want = config.training_fingerprint()
-  return [f"{k}={saved.get(k)!r} (run: {want[k]!r})" for k in config_lib.stale_settings(config, saved)]
+  saved, want = dict(record.get("config", {}), dataset=dataset(record)), spec.config.training_fingerprint()
+  return [f"{k}={saved.get(k)!r} (run: {want[k]!r})" for k in config_lib.stale_settings(spec.config, saved)]
 
 
 @dataclasses.dataclass
@@ -94,8 +93,7 @@ def devices(record: Mapping) -> int:
 
 
 def cores(record: Mapping) -> int:
-  """Cores the run's process could use: `environment.usable_cores` (its CPU affinity), else `cpu_count` (a record
-  made before the field)."""
+  """Cores the run's process could use: `environment.usable_cores` (affinity), else `cpu_count` (older records)."""
   return int(record["environment"].get("usable_cores") or record["environment"]["cpu_count"])
 
 
@@ -123,18 +121,13 @@ def instruction_set(record: Mapping) -> Optional[str]:
   return provenance.instruction_set(record["environment"].get("cpu_flags"))
 
 
-NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `environment.cpu_flags`
-
-
 def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str:
-  """The machine a run ran on, "<processor>, <instruction set>[, machine <id>], <its cores> cores" (with `isa`;
-  "instruction set not recorded" for a record made before records kept the processor's flags; ratios are taken within
-  one, `comparable`); with `usable` (cores runs of it could use) fewer than the machine's: "<processor>, ..., 5 of 16
-  cores" or "5–6 of 16"."""
+  """The machine a run ran on, "<processor>, <instruction set (`isa`)>[, machine <id>], <its cores> cores" (NO_ISA for
+  a record made before records kept the processor's flags); with `usable` (cores runs of it could use) fewer than
+  the machine's: "<processor>, ..., 5 of 16 cores" or "5–6 of 16"."""
   total, name = host_cores(record), processor(record["environment"].get("cpu_model"))
   name += f", {instruction_set(record) or NO_ISA}" if isa else ""
-  # The machine itself where the record names it (`provenance.machine_id`): two virtual machines of one class are
-  # two machines; a record made before the field is known by its class alone.
+  # The machine itself where the record names it (`provenance.machine_id`; a record made before: its class alone).
   name += f", machine {record['environment']['machine_id'][:6]}" if record["environment"].get("machine_id") else ""
   if not usable or usable == {total}:
     return f"{name}, {total} cores"
@@ -173,8 +166,7 @@ def hardware(rs: Sequence[Mapping]) -> str:
 
 
 def comparable(a: Mapping, b: Mapping) -> bool:
-  """True when two records ran on one machine (`host`; instruction sets equal where both records name theirs) and
-  one code (equal code digests, else equal `code`)."""
+  """True for one machine (`host`; instruction sets equal where both name theirs) and one code (digest, else `code`)."""
   da, db = a["environment"].get("code_digest"), b["environment"].get("code_digest")
   return host(a, isa=False) == host(b, isa=False) and len({instruction_set(a), instruction_set(b)} - {None}) < 2 and (
       da == db if da and db else code(a) == code(b))
@@ -183,10 +175,6 @@ def comparable(a: Mapping, b: Mapping) -> bool:
 def same_source(rs: Sequence[Mapping]) -> bool:
   """True when every record of `rs` is `comparable` with the first."""
   return all(comparable(rs[0], r) for r in rs[1:])
-
-
-# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
-NOISE = 0.15
 
 
 def noisy(summary: Mapping[str, Any]) -> List[str]:
@@ -211,8 +199,7 @@ def load_summaries(output_dir: str, benchmark: str) -> Dict[str, Record]:
 
 
 def records_of(folder: str, summary: Mapping[str, Any]) -> Dict[str, List[Optional[Record]]]:
-  """{configuration: [record per repeat, None where it is missing]} of a benchmark summary in `folder`
-  (<folder>/<records folder>/<file>)."""
+  """{configuration: [record per repeat, None: missing]} of a benchmark summary in `folder` (<folder>/<dir>/<file>)."""
   return {name: [load(os.path.join(folder, *path.replace(os.sep, "/").split("/")[-2:])) for path in paths]
           for name, paths in summary.get("records", {}).items()}
 
@@ -248,8 +235,7 @@ def layer_epoch_seconds(record: Mapping) -> List[float]:
 
 
 def accuracy(record: Mapping, key: str = "test_accuracy") -> Optional[float]:
-  """The finetuned `key` ("test_accuracy" or "validation_accuracy", the kept epoch's) in [0, 1], or None when the run
-  did not finetune (or failed)."""
+  """The finetuned `key` ("test_accuracy"/"validation_accuracy", the kept epoch's) in [0, 1]; None if not finetuned."""
   return (record.get("finetune") or {}).get(key)
 
 
@@ -259,8 +245,7 @@ def has_heldout_curves(record: Mapping) -> bool:
 
 
 def loss_curves(record: Mapping, key: str = "loss") -> List[List[Tuple[float, float]]]:
-  """Per layer, [(seconds since pretraining began, `key`)] after each epoch: "loss" (the epoch's mean training
-  reconstruction loss) or "heldout_loss" (`has_heldout_curves`)."""
+  """Per layer, [(seconds since pretraining began, `key`: "loss", the epoch's mean, or "heldout_loss")] per epoch."""
   return [[(e["elapsed_seconds"], e[key]) for e in layer["epochs"]] for layer in record["layers"]]
 
 

@@ -8,17 +8,11 @@ import os
 import pkgutil
 import sys
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
-from experiments import ROOT
-from experiments import driver
-from experiments import benchmarks
-from experiments import presets
-from experiments import records
+from experiments import ROOT, benchmarks, driver, presets, records
 from experiments import studies as study_files
-from experiments.report import draw
-from experiments.report import readme
+from experiments.report import draw, readme
 
 
 def discover() -> presets.Registry:
@@ -63,8 +57,7 @@ def main(argv):
           "with --only naming studies whose runs are not timed (the pretraining studies).")
   if _FIGURES_ONLY.value and not os.path.isdir(output_dir):
     _fail(f"--output_dir={output_dir}: no such directory; --figures_only draws from the records there.")
-  # One pass per declared stage: a later stage's runs (the pretraining sweep's confirm stage) are built from the
-  # records the passes before wrote (`presets.Study.later`).
+  # One pass per declared stage: a later stage's runs are built from the records the passes before wrote (`later`).
   for _ in range(0 if _FIGURES_ONLY.value else REGISTRY.stages):
     try:
       found = records.table(output_dir, REGISTRY.layouts)

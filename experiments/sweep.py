@@ -1,11 +1,8 @@
 """The pretraining sweep's candidates, stages and selection (docs/pretraining.md), and what the pretraining studies
-share (seeds, datasets, sizes, `by_arm`, `gains`, `heldout_means`, `spread_text`): below the study files,
-which import none of one another.
-
-Stage "coarse" runs every candidate at a small size (4 x 500 units, 5,500 images, 6 + 6 epochs), 3 seeds, on MNIST
-and Fashion-MNIST; stage "confirm" runs the best few at the cpu preset's size (11,000 images, 12 + 12 epochs). A
-candidate is ranked by its validation accuracy averaged over both datasets and the seeds; test accuracy is not read.
-"""
+share (seeds, datasets, sizes, `by_arm`, `gains`, `heldout_means`, `spread_text`), below the study files. Stage
+"coarse" runs every candidate at a small size (4 x 500 units, 5,500 images, 6 + 6 epochs), 3 seeds, on MNIST and
+Fashion-MNIST; stage "confirm" the best few at the cpu preset's size (11,000 images, 12 + 12 epochs). A candidate is
+ranked by its validation accuracy averaged over both datasets and the seeds; test accuracy is not read."""
 
 import itertools
 from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
@@ -25,9 +22,7 @@ VAL = "validation_accuracy"  # finetuning's best (kept) epoch's, as a record giv
 PRETRAIN_RATES = (0.03, 0.1, 0.3, 1.0)
 CORRUPTIONS = (0.1, 0.25, 0.5)
 FINETUNE_RATES = (0.3, 1.0, 3.0)
-# A candidate is chosen among the pretrained ones by its score: the mean over the datasets of its mean validation
-# accuracy over the seeds. One that failed (its training diverged) in any run is not chosen.
-CONFIRMED = 3  # the best coarse candidates confirmed at the cpu preset's size
+CONFIRMED = 3  # the best coarse candidates (by `rows`' score) confirmed at the cpu preset's size
 
 
 class Candidate(NamedTuple):
@@ -56,8 +51,7 @@ REPORT = Candidate("report", {})
 
 
 def coarse_candidates(grid_points: Optional[int] = None) -> List[Candidate]:
-  """Every candidate of the coarse stage: the grid (its first `grid_points` only, when given: the smoke preset), no
-  pretraining at each finetuning rate, and the report's values."""
+  """The coarse stage: the grid (its first `grid_points`: smoke), no pretraining at each finetuning rate, the report."""
   grid = [candidate(p, c, f) for p, c, f in itertools.product(PRETRAIN_RATES, CORRUPTIONS, FINETUNE_RATES)]
   return grid[:grid_points] + [no_pretraining(f) for f in FINETUNE_RATES[:grid_points]] + [REPORT]
 
@@ -79,10 +73,7 @@ def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dic
   [validation accuracy per finished run]}, "failed" (runs that failed), "score" (None unless every run of both
   datasets finished)}. Test accuracy is not read."""
   out: dict = {}
-  for name, record in sorted(runs.items()):
-    s, dataset, cand, _ = parse(name)
-    if s != stage:
-      continue
+  for (_, dataset, cand, _), record in ((parse(n), r) for n, r in sorted(runs.items()) if parse(n)[0] == stage):
     row = out.setdefault(cand, {"candidate": cand, "pretrained": not cand.startswith("none") and
                                 record["config"].get("pretrain_epochs", 1) > 0, "datasets": {}, "failed": 0})
     value = accuracy(record, VAL)  # None for a run that failed: its record has no finetuning
@@ -96,8 +87,7 @@ def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dic
 
 
 def ranked(stage_rows: List[dict]) -> List[dict]:
-  """The grid's pretrained candidates with a score, best first (the report's values are the reference, not one): the
-  confirm stage's first is the sweep's choice, the tuned recipe."""
+  """The grid's pretrained candidates with a score, best first (the report's only a reference): [0] is the choice."""
   return sorted((r for r in stage_rows if r["pretrained"] and r["score"] is not None and r["candidate"] != REPORT.name),
                 key=lambda r: -r["score"])
 
@@ -120,9 +110,8 @@ def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
 
 def spread_text(values: Sequence[float], digits: int = 4) -> str:
   """"mean (min–max)" of `values`, or "—"."""
-  if not values:
-    return "—"
-  return f"{sum(values) / len(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+  mean = sum(values) / len(values) if values else None
+  return "—" if mean is None else f"{mean:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
 
 def by_arm(runs: dict) -> dict:
@@ -136,8 +125,7 @@ def by_arm(runs: dict) -> dict:
 
 
 def gains(rs: Mapping[int, dict], base: Mapping[int, dict], key: str = "test_accuracy") -> List[float]:
-  """Points (100 x) of `key` accuracy by which each record of `rs` ({seed: record}) beats `base`'s of its seed, over
-  the seeds both have, in order."""
+  """Points (100 x) of `key` accuracy by which each of `rs` ({seed: record}) beats `base`'s, over common seeds."""
   return [100 * (accuracy(rs[s], key) - accuracy(base[s], key)) for s in sorted(rs) if s in base]
 
 
@@ -170,8 +158,7 @@ def coarse_runs(s) -> List[Run]:
 
 
 def confirm_runs(s, found) -> List[Run]:
-  """The sweep's second stage: its confirm candidates, chosen from the coarse stage's records in `found`
-  (`records.table`); none until every coarse run has its record."""
+  """The sweep's second stage: its confirm candidates from the coarse records in `found`; none until all have one."""
   mine, coarse = records.of(found, NAME, s["preset"]), coarse_runs(s)
   if any(r.name not in mine for r in coarse):
     return []

@@ -1,17 +1,16 @@
-"""Benchmark: asynchronous against synchronous data parallelism, with and without a straggler: greedy on one
-device, data_parallel on --num_devices workers (`common.launch`, MultiWorkerMirroredStrategy) and
-async_data_parallel on as many workers and one parameter server, each again with worker 0 sleeping
---slow_worker_delay seconds every step (`--benchmark_slow_worker_delay_seconds`), recording the held-out loss every
-epoch, alternated. Measures examples per second, the speedup over greedy, the seconds to greedy's final held-out
-loss (+1%, `harness.seconds_to_loss_of`), the staleness and rescheduled functions. Timings are committed.
+"""Benchmark: asynchronous against synchronous data parallelism, with and without a straggler: greedy on one device,
+data_parallel on --num_devices workers (`common.launch`, MultiWorkerMirroredStrategy) and async_data_parallel on as
+many workers and one parameter server, each again with worker 0 sleeping --slow_worker_delay seconds every step
+(`--benchmark_slow_worker_delay_seconds`), the held-out loss every epoch, alternated. Measures examples per second,
+the speedup over greedy, the seconds to greedy's final held-out loss (+1%, `harness.seconds_to_loss_of`), the
+staleness and rescheduled functions. Timings are committed.
   python -m experiments.benchmarks.async_data_parallel --batch_size=100 --slow_worker_delay=0.01"""
 
 import statistics
 from typing import Dict, List, Mapping
 
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 from experiments.render import figures
 
 GREEDY, SYNC, ASYNC = programs.GREEDY, programs.DATA_PARALLEL, programs.ASYNC_DATA_PARALLEL
@@ -63,8 +62,7 @@ def details(summary: Dict):
 
 
 def figure(summaries: Mapping[str, Dict]):
-  """Per batch, every configuration's seconds to greedy's final held-out loss (median over repeats), with and
-  without the straggler."""
+  """Per batch, each configuration's seconds to greedy's final held-out loss (median), with and without straggler."""
   fig, axes = figures.new(len(summaries), width=5.6, height=4.2)
   program = {p.run_name: p.name for p in programs.PROGRAMS}
   for ax, s in zip(axes, summaries.values()):

@@ -1,29 +1,24 @@
-"""Benchmark: the size of async_data_parallel's scheduled functions (`--steps_per_function`, K). The program on
---num_devices workers and one parameter server (`common.launch`), at each K of --steps_per_function_values
-(a function holds at most a worker's share of an epoch: larger values run as that share, the record says so),
-alternated repeat after repeat. Measures per K: examples per second, the speedup over the smallest K (same repeat),
-the staleness of the updates (mean / max; 0 everywhere would mean the workers never overlapped), and the fastest
-K (`choice`; async_data_parallel/config.py DEFAULT_STEPS_PER_FUNCTION is set from it). Timings are committed.
+"""Benchmark: the size of async_data_parallel's scheduled functions (`--steps_per_function`, K): the program on
+--num_devices workers and one parameter server (`common.launch`) at each K of --steps_per_function_values (at most a
+worker's share of an epoch: larger values run as that, the record says so), alternated. Measures per K examples per
+second, the speedup over the smallest K (same repeat), the staleness (mean / max; 0 everywhere: the workers never
+overlapped), and the fastest K (`choice`: async_data_parallel/config.py DEFAULT_STEPS_PER_FUNCTION). Timings are
+committed.
   python -m experiments.benchmarks.async_functions --batch_size=100"""
 
 import statistics
 from typing import Dict, List
 
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 ASYNC = programs.ASYNC_DATA_PARALLEL
-
-
-def _name(k: int) -> str:
-  return f"k{k}"
 
 
 def configurations(s: harness.Setting) -> List:
   """async_data_parallel on W workers and one parameter server at each K."""
   launcher = ("common.launch", f"--workers={s.num_devices}", "--ps=1")
-  return [s.spec(_name(int(k)), ASYNC, 1, settings={**dict(ASYNC.timing_settings), "steps_per_function": int(k)},
+  return [s.spec(f"k{int(k)}", ASYNC, 1, settings={**dict(ASYNC.timing_settings), "steps_per_function": int(k)},
                  launcher=launcher) for k in s.options["steps_per_function_values"]]
 
 
@@ -31,20 +26,15 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   """Per K: examples/s, speedup over the smallest K, staleness, the K a function ran with; the fastest K."""
   ks = [int(k) for k in s.options["steps_per_function_values"]]
   examples = (s.train_examples // s.batch_size) * s.batch_size * s.pretrain_epochs * len(s.hidden_units)
-  base = _name(min(ks))
-  out = {"functions": {}}
-  for k in ks:
-    rs = found[_name(k)]
-    out["functions"][_name(k)] = {
-        "steps_per_function_requested": k, "steps_per_function": rs[0]["async"]["steps_per_function"],
-        "examples_per_second": harness.spread([examples / r["pretrain_seconds"] for r in rs]),
-        "speedup_vs_smallest": harness.ratio_spread(found, base, _name(k)),
-        "staleness_mean": harness.spread([r["staleness"]["mean"] for r in rs]),
-        "staleness_max": max(r["staleness"]["max"] for r in rs)}
-  choice = max(ks, key=lambda k: statistics.median(out["functions"][_name(k)]["examples_per_second"]["values"]))
-  out["choice"] = choice
-  out["fastest_vs_smallest"] = out["functions"][_name(choice)]["speedup_vs_smallest"]
-  return out
+  functions = {f"k{k}": {
+      "steps_per_function_requested": k, "steps_per_function": rs[0]["async"]["steps_per_function"],
+      "examples_per_second": harness.spread([examples / r["pretrain_seconds"] for r in rs]),
+      "speedup_vs_smallest": harness.ratio_spread(found, f"k{min(ks)}", f"k{k}"),
+      "staleness_mean": harness.spread([r["staleness"]["mean"] for r in rs]),
+      "staleness_max": max(r["staleness"]["max"] for r in rs)} for k in ks for rs in [found[f"k{k}"]]}
+  choice = max(ks, key=lambda k: statistics.median(functions[f"k{k}"]["examples_per_second"]["values"]))
+  return {"functions": functions, "choice": choice,
+          "fastest_vs_smallest": functions[f"k{choice}"]["speedup_vs_smallest"]}
 
 
 def details(summary: Dict):

@@ -7,8 +7,7 @@ from typing import List
 
 from common.measure import cost
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 MP = programs.MODEL_PARALLEL
 
@@ -33,8 +32,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
               moved[programs.DATA_PARALLEL.network]["gradient_bytes_per_epoch"],
           "method": "from the parameter shapes, float32 (common.measure.cost.network_bytes); data parallel: per "
                     "worker with a ring all-reduce over 2 workers"},
-      "phases": {name: [harness.phases(r) for r in rs] for name, rs in runs.items()},
-  }
+      "phases": {name: [harness.phases(r) for r in rs] for name, rs in runs.items()}}
 
 
 BENCHMARK = presets.Benchmark(

@@ -6,8 +6,7 @@ from typing import Dict, List
 
 from common.settings import programs
 from data_parallel import config as dp_config
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 GREEDY, DP = programs.GREEDY, programs.DATA_PARALLEL
 
@@ -45,8 +44,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
       "kernel_variants": {k: {
           f"speedup_{g}_vs_1_replica": harness.ratio_spread(runs, f"dp_g1{suffix}", f"{many}{suffix}"),
           f"speedup_{g}_replicas_vs_greedy": harness.ratio_spread(runs, GREEDY.name, f"{many}{suffix}"),
-          "cores_busy": harness.cores_busy(runs[f"{many}{suffix}"])} for k, suffix in _suffixes(s).items()},
-  }
+          "cores_busy": harness.cores_busy(runs[f"{many}{suffix}"])} for k, suffix in _suffixes(s).items()}}
 
 
 BENCHMARK = presets.Benchmark(

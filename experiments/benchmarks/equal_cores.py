@@ -1,7 +1,6 @@
-"""Benchmark: every program given the same N = --cores cores (default: the machine's) in every devices x threads
-per device that uses them all (each of its `thread_pools` on several devices): each program's fastest
-configuration, the baseline on all N cores / it, and the seconds until every layer reached the baseline's final
-held-out loss (+1%).
+"""Benchmark: every program given the same N = --cores cores (default: the machine's) in every devices x threads per
+device that uses them all (each of its `thread_pools` on several devices): each program's fastest configuration, the
+baseline on all N cores / it, and the seconds until every layer reached the baseline's final held-out loss (+1%).
   python -m experiments.benchmarks.equal_cores --batch_size=100"""
 
 import os
@@ -10,13 +9,8 @@ import statistics
 from typing import Dict, List, Mapping, Tuple
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
-from experiments.render import figures
-from experiments.render import series
-from experiments.render import tables
-from experiments.render import template
+from experiments import harness, presets, records
+from experiments.render import figures, series, tables, template
 
 _NAME = re.compile(r"^(?P<program>.+)_g(?P<devices>\d+)_t(?P<threads>\d+)(?P<shared>_shared)?$")
 
@@ -37,8 +31,7 @@ def program_of(name: str) -> str:
 
 def flags_of(name: str) -> str:
   """"model_parallel_g2_t1_shared" -> "--num_devices=2 --threads_per_device=1 --thread_pool=shared"."""
-  m = _NAME.match(name)
-  if not m:
+  if not (m := _NAME.match(name)):
     raise ValueError(f"not an equal-cores configuration name: {name!r}")
   pools = programs.get(m["program"]).thread_pools
   pool = "shared" if m["shared"] else "per_device" if len(pools) > 1 and int(m["devices"]) > 1 else ""
@@ -47,8 +40,7 @@ def flags_of(name: str) -> str:
 
 
 def configurations(s: harness.Setting) -> List:
-  """Every program x (devices, threads) with devices x threads = N (a batch split over the devices: a multiple of
-  them), each of its thread pools on several devices named on the command line."""
+  """Each program x (devices, threads), devices x threads = N (devices dividing a split batch), per thread pool."""
   n, runs = _cores(s), []
   for p in programs.PROGRAMS:
     for g in (d for d in range(1, n + 1) if n % d == 0 and p.devices_for(d) == d
@@ -63,10 +55,8 @@ def configurations(s: harness.Setting) -> List:
 def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
   """Fastest configuration per program, ratios to the baseline on all cores, time to its held-out loss."""
   seconds = {name: harness.spread([r["pretrain_seconds"] for r in rs])["median"] for name, rs in runs.items()}
-  best: Dict[str, str] = {}
-  for name in runs:
-    p = program_of(name)
-    best[p] = name if p not in best or seconds[name] < seconds[best[p]] else best[p]
+  best = {p: min((n for n in runs if program_of(n) == p), key=seconds.get)
+          for p in dict.fromkeys(map(program_of, runs))}  # each program's fastest configuration
   base, reference = baseline(s), runs[baseline(s)]
   out = {"cores": _cores(s), "baseline": base, "fastest_configuration": best,
          "speedup_vs_greedy_all_cores": {p: harness.ratio_spread(runs, base, name) for p, name in best.items()},
@@ -91,8 +81,7 @@ def by_setting(summaries: Mapping[str, dict]) -> Dict[Tuple[int, int], dict]:
 def section(output_dir: str) -> str:
   """Its section of results/README.md (the table last), or a line saying how to make it."""
   summaries = records.load_summaries(output_dir, BENCHMARK.name)
-  found = by_setting(summaries)
-  if not found:
+  if not (found := by_setting(summaries)):
     return ("No equal-cores records yet: `python -m experiments.benchmarks.equal_cores --batch_size=100` "
             "(and 1000, 5000).")
   best, rows = [], []

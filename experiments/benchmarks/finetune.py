@@ -5,23 +5,17 @@ in each precision of --precisions:
   replicas    --num_devices one-thread devices, a MirroredStrategy splitting every batch;
   one_device  one device with --num_devices threads (every core's thread in one device);
   pipelined   --num_devices one-thread devices, the classifier's layers in stages, micro-batches (GPipe).
-Measures per precision: each placement's finetuning seconds, one_core seconds / its seconds (same repeat), and the
-fastest placement (`choice`, the default of --finetune_placement=auto: common/training/finetune.py DEFAULT_PLACEMENT).
-Alternated repeat after repeat; timings are committed: run alone on the machine.
+Measures per precision each placement's finetuning seconds, one_core's / its (same repeat), the fastest (`choice`:
+common/training/finetune.py DEFAULT_PLACEMENT, --finetune_placement=auto). Alternated; timings committed: run alone.
   python -m experiments.benchmarks.finetune"""
 
 import statistics
 from typing import Dict, List
 
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 PLACEMENTS = ("replicas", "one_device", "pipelined")
-
-
-def _name(placement: str, precision: str) -> str:
-  return f"{placement}_{precision}"
 
 
 def configurations(s: harness.Setting) -> List:
@@ -29,10 +23,10 @@ def configurations(s: harness.Setting) -> List:
   out, g = [], s.num_devices
   for precision in s.options["precisions"]:
     own = {"finetune_epochs": s.options["finetune_epochs"], "precision": precision}
-    out.append(s.spec(_name("one_core", precision), programs.PIPELINE_PARALLEL, 1, own))
+    out.append(s.spec(f"one_core_{precision}", programs.PIPELINE_PARALLEL, 1, own))
     for placement in PLACEMENTS:
       shared = placement == "one_device"
-      out.append(s.spec(_name(placement, precision), programs.PIPELINE_PARALLEL, 1 if shared else g,
+      out.append(s.spec(f"{placement}_{precision}", programs.PIPELINE_PARALLEL, 1 if shared else g,
                         threads=g if shared else 1, settings={**own, "finetune_placement": placement}))
   return out
 
@@ -41,11 +35,11 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   """Per precision: finetuning seconds and speedup over one core of each placement, and the fastest one."""
   out = {"placements": {}}
   for precision in s.options["precisions"]:
-    base = found[_name("one_core", precision)]
-    mine = {p: {"seconds": harness.spread([r["finetune"]["seconds"] for r in found[_name(p, precision)]]),
+    base = found[f"one_core_{precision}"]
+    mine = {p: {"seconds": harness.spread([r["finetune"]["seconds"] for r in found[f"{p}_{precision}"]]),
                 "speedup_vs_one_core": harness.spread([a["finetune"]["seconds"] / b["finetune"]["seconds"]
-                                                       for a, b in zip(base, found[_name(p, precision)])]),
-                "ran_as": found[_name(p, precision)][0]["finetune"].get("placement")} for p in PLACEMENTS}
+                                                       for a, b in zip(base, found[f"{p}_{precision}"])]),
+                "ran_as": found[f"{p}_{precision}"][0]["finetune"].get("placement")} for p in PLACEMENTS}
     choice = max(PLACEMENTS, key=lambda p: statistics.median(mine[p]["speedup_vs_one_core"]["values"]))
     out["placements"][precision] = dict(mine, choice=choice, one_core_seconds=harness.spread(
         [r["finetune"]["seconds"] for r in base]))
@@ -54,8 +48,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
 
 
 def details(summary: Dict):
-  """The README table: per precision and placement, the speedup over one core (a summary from before placements,
-  on 1 device / on G devices with replicas: that speedup)."""
+  """The README table: per precision and placement, the speedup over one core (older summaries: replicas only)."""
   if "placements" not in summary:
     return "earlier code: finetuning on 1 device / on G devices as replicas (same repeat)", [
         "precision", "placement", "speedup over one device", "default"], [

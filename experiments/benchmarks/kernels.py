@@ -7,8 +7,7 @@ import statistics
 from typing import List, Mapping, Optional, Sequence
 
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 PROGRAMS = tuple(p for p in programs.PROGRAMS if len(p.kernel_paths) > 1)
 PATHS = ("xla", "tf")

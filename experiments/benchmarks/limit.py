@@ -1,20 +1,18 @@
-"""Benchmark: the machine's limit and how close the job gets to it. In one run, in each precision of --precisions:
-one core's matrix-product rate at the step's shapes (`matmul_rates`, one thread; the limit of C cores is C times it),
-and the fraction of that limit reached by greedy (one device, one thread: one core), by pipeline_parallel on
---num_devices one-thread devices with each intra-op pool (per_device: one thread each; shared: one pool of all their
-threads, so the lighter stage's core helps the heavier one), pretraining (FLOPs from `common.measure.cost`: the
-record's layer-epochs) and finetuning (`common.measure.cost.finetune_epoch_flops` of its epochs, evaluation left
-out, at the placement --finetune_placement=auto gives each pool); finetuning's speedup over one core, and one core's
-bfloat16 finetuning against float32's. Alternated repeat after repeat; timings are committed: run alone on the
-machine. Records per instruction-set class (folder b<batch>_<class>; summaries of one precision are from before).
+"""Benchmark: the machine's limit and how close the job gets to it, in each precision of --precisions: one core's
+matrix-product rate at the step's shapes (`matmul_rates`, one thread; C cores' limit: C times it) and the fraction of
+it reached by greedy on one core and by pipeline_parallel on --num_devices one-thread devices with each intra-op pool
+(per_device; shared: one pool of all their threads, so the lighter stage's core helps the heavier), in pretraining
+(FLOPs of the record's layer-epochs, `common.measure.cost`) and in finetuning (`cost.finetune_epoch_flops`, evaluation
+left out, at the placement --finetune_placement=auto gives); finetuning's speedup over one core, and one core's
+bfloat16 finetuning against float32's. Alternated; timings are committed: run alone. Records per instruction-set
+class (folder b<batch>_<class>; summaries of one precision are from before).
   python -m experiments.benchmarks.limit --batch_size=100   (and --batch_size=1000 --train_examples=22000)"""
 
 from typing import Dict, List
 
 from common.measure import cost
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 POOLS = ("per_device", "shared")
 BASES = ("greedy_1core",) + tuple(f"pipeline_{pool}" for pool in POOLS)
@@ -26,8 +24,7 @@ def configurations(s: harness.Setting) -> List:
   for p in s.options["precisions"]:
     own = {"precision": p, "finetune_epochs": s.options["finetune_epochs"]}
     out += [s.spec(f"greedy_1core_{p}", programs.GREEDY, 1, own)] + [
-        s.spec(f"pipeline_{pool}_{p}", programs.PIPELINE_PARALLEL, s.num_devices,
-               settings={**own, "thread_pool": pool})
+        s.spec(f"pipeline_{pool}_{p}", programs.PIPELINE_PARALLEL, s.num_devices, {**own, "thread_pool": pool})
         for pool in POOLS]
   return out
 
@@ -72,28 +69,23 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
 def details(summary: Dict):
   """The README table: per configuration the fraction of its precision's limit of its cores, pretraining and
   finetuning, and finetuning's speedup over one core (a summary of one precision, from before: no speedup)."""
-  if "precisions" not in summary:  # one precision per summary, configurations named without it
-    rate = summary["matmul_gflops_per_second_one_core"]
-    return (f"{summary['precision']}; the limit: one core's matrix-product rate at the step's shapes, {rate:.0f} "
-            "GFLOP/s, times the cores a configuration uses"), [
-        "configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
-        "finetuning placement"], [
-        [name, m["cores"], m["pretrain_fraction_of_limit"], m["finetune_fraction_of_limit"], m["finetune_placement"]]
-        for name, m in summary["configurations"].items()]
-  rates = ", ".join(f"{p} {r:.0f}" for p, r in summary["matmul_gflops_per_second_one_core"].items())
-  return (f"the limit: one core's matrix-product rate at the step's shapes (GFLOP/s: {rates}) times the cores a "
-          "configuration uses; finetuning speedup: one core's finetuning seconds / the configuration's "
-          "(same repeat)"), [
-      "configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
-      "finetuning speedup over one core", "finetuning placement"], [
-      [name, m["cores"], m["pretrain_fraction_of_limit"], m["finetune_fraction_of_limit"],
-       m["finetune_speedup_vs_one_core"], m["finetune_placement"]] for name, m in summary["configurations"].items()]
+  old = "precisions" not in summary  # one precision per summary, configurations named without it
+  rate = summary["matmul_gflops_per_second_one_core"]
+  caption = (f"{summary['precision']}; the limit: one core's matrix-product rate at the step's shapes, {rate:.0f} "
+             "GFLOP/s, times the cores a configuration uses") if old else (
+      "the limit: one core's matrix-product rate at the step's shapes (GFLOP/s: "
+      f"{', '.join(f'{p} {r:.0f}' for p, r in rate.items())}) times the cores a configuration uses; finetuning "
+      "speedup: one core's finetuning seconds / the configuration's (same repeat)")
+  speedup = [] if old else ["finetune_speedup_vs_one_core"]
+  return caption, ["configuration", "cores", "pretraining: fraction of the limit", "finetuning: fraction of the limit",
+                   *(["finetuning speedup over one core"] if speedup else []), "finetuning placement"], [
+      [name] + [m[k] for k in ("cores", "pretrain_fraction_of_limit", "finetune_fraction_of_limit", *speedup,
+                               "finetune_placement")] for name, m in summary["configurations"].items()]
 
 
 BENCHMARK = presets.Benchmark(
     name="limit", runs=configurations, summarize=summarize, details=details,
-    defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 2,
-              "train_examples": 11_000, "num_devices": 2, "repeats": 3},
+    defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "train_examples": 11_000},
     options={"precisions": (list(programs.PRECISIONS), "Precisions (--precision) of the runs, alternated."),
              "finetune_epochs": (2, "Finetuning epochs of every run.")},
     folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}",

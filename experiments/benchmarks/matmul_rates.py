@@ -6,19 +6,16 @@ FLOPs over their seconds (GFLOP/s), and per shape its own rate. Run by the preci
   python -m experiments.benchmarks.matmul_rates --hidden_units=1000,1000,1000,1000 --batch_size=1000"""
 
 import json
-import time
+import timeit
 
-from absl import app
-from absl import flags
+from absl import app, flags
 
 def shapes(hidden_units, batch_size):
   """[(m, k, n, transpose_a, transpose_b)] of one step's products over every layer (m x k times k x n)."""
   sizes = [784] + [int(u) for u in hidden_units]
-  out = []
-  for n_in, n_out in zip(sizes, sizes[1:]):
-    out += [(batch_size, n_in, n_out, False, False), (batch_size, n_out, n_in, False, True),
-            (batch_size, n_in, n_out, False, False), (n_in, 2 * batch_size, n_out, True, False)]
-  return out
+  return [shape for n_in, n_out in zip(sizes, sizes[1:]) for shape in (
+      (batch_size, n_in, n_out, False, False), (batch_size, n_out, n_in, False, True),
+      (batch_size, n_in, n_out, False, False), (n_in, 2 * batch_size, n_out, True, False))]
 
 
 def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3) -> dict:
@@ -42,11 +39,7 @@ def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3)
           return i + 1, acc + tf.cast(c[0, 0], tf.float32)
         return tf.while_loop(lambda i, _: i < iterations, body, (tf.constant(0), tf.constant(0.0)))[1]
       loop().numpy()
-      best = float("inf")
-      for _ in range(repeats):
-        start = time.perf_counter()
-        loop().numpy()
-        best = min(best, time.perf_counter() - start)
+      best = min(timeit.repeat(lambda: loop().numpy(), number=1, repeat=repeats))  # seconds of the fastest loop
       f = 2.0 * m * k * n * iterations
       count = shapes(hidden_units, batch_size).count((m, k, n, ta, tb))
       flops, seconds = flops + count * f, seconds + count * best

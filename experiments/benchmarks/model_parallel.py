@@ -9,9 +9,7 @@ from typing import Dict, List, Tuple
 from common.layerwise import schedule as schedule_lib
 from common.measure import cost
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
+from experiments import harness, presets, records
 
 GREEDY, SYNC, MP = programs.GREEDY, programs.SYNC_LAYERWISE, programs.MODEL_PARALLEL
 
@@ -30,8 +28,7 @@ def configurations(s: harness.Setting) -> List:
 
 
 def corun_slowdown(record: dict) -> dict:
-  """{layer (1-based str): median epoch seconds beside another layer / alone (its fill step)} of one run; with a
-  shared pool a layer alone also has the idle device's thread."""
+  """{layer (1-based str): median epoch seconds beside another layer / alone (fill step; shared pool: + a thread)}."""
   active, out = {(s["group"], s["step"]): len(s["active_layers"]) for s in record["schedule"]["steps"]}, {}
   for i, layer in enumerate(record["layers"]):
     epochs = [(active.get((layer.get("group", 0), e["step"]), 0), e["seconds"]) for e in layer["epochs"]]
@@ -62,14 +59,12 @@ def summarize(s: harness.Setting, runs: harness.Records) -> dict:
     tg, ts, tm = greedy["pretrain_seconds"], sync["pretrain_seconds"], mp["pretrain_seconds"]
     alone = records.layer_epoch_seconds(greedy)
     bound = schedule.critical_path(alone)
-    per_repeat.append({
-        "greedy_layer_epoch_seconds": alone, "bound_seconds": bound, "speedup_vs_greedy": tg / tm,
-        "speedup_vs_sync_layerwise": ts / tm, "bound_speedup_vs_greedy": tg / bound,
-        "bound_speedup_vs_sync_layerwise": ts / bound, "fraction_of_bound": bound / tm,
-        "epochs_for_target_bound": _epochs_to_reach(alone, g, target), "cores_bound_speedup_vs_greedy": g * tg / ts})
-  out = {key: harness.spread([x[key] for x in per_repeat]) for key in (
-      "speedup_vs_greedy", "speedup_vs_sync_layerwise", "bound_seconds", "bound_speedup_vs_greedy",
-      "bound_speedup_vs_sync_layerwise", "fraction_of_bound", "cores_bound_speedup_vs_greedy")}
+    measured = {"speedup_vs_greedy": tg / tm, "speedup_vs_sync_layerwise": ts / tm, "bound_seconds": bound,
+              "bound_speedup_vs_greedy": tg / bound, "bound_speedup_vs_sync_layerwise": ts / bound,
+              "fraction_of_bound": bound / tm, "cores_bound_speedup_vs_greedy": g * tg / ts}  # over the repeats
+    per_repeat.append({"greedy_layer_epoch_seconds": alone, **measured,
+                       "epochs_for_target_bound": _epochs_to_reach(alone, g, target)})
+  out = {key: harness.spread([x[key] for x in per_repeat]) for key in measured}
   out["cores_bound_speedup_vs_sync_layerwise"] = g
   out["flop_bound"] = {"layer_epoch_flops": flops,
                        "speedup_vs_sync_layerwise": _bound_vs_sync(flops, g, s.pretrain_epochs),

@@ -8,8 +8,7 @@ from typing import Dict, List, Tuple
 
 from common.measure import cost
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 from experiments.render import cells
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
@@ -27,8 +26,7 @@ def _variants(s: harness.Setting) -> Dict[str, Tuple[int, str]]:
 
 def configurations(s: harness.Setting) -> List:
   """The baselines (unless --baselines=0) and pipeline_parallel on G devices for each chunk size and kernel path."""
-  variants = _variants(s)
-  own = {name: {"pipeline_chunk_steps": k, "kernels": kern} for name, (k, kern) in variants.items()}
+  own = {name: {"pipeline_chunk_steps": k, "kernels": kern} for name, (k, kern) in _variants(s).items()}
   runs = [s.spec(name, PP, s.num_devices, settings) for name, settings in own.items()]
   main = next(iter(own.values()))
   if s.options["baselines"]:
@@ -68,19 +66,15 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
 
 def over_greedy(output_dir: str, data, used: List[dict]) -> str:
   """The headline's cell: the pipeline's speedup over greedy at batch 100 and 1000, with spreads."""
-  parts = []
-  for b in (100, 1000):
-    s = cells.summary(output_dir, PIPELINE, f"summary_b{b}.json", used)
-    if s:
-      parts.append(f"{cells.spread(s['speedup_vs_greedy'])} at batch {b}" + cells.noisy_note(s))
-  return ", ".join(parts) or "not measured yet"
+  found = [(b, cells.summary(output_dir, PIPELINE, f"summary_b{b}.json", used)) for b in (100, 1000)]
+  return ", ".join(f"{cells.spread(s['speedup_vs_greedy'])} at batch {b}" + cells.noisy_note(s)
+                   for b, s in found if s) or "not measured yet"
 
 
 BENCHMARK = presets.Benchmark(
-    name=PIPELINE, runs=configurations, summarize=summarize,
+    name=PIPELINE, runs=configurations, summarize=summarize, defaults={"pretrain_epochs": 3, "train_examples": 55_000},
     headline=(presets.Headline(3, "Pipeline parallel over greedy, 2 devices, 4 × 1000 units, 3 repeats", "—",
                                over_greedy),),
-    defaults={"pretrain_epochs": 3, "train_examples": 55_000},
     options={"chunk_steps": ([str(pp_config.DEFAULT_CHUNK_STEPS)], "Chunk sizes K of the pipeline configurations."),
              "kernels": (["auto"], "Kernel paths (--kernels) of the pipeline configurations."),
              "baselines": (1, "1: also greedy, model_parallel, the one-device pipeline and checkpoints; 0: only "

@@ -9,19 +9,13 @@ from typing import Dict, List
 
 from common.measure import provenance
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
+from experiments import harness, presets, records
 from experiments.render import cells
-
-
-def _name(program: programs.Program, precision: str) -> str:
-  return f"{program.name}_{precision}"
 
 
 def configurations(s: harness.Setting) -> List:
   """Every registered program in each precision, timed."""
-  return [s.spec(_name(p, precision), p, p.devices_for(s.num_devices),
+  return [s.spec(f"{p.name}_{precision}", p, p.devices_for(s.num_devices),
                  {"precision": precision, **dict(p.timing_settings)})
           for p in programs.PROGRAMS for precision in programs.PRECISIONS]
 
@@ -37,13 +31,13 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
     devices = p.devices_for(s.num_devices)
     out["programs"][p.name] = {
         "devices": devices,
-        "speedup_bf16_over_f32": harness.ratio_spread(found, _name(p, f32), _name(p, bf16)),
+        "speedup_bf16_over_f32": harness.ratio_spread(found, f"{p.name}_{f32}", f"{p.name}_{bf16}"),
         "fraction_of_bf16_rate": {precision: harness.spread([harness.flops(r) / r["pretrain_seconds"] / devices / core
-                                                             for r in found[_name(p, precision)]])
+                                                             for r in found[f"{p.name}_{precision}"]])
                                   for precision in programs.PRECISIONS}}
     out[f"speedup_{p.name}"] = out["programs"][p.name]["speedup_bf16_over_f32"]
   out["pipeline_bf16_vs_greedy_f32"] = harness.ratio_spread(
-      found, _name(programs.GREEDY, f32), _name(programs.PIPELINE_PARALLEL, bf16))
+      found, f"{programs.GREEDY.name}_{f32}", f"{programs.PIPELINE_PARALLEL.name}_{bf16}")
   return out
 
 
@@ -52,9 +46,8 @@ def details(summary: Dict):
   f32, bf16 = programs.PRECISIONS
   rates = summary["matmul_rates"]
   caption = (f"one core's matrix-product rate at the step's shapes, float32 {rates[f32]['gflops_per_second']:.0f} "
-             f"and bfloat16 {rates[bf16]['gflops_per_second']:.0f} GFLOP/s "
-             f"({summary['bf16_over_f32_matmul_rate']:.2f}×)"
-             "; pipeline parallel in bfloat16 vs greedy in float32: "
+             f"and bfloat16 {rates[bf16]['gflops_per_second']:.0f} GFLOP/s ({summary['bf16_over_f32_matmul_rate']:.2f}"
+             "×); pipeline parallel in bfloat16 vs greedy in float32: "
              f"{summary['pipeline_bf16_vs_greedy_f32']['median']:.2f}× (median of the repeats)")
   return caption, ["program", "devices", "float32 s / bfloat16 s", "fraction of one core's bfloat16 rate per device, "
                    "float32", "bfloat16"], [
@@ -64,15 +57,10 @@ def details(summary: Dict):
 
 def bf16_over_f32(output_dir: str, data, used: List[dict]) -> str:
   """The headline's cell: the range of the programs' median bfloat16 speedups, per batch and instruction set."""
-  parts = []
-  for b in (100, 1000, 5000):
-    s = cells.summary(output_dir, "precision", f"summary_b{b}.json", used)
-    if s:
-      values = [m["speedup_bf16_over_f32"]["median"] for m in s["programs"].values()]
-      isa = provenance.instruction_set(s["provenance"].get("cpu_flags"))
-      noisy = ", noisy" if records.noisy(s) else ""
-      parts.append(f"{min(values):.1f}–{max(values):.1f}× ({b}, {isa}{noisy})")
-  return ", ".join(parts) or "not measured yet"
+  found = [(b, cells.summary(output_dir, "precision", f"summary_b{b}.json", used)) for b in (100, 1000, 5000)]
+  medians = [(b, s, [m["speedup_bf16_over_f32"]["median"] for m in s["programs"].values()]) for b, s in found if s]
+  return ", ".join(f"{min(v):.1f}–{max(v):.1f}× ({b}, {provenance.instruction_set(s['provenance'].get('cpu_flags'))}"
+                   f"{', noisy' if records.noisy(s) else ''})" for b, s, v in medians) or "not measured yet"
 
 
 BENCHMARK = presets.Benchmark(

@@ -1,9 +1,9 @@
 """Benchmark: where one step's time goes (`common.measure.trace_account`). pipeline_parallel on --num_devices one-thread
-devices (its default pool and finetuning placement per precision) pretrains and finetunes one epoch each with
---profile_dir, in each precision of --precisions; from the trace of one pipeline tick and of the first finetuning epoch,
-per TensorFlow thread, the milliseconds per step in matrix products, conversions, element-wise ops, transfers, the
-executor's dispatch, and idle; and the threads' timelines over a few steps (the figure). Traces cost time: these
-runs' seconds are not compared with any other run's. The traces stay in --trace_dir.
+devices (its default pool and finetuning placement) pretrains and finetunes one epoch each with --profile_dir, in each
+precision of --precisions; from the trace of one pipeline tick and of the first finetuning epoch, per TensorFlow
+thread, the milliseconds per step in matrix products, conversions, element-wise ops, transfers, dispatch and idle,
+and the threads' timelines over a few steps (the figure). Traces cost time: no other run's seconds are compared with
+these. The traces stay in --trace_dir.
   python -m experiments.benchmarks.step_account                 (batch 100; also --batch_size=1000)"""
 
 import os
@@ -11,8 +11,7 @@ from typing import Dict, List
 
 from common.measure import trace_account
 from common.settings import programs
-from experiments import presets
-from experiments import harness
+from experiments import harness, presets
 
 PHASES = {"pretraining": "", "finetuning": "finetune"}  # phase: its trace's folder under --profile_dir
 
@@ -39,10 +38,9 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   out = {"accounts": {}, "timelines": {}}
   for name, rs in found.items():
     record = rs[-1]
-    precision = record["config"]["precision"]
     out["accounts"][name], out["timelines"][name] = {}, {}
     for phase, sub in PHASES.items():
-      path = trace_account.latest(os.path.join(_trace_dir(s, precision), sub))
+      path = trace_account.latest(os.path.join(_trace_dir(s, record["config"]["precision"]), sub))
       out["accounts"][name][phase] = dict(trace_account.account(path, steps(record, phase)),
                                           placement=record["finetune"]["placement"] if sub else "pipeline")
       out["timelines"][name][phase] = trace_account.timeline(path, steps(record, phase))
@@ -59,8 +57,7 @@ def details(summary: Dict):
 
 
 def figure(summaries: Dict[str, Dict]):
-  """The timelines of the first summary by file name (batch 100, unlabelled, when there is one): one panel per
-  configuration and phase."""
+  """The timelines of the first summary by file name (batch 100, unlabelled): a panel per configuration and phase."""
   from matplotlib import figure as mpl_figure  # pylint: disable=g-import-not-at-top
   summary = summaries[sorted(summaries)[0]]
   panels = [(n, p, t) for n, phases in summary["timelines"].items() for p, t in phases.items()]
@@ -73,15 +70,13 @@ def figure(summaries: Dict[str, Dict]):
 
 
 BENCHMARK = presets.Benchmark(
-    name="step_account", runs=configurations, summarize=summarize, details=details, figure=figure,
-    figure_file="step_account.png",
+    name="step_account", runs=configurations, summarize=summarize, details=details, figure=figure, order=14,
+    figure_file="step_account.png", defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100,
+                                              "pretrain_epochs": 1, "train_examples": 11_000, "repeats": 1},
     folder=lambda s: f"b{s.batch_size}" + (f"_{s.options['label']}" if s.options["label"] else ""),
-    defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 1,
-              "train_examples": 11_000, "num_devices": 2, "repeats": 1},
     options={"precisions": (list(programs.PRECISIONS), "Precisions to trace."),
              "trace_dir": (os.path.join(harness.WORK_DIR, "step_account", "traces"), "Where the traces go."),
-             "label": ("", "Appended to the records' folder, e.g. before: an account of the code before a change.")},
-    order=14)
+             "label": ("", "Appended to the records' folder, e.g. before: an account of the code before a change.")})
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

@@ -7,9 +7,7 @@ import os
 from typing import Dict, List
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
+from experiments import harness, presets, records
 from experiments.render import cells
 
 NAME = "strategies"
@@ -31,8 +29,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
 
 def speedups(output_dir: str, names: List[str], used: List[dict]) -> str:
   """The headline's cell: the speedups over greedy of the configurations `names` at batch 5000, with spreads."""
-  s = cells.summary(output_dir, NAME, "summary_b5000.json", used)
-  if not s:
+  if not (s := cells.summary(output_dir, NAME, "summary_b5000.json", used)):
     return "not measured yet"
   labels = {p.run_name: p.name for p in programs.PROGRAMS}
   found = records.records_of(os.path.join(output_dir, "benchmarks", NAME), s)

@@ -6,7 +6,6 @@ benchmarks whose records they read (`presets.Headline`); the helpers below make 
 import os
 from typing import List, Optional
 
-from common.measure import provenance
 from common.settings import programs
 from experiments import records
 from experiments.render import series
@@ -17,12 +16,9 @@ ROWS = 8  # rows the headline may have
 
 def machine_class(rs: List[dict]) -> str:
   """The machine classes of records in words, e.g. "AMD EPYC with AVX2, 2 cores" ("; "-joined, first seen first)."""
-  out = []
-  for r in rs:
-    isa = provenance.instruction_set(r["environment"].get("cpu_flags"))
-    name = records.processor(r["environment"].get("cpu_model")) + (f" with {isa}" if isa else "")
-    out.append(f"{name}, {records.cores(r)} cores")
-  return "; ".join(dict.fromkeys(out)) or "—"
+  labels = (records.processor(r["environment"].get("cpu_model")) + (f" with {isa}" if isa else "")
+            + f", {records.cores(r)} cores" for r in rs for isa in [records.instruction_set(r)])
+  return "; ".join(dict.fromkeys(labels)) or "—"
 
 
 def spread(s: dict, unit: str = "×") -> str:
@@ -33,8 +29,7 @@ def spread(s: dict, unit: str = "×") -> str:
 def summary(output_dir: str, benchmark: str, file: str, used: List[dict]) -> Optional[dict]:
   """The benchmark summary <output_dir>/benchmarks/<benchmark>/<file> (None without), its records added to `used`."""
   folder = os.path.join(output_dir, "benchmarks", benchmark)
-  found = records.load(os.path.join(folder, file))
-  if found is not None:
+  if (found := records.load(os.path.join(folder, file))) is not None:
     used += [r for r in records.flat_records(folder, found) if r]
   return found
 

@@ -7,16 +7,13 @@ from typing import Dict, Optional, Sequence
 from matplotlib import figure as mpl_figure
 
 from common.settings import programs
-from experiments import perf_model
-from experiments import presets
-from experiments import records
+from experiments import perf_model, presets, records
 from experiments.render import series
 
 REPORT_COLOR = "0.45"
 REPORT_LABEL = presets.REPORT_HARDWARE
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-# Markers and line styles of the folders of records a scaling figure shows: the main one, then each other folder by
-# its place among `records.folders`.
+# A scaling figure's markers and line styles: the main folder's, then the others' by their place in `records.folders`.
 MAIN_STYLE, FOLDER_STYLES = ("o", "-"), (("s", "-."), ("D", ":"), ("v", "--"))
 PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
 DP = programs.DATA_PARALLEL
@@ -109,8 +106,7 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   reported_here = data.declared.reported  # {layers: {devices: seconds}}, or the report's words
   report = reported_here if isinstance(reported_here, dict) else {}
   for i, (h, rep) in enumerate(sorted(report.items())):
-    report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{REPORT_LABEL}, {h} layers",
-                  COLORS[i])
+    report_series(right, sorted(rep), [rep[1] / rep[g] for g in sorted(rep)], f"{REPORT_LABEL}, {h} layers", COLORS[i])
   if not report:
     right.plot([], [], " ", label=f"{REPORT_LABEL}: {reported_here}")
   left.plot([], [], "--", color="0.5", linewidth=1, label="performance model (fit on G <= 2)")

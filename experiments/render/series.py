@@ -1,15 +1,12 @@
-"""What the tables and figures show, computed from the run records (`stacks`, `program_records`, ...; a ratio of two
-records through `records.ratio`), and the names both use: the model's error goal, the scaling studies, the figures'
-paths; and each study's records gathered for the studies it is given (`load_all`, `others`). Programs are
-known by their capabilities and the baseline."""
+"""What the tables and figures show, computed from the run records (`stacks`, `program_records`, ...; ratios through
+`records.ratio`), the names both use (the model's error goal, the scaling studies, the figures' paths), and each
+study's records gathered for the studies given (`load_all`, `others`). Programs are known by their capabilities."""
 
 import os
 from typing import Dict, List, Optional, Tuple
 
-
 from common.settings import programs
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 
 MODEL_ERROR_GOAL = 0.15
 Runs = Dict[str, dict]
@@ -36,8 +33,7 @@ def stacks(data: records.StudyRecords) -> Dict[int, Dict[int, dict]]:
 
 
 def max_error(predictions: List, in_calibration: bool) -> Optional[float]:
-  """The largest |relative error| over the fit points (in_calibration) or the predicted ones of
-  `perf_model.Prediction`s; None if none."""
+  """The largest |relative error| of `perf_model.Prediction`s at the fit points (in_calibration) or not; None: none."""
   return max((abs(p.relative_error) for p in predictions if p.in_calibration == in_calibration), default=None)
 
 
@@ -53,8 +49,7 @@ def oversubscribed_faster(data: records.StudyRecords) -> List[Tuple[int, int, fl
 
 
 def batch_label(rs: List[dict]) -> str:
-  """The batch as run, "; "-joined: "global batch 5000 (2500 per device on 2)" for a program that splits it over its
-  devices (`Program.splits_batch`), else "batch 100"."""
+  """The batch as run, "; "-joined: "global batch 5000 (2500 per device on 2)" if `splits_batch`, else "batch 100"."""
   labels = []
   for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
     b, g = r["config"]["batch_size"], records.devices(r)
@@ -79,8 +74,7 @@ SHRUNK = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs")
 
 
 def preset_note(study: presets.Study, preset: str) -> str:
-  """"preset cpu: examples 5500 (paper 55000); ..." (what `preset` changes in `study`'s runs from the paper preset,
-  the settings of `SHRUNK`) or "preset paper (the report's settings)"."""
+  """"preset cpu: examples 5500 (paper 55000); ..." (`SHRUNK` settings changed from paper) or "preset paper (...)"."""
   def values(p: str, flag: str) -> str:
     found = sorted({getattr(r.config, flag) for r in presets.runs_of(study, p)}, key=lambda v: (str(type(v)), v))
     return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)

@@ -1,14 +1,11 @@
-"""Per study a markdown table beside the report's numbers with sentences: a function of (the study's records,
-{machine: records}) returning (table, [sentences]), named by `Study.table`; and the number formats every table
-uses (`fmt`, `md_table`). † marks oversubscription (more logical devices than cores), ‡ a noisy configuration."""
+"""The shared tables (`Study.table`: (a study's records, {machine: records}) -> (markdown, [sentences])) and every
+table's number formats (`fmt`, `md_table`). † marks oversubscription (more logical devices than cores), ‡ noise."""
 
 import types
 from typing import List, Mapping, Optional, Sequence, Tuple
 
 from data_parallel import config as dp_config
-from experiments import perf_model
-from experiments import presets
-from experiments import records
+from experiments import perf_model, presets, records
 from experiments.render import series
 
 Others = Mapping[str, records.StudyRecords]
@@ -54,8 +51,7 @@ def cores_note(data: records.StudyRecords, others: Others) -> str:
   if not any(records.oversubscribed(r) for r in data.runs.values()):
     return ""
   n, faster = series.cores(data), series.oversubscribed_faster(data)
-  cases = "; ".join(f"{h} layers on {g} devices {fmt(s)} s vs {fmt(b)} s on {gb}"
-                    for h, g, s, gb, b in faster)
+  cases = "; ".join(f"{h} layers on {g} devices {fmt(s)} s vs {fmt(b)} s on {gb}" for h, g, s, gb, b in faster)
   text = (f"This machine has {n} cores: more devices than that run as logical devices sharing the cores "
           "(oversubscribed, †), so they add no compute; " + (
               f"still, some oversubscribed runs were faster than the fastest run on at most {n} devices ({cases})."
@@ -96,8 +92,7 @@ def scaling(data: records.StudyRecords, others: Others) -> Table:
                    "report speedup"], rows), sentences + [cores_note(data, others)]
 
 
-# The tables that set other folders' records (`records.folders`) beside this machine's; any other study's
-# records in another folder get a table of their own (`readme.study_section`).
+# The tables setting other folders' records beside this machine's (others get a table each: `readme.study_section`).
 WITH_OTHERS = (scaling,)
 
 

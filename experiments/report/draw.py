@@ -1,11 +1,9 @@
-"""Every figure: <output_dir>/figures/<study>.png of each study of the registry it is given that has records (its
-`Study.figure`, drawn with `experiments.render.figures`) and each benchmark's figure of its summaries."""
+"""Every figure: <output_dir>/figures/<study>.png of each study given with records, and each benchmark's figure."""
 
 import os
 from typing import Callable, Dict, List, Optional
 
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.render import series
 
 
@@ -24,8 +22,7 @@ def draw(output_dir: str, registry: presets.Registry, out: Callable[[str], None]
   """Draws the figures of every study of `registry` that has records, and every benchmark's; returns their paths."""
   written, found, others = [], series.load_all(output_dir, registry), series.others(output_dir, registry)
   for study in (e.name for e in registry.studies if e.figure):
-    data = found[study]
-    if data is None:
+    if (data := found[study]) is None:
       out(f"[figures] {study}: no records yet, no figure")
       continue
     written.append(series.figure_path(output_dir, study))
@@ -36,8 +33,7 @@ def draw(output_dir: str, registry: presets.Registry, out: Callable[[str], None]
 
 def benchmark_figure(output_dir: str, benchmark: presets.Benchmark) -> Optional[str]:
   """<output_dir>/figures/<its figure_file>: a benchmark's `figure` of its summaries; None without summaries."""
-  found = records.load_summaries(output_dir, benchmark.name)
-  if not found:
+  if not (found := records.load_summaries(output_dir, benchmark.name)):
     return None
   path = os.path.join(output_dir, "figures", benchmark.figure_file)
   save(benchmark.figure(found), path)

@@ -1,21 +1,13 @@
-"""results/README.md from the records alone, for the studies and benchmarks it is given (`presets.Registry`): the
-headline (`headline`), the performance models, the benchmarks, the equal-cores answer, and per study its figure,
-table, sentences and commands (other folders' records beside or apart); and the top README's generated blocks
-(`write_top_readme`)."""
+"""results/README.md from the records alone, for the studies and benchmarks given (`presets.Registry`): the headline,
+the performance models, the benchmarks and their sections, per study its figure, table, sentences and commands
+(other folders' records beside or apart); and the top README's generated blocks (`write_top_readme`)."""
 
 import os
 import re
 from typing import Dict, List, Optional, Tuple
 
-from experiments import ROOT
-from experiments import driver
-from experiments import perf_model
-from experiments import presets
-from experiments import records
-from experiments.render import series
-from experiments.render import template
-from experiments.render import cells
-from experiments.render import tables
+from experiments import ROOT, driver, perf_model, presets, records
+from experiments.render import cells, series, tables, template
 
 def model_line(name: str, d: Optional[records.StudyRecords]) -> str:
   """One study's model on one machine: parameters, largest in- and out-of-sample errors, noise of t_k."""
@@ -46,16 +38,14 @@ def headline(output_dir: str, data: series.Data, registry: presets.Registry, pro
     raise ValueError(f"the headline may have {cells.ROWS} rows, {len(rows)} are declared")
   out = []
   for row in rows:
-    used: List[dict] = []
-    cell = row.ours(output_dir, data, used)
-    out.append([row.label, row.report, cell, cells.machine_class(used)]
+    used: List[dict] = []  # the records the row's cell reads (`ours` runs before the machine columns)
+    out.append([row.label, row.report, row.ours(output_dir, data, used), cells.machine_class(used)]
                + ([records.machine_label(used) or "—"] if provenance else []))
   return tables.md_table(["result", "report", "ours", "machine"] + (["machine, code"] if provenance else []), out)
 
 
 def benchmark_section(output_dir: str, registry: presets.Registry) -> str:
-  """Every benchmark summary of this machine and the others: each configuration's seconds and the measures (the
-  columns some summary has)."""
+  """Every benchmark summary of this machine and the others: its configurations' seconds and measures (`columns`)."""
   parts = []
   for benchmark in registry.benchmarks:
     found = [(os.path.join(where, "benchmarks", benchmark.name), file, summary)
@@ -123,9 +113,8 @@ def text(output_dir: str, registry: presets.Registry) -> str:
   models = [model_line(name, d) for name in series.SCALING if name in data for d in (
       [data[name], *series.others_of(found, name).values()] if data[name] else [None])]
   text = template("results").substitute(
-      headline=headline(output_dir, data, registry, provenance=True),
-      model_goal=f"{series.MODEL_ERROR_GOAL:.0%}", models="\n\n".join(models),
-      noisy=tables.NOISY, benchmarks=benchmark_section(output_dir, registry),
+      headline=headline(output_dir, data, registry, provenance=True), model_goal=f"{series.MODEL_ERROR_GOAL:.0%}",
+      models="\n\n".join(models), noisy=tables.NOISY, benchmarks=benchmark_section(output_dir, registry),
       sections="\n\n".join(f"## {b.title}\n\n{b.section(output_dir)}" for b in registry.benchmarks if b.section),
       studies="\n".join(study_section(output_dir, e, data[e.name], series.others_of(found, e.name))
                          for e in registry.studies))
@@ -141,10 +130,8 @@ def write(output_dir: str, registry: presets.Registry) -> str:
 
 
 def quickstart(output_dir: str) -> str:
-  """What `make train` did on the machine of results/quickstart/make_train.json: minutes, the test accuracy it printed
-  and the machine class ("" without that record)."""
-  r = records.load(os.path.join(output_dir, "quickstart", "make_train.json"))
-  if r is None:
+  """What `make train` did (results/quickstart/make_train.json): minutes, test accuracy, machine ("" without it)."""
+  if (r := records.load(os.path.join(output_dir, "quickstart", "make_train.json"))) is None:
     return ""
   f, c = r["finetune"], r["config"]
   return template("quickstart").substitute(
@@ -168,8 +155,7 @@ def markers(name: str) -> Tuple[str, str]:
 
 
 def write_top_readme(output_dir: str, registry: presets.Registry, readme: str = os.path.join(ROOT, "README.md")) -> str:
-  """Replaces every generated block (`top_blocks`) between its markers in the top README; returns its path
-  (ValueError: a block's markers are missing)."""
+  """Rewrites the top README's blocks (`top_blocks`) between their markers; returns its path; ValueError: no markers."""
   with open(readme) as f:
     text = f.read()
   for name, block in top_blocks(output_dir, registry).items():

@@ -1,19 +1,16 @@
-"""Test accuracy against pretraining and finetuning epochs, greedy against the parallel programs (the report's
-conres2.png)."""
+"""Test accuracy vs pretraining and finetuning epochs, greedy vs the parallel programs (the report's conres2.png)."""
 
 from typing import Dict, List, Tuple
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import Study
 from experiments.render import series
 from experiments.render.figures import PRESET_MARKERS, REPORT_LABEL, color, finish, new, points, report_series
 from experiments.render.series import Runs, program_of
 from experiments.render.tables import Others, Table, fmt, md_table
 
-# The report's test accuracy after E + E epochs (conres2.png) and its text's "around 96.62%" for model parallel
-# (declared in presets: full_size cites them too).
+# The report's test accuracy after E + E epochs (conres2.png), its text's "around 96.62%" for model parallel.
 REPORTED, REPORTED_MP_TEXT = presets.ACCURACY_REPORTED, presets.ACCURACY_REPORTED_MP_TEXT
 
 
@@ -80,5 +77,4 @@ def figure(data: records.StudyRecords, others=None):
 
 STUDIES = (Study(
     "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel",
-    presets.ACCURACY_SIZES, presets.accuracy_runs, table,
-    figure, timed=False, order=6, reported=REPORTED),)
+    presets.ACCURACY_SIZES, presets.accuracy_runs, table, figure, timed=False, order=6, reported=REPORTED),)

@@ -1,15 +1,11 @@
-"""Reconstruction loss against wall-clock seconds per program (beside the report's comparison; Santara et al.
-2016's metric)."""
+"""Reconstruction loss vs wall-clock seconds per program (beside the report's comparison; Santara et al.'s metric)."""
 
 from typing import Dict, List, Optional, Tuple
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
-from experiments import harness
+from experiments import harness, presets, records
 from experiments.presets import Study
-from experiments.render import series
-from experiments.render import tables
+from experiments.render import series, tables
 from experiments.render.figures import color, finish, new, points
 from experiments.render.series import Runs, program_records
 from experiments.render.tables import Others, Table, fmt, md_table
@@ -75,5 +71,4 @@ def figure(data: records.StudyRecords, others=None):
 
 
 STUDIES = (Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
-                    presets.comparison_runs, table, figure, order=10,
-                    shares=("strategy_comparison",)),)
+                 presets.comparison_runs, table, figure, order=10, shares=("strategy_comparison",)),)

@@ -3,8 +3,7 @@
 from typing import Dict, List, Optional
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import CONFIG_1, DP, Study, GREEDY, LARGE_BATCH, NO_PROFILE, RECIPES, Run, spec
 from experiments.render import series
 from experiments.render.figures import REPORT_COLOR, REPORT_LABEL, bars, finish, new
@@ -13,7 +12,6 @@ from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
 # dp_accuracy's acceptance rule: data parallel at the large batch reaches at least the baseline - this.
 DP_TOLERANCE = 0.005
-# The report's data parallel at batch 5000 per GPU, E + E epochs -> test accuracy (in presets: full_size cites it too).
 REPORTED = presets.DP_ACCURACY_REPORTED
 SIZES = dict(
     paper=dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4, large_batch=LARGE_BATCH),
@@ -23,14 +21,11 @@ SIZES = dict(
 
 
 def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]]:
-  """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report"}: test accuracies, None where
-  missing ("report": the report's at the matching paper setting)."""
+  """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report" (paper's)}: accuracy or None."""
   paper, base = sorted(SIZES["paper"]["epochs"]), programs.baseline().run_name
-
-  def acc(name):
-    return records.accuracy(runs[name]) if name in runs else None
-  return [{"epochs": e, "report_recipe": acc(f"dp_e{e}_report"), "large_batch": acc(f"dp_e{e}_large_batch"),
-           "baseline": acc(f"{base}_e{e}"), "report": REPORTED.get(paper[i]) if i < len(paper) else None}
+  acc = {name: records.accuracy(r) for name, r in runs.items()}
+  return [{"epochs": e, "report_recipe": acc.get(f"dp_e{e}_report"), "large_batch": acc.get(f"dp_e{e}_large_batch"),
+           "baseline": acc.get(f"{base}_e{e}"), "report": REPORTED.get(paper[i]) if i < len(paper) else None}
           for i, e in enumerate(sorted(SIZES[preset]["epochs"]))]
 
 

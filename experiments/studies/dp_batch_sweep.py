@@ -7,7 +7,6 @@ from experiments.presets import DP, Study, NO_PROFILE, Run, spec
 from experiments.render.figures import REPORT_LABEL, finish, new, points, report_series
 from experiments.render.tables import Others, Table, md_table
 
-
 # The report's seconds per epoch of one 2000-unit layer on 4 GPUs vs batch size, read off dpres2.png (milliseconds on
 # the plot). The original's batch was per GPU (global batch = 4 x batch).
 REPORTED = {50: 131.3, 100: 45.3, 200: 20.5, 300: 14.0, 400: 11.4, 500: 9.8, 600: 8.7, 700: 8.1, 800: 7.7, 900: 7.3,
@@ -38,8 +37,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
                    "report s/epoch (global/4 per GPU)", "report examples/s"], rows), [
       f"Ours on {'/'.join(map(str, g))} devices; the report's per-GPU batch on 4 GPUs is matched at global = 4 × it. "
       f"Fastest epoch: ours at global batch {best[0]}, the report's at {rep_best} per GPU (global {4 * rep_best}); "
-      "both "
-      "fall steeply from the smallest batch, where per-step costs (all-reduce, dispatch) dominate.",
+      "both fall steeply from the smallest batch, where per-step costs (all-reduce, dispatch) dominate.",
       f"Ours ran {examples:,} examples per epoch (report: 55,000): compare examples per second. Single runs."]
 
 

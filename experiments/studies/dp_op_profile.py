@@ -3,8 +3,7 @@
 import re
 from typing import Dict, Tuple
 
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import Study
 from experiments.render import series
 from experiments.render.figures import REPORT_LABEL, bars, finish, new
@@ -13,8 +12,6 @@ from experiments.render.tables import Others, PHASES, Table, cores_note, md_tabl
 PHASE_STYLES = {"input": ("input (gather + corrupt)", "tab:blue"), "forward_loss": ("forward + loss", "tab:orange"),
                 "gradients": ("gradients", "0.6"), "allreduce": ("all-reduce (accumulate + average)", "gold"),
                 "apply": ("apply SGD update", "tab:cyan")}
-
-
 # The report's op profile, seconds per phase vs GPUs, read off dpres3.png (milliseconds on the plot). Its phases map
 # to ours: computing loss -> forward_loss, computing gradient -> gradients, accumulating and averaging gradient ->
 # allreduce, applying gradient -> apply (too small to read); initialising weights (~0.2 s) has no counterpart per

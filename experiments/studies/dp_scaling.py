@@ -2,9 +2,7 @@
 
 from experiments import presets
 from experiments.presets import CONFIG_1, Study
-from experiments.render import figures
-from experiments.render import tables
-
+from experiments.render import figures, tables
 
 STUDIES = (Study("dp_scaling", "Data parallel: pretraining time vs devices", dict(
     paper=dict(examples=55_000, epochs=40, batch=5000, hidden=CONFIG_1, devices=(1, 2, 3, 4)),

@@ -2,15 +2,13 @@
 
 from typing import Dict, List
 
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import Study, FASHION, MNIST, Run
 from experiments.render import series
 from experiments.render.figures import COLORS, bars, finish, new
 from experiments.render.series import program_of
 from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
-# Published baselines (other models, declared in presets with the note naming them; full_size reads them too).
 PUBLISHED_BASELINES, PUBLISHED = presets.PUBLISHED_BASELINES, presets.PUBLISHED
 
 
@@ -27,14 +25,12 @@ def _dataset_accuracy(s) -> List[Run]:  # MNIST's are accuracy_vs_epochs' runs o
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
-  """Test accuracy per program on each dataset of the study (MNIST's: accuracy_vs_epochs' runs), the published
-  baselines beside it."""
+  """Test accuracy per program on each dataset (MNIST's: accuracy_vs_epochs' runs), the published baselines beside."""
   acc, e = dataset_accuracy(data), max(data.declared.sizes[data.preset]["epochs"])
   baselines = dict.fromkeys(m for d in acc for m in PUBLISHED_BASELINES.get(d, {}))
   rows = [[series.program_name(p.name), f"{e}+{e}"] + [fmt(a[p.name], "acc") if p.name in a else "not run yet"
                                                       for a in acc.values()] for p in presets.ACCURACY_COMPARED]
-  rows += [[f"published: {m}", "—"] + [PUBLISHED_BASELINES.get(d, {}).get(m, "—") for d in acc]
-           for m in baselines]
+  rows += [[f"published: {m}", "—"] + [PUBLISHED_BASELINES.get(d, {}).get(m, "—") for d in acc] for m in baselines]
   return md_table(["program", "epochs"] + [f"{records.dataset_label(d)} test accuracy" for d in acc], rows), [
       "The programs of `accuracy_vs_epochs` at its size and most epochs on each dataset; MNIST's runs are that "
       f"study's (shared records). {SINGLE} {PUBLISHED}"]

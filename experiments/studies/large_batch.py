@@ -1,5 +1,4 @@
-"""The large-batch study: which recipe lets data parallel at a large batch match greedy (chosen on validation
-accuracy)."""
+"""Which recipe lets data parallel at a large batch match greedy (chosen on validation accuracy)."""
 
 from typing import List, Optional, Tuple
 

@@ -3,9 +3,7 @@
 from typing import List
 
 from experiments.presets import Study, MP, Run, spec
-from experiments.render import figures
-from experiments.render import tables
-
+from experiments.render import figures, tables
 
 # The report's pretraining seconds, {hidden layers: {GPUs: seconds}}. Endpoints from the text; the points in between
 # read off mpres1.png / mpres2.png (about 1-2% of an axis).

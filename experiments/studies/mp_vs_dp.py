@@ -2,17 +2,14 @@
 
 from typing import Dict, List, Tuple
 
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import CONFIG_1, CONFIG_2, DP, Study, MP, Run, spec
 from experiments.render import series
 from experiments.render.figures import REPORT_LABEL, bars, color, finish, new
 from experiments.render.series import Runs, program_of
 from experiments.render.tables import Others, SINGLE, Table, _seconds, fmt, md_table
 
-
-# The report's model parallel vs data parallel at batch 7000 on 4 GPUs: {(epochs, config): {program: seconds}}
-# (conres1.png).
+# The report's model vs data parallel at batch 7000 on 4 GPUs (conres1.png): {(epochs, config): {program: seconds}}.
 REPORTED = {(30, "c1"): {DP.name: 193, MP.name: 283}, (30, "c2"): {DP.name: 181, MP.name: 259},
             (60, "c1"): {DP.name: 400, MP.name: 662}, (60, "c2"): {DP.name: 371, MP.name: 493}}
 

@@ -2,8 +2,7 @@
 
 from typing import Dict, List
 
-from experiments import perf_model
-from experiments import records
+from experiments import perf_model, records
 from experiments.presets import Study, PP, Run, spec
 from experiments.render import series
 from experiments.render.figures import COLORS, devices_axes, finish, new, points
@@ -20,11 +19,7 @@ def pipeline_rows(data: records.StudyRecords) -> List[dict]:
   out = []
   for stack, by_g in by_stack.items():
     by_g = dict(sorted(by_g.items()))
-    try:
-      model = perf_model.Pipeline.calibrate({str(g): r for g, r in by_g.items()}) if records.same_source(
-          list(by_g.values())) else None
-    except ValueError:
-      model = None
+    model, _ = perf_model.calibrated({str(g): r for g, r in by_g.items()})  # None unless one machine and code
     out += [{"stack": stack, "devices": g, "seconds": r["pretrain_seconds"],
              "predicted": model.predict(r["config"], g) if model else None,
              "speedup": records.ratio(by_g[1], r) if 1 in by_g else None,

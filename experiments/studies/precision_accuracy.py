@@ -16,8 +16,7 @@ def _precision(s) -> List[Run]:  # float32's runs are accuracy_vs_epochs' at its
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
-  """Per program and precision: test accuracy and each layer's held-out reconstruction, and bfloat16's relative to
-  float32's (goals: within 1% per layer, 0.3 points of accuracy)."""
+  """Per program and precision: test accuracy, held-out reconstruction per layer, bfloat16's relative to float32's."""
   rows, f32 = [], programs.PRECISIONS[0]
   for preset, runs in series.by_preset(data).items():
     by = {(series.program_of(r), r["config"].get("precision", f32)): r for r in runs.values()}

@@ -1,17 +1,14 @@
-"""Does pretraining help? Greedy with no pretraining, the report's recipe and the tuned one, 3 seeds, MNIST and
-Fashion-MNIST (docs/pretraining.md)."""
+"""Does pretraining help? Greedy without it, with the report's recipe, the tuned one; 3 seeds, MNIST, Fashion-MNIST."""
 
 import dataclasses
 import os
 from typing import List, Optional, Tuple
 
 from common.settings import programs
-from experiments import records
+from experiments import records, sweep
 from experiments.records import accuracy
 from experiments.presets import Headline, Study, Run, spec
-from experiments.render import figures
-from experiments.render import tables
-from experiments import sweep
+from experiments.render import figures, tables
 from experiments.sweep import CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, spread_text
 
 # The ablation's arms: greedy with no pretraining, the report's recipe and the tuned one (their settings).
@@ -23,8 +20,7 @@ ARM_LABELS = {"none": "no pretraining (tuned recipe, 0 pretraining epochs)", "re
 
 
 def ablation_runs(s: dict) -> list:
-  """The ablation's runs at sizes `s` ({"hidden", "examples", "epochs", "batch"}; "seeds" optional): per dataset,
-  arm and seed a greedy run, seed 0's drawing its filters."""
+  """The ablation's runs at sizes `s`: per dataset, arm and seed (s["seeds"]) a greedy run, seed 0's drawing filters."""
   return [spec(f"{SHORT[d]}_{arm}_s{seed}", programs.GREEDY, s["hidden"], s["epochs"], s["batch"], 1, s["examples"],
                s["epochs"], settings={**settings, "dataset": d, "pictures": seed == 0}, seed=seed)
           for d in s.get("datasets", DATASETS) for arm, settings in ABLATION_ARMS for seed in s.get("seeds", SEEDS)]
@@ -36,8 +32,7 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
   arms, body, sentences = by_arm(data.runs), [], []
   for d in DATASETS:
     for arm in (a for a in ARM_LABELS if arms.get((SHORT[d], a))):
-      found = arms[(SHORT[d], arm)]
-      rs = [found[s] for s in sorted(found)]
+      rs = [r for _, r in sorted(arms[(SHORT[d], arm)].items())]  # by seed
       body.append([records.dataset_label(d), ARM_LABELS[arm], spread_text([accuracy(r) for r in rs]),
                    spread_text([accuracy(r, VAL) for r in rs]), " / ".join(f"{x:.0f}" for x in sweep.heldout_means(rs)),
                    f"{rs[0]['config']['finetune_learning_rate']:g}", len(rs)])
@@ -62,8 +57,7 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
 
 
 def gain(arms: dict, dataset: str, baseline: str) -> Optional[Tuple[float, float, float]]:
-  """(mean, min, max) over the seeds both have of the tuned arm's test accuracy minus the `baseline` arm's, in
-  points; None without a common seed."""
+  """(mean, min, max) over common seeds of the tuned arm's test accuracy minus the `baseline` arm's, points, or None."""
   gains = sweep.gains(arms.get((SHORT[dataset], "tuned"), {}), arms.get((SHORT[dataset], baseline), {}))
   return (sum(gains) / len(gains), min(gains), max(gains)) if gains else None
 
@@ -93,31 +87,25 @@ def ablation_figure(data, others=None):
 
 
 def _none_own(s, found) -> List[Run]:
-  """Its second stage: the sweep's confirm-stage runs of its best candidate without pretraining (shared), once the
-  sweep's coarse records in `found` choose it."""
+  """Second stage: the sweep's confirm runs of its best candidate without pretraining (shared), once `found` has it."""
   runs = sweep.confirm_runs(dict(sweep.SIZES[s["preset"]], preset=s["preset"]), found)
   return [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.config.seed}", may_fail=False)
           for r in runs if r.name.split("_")[2] == "none"]
 
 
 def headline_gain(output_dir: str, data, used: List[dict]) -> str:
-  """The headline's cell: the tuned recipe's gain over no pretraining at its own best finetuning rate, per dataset,
-  mean (min to max over the seeds)."""
+  """The headline's cell: per dataset the tuned recipe's gain over none at its own best rate, mean (min to max)."""
   d = data.get("pretraining_ablation")
-  if not d:
-    return "not run yet"
-  arms, parts = by_arm(d.runs), []
-  used += list(d.runs.values())
-  for dataset in DATASETS:
-    g = gain(arms, dataset, "none_own")
-    if g:
-      parts.append(f"{records.dataset_label(dataset)} {g[0]:+.1f} points ({g[1]:+.1f} to {g[2]:+.1f})")
+  used += list(d.runs.values()) if d else []
+  found = [(dataset, gain(by_arm(d.runs), dataset, "none_own")) for dataset in DATASETS] if d else []
+  parts = [f"{records.dataset_label(dataset)} {g[0]:+.1f} points ({g[1]:+.1f} to {g[2]:+.1f})" for dataset, g in found
+           if g]
   return ", ".join(parts) + ", 3 seeds" if parts else "not run yet"
 
 
 STUDIES = (Study(
     "pretraining_ablation", "Does pretraining help? No pretraining, the report's recipe and the tuned one (greedy)",
-    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), ablation_runs, ablation_table,
-    ablation_figure, kind="own", timed=False, order=16, shares=(sweep.NAME,), later=(_none_own,), headline=(Headline(
+    dict(pretraining=CPU_ACCURACY, smoke=SMOKE_ACCURACY), ablation_runs, ablation_table, ablation_figure, kind="own",
+    timed=False, order=16, shares=(sweep.NAME,), later=(_none_own,), headline=(Headline(
         6, "Test accuracy added by tuned pretraining over none at its own best rate, 4 × 500 units", "—",
         headline_gain),)),)

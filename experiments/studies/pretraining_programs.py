@@ -4,8 +4,7 @@ Fashion-MNIST, with the time to greedy's held-out reconstruction and validation 
 from typing import List, Optional, Sequence, Tuple
 
 from common.settings import programs
-from experiments import harness
-from experiments import records
+from experiments import harness, records
 from experiments.records import accuracy
 from experiments.presets import Study, spec
 from experiments.render import tables

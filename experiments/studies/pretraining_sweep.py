@@ -1,22 +1,12 @@
-"""The pretraining sweep: the tuned recipe chosen on validation accuracy among its candidates (docs/pretraining.md;
-its candidates, stages and selection: `experiments.sweep`)."""
+"""The pretraining sweep: the tuned recipe chosen on validation accuracy (docs/pretraining.md; `experiments.sweep`)."""
 
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
 from common.settings import recipes
-from experiments import records
-from experiments import sweep
+from experiments import records, sweep
 from experiments.presets import Study
 from experiments.render import tables
 from experiments.sweep import DATASETS, candidate, parse, ranked, rows, spread_text
-
-
-def _recipe_candidate() -> Optional[str]:
-  """The sweep candidate the tuned recipe's values name (`common.settings.recipes`), None when none does."""
-  v = recipes.get("tuned").values
-  if v.get("finetune_lr_schedule") != "cosine" or not v.get("finetune_keep_best"):
-    return None
-  return candidate(v["pretrain_learning_rate"], v["corruption"], v["finetune_learning_rate"]).name
 
 
 def sweep_table(data, others) -> Tuple[str, List[str]]:
@@ -37,7 +27,9 @@ def sweep_table(data, others) -> Tuple[str, List[str]]:
   if best:
     first, second = best[0], best[1] if len(best) > 1 else None
     apart = second is None or all(min(first["datasets"][d]) > max(second["datasets"][d]) for d in first["datasets"])
-    tuned = _recipe_candidate()
+    v = recipes.get("tuned").values  # the candidate the tuned recipe's values name, None if none does
+    tuned = (candidate(v["pretrain_learning_rate"], v["corruption"], v["finetune_learning_rate"]).name
+             if v.get("finetune_lr_schedule") == "cosine" and v.get("finetune_keep_best") else None)
     sentences.append(
         f"Chosen: `{first['candidate']}`, the confirm stage's best score (mean validation accuracy over the datasets "
         "and seeds)" + ("" if apart else f"; its seeds' range overlaps the runner-up's (`{second['candidate']}`), so "

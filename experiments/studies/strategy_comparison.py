@@ -1,16 +1,13 @@
 """Does parallelism help? Pretraining time per program (the report's conres3.png)."""
 
 from common.settings import programs
-from experiments import presets
-from experiments import records
+from experiments import presets, records
 from experiments.presets import Study, GREEDY
-from experiments.render import series
-from experiments.render import tables
+from experiments.render import series, tables
 from experiments.render.figures import REPORT_LABEL, bars, color, finish, new
 from experiments.render.series import program_records
 from experiments.render.tables import Others, Table, _seconds, cores_note, fmt, md_table
 
-# The report's pretraining seconds per program (conres3.png; in presets: the strategies benchmark cites them too).
 REPORTED = presets.COMPARISON_REPORTED
 
 
@@ -50,5 +47,4 @@ def figure(data: records.StudyRecords, others=None):
 
 
 STUDIES = (Study("strategy_comparison", "Does parallelism help? Pretraining time per program",
-                            presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9,
-                            reported=REPORTED),)
+                 presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9, reported=REPORTED),)
