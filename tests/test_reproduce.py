@@ -14,6 +14,7 @@ from experiments import driver
 from experiments import presets
 from experiments.reproduce import REGISTRY
 from experiments import records
+from experiments import schedules
 from experiments.benchmarks import data_parallel as bench_data_parallel
 from experiments import harness
 from experiments.benchmarks import model_parallel as bench_model_parallel
@@ -78,7 +79,7 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
   # where the presets put them (here or in the earlier records' folder) and match the flags, or reproduce would
   # refuse them. Every MNIST full-size run of the report's recipe has one; the study's are remade by the measurement
   # campaign, the tuned recipe's are its steps.
-  for preset, study, count in (("mid", "large_batch", 4), ("full", "full_size", 14)):
+  for preset, study, count in (("mid", "large_batch", 4), ("full", "full_size", 20)):
     runs = presets.build(REGISTRY, preset)[study]
     assert len(runs) == count
     for run in runs:
@@ -96,7 +97,7 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
     assert full[f"{name}_bf16"].config == dataclasses.replace(full[name].config, **presets.BF16)
   # The two Fashion-MNIST full-size runs: greedy and the pipeline on 2 devices, the MNIST runs' sizes otherwise; with
   # the tuned recipe the same two on each dataset.
-  fashion = {n: r for n, r in full.items() if r.config.dataset == presets.FASHION and not n.endswith("_tuned")}
+  fashion = {n: r for n, r in full.items() if r.config.dataset == presets.FASHION and "_tuned" not in n}
   assert sorted(fashion) == ["fashion_mnist_greedy_b100_e30", "fashion_mnist_pipeline_parallel_g2_b100_e30"]
   tuned = sorted(n for n in full if n.endswith("_tuned"))
   assert tuned == sorted(f"{d}{n[len('fashion_mnist_'):]}_tuned" for d in ("", "fashion_mnist_") for n in fashion)
@@ -105,6 +106,16 @@ def test_the_studies_are_presets_whose_committed_records_match_their_runs():
     assert all(getattr(full[name].config, k) == getattr(report.config, k) for k in presets.SHARED)
     assert full[name].config.recipe == "tuned" and report.config.recipe == "report"
     assert full[name].config.dataset == report.config.dataset
+  # Greedy's Fashion-MNIST seeds 1-2 and the frontier's chosen schedule (its settings named) at full size.
+  for seed in (1, 2):
+    extra = full[f"fashion_mnist_greedy_b100_e30_tuned_s{seed}"].config
+    assert extra == dataclasses.replace(full["fashion_mnist_greedy_b100_e30_tuned"].config, seed=seed)
+  chosen_arm, _, settings = schedules.arm(schedules.CHOSEN)
+  for d, seeds in (("fashion_mnist_", (0, 1, 2)), ("", (0,))):
+    for seed in seeds:
+      run = full[f"{d}pipeline_parallel_g2_b100_e30_tuned_{chosen_arm}_s{seed}"].config
+      base = full[f"{d}pipeline_parallel_g2_b100_e30_tuned"].config
+      assert run == dataclasses.replace(base, seed=seed, **settings)
   for name, run in fashion.items():
     mnist = full[name[len("fashion_mnist_"):]]
     assert run.config == dataclasses.replace(mnist.config, dataset="fashion_mnist")
