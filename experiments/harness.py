@@ -28,8 +28,7 @@ SHARED_FLAGS = {
     "num_devices": (2, "Devices of the parallel configurations."),
     "repeats": (3, "Runs of each configuration (alternated).")}
 OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")
-# A held-out loss counts as reached at its reference's final one times 1 + this.
-LOSS_TOLERANCE = 0.01
+LOSS_TOLERANCE = 0.01  # a held-out loss counts as reached at its reference's final one times 1 + this
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,8 +14,7 @@ from experiments import records as records_lib
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
 
-# Devices the model's lines are drawn for.
-MAX_PREDICTED_DEVICES = 8
+MAX_PREDICTED_DEVICES = 8  # devices the model's lines are drawn for
 # rho is fitted in [1, MAX_SLOWDOWN]: two jobs side by side each slowed 2x or more would be no faster
 # than one after the other, which a work-conserving runtime does not do; a larger fit is noise.
 MAX_SLOWDOWN = 2.0

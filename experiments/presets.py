@@ -141,15 +141,14 @@ class Study:
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-  """A benchmark, the `BENCHMARK` of a module of `experiments/benchmarks/`, run by its command line
-  (`experiments.harness.main`): configurations alternated repeat after repeat, records under
-  results/benchmarks/<name>/. `runs`: a `harness.Setting` -> [Run]; `summarize`: (Setting, {configuration: [record
-  per repeat]}) -> {measure: value}; `title` of its `section`; `defaults` of the shared flags; `options`: {flag:
-  (default: float, int, str or list of str, help)}; `folder`: Setting -> the records' folder (summary_<folder>.json,
-  summary.json for "records"); `columns`: (measure, README label); `details`: summary -> (caption, header, rows), a
-  table under its row (cells a spread, a number or text); `figure`: {file name: summary} -> a matplotlib figure
-  (figures/`figure_file`); `section`: output_dir -> markdown, its own section of results/README.md after the
-  Benchmarks, its figure there; `headline`: rows of the results headline; `order`."""
+  """A benchmark, the `BENCHMARK` of a module of `experiments/benchmarks/` run by its command line (`harness.main`):
+  configurations alternated repeat after repeat, records under results/benchmarks/<name>/. `runs`: a `harness.Setting`
+  -> [Run]; `summarize`: (Setting, {configuration: [record per repeat]}) -> {measure: value}; `defaults` of the shared
+  flags; `options`: {flag: (default: float, int, str or list of str, help)}; `folder`: Setting -> the records' folder
+  (summary_<folder>.json; summary.json for "records"); `columns`: (measure, README label); `details`: summary ->
+  (caption, header, rows), a table under its row (cells a spread, number or text); `figure`: {file name: summary} -> a
+  matplotlib figure (figures/`figure_file`); `section`: output_dir -> markdown, its own section of results/README.md
+  after the Benchmarks (titled `title`, its figure there); `headline`: its rows of the results headline; `order`."""
   name: str
   runs: Callable[[Any], List[Run]]
   summarize: Callable[[Any, Mapping[str, List[dict]]], Dict[str, Any]]

@@ -19,8 +19,7 @@ from common.measure import provenance
 from common.data import sources
 from common.settings import config as config_lib
 
-# What a table shows for a field a record lacks (records made before the field existed).
-NOT_RECORDED = "not recorded"
+NOT_RECORDED = "not recorded"  # what a table shows for a field a record lacks (records made before the field existed)
 NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `environment.cpu_flags`
 # A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
 NOISE = 0.15
