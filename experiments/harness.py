@@ -135,10 +135,9 @@ def plan(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_d
 
 
 def provenance(found: Records) -> Dict[str, Any]:
-  """The records' common provenance (None where they predate a field; dirty if any was; "commits" lists every
-  commit, which may differ when the code digest is the same: commits that differ only in results/, docs/ and *.md
-  are the same code) and each configuration's kernels, thread pool and precision; ValueError when they disagree on
-  machine or code."""
+  """The records' common provenance (None where they predate a field; dirty if any was; "commits": every commit, one
+  code digest allowing several, differing only in results/, docs/ and *.md) and each configuration's kernels, thread
+  pool and precision; ValueError when they disagree on machine or code."""
   envs, out = [r["environment"] for rs in found.values() for r in rs], {}
   same_code = len({e.get("code_digest") for e in envs}) == 1 and envs[0].get("code_digest")
   out["commits"] = sorted({str(e.get("commit")) for e in envs})

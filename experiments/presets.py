@@ -266,9 +266,8 @@ def runs_of(study: Study, preset: str, found: Any = None) -> List[Run]:
 
 
 def build(registry: Registry, preset: str, found: Any = None) -> StudyRuns:
-  """The studies `preset` defines, in order, each with its runs (`runs_of`, its later stages from the records
-  `found`); a run that computes what a run of a study in its `shares` computes is stored as that run (whatever the
-  order of the studies); ValueError for an unknown preset."""
+  """The studies `preset` defines, in order, with their runs (`runs_of`; later stages from `found`), a run computing
+  what a run of a study in its `shares` computes stored as that one (in any order); ValueError: unknown preset."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
   out: StudyRuns = {}

@@ -16,9 +16,8 @@ from experiments.report import draw, readme
 
 
 def discover() -> presets.Registry:
-  """Every study (each module of experiments/studies/ lists its own in `STUDIES`) and every benchmark (each module of
-  experiments/benchmarks/ declares its `BENCHMARK`): the one place the study files are found; ValueError for two of
-  one name or order."""
+  """Every study (the `STUDIES` of each module of experiments/studies/) and benchmark (each experiments/benchmarks/
+  module's `BENCHMARK`): the one place the study files are found; ValueError for two of one name or order."""
   def modules(package):
     return [importlib.import_module(f"{package.__name__}.{m.name}") for m in pkgutil.iter_modules(package.__path__)]
   return presets.Registry(tuple(e for m in modules(study_files) for e in getattr(m, "STUDIES", ())), tuple(

@@ -69,9 +69,8 @@ def parse(run: str) -> Tuple[str, str, str, int]:
 
 
 def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dict]:
-  """Per candidate of `stage` (in the order of the records' names): {"candidate", "pretrained", "datasets": {dataset:
-  [validation accuracy per finished run]}, "failed" (runs that failed), "score" (None unless every run of both
-  datasets finished)}. Test accuracy is not read."""
+  """Per candidate of `stage` (records' names in order): {"candidate", "pretrained", "datasets": {dataset: [validation
+  accuracy per finished run]}, "failed" (runs), "score" (None unless every run of both datasets finished)}."""
   out: dict = {}
   for (_, dataset, cand, _), record in ((parse(n), r) for n, r in sorted(runs.items()) if parse(n)[0] == stage):
     row = out.setdefault(cand, {"candidate": cand, "pretrained": not cand.startswith("none") and
