@@ -50,11 +50,10 @@ def oversubscribed_faster(data: records.StudyRecords) -> List[Tuple[int, int, fl
 
 def batch_label(rs: List[dict]) -> str:
   """The batch as run, "; "-joined: "global batch 5000 (2500 per device on 2)" if `splits_batch`, else "batch 100"."""
-  labels = []
-  for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
-    b, g = r["config"]["batch_size"], records.devices(r)
-    labels.append(f"batch {b}" if not programs.get(program_of(r)).splits_batch else f"global batch {b} (1 device)"
-                  if g == 1 else f"global batch {b} ({b // g} per device on {g})")
+  labels = (f"batch {b}" if not programs.get(program_of(r)).splits_batch else f"global batch {b} (1 device)" if g == 1
+            else f"global batch {b} ({b // g} per device on {g})"
+            for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"]))
+            for b, g in [(r["config"]["batch_size"], records.devices(r))])
   return "; ".join(dict.fromkeys(labels))
 
 
@@ -68,9 +67,8 @@ def program_name(program: str) -> str:
   return programs.get(program).label
 
 
-SHRUNK = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"),
-          ("finetune_epochs", "finetune epochs"), ("batch_size", "batch"), ("hidden_units", "hidden units"),
-          ("num_devices", "devices"))
+SHRUNK = {"train_examples": "examples", "pretrain_epochs": "pretrain epochs", "finetune_epochs": "finetune epochs",
+          "batch_size": "batch", "hidden_units": "hidden units", "num_devices": "devices"}  # {flag: label}
 
 
 def preset_note(study: presets.Study, preset: str) -> str:
@@ -79,8 +77,8 @@ def preset_note(study: presets.Study, preset: str) -> str:
     found = sorted({getattr(r.config, flag) for r in presets.runs_of(study, p)}, key=lambda v: (str(type(v)), v))
     return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
   notes = [] if preset == "paper" or "paper" not in study.sizes else [
-      f"{label} {a} (paper {b})" for flag, label in SHRUNK for a, b in [(values(preset, flag), values("paper", flag))]
-      if a != b]
+      f"{label} {a} (paper {b})" for flag, label in SHRUNK.items()
+      for a, b in [(values(preset, flag), values("paper", flag))] if a != b]
   return (f"preset {preset}: " + "; ".join(notes) if notes else
           f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
 
@@ -118,9 +116,8 @@ def load_all(output_dir: str, registry: presets.Registry) -> Data:
       complete = complete or (p == "paper" and bool(shown[p]) and len(shown[p]) == len(runs))
     preset = "paper" if complete else next((p for p in PREFERENCE if shown[p]), None)
     if preset:
-      order = {}  # the driver's order: a shared run where the first study listing it has it
-      for r in (r for runs in built[preset].values() for r in runs):
-        order.setdefault((r.home, r.stored_name), len(order))
+      order = {k: i for i, k in enumerate(dict.fromkeys(  # the driver's order: a shared run with the first study's
+          (r.home, r.stored_name) for runs in built[preset].values() for r in runs))}
       planned = sorted(built[preset][study.name], key=lambda r: order[(r.home, r.stored_name)])
     out[study.name] = records.StudyRecords(study.name, preset, shown[preset], {
         p: r for p, r in shown.items() if r and p != preset}, output_dir, study, tuple(planned)) if preset else None
