@@ -1,9 +1,8 @@
 """Benchmark: asynchronous against synchronous data parallelism, with and without a straggler: greedy on one device,
-data_parallel on --num_devices workers (`common.launch`, MultiWorkerMirroredStrategy) and async_data_parallel on as
-many workers and one parameter server, each again with worker 0 sleeping --slow_worker_delay seconds every step
-(`--benchmark_slow_worker_delay_seconds`), the held-out loss every epoch, alternated. Measures examples per second,
-the speedup over greedy, the seconds to greedy's final held-out loss (+1%, `harness.seconds_to_loss_of`), the
-staleness and rescheduled functions. Timings are committed.
+data_parallel on --num_devices workers (`common.launch`, MultiWorkerMirroredStrategy), async_data_parallel on as many
+workers and a parameter server, each again with worker 0 sleeping --slow_worker_delay s a step, the held-out loss
+every epoch, alternated. Measures examples per second, the speedup over greedy, the seconds to greedy's final
+held-out loss (+1%), the staleness and rescheduled functions. Timings are committed.
   python -m experiments.benchmarks.async_data_parallel --batch_size=100 --slow_worker_delay=0.01"""
 
 import statistics

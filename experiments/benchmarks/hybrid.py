@@ -1,9 +1,8 @@
 """Benchmark: pipeline_parallel with replicated stages (P stages x R replicas, `--replicas_per_stage=R`) against
-data_parallel on --num_devices replicas: every (P, R) of --stages x --replicas whose P R devices fit the cores this
-process may use (and P <= layers), 1 thread per device, alternated (2 cores: (1, 1), (1, 2), (2, 1)). Measures each
-one's speedup over P = R = 1, P = 1, R = 2 against P = 2, R = 1 and against data_parallel, and `perf_model.Pipeline`
-(fitted on the one-device run) at the measured points with R = 1 (it has no all-reduce cost). Timings are committed:
-run alone on the machine.
+data_parallel on --num_devices replicas: every (P, R) of --stages x --replicas whose P R devices fit the usable cores
+(and P <= layers), 1 thread per device, alternated (2 cores: (1, 1), (1, 2), (2, 1)). Measures each one's speedup
+over P = R = 1, P = 1, R = 2 against P = 2, R = 1 and data_parallel, and `perf_model.Pipeline` (fitted on the
+one-device run) at the measured points with R = 1 (no all-reduce cost). Timings are committed: run alone.
   python -m experiments.benchmarks.hybrid"""
 
 import re
