@@ -81,9 +81,8 @@ class Run:
 
 
 def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: int, batch: int, devices: int,
-         examples: int, finetune_epochs: int = 0, settings: Mapping[str, Any] = NONE,
-         resumable: bool = False, launcher: Sequence[str] = (), threads: int = 1, seed: int = 0,
-         may_fail: bool = False) -> Run:
+         examples: int, finetune_epochs: int = 0, settings: Mapping[str, Any] = NONE, resumable: bool = False,
+         launcher: Sequence[str] = (), threads: int = 1, seed: int = 0, may_fail: bool = False) -> Run:
   """The Run of `program` at these sizes on `program.devices_for(devices)`, `settings` on top; ValueError: refused."""
   values = {**dict(hidden_units=tuple(hidden), pretrain_epochs=epochs, finetune_epochs=finetune_epochs,
                     batch_size=batch, num_devices=program.devices_for(devices), threads_per_device=threads,
@@ -109,16 +108,14 @@ class Headline(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Study:
-  """A figure or table of results/README.md and its runs, declared in a file of `experiments/studies/` (`STUDIES`), run
-  by `experiments.reproduce`. `sizes`: {preset: {size: value}} of the presets that run it; `runs`: its first stage
-  (one preset's sizes, "preset" and "dp_settings" added -> [Run]); `table`: (its records, other folders' records) ->
-  (markdown, sentences); `figure`: the same -> a matplotlib figure (None: none); `kind`: report, beyond (the report) or
-  own (the project's questions); `layout`: its records' (under the output directory); `timed`: True (its table
+  """A figure or table of results/README.md and its runs, a file of `experiments/studies/`'s `STUDIES`. `sizes`:
+  {preset: {size: value}} of the presets that run it; `runs`: its first stage (a preset's sizes plus "preset" and
+  "dp_settings" -> [Run]); `table`: (its records, other folders') -> (markdown, sentences); `figure`: the same -> a
+  matplotlib figure or None; `kind`: report, beyond (the report) or own; `layout` of its records; `timed`: True (it
   compares seconds: a preset's records of one machine and code, runs one at a time), False (accuracy only) or a
-  function of a run's name (`times`); `reported`: the report's numbers beside ours (None: none); `headline`: its rows
-  of the results headline; `shares`: the studies whose record it reuses for a run computing the same thing (`Run.key`)
-  at the same preset; `later`: its later stages, each (the sizes, the records so far: `records.table`) -> [Run], built
-  once the stages before have records (the pretraining sweep's confirm stage)."""
+  function of a run's name (`times`); `reported`: the report's numbers or None; `headline`: its headline rows;
+  `shares`: the studies whose record it reuses for a run computing the same (`Run.key`) at one preset; `later`: later
+  stages, each (the sizes, the records so far: `records.table`) -> [Run], built once the stages before have records."""
   name: str
   title: str
   sizes: Mapping[str, Mapping[str, Any]]
