@@ -128,10 +128,9 @@ def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str
   name += f", {instruction_set(record) or NO_ISA}" if isa else ""
   # The machine itself where the record names it (`provenance.machine_id`; a record made before: its class alone).
   name += f", machine {record['environment']['machine_id'][:6]}" if record["environment"].get("machine_id") else ""
-  if not usable or usable == {total}:
-    return f"{name}, {total} cores"
-  low, high = min(usable), max(usable)
-  return f"{name}, {low}{'' if low == high else f'–{high}'} of {total} cores"
+  low, high = min(usable or {total}), max(usable or {total})
+  return f"{name}, {total} cores" if low == high == total else (
+      f"{name}, {low}{'' if low == high else f'–{high}'} of {total} cores")
 
 
 def code(record: Mapping) -> str:
