@@ -156,8 +156,7 @@ def provenance(found: Records) -> Dict[str, Any]:
 def summarize(benchmark: presets.Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """The summary of `jobs`' records in alternation order, noisy ones flagged; ValueError: several machines or codes."""
-  configurations = benchmark.runs(setting)
-  ordered = sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
+  configurations, ordered = benchmark.runs(setting), sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
   found: Records = {c.name: [records.load(j.record) for j in ordered if j.spec.name == c.name] for c in configurations}
   first = next(iter(found.values()))[0]["environment"]
   seconds = {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()}

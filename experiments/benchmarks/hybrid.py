@@ -35,8 +35,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   if "p1_r2" in found and "p2_r1" in found:
     out["p1_r2_vs_p2_r1"] = harness.ratio_spread(found, "p2_r1", "p1_r2")
     out["p1_r2_vs_data_parallel"] = harness.ratio_spread(found, DP.run_name, "p1_r2")
-  model = perf_model.Pipeline.calibrate({base: found[base][0]})
-  config = found[base][0]["config"]
+  model, config = perf_model.Pipeline.calibrate({base: found[base][0]}), found[base][0]["config"]
   out["model"] = {"describe": model.describe(), "predictions": [
       {"stages": p, "replicas": r, "devices": p * r, "measured": f"p{p}_r{r}" in found,
        "predicted_seconds": model.predict(dict(config, replicas_per_stage=r), p * r)} for p, r in points(s)
