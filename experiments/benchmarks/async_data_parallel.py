@@ -81,8 +81,7 @@ def figure(summaries: Mapping[str, Dict]):
 
 
 BENCHMARK = presets.Benchmark(
-    name=ASYNC.name, runs=configurations, summarize=summarize,
-    defaults={"batch_size": 100, "pretrain_epochs": 3},
+    name=ASYNC.name, runs=configurations, summarize=summarize, defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"slow_worker_delay": (0.01, "Seconds worker 0 sleeps in every step of the straggler configurations.")},
     columns=((f"{SYNC.run_name}_straggler_slowdown", "data parallel: straggler / none"),
              (f"{ASYNC.run_name}_straggler_slowdown", "async: straggler / none")), details=details,

@@ -56,10 +56,9 @@ def details(summary: Dict):
 
 
 BENCHMARK = presets.Benchmark(
-    name="hybrid", runs=configurations, summarize=summarize,
+    name="hybrid", runs=configurations, summarize=summarize, details=details, order=5,
     options={"stages": (["1", "2", "4"], "Stage counts P."), "replicas": (["1", "2", "4"], "Replicas per stage R.")},
-    columns=(("p1_r2_vs_p2_r1", "P=1,R=2 vs P=2,R=1"), ("p1_r2_vs_data_parallel", "P=1,R=2 vs data parallel")),
-    details=details, order=5)
+    columns=(("p1_r2_vs_p2_r1", "P=1,R=2 vs P=2,R=1"), ("p1_r2_vs_data_parallel", "P=1,R=2 vs data parallel")))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)
