@@ -7,7 +7,6 @@ from experiments import presets, records
 from experiments.presets import CONFIG_1, DP, Study, GREEDY, LARGE_BATCH, NO_PROFILE, RECIPES, Run, spec
 from experiments.render import series
 from experiments.render.figures import REPORT_COLOR, REPORT_LABEL, bars, finish, new
-from experiments.render.series import Runs
 from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
 # dp_accuracy's acceptance rule: data parallel at the large batch reaches at least the baseline - this.
@@ -20,7 +19,7 @@ SIZES = dict(
                large_batch={**LARGE_BATCH, "warmup_epochs": 1}))
 
 
-def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]]:
+def dp_accuracy_rows(runs: series.Runs, preset: str) -> List[Dict[str, Optional[float]]]:
   """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report" (paper's)}: accuracy or None."""
   paper, base = sorted(SIZES["paper"]["epochs"]), programs.baseline().run_name
   acc = {name: records.accuracy(r) for name, r in runs.items()}
