@@ -10,7 +10,6 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 from common.settings import programs
 from experiments import records
 from experiments.presets import Run, spec
-from experiments.records import accuracy
 
 NAME = "pretraining_sweep"  # the study (experiments/studies/pretraining_sweep.py), whose records its later stage reads
 SEEDS = (0, 1, 2)
@@ -75,7 +74,7 @@ def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dic
   for (_, dataset, cand, _), record in ((parse(n), r) for n, r in sorted(runs.items()) if parse(n)[0] == stage):
     row = out.setdefault(cand, {"candidate": cand, "pretrained": not cand.startswith("none") and
                                 record["config"].get("pretrain_epochs", 1) > 0, "datasets": {}, "failed": 0})
-    value = accuracy(record, VAL)  # None for a run that failed: its record has no finetuning
+    value = records.accuracy(record, VAL)  # None for a run that failed: its record has no finetuning
     row["failed"] += value is None
     if value is not None:
       row["datasets"].setdefault(dataset, []).append(value)
@@ -125,7 +124,7 @@ def by_arm(runs: dict) -> dict:
 
 def gains(rs: Mapping[int, dict], base: Mapping[int, dict], key: str = "test_accuracy") -> List[float]:
   """Points (100 x) of `key` accuracy by which each of `rs` ({seed: record}) beats `base`'s, over common seeds."""
-  return [100 * (accuracy(rs[s], key) - accuracy(base[s], key)) for s in sorted(rs) if s in base]
+  return [100 * (records.accuracy(rs[s], key) - records.accuracy(base[s], key)) for s in sorted(rs) if s in base]
 
 
 def heldout_means(rs: Sequence[dict]) -> List[float]:
