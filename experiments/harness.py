@@ -52,14 +52,12 @@ class Setting:
 def machine_class() -> str:
   """This processor's instruction-set class as a folder name, e.g. "avx512_bf16" (`processor_defaults.this_class`): the
   folder of a benchmark whose choices differ by class, so each class's records sit apart."""
-  name = processor_defaults.this_class() or "unknown"
-  return name.lower().replace("-", "").replace(" ", "_")
+  return (processor_defaults.this_class() or "unknown").lower().replace("-", "").replace(" ", "_")
 
 
 def summary_file(benchmark: presets.Benchmark, setting: Setting) -> str:
   """The file name of a setting's summary: summary_<folder>.json, or summary.json for the fixed folder "records"."""
-  folder = benchmark.folder(setting)
-  return "summary.json" if folder == "records" else f"summary_{folder}.json"
+  return "summary.json" if (folder := benchmark.folder(setting)) == "records" else f"summary_{folder}.json"
 
 
 def spread(values: Sequence[float]) -> Dict[str, object]:
@@ -95,8 +93,7 @@ def seconds_to_loss_of(record: Mapping[str, Any], reference: Mapping[str, Any]) 
 def flops(record: dict) -> float:
   """FLOPs of a record's pretraining: every layer-epoch it trained at its schedule's cost (`common.measure.cost`)."""
   c = record["config"]
-  per_epoch = (cost.pipeline_layer_epoch_flops if programs.get(record["strategy"]).pipelined
-               else cost.layer_epoch_flops)
+  per_epoch = cost.pipeline_layer_epoch_flops if programs.get(record["strategy"]).pipelined else cost.layer_epoch_flops
   examples = (c["train_examples"] // c["batch_size"]) * c["batch_size"]
   return sum(len(layer["epochs"]) * per_epoch(c["hidden_units"], i + 1, examples)
              for i, layer in enumerate(record["layers"]))

@@ -51,8 +51,7 @@ def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[f
     return low
   m, at_low = numpy.asarray(measured, dtype=float), numpy.asarray(predict(low), dtype=float)
   slope = (numpy.asarray(predict(high), dtype=float) - at_low) / (high - low) / m  # of each relative error
-  x = low + slope @ ((m - at_low) / m) / (slope @ slope) if slope.any() else low
-  return float(numpy.clip(x, low, high))
+  return float(numpy.clip(low + slope @ ((m - at_low) / m) / (slope @ slope) if slope.any() else low, low, high))
 
 
 def epoch_seconds_of(record: Mapping) -> List[float]:

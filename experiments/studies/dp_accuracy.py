@@ -29,11 +29,10 @@ def dp_accuracy_rows(runs: series.Runs, preset: str) -> List[Dict[str, Optional[
 
 
 def _dp_accuracy(s) -> List[Run]:
-  recipes = (RECIPES[0], ("large_batch", s["large_batch"]))
-  # The greedy reference at the accuracy study's batch, when it has these epochs.
+  # Each recipe's runs, then the greedy reference at the accuracy study's batch, when it has these epochs.
   return [spec(f"dp_e{e}_{recipe}", DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
                settings={**settings, **NO_PROFILE}, resumable=True)
-          for e in s["epochs"] for recipe, settings in recipes] + [
+          for e in s["epochs"] for recipe, settings in (RECIPES[0], ("large_batch", s["large_batch"]))] + [
       r for r in presets.accuracy_runs(presets.ACCURACY_SIZES[s["preset"]])
       if r.program == GREEDY.name and r.config.pretrain_epochs in s["epochs"]]
 
