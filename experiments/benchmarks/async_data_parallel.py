@@ -35,8 +35,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
                                  for n, rs in found.items()},
          "speedup_vs_greedy": harness.speedups(found, base),
          "seconds_to_greedy_heldout_loss": {n: [harness.seconds_to_loss_of(r, g) for r, g in zip(rs, found[base])]
-                                            for n, rs in found.items()},
-         "staleness": {}, "rescheduled_functions": {}}
+                                            for n, rs in found.items()}, "staleness": {}, "rescheduled_functions": {}}
   for name, rs in found.items():
     if rs[0].get("staleness"):
       out["staleness"][name] = {k: statistics.median(r["staleness"][k] for r in rs) for k in ("mean", "p90", "max")}
