@@ -26,13 +26,10 @@ GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PAR
 # The baseline and every program on several devices: a newly registered one joins these with no edit here.
 COMPARED = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)
 ACCURACY_COMPARED = tuple(p for p in COMPARED if p is not DP)  # data_parallel's accuracy study is dp_accuracy
-# The comparison runs record the held-out reconstruction after every epoch (the convergence study's loss).
-HELDOUT = {"heldout_every_epoch": True}
-# Data-parallel settings: the accuracy and sweep runs skip the op profile of layer 1; the timing runs profile it.
-NO_PROFILE = {"profile_steps": 0}
+HELDOUT = {"heldout_every_epoch": True}  # the comparison runs' held-out reconstruction every epoch (convergence's loss)
+NO_PROFILE = {"profile_steps": 0}  # data_parallel's accuracy and sweep runs skip layer 1's op profile (timed runs: not)
 _DP_SETTINGS = {"smoke": {"profile_steps": 1, "profile_repeats": 1}, "mid": NO_PROFILE, "full": NO_PROFILE}
-# The large-batch recipe's values set one by one, as its records were made before --recipe existed.
-LARGE_BATCH = dict(recipes.get("large_batch").values)
+LARGE_BATCH = dict(recipes.get("large_batch").values)  # the large-batch recipe, value by value (older than --recipe)
 # The large-batch study's candidates: data_parallel at the large global batch with these settings.
 LARGE_BATCH_CANDIDATES = (("dp_report", {}), ("dp_linear_warmup2", {"pretrain_lr_scaling": "linear",
                           "finetune_lr_scaling": "linear", "warmup_epochs": 2}), ("dp_large_batch_recipe", LARGE_BATCH))
@@ -198,16 +195,14 @@ COMPARISON_REPORTED = {GREEDY.name: 1105, MP.name: 702, DP.name: 1007}
 ACCURACY_REPORTED = {GREEDY.name: {10: 0.940, 20: 0.952, 30: 0.957, 40: 0.961, 50: 0.966, 60: 0.969},
                      MP.name: {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
 ACCURACY_REPORTED_MP_TEXT = 0.9662
-# The report's data parallel at batch 5000 per GPU (its text): E pretraining + E finetuning epochs -> test accuracy.
-DP_ACCURACY_REPORTED = {30: 0.7472, 60: 0.8162}
+DP_ACCURACY_REPORTED = {30: 0.7472, 60: 0.8162}  # the report's DP at batch 5000 per GPU: E + E epochs -> test accuracy
 # Other models' test accuracies, for context (not the report's): {dataset: {model: test accuracy}} (Fashion-MNIST's
 # benchmark table, zalandoresearch/fashion-mnist).
 PUBLISHED_BASELINES = {"fashion_mnist": {"MLP 256-128-100": 0.8833, "SVC (C=10, RBF)": 0.897}}
 PUBLISHED = ("Published baselines: test accuracies of other models in the Fashion-MNIST benchmark table "
              "(`PUBLISHED_BASELINES` in `experiments/studies/fashion_mnist_accuracy.py`), not the report's numbers "
              "nor ours.")
-# The full-size runs' test accuracy goal on a dataset other than MNIST (MNIST's: the report's numbers).
-ACCURACY_GOALS = {FASHION: 0.89}
+ACCURACY_GOALS = {FASHION: 0.89}  # the full-size runs' test accuracy goal off MNIST (MNIST's: the report's numbers)
 
 # Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
 # 2000, fewer examples (>= 2 steps per epoch), 12 of 19 sweep batches, comparisons on 2 devices; accuracy studies:

@@ -21,8 +21,7 @@ from common.settings import config as config_lib
 
 NOT_RECORDED = "not recorded"  # what a table shows for a field a record lacks (records made before the field existed)
 NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `environment.cpu_flags`
-# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
-NOISE = 0.15
+NOISE = 0.15  # a configuration whose repeats' pretraining seconds differ by more (max / min - 1) is noisy
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
 Record = Dict[str, Any]
 
