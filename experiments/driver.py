@@ -36,8 +36,7 @@ def call(command: Sequence[str], log: Optional[IO] = None, capture: bool = False
 
 
 def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> List["Job"]:
-  """`jobs` but, on a processor without native bfloat16 (`common.measure.provenance`, read without TensorFlow), those
-  in mixed_bfloat16 with no record (the programs refuse them off a GPU), left out with a line naming them."""
+  """`jobs` but, on a CPU without native bfloat16, the mixed_bfloat16 ones lacking a record (left out, named)."""
   native = provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
   left = [j for j in jobs if not native and j.spec.config.precision == programs.PRECISIONS[1]
           and records.load(j.record) is None]

@@ -50,8 +50,7 @@ class Setting:
 
 
 def machine_class() -> str:
-  """This processor's instruction-set class as a folder name, e.g. "avx512_bf16" (`processor_defaults.this_class`): the
-  folder of a benchmark whose choices differ by class, so each class's records sit apart."""
+  """This processor's instruction-set class as a folder name ("avx512_bf16"), so each class's records sit apart."""
   return (processor_defaults.this_class() or "unknown").lower().replace("-", "").replace(" ", "_")
 
 

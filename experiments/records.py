@@ -57,8 +57,7 @@ def of(found: pandas.DataFrame, study: str, preset: str) -> Dict[str, Record]:
 
 
 def folders(output_dir: str) -> List[str]:
-  """The folders of records kept beside the main ones (e.g. another machine's, documented by their README.md): every
-  subfolder of `output_dir` with a runs/ or benchmarks/ folder of its own, sorted; each loads like the main one."""
+  """The subfolders of `output_dir` with runs/ or benchmarks/ of their own (another machine's records), sorted."""
   return sorted(f for f in os.listdir(output_dir) if any(os.path.isdir(os.path.join(output_dir, f, sub))
                                                          for sub in ("runs", "benchmarks")))
 
@@ -175,8 +174,7 @@ def same_source(rs: Sequence[Mapping]) -> bool:
 
 
 def noisy(summary: Mapping[str, Any]) -> List[str]:
-  """The configurations of a summary whose repeats' pretraining seconds differ by more than NOISE (max / min - 1),
-  computed from its spreads (so summaries made before the summary's "noisy" field get it too)."""
+  """A summary's configurations whose repeats' pretraining seconds differ by more than NOISE, from its spreads."""
   return [n for n, s in summary["pretrain_seconds"].items() if s["max"] > (1 + NOISE) * s["min"]]
 
 
