@@ -99,8 +99,7 @@ def study_section(output_dir: str, study: presets.Study, data: Optional[records.
               f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
               f"{len(mine)} program commands</summary>", "", "```"]
     lines += ["python " + " ".join(driver.command(driver.job(r.home, 0, 0, r, presets.record_path(
-        rel, data.preset, r), "scratch/reproduce", data.preset))[1:]) for r in mine]
-    lines += ["```", "</details>", ""]
+        rel, data.preset, r), "scratch/reproduce", data.preset))[1:]) for r in mine] + ["```", "</details>", ""]
   for machine, d in apart.items():
     lines += _table_lines(d, *table_of(d, tables.APART), where=f"In [`{machine}/`]({machine}/README.md): ")
   return "\n".join(lines)
