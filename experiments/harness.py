@@ -234,8 +234,7 @@ def main(benchmark: presets.Benchmark) -> None:
       path, _ = run(benchmark, chosen, output.value, work.value,
                     " ".join(["python", "-m", f"experiments.benchmarks.{benchmark.name}", *sys.argv[1:]]))
     except (driver.RunFailedError, ValueError) as e:
-      print(f"error: {e}", file=sys.stderr)
-      sys.exit(1)
+      sys.exit(f"error: {e}")  # status 1, the message on stderr
     print(f"Summary: {path}")
 
   app.run(_main)
