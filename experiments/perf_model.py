@@ -201,9 +201,8 @@ def pipeline_plan(config: Mapping, devices: int) -> placement.Plan:
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-  """pipeline_parallel: the longer of the critical path (`placement.Plan.critical_path_flops`; with R replicas per
-  stage each computes 1/R of its stage, the all-reduce not counted) and all FLOPs over min(G, C) cores, at the
-  one-device run's FLOP rate; no co-run slowdown."""
+  """pipeline_parallel: the longer of the critical path (`Plan.critical_path_flops`; R replicas per stage: 1/R each,
+  all-reduce not counted) and all FLOPs over min(G, C) cores, at the one-device FLOP rate; no co-run slowdown."""
   rate: float
   cores: int
   calibration: Tuple[str, ...]

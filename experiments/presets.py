@@ -44,10 +44,9 @@ SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "n
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-  """One run: its name in its study, its program's `Config` (every setting; its command line is derived from it),
-  whether it resumes from checkpoints, the study and name its record is stored under, the launcher's module and
-  flags, and whether it may fail (a sweep's candidate whose training diverges is a result); `build` sets where its
-  record goes (`home`, `stored_name`, `layout`: its home study's)."""
+  """One run: its name in its study, its program's `Config` (every setting; its command line comes from it), whether
+  it resumes from checkpoints, the launcher's module and flags, whether it may fail (a diverging sweep candidate is a
+  result); `build` sets where its record goes (`home`, `stored_name`, `layout`: its home study's)."""
   name: str
   config: config_lib.Config
   resumable: bool = False

@@ -63,9 +63,8 @@ def folders(output_dir: str) -> List[str]:
 
 
 def mismatches(record: Mapping, spec: Any) -> List[str]:
-  """The training settings whose value in `record["config"]` (and its `dataset`) differs from the run `spec`'s, by the
-  rule that decides resuming a checkpoint (`config.stale_settings`: a setting the record predates counts as its
-  default), e.g. after a study's runs were edited; `spec` is a `presets.Run`."""
+  """The training settings of `record["config"]` (and `dataset`) differing from the `presets.Run` `spec`'s by the rule
+  deciding a checkpoint's resumption (`config.stale_settings`: a setting the record predates counts as its default)."""
   saved, want = dict(record.get("config", {}), dataset=dataset(record)), spec.config.training_fingerprint()
   return [f"{k}={saved.get(k)!r} (run: {want[k]!r})" for k in config_lib.stale_settings(spec.config, saved)]
 

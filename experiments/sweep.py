@@ -91,9 +91,8 @@ def ranked(stage_rows: List[dict]) -> List[dict]:
 
 
 def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
-  """The confirm stage: the CONFIRMED best coarse candidates; the best one with a constant finetuning rate and with
-  its last epoch kept (does the schedule, does early stopping pay?); the best candidate without pretraining; the
-  report's values. Empty until every coarse candidate has its records."""
+  """The confirm stage: the CONFIRMED best coarse candidates, the best with a constant finetuning rate and with its last
+  epoch kept, the best without pretraining, the report's values; empty until every coarse candidate has records."""
   best = ranked(coarse_rows)
   if not best or any(r["score"] is None and not r["failed"] for r in coarse_rows):
     return []
