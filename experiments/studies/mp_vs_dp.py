@@ -37,9 +37,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
     rows.append([label, _seconds(dp), _seconds(mp), fmt(records.ratio(mp, dp) if dp and mp else None, "×"),
                  r.get(DP.name, "—"), r.get(MP.name, "—"), fmt(r[MP.name] / r[DP.name] if r else None, "×")])
   return md_table(["setting (ours)", "ours DP s", "ours MP s", "ours MP/DP", "report DP s", "report MP s",
-                   "report MP/DP"], rows), [
-      f"Ours: {series.batch_label(list(data.runs.values()))}; the report: batch 7000 ({presets.REPORT_DP_BATCH_NOTE}). "
-      f"{SINGLE}"]
+                   "report MP/DP"], rows), [f"Ours: {series.batch_label(list(data.runs.values()))}; the report: "
+                                           f"batch 7000 ({presets.REPORT_DP_BATCH_NOTE}). {SINGLE}"]
 
 
 def figure(data: records.StudyRecords, others=None):
