@@ -262,7 +262,6 @@ def build(registry: Registry, preset: str, found: Any = None) -> StudyRuns:
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
   out: StudyRuns = {}
-
   def resolve(study: Study) -> Tuple[Run, ...]:
     if study.name not in out:
       shared = {r.key(): r for name in study.shares if preset in registry.get(name).sizes

@@ -31,7 +31,6 @@ def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3)
     for m, k, n, ta, tb in dict.fromkeys(shapes(hidden_units, batch_size)):
       a = tf.cast(tf.random.uniform([4] + ([k, m] if ta else [m, k])), dtype)
       b = tf.cast(tf.random.uniform([4] + ([n, k] if tb else [k, n])), dtype)
-
       @tf.function
       def loop(a=a, b=b, ta=ta, tb=tb):
         def body(i, acc):
