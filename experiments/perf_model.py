@@ -117,11 +117,6 @@ class LayerModel:
                                 for r in pairs.values()], [r["pretrain_seconds"] for r in pairs.values()],
                      high=MAX_SLOWDOWN)
     return dataclasses.replace(model, slowdown=rho)
-
-
-Greedy = LayerModel
-
-
 class SyncLayerwise(LayerModel):
   """sync_layerwise: every step of `Schedule(H, H, E)`, its active layers one after another on one core."""
 
@@ -229,6 +224,7 @@ class Pipeline:
 MODELS = {programs.GREEDY.name: LayerModel, programs.SYNC_LAYERWISE.name: SyncLayerwise,
           programs.MODEL_PARALLEL.name: ModelParallel, programs.DATA_PARALLEL.name: DataParallel,
           programs.PIPELINE_PARALLEL.name: Pipeline}
+Greedy = LayerModel  # greedy's model is the layer-wise models' base
 
 
 class Prediction(NamedTuple):

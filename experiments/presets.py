@@ -35,11 +35,13 @@ LARGE_BATCH_CANDIDATES = (("dp_report", {}), ("dp_linear_warmup2", {"pretrain_lr
                           "finetune_lr_scaling": "linear", "warmup_epochs": 2}), ("dp_large_batch_recipe", LARGE_BATCH))
 RECIPES = (("report", {}), ("large_batch", LARGE_BATCH))
 BF16 = {"precision": programs.PRECISIONS[1]}
+BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per precision, float32 first
 MNIST, FASHION = datasets.DEFAULT, "fashion_mnist"  # Fashion-MNIST: an accuracy study and two full-size runs
 NONE: Mapping[str, Any] = types.MappingProxyType({})  # no settings beside a run's sizes
 # The settings every run's command line names, whatever their values (the rest: those not at their defaults).
 SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices", "threads_per_device",
           "train_examples", "seed")
+StudyRuns = Dict[str, Tuple["Run", ...]]  # {study: its runs at one preset}, in the registry's order
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,11 +172,6 @@ def accuracy_runs(s) -> List[Run]:
   return [spec(f"{'' if data == MNIST else data + '_'}{p.run_name}_e{e}", p, s["hidden"], e, s["batch"],
                s["devices"], s["examples"], e, settings={"dataset": data},
                resumable=True) for e in s["epochs"] for p in ACCURACY_COMPARED]
-
-
-BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per precision, float32 first
-
-
 def comparison_runs(s) -> List[Run]:
   """The baseline and every multi-device program at sizes `s`, held-out reconstruction every epoch (DP: dp_settings)."""
   return [spec(p.run_name, p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
@@ -244,11 +241,6 @@ class Registry(NamedTuple):
     for study in (e for e in self.studies + self.benchmarks if e.name == name):
       return study
     raise ValueError(f"unknown study {name!r}; studies: {', '.join(e.name for e in self.studies + self.benchmarks)}")
-
-
-StudyRuns = Dict[str, Tuple[Run, ...]]  # {study: its runs at one preset}, in the registry's order
-
-
 def runs_of(study: Study, preset: str, found: Any = None) -> List[Run]:
   """`study`'s runs at `preset` as its file declares them (shared runs not resolved): its first stage's, then those of
   each later stage built from `found` (the records found so far, `records.table`; without them, none)."""

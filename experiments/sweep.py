@@ -45,10 +45,6 @@ def no_pretraining(finetune_rate: float) -> Candidate:
   return Candidate(f"none_f{finetune_rate:g}", dict(finetune_learning_rate=finetune_rate,
                                                    finetune_lr_schedule="cosine", finetune_keep_best=True), False)
 
-
-REPORT = Candidate("report", {})
-
-
 def coarse_candidates(grid_points: Optional[int] = None) -> List[Candidate]:
   """The coarse stage: the grid (its first `grid_points`: smoke), no pretraining at each finetuning rate, the report."""
   grid = [candidate(p, c, f) for p, c, f in itertools.product(PRETRAIN_RATES, CORRUPTIONS, FINETUNE_RATES)]
@@ -131,6 +127,7 @@ def heldout_means(rs: Sequence[dict]) -> List[float]:
   return [sum(layer) / len(layer) for layer in zip(*([h["loss"] for h in r["heldout_reconstruction"]] for r in rs))]
 
 
+REPORT = Candidate("report", {})  # the report's values, a reference among the candidates
 # The pretraining studies' sizes: the cpu preset's accuracy size, 3 seeds, MNIST and Fashion-MNIST.
 CPU_ACCURACY = dict(examples=11_000, epochs=12, hidden=(500,) * 4, batch=100)
 SMOKE_ACCURACY = dict(examples=400, epochs=1, hidden=(16, 16), batch=40, seeds=(0,), datasets=("mnist",))

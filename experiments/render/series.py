@@ -12,6 +12,10 @@ MODEL_ERROR_GOAL = 0.15
 Runs = Dict[str, dict]
 SCALING = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")
 Data = Dict[str, Optional[records.StudyRecords]]
+# Which preset a study shows when several have records: paper when complete, else the first of these.
+PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
+SHRUNK = {"train_examples": "examples", "pretrain_epochs": "pretrain epochs", "finetune_epochs": "finetune epochs",
+          "batch_size": "batch", "hidden_units": "hidden units", "num_devices": "devices"}  # {flag: label}
 
 
 def program_of(record: dict) -> str:
@@ -65,12 +69,6 @@ def by_preset(data: records.StudyRecords) -> Dict[str, Runs]:
 def program_name(program: str) -> str:
   """A program's registry label, e.g. "model parallel"; ValueError for an unregistered program."""
   return programs.get(program).label
-
-
-SHRUNK = {"train_examples": "examples", "pretrain_epochs": "pretrain epochs", "finetune_epochs": "finetune epochs",
-          "batch_size": "batch", "hidden_units": "hidden units", "num_devices": "devices"}  # {flag: label}
-
-
 def preset_note(study: presets.Study, preset: str) -> str:
   """"preset cpu: examples 5500 (paper 55000); ..." (`SHRUNK` settings changed from paper) or "preset paper (...)"."""
   def values(p: str, flag: str) -> str:
@@ -91,12 +89,6 @@ def figure_path(output_dir: str, study: str) -> str:
 def program_records(data: records.StudyRecords) -> Runs:
   """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
   return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
-
-
-# Which preset a study shows when several have records: paper when complete, else the first of these.
-PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
-
-
 def load_all(output_dir: str, registry: presets.Registry) -> Data:
   """{study: its records in `output_dir` (`records.StudyRecords`), or None} of every study of `registry`: the folder's
   records globbed once into one table (`records.table`), then each study's rows picked by its runs at each preset
