@@ -36,8 +36,7 @@ def call(command: Sequence[str], log: Optional[IO] = None, capture: bool = False
 
 
 def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> List["Job"]:
-  """`jobs` but, on a processor without native bfloat16 (`common.measure.provenance`, read without TensorFlow), those
-  in mixed_bfloat16 with no record (the programs refuse them off a GPU), left out with a line naming them."""
+  """`jobs` but, on a CPU without native bfloat16, the mixed_bfloat16 ones lacking a record (left out, named)."""
   native = provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None
   left = [j for j in jobs if not native and j.spec.config.precision == programs.PRECISIONS[1]
           and records.load(j.record) is None]
@@ -137,8 +136,7 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
     cmd, t0 = command(j, modules), time.perf_counter()
     progress(j, f"start {j.spec.summary()}")
     with open(j.log, "w") as log:
-      log.write(" ".join(cmd) + "\n")
-      log.flush()
+      print(" ".join(cmd), file=log, flush=True)
       code = call(cmd, log).returncode
     seconds, record = time.perf_counter() - t0, records.load(j.record)
     if (code != 0 or record is None) and j.spec.may_fail:
@@ -152,11 +150,11 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
     with lock:
       done["runs"] += 1
       if driver_log:
+        finished = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
         with open(driver_log, "a") as f:
-          f.write(json.dumps({"preset": j.preset, "entry": j.group, "run": j.spec.stored_name, "machine": here,
-                              "wall_seconds": round(seconds, 3),
-                              "parallel_jobs": parallel, "command": cmd[2:], "finished_utc": datetime.datetime.now(
-                                  datetime.timezone.utc).isoformat(timespec="seconds")}) + "\n")
+          print(json.dumps({"preset": j.preset, "entry": j.group, "run": j.spec.stored_name, "machine": here,
+                            "wall_seconds": round(seconds, 3), "parallel_jobs": parallel, "command": cmd[2:],
+                            "finished_utc": finished}), file=f)
     progress(j, f"failed: {record['failed']}" if record.get("failed") else
              f"done in {_clock(seconds)}, pretraining {record['pretrain_seconds']:.2f} s")
 

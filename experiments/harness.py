@@ -28,8 +28,7 @@ SHARED_FLAGS = {
     "num_devices": (2, "Devices of the parallel configurations."),
     "repeats": (3, "Runs of each configuration (alternated).")}
 OUTPUT_DIR, WORK_DIR = os.path.join("results", "benchmarks"), os.path.join("scratch", "benchmarks")
-# A held-out loss counts as reached at its reference's final one times 1 + this.
-LOSS_TOLERANCE = 0.01
+LOSS_TOLERANCE = 0.01  # a held-out loss counts as reached at its reference's final one times 1 + this
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,16 +50,13 @@ class Setting:
 
 
 def machine_class() -> str:
-  """This processor's instruction-set class as a folder name, e.g. "avx512_bf16" (`processor_defaults.this_class`): the
-  folder of a benchmark whose choices differ by class, so each class's records sit apart."""
-  name = processor_defaults.this_class() or "unknown"
-  return name.lower().replace("-", "").replace(" ", "_")
+  """This processor's instruction-set class as a folder name ("avx512_bf16"), so each class's records sit apart."""
+  return (processor_defaults.this_class() or "unknown").lower().replace("-", "").replace(" ", "_")
 
 
 def summary_file(benchmark: presets.Benchmark, setting: Setting) -> str:
   """The file name of a setting's summary: summary_<folder>.json, or summary.json for the fixed folder "records"."""
-  folder = benchmark.folder(setting)
-  return "summary.json" if folder == "records" else f"summary_{folder}.json"
+  return "summary.json" if (folder := benchmark.folder(setting)) == "records" else f"summary_{folder}.json"
 
 
 def spread(values: Sequence[float]) -> Dict[str, object]:
@@ -96,8 +92,7 @@ def seconds_to_loss_of(record: Mapping[str, Any], reference: Mapping[str, Any]) 
 def flops(record: dict) -> float:
   """FLOPs of a record's pretraining: every layer-epoch it trained at its schedule's cost (`common.measure.cost`)."""
   c = record["config"]
-  per_epoch = (cost.pipeline_layer_epoch_flops if programs.get(record["strategy"]).pipelined
-               else cost.layer_epoch_flops)
+  per_epoch = cost.pipeline_layer_epoch_flops if programs.get(record["strategy"]).pipelined else cost.layer_epoch_flops
   examples = (c["train_examples"] // c["batch_size"]) * c["batch_size"]
   return sum(len(layer["epochs"]) * per_epoch(c["hidden_units"], i + 1, examples)
              for i, layer in enumerate(record["layers"]))
@@ -136,10 +131,9 @@ def plan(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_d
 
 
 def provenance(found: Records) -> Dict[str, Any]:
-  """The records' common provenance (None where they predate a field; dirty if any was; "commits" lists every
-  commit, which may differ when the code digest is the same: commits that differ only in results/, docs/ and *.md
-  are the same code) and each configuration's kernels, thread pool and precision; ValueError when they disagree on
-  machine or code."""
+  """The records' common provenance (None where they predate a field; dirty if any was; "commits": every commit, one
+  code digest allowing several, differing only in results/, docs/ and *.md) and each configuration's kernels, thread
+  pool and precision; ValueError when they disagree on machine or code."""
   envs, out = [r["environment"] for rs in found.values() for r in rs], {}
   same_code = len({e.get("code_digest") for e in envs}) == 1 and envs[0].get("code_digest")
   out["commits"] = sorted({str(e.get("commit")) for e in envs})
@@ -158,8 +152,7 @@ def provenance(found: Records) -> Dict[str, Any]:
 def summarize(benchmark: presets.Benchmark, setting: Setting, jobs: Sequence[driver.Job], command: str,
               machine_load: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
   """The summary of `jobs`' records in alternation order, noisy ones flagged; ValueError: several machines or codes."""
-  configurations = benchmark.runs(setting)
-  ordered = sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
+  configurations, ordered = benchmark.runs(setting), sorted(jobs, key=lambda j: int(j.run_name.rsplit("_r", 1)[1]))
   found: Records = {c.name: [records.load(j.record) for j in ordered if j.spec.name == c.name] for c in configurations}
   first = next(iter(found.values()))[0]["environment"]
   seconds = {name: spread([r["pretrain_seconds"] for r in rs]) for name, rs in found.items()}
@@ -241,8 +234,7 @@ def main(benchmark: presets.Benchmark) -> None:
       path, _ = run(benchmark, chosen, output.value, work.value,
                     " ".join(["python", "-m", f"experiments.benchmarks.{benchmark.name}", *sys.argv[1:]]))
     except (driver.RunFailedError, ValueError) as e:
-      print(f"error: {e}", file=sys.stderr)
-      sys.exit(1)
+      sys.exit(f"error: {e}")  # status 1, the message on stderr
     print(f"Summary: {path}")
 
   app.run(_main)

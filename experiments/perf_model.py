@@ -14,8 +14,7 @@ from experiments import records as records_lib
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import placement
 
-# Devices the model's lines are drawn for.
-MAX_PREDICTED_DEVICES = 8
+MAX_PREDICTED_DEVICES = 8  # devices the model's lines are drawn for
 # rho is fitted in [1, MAX_SLOWDOWN]: two jobs side by side each slowed 2x or more would be no faster
 # than one after the other, which a work-conserving runtime does not do; a larger fit is noise.
 MAX_SLOWDOWN = 2.0
@@ -52,8 +51,7 @@ def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[f
     return low
   m, at_low = numpy.asarray(measured, dtype=float), numpy.asarray(predict(low), dtype=float)
   slope = (numpy.asarray(predict(high), dtype=float) - at_low) / (high - low) / m  # of each relative error
-  x = low + slope @ ((m - at_low) / m) / (slope @ slope) if slope.any() else low
-  return float(numpy.clip(x, low, high))
+  return float(numpy.clip(low + slope @ ((m - at_low) / m) / (slope @ slope) if slope.any() else low, low, high))
 
 
 def epoch_seconds_of(record: Mapping) -> List[float]:
@@ -119,11 +117,6 @@ class LayerModel:
                                 for r in pairs.values()], [r["pretrain_seconds"] for r in pairs.values()],
                      high=MAX_SLOWDOWN)
     return dataclasses.replace(model, slowdown=rho)
-
-
-Greedy = LayerModel
-
-
 class SyncLayerwise(LayerModel):
   """sync_layerwise: every step of `Schedule(H, H, E)`, its active layers one after another on one core."""
 
@@ -203,9 +196,8 @@ def pipeline_plan(config: Mapping, devices: int) -> placement.Plan:
 
 @dataclasses.dataclass(frozen=True)
 class Pipeline:
-  """pipeline_parallel: the longer of the critical path (`placement.Plan.critical_path_flops`; with R replicas per
-  stage each computes 1/R of its stage, the all-reduce not counted) and all FLOPs over min(G, C) cores, at the
-  one-device run's FLOP rate; no co-run slowdown."""
+  """pipeline_parallel: the longer of the critical path (`Plan.critical_path_flops`; R replicas per stage: 1/R each,
+  all-reduce not counted) and all FLOPs over min(G, C) cores, at the one-device FLOP rate; no co-run slowdown."""
   rate: float
   cores: int
   calibration: Tuple[str, ...]
@@ -232,6 +224,7 @@ class Pipeline:
 MODELS = {programs.GREEDY.name: LayerModel, programs.SYNC_LAYERWISE.name: SyncLayerwise,
           programs.MODEL_PARALLEL.name: ModelParallel, programs.DATA_PARALLEL.name: DataParallel,
           programs.PIPELINE_PARALLEL.name: Pipeline}
+Greedy = LayerModel  # greedy's model is the layer-wise models' base
 
 
 class Prediction(NamedTuple):

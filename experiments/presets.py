@@ -26,31 +26,29 @@ GREEDY, MP, DP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.DATA_PAR
 # The baseline and every program on several devices: a newly registered one joins these with no edit here.
 COMPARED = (programs.baseline(),) + tuple(p for p in programs.PROGRAMS if not p.one_device)
 ACCURACY_COMPARED = tuple(p for p in COMPARED if p is not DP)  # data_parallel's accuracy study is dp_accuracy
-# The comparison runs record the held-out reconstruction after every epoch (the convergence study's loss).
-HELDOUT = {"heldout_every_epoch": True}
-# Data-parallel settings: the accuracy and sweep runs skip the op profile of layer 1; the timing runs profile it.
-NO_PROFILE = {"profile_steps": 0}
+HELDOUT = {"heldout_every_epoch": True}  # the comparison runs' held-out reconstruction every epoch (convergence's loss)
+NO_PROFILE = {"profile_steps": 0}  # data_parallel's accuracy and sweep runs skip layer 1's op profile (timed runs: not)
 _DP_SETTINGS = {"smoke": {"profile_steps": 1, "profile_repeats": 1}, "mid": NO_PROFILE, "full": NO_PROFILE}
-# The large-batch recipe's values set one by one, as its records were made before --recipe existed.
-LARGE_BATCH = dict(recipes.get("large_batch").values)
+LARGE_BATCH = dict(recipes.get("large_batch").values)  # the large-batch recipe, value by value (older than --recipe)
 # The large-batch study's candidates: data_parallel at the large global batch with these settings.
 LARGE_BATCH_CANDIDATES = (("dp_report", {}), ("dp_linear_warmup2", {"pretrain_lr_scaling": "linear",
                           "finetune_lr_scaling": "linear", "warmup_epochs": 2}), ("dp_large_batch_recipe", LARGE_BATCH))
 RECIPES = (("report", {}), ("large_batch", LARGE_BATCH))
 BF16 = {"precision": programs.PRECISIONS[1]}
+BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per precision, float32 first
 MNIST, FASHION = datasets.DEFAULT, "fashion_mnist"  # Fashion-MNIST: an accuracy study and two full-size runs
 NONE: Mapping[str, Any] = types.MappingProxyType({})  # no settings beside a run's sizes
 # The settings every run's command line names, whatever their values (the rest: those not at their defaults).
 SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices", "threads_per_device",
           "train_examples", "seed")
+StudyRuns = Dict[str, Tuple["Run", ...]]  # {study: its runs at one preset}, in the registry's order
 
 
 @dataclasses.dataclass(frozen=True)
 class Run:
-  """One run: its name in its study, its program's `Config` (every setting; its command line is derived from it),
-  whether it resumes from checkpoints, the study and name its record is stored under, the launcher's module and
-  flags, and whether it may fail (a sweep's candidate whose training diverges is a result); `build` sets where its
-  record goes (`home`, `stored_name`, `layout`: its home study's)."""
+  """One run: its name in its study, its program's `Config` (every setting; its command line comes from it), whether
+  it resumes from checkpoints, the launcher's module and flags, whether it may fail (a diverging sweep candidate is a
+  result); `build` sets where its record goes (`home`, `stored_name`, `layout`: its home study's)."""
   name: str
   config: config_lib.Config
   resumable: bool = False
@@ -81,9 +79,8 @@ class Run:
 
 
 def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: int, batch: int, devices: int,
-         examples: int, finetune_epochs: int = 0, settings: Mapping[str, Any] = NONE,
-         resumable: bool = False, launcher: Sequence[str] = (), threads: int = 1, seed: int = 0,
-         may_fail: bool = False) -> Run:
+         examples: int, finetune_epochs: int = 0, settings: Mapping[str, Any] = NONE, resumable: bool = False,
+         launcher: Sequence[str] = (), threads: int = 1, seed: int = 0, may_fail: bool = False) -> Run:
   """The Run of `program` at these sizes on `program.devices_for(devices)`, `settings` on top; ValueError: refused."""
   values = {**dict(hidden_units=tuple(hidden), pretrain_epochs=epochs, finetune_epochs=finetune_epochs,
                     batch_size=batch, num_devices=program.devices_for(devices), threads_per_device=threads,
@@ -109,16 +106,14 @@ class Headline(NamedTuple):
 
 @dataclasses.dataclass(frozen=True)
 class Study:
-  """A figure or table of results/README.md and its runs, declared in a file of `experiments/studies/` (`STUDIES`), run
-  by `experiments.reproduce`. `sizes`: {preset: {size: value}} of the presets that run it; `runs`: its first stage
-  (one preset's sizes, "preset" and "dp_settings" added -> [Run]); `table`: (its records, other folders' records) ->
-  (markdown, sentences); `figure`: the same -> a matplotlib figure (None: none); `kind`: report, beyond (the report) or
-  own (the project's questions); `layout`: its records' (under the output directory); `timed`: True (its table
+  """A figure or table of results/README.md and its runs, a file of `experiments/studies/`'s `STUDIES`. `sizes`:
+  {preset: {size: value}} of the presets that run it; `runs`: its first stage (a preset's sizes plus "preset" and
+  "dp_settings" -> [Run]); `table`: (its records, other folders') -> (markdown, sentences); `figure`: the same -> a
+  matplotlib figure or None; `kind`: report, beyond (the report) or own; `layout` of its records; `timed`: True (it
   compares seconds: a preset's records of one machine and code, runs one at a time), False (accuracy only) or a
-  function of a run's name (`times`); `reported`: the report's numbers beside ours (None: none); `headline`: its rows
-  of the results headline; `shares`: the studies whose record it reuses for a run computing the same thing (`Run.key`)
-  at the same preset; `later`: its later stages, each (the sizes, the records so far: `records.table`) -> [Run], built
-  once the stages before have records (the pretraining sweep's confirm stage)."""
+  function of a run's name (`times`); `reported`: the report's numbers or None; `headline`: its headline rows;
+  `shares`: the studies whose record it reuses for a run computing the same (`Run.key`) at one preset; `later`: later
+  stages, each (the sizes, the records so far: `records.table`) -> [Run], built once the stages before have records."""
   name: str
   title: str
   sizes: Mapping[str, Mapping[str, Any]]
@@ -141,15 +136,14 @@ class Study:
 
 @dataclasses.dataclass(frozen=True)
 class Benchmark:
-  """A benchmark, the `BENCHMARK` of a module of `experiments/benchmarks/`, run by its command line
-  (`experiments.harness.main`): configurations alternated repeat after repeat, records under
-  results/benchmarks/<name>/. `runs`: a `harness.Setting` -> [Run]; `summarize`: (Setting, {configuration: [record
-  per repeat]}) -> {measure: value}; `title` of its `section`; `defaults` of the shared flags; `options`: {flag:
-  (default: float, int, str or list of str, help)}; `folder`: Setting -> the records' folder (summary_<folder>.json,
-  summary.json for "records"); `columns`: (measure, README label); `details`: summary -> (caption, header, rows), a
-  table under its row (cells a spread, a number or text); `figure`: {file name: summary} -> a matplotlib figure
-  (figures/`figure_file`); `section`: output_dir -> markdown, its own section of results/README.md after the
-  Benchmarks, its figure there; `headline`: rows of the results headline; `order`."""
+  """A benchmark, the `BENCHMARK` of a module of `experiments/benchmarks/` run by its command line (`harness.main`):
+  configurations alternated repeat after repeat, records under results/benchmarks/<name>/. `runs`: a `harness.Setting`
+  -> [Run]; `summarize`: (Setting, {configuration: [record per repeat]}) -> {measure: value}; `defaults` of the shared
+  flags; `options`: {flag: (default: float, int, str or list of str, help)}; `folder`: Setting -> the records' folder
+  (summary_<folder>.json; summary.json for "records"); `columns`: (measure, README label); `details`: summary ->
+  (caption, header, rows), a table under its row (cells a spread, number or text); `figure`: {file name: summary} -> a
+  matplotlib figure (figures/`figure_file`); `section`: output_dir -> markdown, its own section of results/README.md
+  after the Benchmarks (titled `title`, its figure there); `headline`: its rows of the results headline; `order`."""
   name: str
   runs: Callable[[Any], List[Run]]
   summarize: Callable[[Any, Mapping[str, List[dict]]], Dict[str, Any]]
@@ -178,11 +172,6 @@ def accuracy_runs(s) -> List[Run]:
   return [spec(f"{'' if data == MNIST else data + '_'}{p.run_name}_e{e}", p, s["hidden"], e, s["batch"],
                s["devices"], s["examples"], e, settings={"dataset": data},
                resumable=True) for e in s["epochs"] for p in ACCURACY_COMPARED]
-
-
-BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per precision, float32 first
-
-
 def comparison_runs(s) -> List[Run]:
   """The baseline and every multi-device program at sizes `s`, held-out reconstruction every epoch (DP: dp_settings)."""
   return [spec(p.run_name, p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
@@ -202,16 +191,14 @@ COMPARISON_REPORTED = {GREEDY.name: 1105, MP.name: 702, DP.name: 1007}
 ACCURACY_REPORTED = {GREEDY.name: {10: 0.940, 20: 0.952, 30: 0.957, 40: 0.961, 50: 0.966, 60: 0.969},
                      MP.name: {10: 0.765, 20: 0.953, 30: 0.959, 40: 0.962, 50: 0.967, 60: 0.859}}
 ACCURACY_REPORTED_MP_TEXT = 0.9662
-# The report's data parallel at batch 5000 per GPU (its text): E pretraining + E finetuning epochs -> test accuracy.
-DP_ACCURACY_REPORTED = {30: 0.7472, 60: 0.8162}
+DP_ACCURACY_REPORTED = {30: 0.7472, 60: 0.8162}  # the report's DP at batch 5000 per GPU: E + E epochs -> test accuracy
 # Other models' test accuracies, for context (not the report's): {dataset: {model: test accuracy}} (Fashion-MNIST's
 # benchmark table, zalandoresearch/fashion-mnist).
 PUBLISHED_BASELINES = {"fashion_mnist": {"MLP 256-128-100": 0.8833, "SVC (C=10, RBF)": 0.897}}
 PUBLISHED = ("Published baselines: test accuracies of other models in the Fashion-MNIST benchmark table "
              "(`PUBLISHED_BASELINES` in `experiments/studies/fashion_mnist_accuracy.py`), not the report's numbers "
              "nor ours.")
-# The full-size runs' test accuracy goal on a dataset other than MNIST (MNIST's: the report's numbers).
-ACCURACY_GOALS = {FASHION: 0.89}
+ACCURACY_GOALS = {FASHION: 0.89}  # the full-size runs' test accuracy goal off MNIST (MNIST's: the report's numbers)
 
 # Our data-parallel batch is the global one (the report's was per GPU). cpu: epochs / 6, 1000 units instead of
 # 2000, fewer examples (>= 2 steps per epoch), 12 of 19 sweep batches, comparisons on 2 devices; accuracy studies:
@@ -254,11 +241,6 @@ class Registry(NamedTuple):
     for study in (e for e in self.studies + self.benchmarks if e.name == name):
       return study
     raise ValueError(f"unknown study {name!r}; studies: {', '.join(e.name for e in self.studies + self.benchmarks)}")
-
-
-StudyRuns = Dict[str, Tuple[Run, ...]]  # {study: its runs at one preset}, in the registry's order
-
-
 def runs_of(study: Study, preset: str, found: Any = None) -> List[Run]:
   """`study`'s runs at `preset` as its file declares them (shared runs not resolved): its first stage's, then those of
   each later stage built from `found` (the records found so far, `records.table`; without them, none)."""
@@ -267,13 +249,11 @@ def runs_of(study: Study, preset: str, found: Any = None) -> List[Run]:
 
 
 def build(registry: Registry, preset: str, found: Any = None) -> StudyRuns:
-  """The studies `preset` defines, in order, each with its runs (`runs_of`, its later stages from the records
-  `found`); a run that computes what a run of a study in its `shares` computes is stored as that run (whatever the
-  order of the studies); ValueError for an unknown preset."""
+  """The studies `preset` defines, in order, with their runs (`runs_of`; later stages from `found`), a run computing
+  what a run of a study in its `shares` computes stored as that one (in any order); ValueError: unknown preset."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")
   out: StudyRuns = {}
-
   def resolve(study: Study) -> Tuple[Run, ...]:
     if study.name not in out:
       shared = {r.key(): r for name in study.shares if preset in registry.get(name).sizes

@@ -19,11 +19,9 @@ from common.measure import provenance
 from common.data import sources
 from common.settings import config as config_lib
 
-# What a table shows for a field a record lacks (records made before the field existed).
-NOT_RECORDED = "not recorded"
+NOT_RECORDED = "not recorded"  # what a table shows for a field a record lacks (records made before the field existed)
 NO_ISA = f"instruction set {NOT_RECORDED}"  # the label of a record without `environment.cpu_flags`
-# A configuration whose repeats' pretraining seconds differ by more than this (max / min - 1) is flagged noisy.
-NOISE = 0.15
+NOISE = 0.15  # a configuration whose repeats' pretraining seconds differ by more (max / min - 1) is noisy
 DATASET_LABELS = {"mnist": "MNIST", "fashion_mnist": "Fashion-MNIST"}  # as tables and figures name them
 Record = Dict[str, Any]
 
@@ -59,16 +57,14 @@ def of(found: pandas.DataFrame, study: str, preset: str) -> Dict[str, Record]:
 
 
 def folders(output_dir: str) -> List[str]:
-  """The folders of records kept beside the main ones (e.g. another machine's, documented by their README.md): every
-  subfolder of `output_dir` with a runs/ or benchmarks/ folder of its own, sorted; each loads like the main one."""
+  """The subfolders of `output_dir` with runs/ or benchmarks/ of their own (another machine's records), sorted."""
   return sorted(f for f in os.listdir(output_dir) if any(os.path.isdir(os.path.join(output_dir, f, sub))
                                                          for sub in ("runs", "benchmarks")))
 
 
 def mismatches(record: Mapping, spec: Any) -> List[str]:
-  """The training settings whose value in `record["config"]` (and its `dataset`) differs from the run `spec`'s, by the
-  rule that decides resuming a checkpoint (`config.stale_settings`: a setting the record predates counts as its
-  default), e.g. after a study's runs were edited; `spec` is a `presets.Run`."""
+  """The training settings of `record["config"]` (and `dataset`) differing from the `presets.Run` `spec`'s by the rule
+  deciding a checkpoint's resumption (`config.stale_settings`: a setting the record predates counts as its default)."""
   saved, want = dict(record.get("config", {}), dataset=dataset(record)), spec.config.training_fingerprint()
   return [f"{k}={saved.get(k)!r} (run: {want[k]!r})" for k in config_lib.stale_settings(spec.config, saved)]
 
@@ -129,10 +125,9 @@ def host(record: Mapping, usable: Optional[set] = None, isa: bool = True) -> str
   name += f", {instruction_set(record) or NO_ISA}" if isa else ""
   # The machine itself where the record names it (`provenance.machine_id`; a record made before: its class alone).
   name += f", machine {record['environment']['machine_id'][:6]}" if record["environment"].get("machine_id") else ""
-  if not usable or usable == {total}:
-    return f"{name}, {total} cores"
-  low, high = min(usable), max(usable)
-  return f"{name}, {low}{'' if low == high else f'–{high}'} of {total} cores"
+  low, high = min(usable or {total}), max(usable or {total})
+  return f"{name}, {total} cores" if low == high == total else (
+      f"{name}, {low}{'' if low == high else f'–{high}'} of {total} cores")
 
 
 def code(record: Mapping) -> str:
@@ -178,8 +173,7 @@ def same_source(rs: Sequence[Mapping]) -> bool:
 
 
 def noisy(summary: Mapping[str, Any]) -> List[str]:
-  """The configurations of a summary whose repeats' pretraining seconds differ by more than NOISE (max / min - 1),
-  computed from its spreads (so summaries made before the summary's "noisy" field get it too)."""
+  """A summary's configurations whose repeats' pretraining seconds differ by more than NOISE, from its spreads."""
   return [n for n, s in summary["pretrain_seconds"].items() if s["max"] > (1 + NOISE) * s["min"]]
 
 

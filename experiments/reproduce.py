@@ -16,9 +16,8 @@ from experiments.report import draw, readme
 
 
 def discover() -> presets.Registry:
-  """Every study (each module of experiments/studies/ lists its own in `STUDIES`) and every benchmark (each module of
-  experiments/benchmarks/ declares its `BENCHMARK`): the one place the study files are found; ValueError for two of
-  one name or order."""
+  """Every study (the `STUDIES` of each module of experiments/studies/) and benchmark (each experiments/benchmarks/
+  module's `BENCHMARK`): the one place the study files are found; ValueError for two of one name or order."""
   def modules(package):
     return [importlib.import_module(f"{package.__name__}.{m.name}") for m in pkgutil.iter_modules(package.__path__)]
   return presets.Registry(tuple(e for m in modules(study_files) for e in getattr(m, "STUDIES", ())), tuple(
@@ -41,11 +40,6 @@ _DRY_RUN = flags.DEFINE_bool("dry_run", False, "List the runs (with the seconds 
 _FIGURES_ONLY = flags.DEFINE_bool("figures_only", False, "Run nothing; draw every figure and table from the records.")
 
 
-def _fail(message: str) -> None:
-  print(f"error: {message}", file=sys.stderr)
-  sys.exit(1)
-
-
 def main(argv):
   if len(argv) > 1:
     raise app.UsageError(f"Unexpected positional arguments: {' '.join(argv[1:])}")
@@ -53,10 +47,10 @@ def main(argv):
   untimed = _ONLY.value and all(name.partition("/")[0] in REGISTRY.names and REGISTRY.get(
       name.partition("/")[0]).timed is False for name in _ONLY.value)
   if _JOBS.value > 1 and preset != "smoke" and not untimed:
-    _fail("--jobs > 1 runs programs side by side and distorts their timings; use it only with --preset=smoke or "
-          "with --only naming studies whose runs are not timed (the pretraining studies).")
+    sys.exit("error: --jobs > 1 runs programs side by side and distorts their timings; use it only with "
+             "--preset=smoke or with --only naming studies whose runs are not timed (the pretraining studies).")
   if _FIGURES_ONLY.value and not os.path.isdir(output_dir):
-    _fail(f"--output_dir={output_dir}: no such directory; --figures_only draws from the records there.")
+    sys.exit(f"error: --output_dir={output_dir}: no such directory; --figures_only draws from the records there.")
   # One pass per declared stage: a later stage's runs are built from the records the passes before wrote (`later`).
   for _ in range(0 if _FIGURES_ONLY.value else REGISTRY.stages):
     try:
@@ -68,7 +62,7 @@ def main(argv):
         return
       driver.run(jobs, f"reproduce {preset}", os.path.join(output_dir, "runs", "driver_log.jsonl"), _JOBS.value)
     except (ValueError, driver.RunFailedError) as e:
-      _fail(str(e))
+      sys.exit(f"error: {e}")  # status 1, the message on stderr
   draw.draw(output_dir, REGISTRY)
   print(f"[reproduce] wrote {readme.write(output_dir, REGISTRY)}")
   if os.path.abspath(output_dir) == os.path.join(ROOT, "results"):

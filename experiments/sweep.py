@@ -10,7 +10,6 @@ from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 from common.settings import programs
 from experiments import records
 from experiments.presets import Run, spec
-from experiments.records import accuracy
 
 NAME = "pretraining_sweep"  # the study (experiments/studies/pretraining_sweep.py), whose records its later stage reads
 SEEDS = (0, 1, 2)
@@ -46,10 +45,6 @@ def no_pretraining(finetune_rate: float) -> Candidate:
   return Candidate(f"none_f{finetune_rate:g}", dict(finetune_learning_rate=finetune_rate,
                                                    finetune_lr_schedule="cosine", finetune_keep_best=True), False)
 
-
-REPORT = Candidate("report", {})
-
-
 def coarse_candidates(grid_points: Optional[int] = None) -> List[Candidate]:
   """The coarse stage: the grid (its first `grid_points`: smoke), no pretraining at each finetuning rate, the report."""
   grid = [candidate(p, c, f) for p, c, f in itertools.product(PRETRAIN_RATES, CORRUPTIONS, FINETUNE_RATES)]
@@ -69,14 +64,13 @@ def parse(run: str) -> Tuple[str, str, str, int]:
 
 
 def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dict]:
-  """Per candidate of `stage` (in the order of the records' names): {"candidate", "pretrained", "datasets": {dataset:
-  [validation accuracy per finished run]}, "failed" (runs that failed), "score" (None unless every run of both
-  datasets finished)}. Test accuracy is not read."""
+  """Per candidate of `stage` (records' names in order): {"candidate", "pretrained", "datasets": {dataset: [validation
+  accuracy per finished run]}, "failed" (runs), "score" (None unless every run of both datasets finished)}."""
   out: dict = {}
   for (_, dataset, cand, _), record in ((parse(n), r) for n, r in sorted(runs.items()) if parse(n)[0] == stage):
     row = out.setdefault(cand, {"candidate": cand, "pretrained": not cand.startswith("none") and
                                 record["config"].get("pretrain_epochs", 1) > 0, "datasets": {}, "failed": 0})
-    value = accuracy(record, VAL)  # None for a run that failed: its record has no finetuning
+    value = records.accuracy(record, VAL)  # None for a run that failed: its record has no finetuning
     row["failed"] += value is None
     if value is not None:
       row["datasets"].setdefault(dataset, []).append(value)
@@ -93,9 +87,8 @@ def ranked(stage_rows: List[dict]) -> List[dict]:
 
 
 def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
-  """The confirm stage: the CONFIRMED best coarse candidates; the best one with a constant finetuning rate and with
-  its last epoch kept (does the schedule, does early stopping pay?); the best candidate without pretraining; the
-  report's values. Empty until every coarse candidate has its records."""
+  """The confirm stage: the CONFIRMED best coarse candidates, the best with a constant finetuning rate and with its last
+  epoch kept, the best without pretraining, the report's values; empty until every coarse candidate has records."""
   best = ranked(coarse_rows)
   if not best or any(r["score"] is None and not r["failed"] for r in coarse_rows):
     return []
@@ -126,7 +119,7 @@ def by_arm(runs: dict) -> dict:
 
 def gains(rs: Mapping[int, dict], base: Mapping[int, dict], key: str = "test_accuracy") -> List[float]:
   """Points (100 x) of `key` accuracy by which each of `rs` ({seed: record}) beats `base`'s, over common seeds."""
-  return [100 * (accuracy(rs[s], key) - accuracy(base[s], key)) for s in sorted(rs) if s in base]
+  return [100 * (records.accuracy(rs[s], key) - records.accuracy(base[s], key)) for s in sorted(rs) if s in base]
 
 
 def heldout_means(rs: Sequence[dict]) -> List[float]:
@@ -134,6 +127,7 @@ def heldout_means(rs: Sequence[dict]) -> List[float]:
   return [sum(layer) / len(layer) for layer in zip(*([h["loss"] for h in r["heldout_reconstruction"]] for r in rs))]
 
 
+REPORT = Candidate("report", {})  # the report's values, a reference among the candidates
 # The pretraining studies' sizes: the cpu preset's accuracy size, 3 seeds, MNIST and Fashion-MNIST.
 CPU_ACCURACY = dict(examples=11_000, epochs=12, hidden=(500,) * 4, batch=100)
 SMOKE_ACCURACY = dict(examples=400, epochs=1, hidden=(16, 16), batch=40, seeds=(0,), datasets=("mnist",))

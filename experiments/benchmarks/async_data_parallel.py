@@ -1,9 +1,8 @@
 """Benchmark: asynchronous against synchronous data parallelism, with and without a straggler: greedy on one device,
-data_parallel on --num_devices workers (`common.launch`, MultiWorkerMirroredStrategy) and async_data_parallel on as
-many workers and one parameter server, each again with worker 0 sleeping --slow_worker_delay seconds every step
-(`--benchmark_slow_worker_delay_seconds`), the held-out loss every epoch, alternated. Measures examples per second,
-the speedup over greedy, the seconds to greedy's final held-out loss (+1%, `harness.seconds_to_loss_of`), the
-staleness and rescheduled functions. Timings are committed.
+data_parallel on --num_devices workers (`common.launch`, MultiWorkerMirroredStrategy), async_data_parallel on as many
+workers and a parameter server, each again with worker 0 sleeping --slow_worker_delay s a step, the held-out loss
+every epoch, alternated. Measures examples per second, the speedup over greedy, the seconds to greedy's final
+held-out loss (+1%), the staleness and rescheduled functions. Timings are committed.
   python -m experiments.benchmarks.async_data_parallel --batch_size=100 --slow_worker_delay=0.01"""
 
 import statistics
@@ -36,8 +35,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
                                  for n, rs in found.items()},
          "speedup_vs_greedy": harness.speedups(found, base),
          "seconds_to_greedy_heldout_loss": {n: [harness.seconds_to_loss_of(r, g) for r, g in zip(rs, found[base])]
-                                            for n, rs in found.items()},
-         "staleness": {}, "rescheduled_functions": {}}
+                                            for n, rs in found.items()}, "staleness": {}, "rescheduled_functions": {}}
   for name, rs in found.items():
     if rs[0].get("staleness"):
       out["staleness"][name] = {k: statistics.median(r["staleness"][k] for r in rs) for k in ("mean", "p90", "max")}
@@ -82,8 +80,7 @@ def figure(summaries: Mapping[str, Dict]):
 
 
 BENCHMARK = presets.Benchmark(
-    name=ASYNC.name, runs=configurations, summarize=summarize,
-    defaults={"batch_size": 100, "pretrain_epochs": 3},
+    name=ASYNC.name, runs=configurations, summarize=summarize, defaults={"batch_size": 100, "pretrain_epochs": 3},
     options={"slow_worker_delay": (0.01, "Seconds worker 0 sleeps in every step of the straggler configurations.")},
     columns=((f"{SYNC.run_name}_straggler_slowdown", "data parallel: straggler / none"),
              (f"{ASYNC.run_name}_straggler_slowdown", "async: straggler / none")), details=details,

@@ -1,9 +1,8 @@
 """Benchmark: the size of async_data_parallel's scheduled functions (`--steps_per_function`, K): the program on
---num_devices workers and one parameter server (`common.launch`) at each K of --steps_per_function_values (at most a
-worker's share of an epoch: larger values run as that, the record says so), alternated. Measures per K examples per
-second, the speedup over the smallest K (same repeat), the staleness (mean / max; 0 everywhere: the workers never
-overlapped), and the fastest K (`choice`: async_data_parallel/config.py DEFAULT_STEPS_PER_FUNCTION). Timings are
-committed.
+--num_devices workers and a parameter server (`common.launch`) at each K of --steps_per_function_values (at most a
+worker's share of an epoch, as the record says), alternated. Measures per K examples per second, the speedup over the
+smallest K (same repeat), the staleness (mean / max; 0 everywhere: no overlap), and the fastest K (`choice`:
+async_data_parallel/config.py DEFAULT_STEPS_PER_FUNCTION). Timings are committed.
   python -m experiments.benchmarks.async_functions --batch_size=100"""
 
 import statistics

@@ -1,9 +1,8 @@
 """Benchmark: pipeline_parallel with replicated stages (P stages x R replicas, `--replicas_per_stage=R`) against
-data_parallel on --num_devices replicas: every (P, R) of --stages x --replicas whose P R devices fit the cores this
-process may use (and P <= layers), 1 thread per device, alternated (2 cores: (1, 1), (1, 2), (2, 1)). Measures each
-one's speedup over P = R = 1, P = 1, R = 2 against P = 2, R = 1 and against data_parallel, and `perf_model.Pipeline`
-(fitted on the one-device run) at the measured points with R = 1 (it has no all-reduce cost). Timings are committed:
-run alone on the machine.
+data_parallel on --num_devices replicas: every (P, R) of --stages x --replicas whose P R devices fit the usable cores
+(and P <= layers), 1 thread per device, alternated (2 cores: (1, 1), (1, 2), (2, 1)). Measures each one's speedup
+over P = R = 1, P = 1, R = 2 against P = 2, R = 1 and data_parallel, and `perf_model.Pipeline` (fitted on the
+one-device run) at the measured points with R = 1 (no all-reduce cost). Timings are committed: run alone.
   python -m experiments.benchmarks.hybrid"""
 
 import re
@@ -36,8 +35,7 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   if "p1_r2" in found and "p2_r1" in found:
     out["p1_r2_vs_p2_r1"] = harness.ratio_spread(found, "p2_r1", "p1_r2")
     out["p1_r2_vs_data_parallel"] = harness.ratio_spread(found, DP.run_name, "p1_r2")
-  model = perf_model.Pipeline.calibrate({base: found[base][0]})
-  config = found[base][0]["config"]
+  model, config = perf_model.Pipeline.calibrate({base: found[base][0]}), found[base][0]["config"]
   out["model"] = {"describe": model.describe(), "predictions": [
       {"stages": p, "replicas": r, "devices": p * r, "measured": f"p{p}_r{r}" in found,
        "predicted_seconds": model.predict(dict(config, replicas_per_stage=r), p * r)} for p, r in points(s)
@@ -58,10 +56,9 @@ def details(summary: Dict):
 
 
 BENCHMARK = presets.Benchmark(
-    name="hybrid", runs=configurations, summarize=summarize,
+    name="hybrid", runs=configurations, summarize=summarize, details=details, order=5,
     options={"stages": (["1", "2", "4"], "Stage counts P."), "replicas": (["1", "2", "4"], "Replicas per stage R.")},
-    columns=(("p1_r2_vs_p2_r1", "P=1,R=2 vs P=2,R=1"), ("p1_r2_vs_data_parallel", "P=1,R=2 vs data parallel")),
-    details=details, order=5)
+    columns=(("p1_r2_vs_p2_r1", "P=1,R=2 vs P=2,R=1"), ("p1_r2_vs_data_parallel", "P=1,R=2 vs data parallel")))
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)

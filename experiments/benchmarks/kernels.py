@@ -39,9 +39,8 @@ def precision_of(summary: Mapping) -> str:
 
 
 def choice(summaries: Sequence[Mapping], program: str, precision: str = F32) -> Optional[str]:
-  """The default kernel path of `program` at `precision` by the summaries: the path faster in every repeat of more
-  summaries than the other, None when neither is (no measured difference, or not measured); tests/test_reproduce.py
-  checks the registry against it."""
+  """The default kernel path of `program` at `precision` by the summaries (tests check the registry's): the path faster
+  in every repeat of more summaries than the other, None when neither is (no measured difference, or not measured)."""
   mine = [s for s in summaries if precision_of(s) == precision and program in s["programs"]]
   wins = {path: sum(s["programs"][program]["all_repeats_agree"] and s["programs"][program]["faster"] == path
                     for s in mine) for path in PATHS}

@@ -31,7 +31,6 @@ def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3)
     for m, k, n, ta, tb in dict.fromkeys(shapes(hidden_units, batch_size)):
       a = tf.cast(tf.random.uniform([4] + ([k, m] if ta else [m, k])), dtype)
       b = tf.cast(tf.random.uniform([4] + ([n, k] if tb else [k, n])), dtype)
-
       @tf.function
       def loop(a=a, b=b, ta=ta, tb=tb):
         def body(i, acc):
@@ -40,8 +39,7 @@ def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3)
         return tf.while_loop(lambda i, _: i < iterations, body, (tf.constant(0), tf.constant(0.0)))[1]
       loop().numpy()
       best = min(timeit.repeat(lambda: loop().numpy(), number=1, repeat=repeats))  # seconds of the fastest loop
-      f = 2.0 * m * k * n * iterations
-      count = shapes(hidden_units, batch_size).count((m, k, n, ta, tb))
+      f, count = 2.0 * m * k * n * iterations, shapes(hidden_units, batch_size).count((m, k, n, ta, tb))
       flops, seconds = flops + count * f, seconds + count * best
       per_shape.append({"m": m, "k": k, "n": n, "transpose_a": ta, "transpose_b": tb,
                         "gflops_per_second": f / best / 1e9})

@@ -1,9 +1,8 @@
 """Benchmark: where one step's time goes (`common.measure.trace_account`). pipeline_parallel on --num_devices one-thread
 devices (its default pool and finetuning placement) pretrains and finetunes one epoch each with --profile_dir, in each
-precision of --precisions; from the trace of one pipeline tick and of the first finetuning epoch, per TensorFlow
+precision of --precisions; from the traces of one pipeline tick and of the first finetuning epoch, per TensorFlow
 thread, the milliseconds per step in matrix products, conversions, element-wise ops, transfers, dispatch and idle,
-and the threads' timelines over a few steps (the figure). Traces cost time: no other run's seconds are compared with
-these. The traces stay in --trace_dir.
+and the threads' timelines over a few steps (the figure). Traces cost time: these seconds are compared with none.
   python -m experiments.benchmarks.step_account                 (batch 100; also --batch_size=1000)"""
 
 import os

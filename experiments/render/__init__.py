@@ -1,6 +1,5 @@
-"""The rendering helpers of the studies, benchmarks and report, from run records alone (no TensorFlow): series.py
-what is shown (and a study's records), tables.py number formats and shared tables, figures.py the drawing, cells.py
-the headline's cells; `template` the prose of a page or section."""
+"""Rendering from run records alone (no TensorFlow): series.py what is shown (and a study's records), tables.py number
+formats and shared tables, figures.py drawing, cells.py the headline's cells; `template`: a page's prose."""
 
 import os
 import string

@@ -1,7 +1,6 @@
-"""The headline's cells: a results table for users (`experiments.report.readme.headline`), at most 8 rows, cells of
-at most 100 characters, every number with its spread (or "single runs"), the machine class in words, the report's
-numbers only beside ours at the same sizes or with each side's size said. Its rows are declared by the studies and
-benchmarks whose records they read (`presets.Headline`); the helpers below make their cells."""
+"""The headline's cells (`experiments.report.readme.headline`, rows declared by the studies and benchmarks whose records
+they read: `presets.Headline`): at most 8 rows of cells of at most 100 characters, every number with its spread (or
+"single runs"), the machine class in words, the report's numbers beside ours at the same sizes or with sizes said."""
 
 import os
 from typing import List, Optional

@@ -92,8 +92,7 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
     place = records.folders(data.output_dir).index(machine) if machine else None
     marker, line = MAIN_STYLE if place is None else FOLDER_STYLES[place % len(FOLDER_STYLES)]
     model, _ = perf_model.calibrated(d.runs)
-    single = len(series.stacks(d)) == 1
-    cores = f"{series.cores(d)} cores"
+    single, cores = len(series.stacks(d)) == 1, f"{series.cores(d)} cores"
     for i, (h, by_g) in enumerate(series.stacks(d).items()):
       c, gs, label = DP.color if single else COLORS[i], list(by_g), f"{'' if single else f'{h} layers, '}{cores}"
       over = [records.oversubscribed(by_g[g]) for g in gs]

@@ -12,6 +12,10 @@ MODEL_ERROR_GOAL = 0.15
 Runs = Dict[str, dict]
 SCALING = ("mp_scaling_b100", "mp_scaling_b5000", "dp_scaling")
 Data = Dict[str, Optional[records.StudyRecords]]
+# Which preset a study shows when several have records: paper when complete, else the first of these.
+PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
+SHRUNK = {"train_examples": "examples", "pretrain_epochs": "pretrain epochs", "finetune_epochs": "finetune epochs",
+          "batch_size": "batch", "hidden_units": "hidden units", "num_devices": "devices"}  # {flag: label}
 
 
 def program_of(record: dict) -> str:
@@ -50,11 +54,10 @@ def oversubscribed_faster(data: records.StudyRecords) -> List[Tuple[int, int, fl
 
 def batch_label(rs: List[dict]) -> str:
   """The batch as run, "; "-joined: "global batch 5000 (2500 per device on 2)" if `splits_batch`, else "batch 100"."""
-  labels = []
-  for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"])):
-    b, g = r["config"]["batch_size"], records.devices(r)
-    labels.append(f"batch {b}" if not programs.get(program_of(r)).splits_batch else f"global batch {b} (1 device)"
-                  if g == 1 else f"global batch {b} ({b // g} per device on {g})")
+  labels = (f"batch {b}" if not programs.get(program_of(r)).splits_batch else f"global batch {b} (1 device)" if g == 1
+            else f"global batch {b} ({b // g} per device on {g})"
+            for r in sorted(rs, key=lambda r: (records.devices(r), r["config"]["batch_size"]))
+            for b, g in [(r["config"]["batch_size"], records.devices(r))])
   return "; ".join(dict.fromkeys(labels))
 
 
@@ -66,21 +69,14 @@ def by_preset(data: records.StudyRecords) -> Dict[str, Runs]:
 def program_name(program: str) -> str:
   """A program's registry label, e.g. "model parallel"; ValueError for an unregistered program."""
   return programs.get(program).label
-
-
-SHRUNK = (("train_examples", "examples"), ("pretrain_epochs", "pretrain epochs"),
-          ("finetune_epochs", "finetune epochs"), ("batch_size", "batch"), ("hidden_units", "hidden units"),
-          ("num_devices", "devices"))
-
-
 def preset_note(study: presets.Study, preset: str) -> str:
   """"preset cpu: examples 5500 (paper 55000); ..." (`SHRUNK` settings changed from paper) or "preset paper (...)"."""
   def values(p: str, flag: str) -> str:
     found = sorted({getattr(r.config, flag) for r in presets.runs_of(study, p)}, key=lambda v: (str(type(v)), v))
     return ", ".join("x".join(map(str, v)) if isinstance(v, tuple) else str(v) for v in found)
   notes = [] if preset == "paper" or "paper" not in study.sizes else [
-      f"{label} {a} (paper {b})" for flag, label in SHRUNK for a, b in [(values(preset, flag), values("paper", flag))]
-      if a != b]
+      f"{label} {a} (paper {b})" for flag, label in SHRUNK.items()
+      for a, b in [(values(preset, flag), values("paper", flag))] if a != b]
   return (f"preset {preset}: " + "; ".join(notes) if notes else
           f"preset {preset}" + (" (the report's settings)" if preset == "paper" else ""))
 
@@ -93,12 +89,6 @@ def figure_path(output_dir: str, study: str) -> str:
 def program_records(data: records.StudyRecords) -> Runs:
   """{run name: record} of strategy_comparison / convergence, in the order of `presets.COMPARED`."""
   return {p.run_name: data.runs[p.run_name] for p in presets.COMPARED if p.run_name in data.runs}
-
-
-# Which preset a study shows when several have records: paper when complete, else the first of these.
-PREFERENCE = ("cpu", "paper", "full", "mid", "pretraining", "smoke")
-
-
 def load_all(output_dir: str, registry: presets.Registry) -> Data:
   """{study: its records in `output_dir` (`records.StudyRecords`), or None} of every study of `registry`: the folder's
   records globbed once into one table (`records.table`), then each study's rows picked by its runs at each preset
@@ -118,9 +108,8 @@ def load_all(output_dir: str, registry: presets.Registry) -> Data:
       complete = complete or (p == "paper" and bool(shown[p]) and len(shown[p]) == len(runs))
     preset = "paper" if complete else next((p for p in PREFERENCE if shown[p]), None)
     if preset:
-      order = {}  # the driver's order: a shared run where the first study listing it has it
-      for r in (r for runs in built[preset].values() for r in runs):
-        order.setdefault((r.home, r.stored_name), len(order))
+      order = {k: i for i, k in enumerate(dict.fromkeys(  # the driver's order: a shared run with the first study's
+          (r.home, r.stored_name) for runs in built[preset].values() for r in runs))}
       planned = sorted(built[preset][study.name], key=lambda r: order[(r.home, r.stored_name)])
     out[study.name] = records.StudyRecords(study.name, preset, shown[preset], {
         p: r for p, r in shown.items() if r and p != preset}, output_dir, study, tuple(planned)) if preset else None

@@ -90,14 +90,12 @@ def scaling(data: records.StudyRecords, others: Others) -> Table:
                      f"{2 / model.slowdown:.2f}× here.")
   return md_table(["machine", "layers", "devices", "ours s", "ours speedup", "model s (error)", "report s",
                    "report speedup"], rows), sentences + [cores_note(data, others)]
-
-
-# The tables setting other folders' records beside this machine's (others get a table each: `readme.study_section`).
-WITH_OTHERS = (scaling,)
-
-
 def accuracy_goal(dataset: str) -> str:
   """"goal ≥ 0.89; published: MLP 256-128-100 0.8833, ..." for a dataset of `ACCURACY_GOALS`, else "—"."""
   published = ", ".join(f"{m} {a}" for m, a in presets.PUBLISHED_BASELINES.get(dataset, {}).items())
   goal = presets.ACCURACY_GOALS.get(dataset)
   return f"goal ≥ {goal}; published: {published}" if goal else "—"
+
+
+# The tables setting other folders' records beside this machine's (others get a table each: `readme.study_section`).
+WITH_OTHERS = (scaling,)

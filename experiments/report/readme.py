@@ -30,9 +30,8 @@ def model_line(name: str, d: Optional[records.StudyRecords]) -> str:
 
 
 def headline(output_dir: str, data: series.Data, registry: presets.Registry, provenance: bool = False) -> str:
-  """The headline (`experiments.render.cells`) from the records in `output_dir`, the rows its studies and benchmarks
-  declare in their `order`; with `provenance` a last column names each row's machine and code (results/README.md).
-  ValueError for more than `cells.ROWS` rows."""
+  """The headline (`experiments.render.cells`) from `output_dir`'s records, the rows its studies and benchmarks declare
+  in `order`; `provenance`: a last column of each row's machine and code. ValueError for more than `cells.ROWS` rows."""
   rows = sorted((h for e in registry.studies + registry.benchmarks for h in e.headline), key=lambda h: h.order)
   if len(rows) > cells.ROWS:
     raise ValueError(f"the headline may have {cells.ROWS} rows, {len(rows)} are declared")
@@ -100,8 +99,7 @@ def study_section(output_dir: str, study: presets.Study, data: Optional[records.
               f"--output_dir={rel}` (skips records that exist). Each run:", "", "<details><summary>"
               f"{len(mine)} program commands</summary>", "", "```"]
     lines += ["python " + " ".join(driver.command(driver.job(r.home, 0, 0, r, presets.record_path(
-        rel, data.preset, r), "scratch/reproduce", data.preset))[1:]) for r in mine]
-    lines += ["```", "</details>", ""]
+        rel, data.preset, r), "scratch/reproduce", data.preset))[1:]) for r in mine] + ["```", "</details>", ""]
   for machine, d in apart.items():
     lines += _table_lines(d, *table_of(d, tables.APART), where=f"In [`{machine}/`]({machine}/README.md): ")
   return "\n".join(lines)

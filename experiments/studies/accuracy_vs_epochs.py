@@ -4,22 +4,20 @@ from typing import Dict, List, Tuple
 
 from common.settings import programs
 from experiments import presets, records
-from experiments.presets import Study
 from experiments.render import series
 from experiments.render.figures import PRESET_MARKERS, REPORT_LABEL, color, finish, new, points, report_series
-from experiments.render.series import Runs, program_of
 from experiments.render.tables import Others, Table, fmt, md_table
 
 # The report's test accuracy after E + E epochs (conres2.png), its text's "around 96.62%" for model parallel.
 REPORTED, REPORTED_MP_TEXT = presets.ACCURACY_REPORTED, presets.ACCURACY_REPORTED_MP_TEXT
 
 
-def accuracy_series(runs: Runs) -> Dict[str, List[Tuple[int, float]]]:
+def accuracy_series(runs: series.Runs) -> Dict[str, List[Tuple[int, float]]]:
   """{program: [(epochs, test accuracy)]} of one preset's records."""
   out: Dict[str, List[Tuple[int, float]]] = {}
   for r in runs.values():
     if records.accuracy(r) is not None:
-      out.setdefault(program_of(r), []).append((r["config"]["pretrain_epochs"], records.accuracy(r)))
+      out.setdefault(series.program_of(r), []).append((r["config"]["pretrain_epochs"], records.accuracy(r)))
   return {k: sorted(v) for k, v in out.items()}
 
 
@@ -75,6 +73,6 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-STUDIES = (Study(
+STUDIES = (presets.Study(
     "accuracy_vs_epochs", "Test accuracy vs pretraining/finetuning epochs: greedy vs model parallel",
     presets.ACCURACY_SIZES, presets.accuracy_runs, table, figure, timed=False, order=6, reported=REPORTED),)

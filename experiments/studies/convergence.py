@@ -4,16 +4,14 @@ from typing import Dict, List, Optional, Tuple
 
 from common.settings import programs
 from experiments import harness, presets, records
-from experiments.presets import Study
 from experiments.render import series, tables
 from experiments.render.figures import color, finish, new, points
-from experiments.render.series import Runs, program_records
 from experiments.render.tables import Others, Table, fmt, md_table
 
 LOSS_TOLERANCE = harness.LOSS_TOLERANCE  # the fixed loss of layer k: the baseline's final one times (1 + this)
 
 
-def convergence_loss(rs: Runs) -> Tuple[str, Optional[List[float]]]:
+def convergence_loss(rs: series.Runs) -> Tuple[str, Optional[List[float]]]:
   """(the loss compared: "heldout_loss" when every record has it after every epoch, else "loss"; each layer's fixed
   loss, the baseline's final x (1 + LOSS_TOLERANCE), None without the baseline)."""
   base = programs.baseline().run_name
@@ -23,14 +21,14 @@ def convergence_loss(rs: Runs) -> Tuple[str, Optional[List[float]]]:
 
 def times_to_target(data: records.StudyRecords) -> Dict[str, Tuple[Optional[float], List[Optional[float]]]]:
   """{run name: (seconds until every layer reached its fixed loss, the seconds of each layer)} (None: never)."""
-  rs = program_records(data)
+  rs = series.program_records(data)
   key, targets = convergence_loss(rs)
   return {s: records.time_to_loss(records.loss_curves(r, key), targets) for s, r in rs.items()} if targets else {}
 
 
 def table(data: records.StudyRecords, others: Others) -> Table:
   """Pretraining seconds, seconds to the fixed loss (all layers and per layer) and final losses per program."""
-  reach, rs = times_to_target(data), program_records(data)
+  reach, rs = times_to_target(data), series.program_records(data)
   key, _ = convergence_loss(rs)
   rows = [[series.program_name(series.program_of(r)), fmt(r["pretrain_seconds"]),
            fmt(reach[s][0]) if reach.get(s, (None,))[0] is not None else "not reached",
@@ -48,7 +46,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
 
 def figure(data: records.StudyRecords, others=None):
   """Per layer: the compared loss after each epoch vs seconds, the fixed loss dotted, times to it in the legend."""
-  rs = program_records(data)
+  rs = series.program_records(data)
   fig, axes = new(max(len(r["layers"]) for r in rs.values()), width=3.6, height=4.2)
   (key, targets), reach = convergence_loss(rs), times_to_target(data)
   for name, r in rs.items():
@@ -70,5 +68,5 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-STUDIES = (Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
-                 presets.comparison_runs, table, figure, order=10, shares=("strategy_comparison",)),)
+STUDIES = (presets.Study("convergence", "Reconstruction loss vs wall-clock seconds", presets.COMPARISON_SIZES,
+                         presets.comparison_runs, table, figure, order=10, shares=("strategy_comparison",)),)

@@ -7,11 +7,9 @@ from experiments import presets, records
 from experiments.presets import CONFIG_1, DP, Study, GREEDY, LARGE_BATCH, NO_PROFILE, RECIPES, Run, spec
 from experiments.render import series
 from experiments.render.figures import REPORT_COLOR, REPORT_LABEL, bars, finish, new
-from experiments.render.series import Runs
 from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
-# dp_accuracy's acceptance rule: data parallel at the large batch reaches at least the baseline - this.
-DP_TOLERANCE = 0.005
+DP_TOLERANCE = 0.005  # the goal: data parallel at the large batch reaches at least the baseline's accuracy - this
 REPORTED = presets.DP_ACCURACY_REPORTED
 SIZES = dict(
     paper=dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4, large_batch=LARGE_BATCH),
@@ -20,7 +18,7 @@ SIZES = dict(
                large_batch={**LARGE_BATCH, "warmup_epochs": 1}))
 
 
-def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]]:
+def dp_accuracy_rows(runs: series.Runs, preset: str) -> List[Dict[str, Optional[float]]]:
   """Per epoch setting {"epochs", "report_recipe", "large_batch", "baseline", "report" (paper's)}: accuracy or None."""
   paper, base = sorted(SIZES["paper"]["epochs"]), programs.baseline().run_name
   acc = {name: records.accuracy(r) for name, r in runs.items()}
@@ -30,11 +28,10 @@ def dp_accuracy_rows(runs: Runs, preset: str) -> List[Dict[str, Optional[float]]
 
 
 def _dp_accuracy(s) -> List[Run]:
-  recipes = (RECIPES[0], ("large_batch", s["large_batch"]))
-  # The greedy reference at the accuracy study's batch, when it has these epochs.
+  # Each recipe's runs, then the greedy reference at the accuracy study's batch, when it has these epochs.
   return [spec(f"dp_e{e}_{recipe}", DP, s["hidden"], e, s["batch"], s["devices"], s["examples"], e,
                settings={**settings, **NO_PROFILE}, resumable=True)
-          for e in s["epochs"] for recipe, settings in recipes] + [
+          for e in s["epochs"] for recipe, settings in (RECIPES[0], ("large_batch", s["large_batch"]))] + [
       r for r in presets.accuracy_runs(presets.ACCURACY_SIZES[s["preset"]])
       if r.program == GREEDY.name and r.config.pretrain_epochs in s["epochs"]]
 

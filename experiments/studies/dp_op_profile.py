@@ -4,7 +4,6 @@ import re
 from typing import Dict, Tuple
 
 from experiments import presets, records
-from experiments.presets import Study
 from experiments.render import series
 from experiments.render.figures import REPORT_LABEL, bars, finish, new
 from experiments.render.tables import Others, PHASES, Table, cores_note, md_table
@@ -74,7 +73,7 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-STUDIES = (Study("dp_op_profile", "Data parallel: time per epoch by phase vs devices", dict(
+STUDIES = (presets.Study("dp_op_profile", "Data parallel: time per epoch by phase vs devices", dict(
     paper=dict(examples=55_000, epochs=1, batch=1000, units=2000, devices=(1, 2, 3, 4)),
     cpu=dict(examples=11_000, epochs=1, batch=1000, units=1000, devices=(1, 2, 3, 4)),
     smoke=dict(examples=400, epochs=2, batch=200, hidden=(32, 32), devices=(1, 2))), presets.dp_scaling_runs, table,

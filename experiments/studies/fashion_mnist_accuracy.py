@@ -6,7 +6,6 @@ from experiments import presets, records
 from experiments.presets import Study, FASHION, MNIST, Run
 from experiments.render import series
 from experiments.render.figures import COLORS, bars, finish, new
-from experiments.render.series import program_of
 from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
 PUBLISHED_BASELINES, PUBLISHED = presets.PUBLISHED_BASELINES, presets.PUBLISHED
@@ -15,7 +14,7 @@ PUBLISHED_BASELINES, PUBLISHED = presets.PUBLISHED_BASELINES, presets.PUBLISHED
 def dataset_accuracy(data: records.StudyRecords) -> Dict[str, Dict[str, float]]:
   """{dataset: {program: test accuracy}} of `fashion_mnist_accuracy`'s shown preset, in the study's order of datasets
   and of programs (`presets.ACCURACY_COMPARED`); a program without a record (or accuracy) is left out."""
-  found = {(records.dataset(r), program_of(r)): records.accuracy(r) for r in data.runs.values()}
+  found = {(records.dataset(r), series.program_of(r)): records.accuracy(r) for r in data.runs.values()}
   return {d: {p.name: found[(d, p.name)] for p in presets.ACCURACY_COMPARED if found.get((d, p.name)) is not None}
           for d in data.declared.sizes[data.preset]["datasets"]}
 

@@ -6,17 +6,16 @@ from common.settings import programs
 from experiments import records
 from experiments.presets import DP, Study, GREEDY, LARGE_BATCH_CANDIDATES, NO_PROFILE, Run, spec
 from experiments.render import series
-from experiments.render.series import program_of
 from experiments.render.tables import Others, SINGLE, Table, fmt, md_table
 
 
 def large_batch_choice(data: records.StudyRecords) -> Tuple[List[dict], Optional[str]]:
   """Per run {"run", "record", "program", "candidate" (not the baseline's reference run), "batch", "validation",
   "test", "losses"}, and the candidate with the highest validation accuracy (test plays no part)."""
-  rows = [{"run": name, "record": r, "program": program_of(r), "candidate": program_of(r) != programs.baseline().name,
+  rows = [{"run": name, "record": r, "program": p, "candidate": p != programs.baseline().name,
            "batch": r["config"]["batch_size"], "validation": (r.get("finetune") or {}).get("validation_accuracy"),
            "test": records.accuracy(r), "losses": [layer["epochs"][-1]["loss"] for layer in r["layers"]]}
-          for name, r in data.runs.items()]
+          for name, r in data.runs.items() for p in [series.program_of(r)]]
   candidates = [row for row in rows if row["candidate"] and row["validation"] is not None]
   return rows, max(candidates, key=lambda row: row["validation"])["run"] if candidates else None
 

@@ -6,7 +6,6 @@ from experiments import presets, records
 from experiments.presets import CONFIG_1, CONFIG_2, DP, Study, MP, Run, spec
 from experiments.render import series
 from experiments.render.figures import REPORT_LABEL, bars, color, finish, new
-from experiments.render.series import Runs, program_of
 from experiments.render.tables import Others, SINGLE, Table, _seconds, fmt, md_table
 
 # The report's model vs data parallel at batch 7000 on 4 GPUs (conres1.png): {(epochs, config): {program: seconds}}.
@@ -14,12 +13,12 @@ REPORTED = {(30, "c1"): {DP.name: 193, MP.name: 283}, (30, "c2"): {DP.name: 181,
             (60, "c1"): {DP.name: 400, MP.name: 662}, (60, "c2"): {DP.name: 371, MP.name: 493}}
 
 
-def mp_vs_dp_groups(data: records.StudyRecords) -> List[Tuple[str, Runs]]:
+def mp_vs_dp_groups(data: records.StudyRecords) -> List[Tuple[str, series.Runs]]:
   """[(group label "E epochs - Config n", {program: record})] in the report's order."""
-  groups: Dict[Tuple[int, str], Runs] = {}
+  groups: Dict[Tuple[int, str], series.Runs] = {}
   for name, r in data.runs.items():
     config, epochs, _ = name.split("_")
-    groups.setdefault((int(epochs[1:]), config), {})[program_of(r)] = r
+    groups.setdefault((int(epochs[1:]), config), {})[series.program_of(r)] = r
   return [(f"{e} epochs - Config {c[1]}", groups[(e, c)]) for e, c in sorted(groups)]
 
 
@@ -38,9 +37,8 @@ def table(data: records.StudyRecords, others: Others) -> Table:
     rows.append([label, _seconds(dp), _seconds(mp), fmt(records.ratio(mp, dp) if dp and mp else None, "×"),
                  r.get(DP.name, "—"), r.get(MP.name, "—"), fmt(r[MP.name] / r[DP.name] if r else None, "×")])
   return md_table(["setting (ours)", "ours DP s", "ours MP s", "ours MP/DP", "report DP s", "report MP s",
-                   "report MP/DP"], rows), [
-      f"Ours: {series.batch_label(list(data.runs.values()))}; the report: batch 7000 ({presets.REPORT_DP_BATCH_NOTE}). "
-      f"{SINGLE}"]
+                   "report MP/DP"], rows), [f"Ours: {series.batch_label(list(data.runs.values()))}; the report: "
+                                           f"batch 7000 ({presets.REPORT_DP_BATCH_NOTE}). {SINGLE}"]
 
 
 def figure(data: records.StudyRecords, others=None):

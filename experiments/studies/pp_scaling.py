@@ -36,15 +36,13 @@ def _pp_scaling(s) -> List[Run]:
 
 def table(data: records.StudyRecords, others: Others) -> Table:
   """Seconds, speedup, the pipeline model's prediction and its error, stages and cores busy per stack and devices."""
-  rows, errors = [], []
-  for row in pipeline_rows(data):
-    error = None if row["predicted"] is None else (row["predicted"] - row["seconds"]) / row["seconds"]
-    if error is not None and not row["oversubscribed"] and not row["in_sample"]:
-      errors.append(abs(error))
-    rows.append([row["stack"], f"{row['devices']}{' †' if row['oversubscribed'] else ''}", row["stages"],
-                 fmt(row["seconds"]), fmt(row["speedup"], "×"), fmt(row["predicted"]),
-                 "—" if error is None else f"{100 * error:+.0f}%" + (" (fit)" if row["in_sample"] else ""),
-                 "—" if row["cores_busy"] is None else f"{row['cores_busy']:.2f}"])
+  found = [(row, None if row["predicted"] is None else (row["predicted"] - row["seconds"]) / row["seconds"])
+           for row in pipeline_rows(data)]  # (row, the model's relative error)
+  errors = [abs(e) for row, e in found if e is not None and not row["oversubscribed"] and not row["in_sample"]]
+  rows = [[row["stack"], f"{row['devices']}{' †' if row['oversubscribed'] else ''}", row["stages"], fmt(row["seconds"]),
+           fmt(row["speedup"], "×"), fmt(row["predicted"]),
+           "—" if error is None else f"{100 * error:+.0f}%" + (" (fit)" if row["in_sample"] else ""),
+           "—" if row["cores_busy"] is None else f"{row['cores_busy']:.2f}"] for row, error in found]
   return md_table(["stack", "devices", "stages", "seconds", "speedup vs 1 device", "model s", "model error",
                    "cores busy"], rows), [
       "Single runs. Cores busy = process CPU seconds / wall seconds while pretraining.",

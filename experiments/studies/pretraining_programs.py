@@ -5,7 +5,6 @@ from typing import List, Optional, Sequence, Tuple
 
 from common.settings import programs
 from experiments import harness, records
-from experiments.records import accuracy
 from experiments.presets import Study, spec
 from experiments.render import tables
 from experiments.sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, gains,
@@ -51,7 +50,7 @@ def programs_table(data, others) -> Tuple[str, List[str]]:
       to_loss = [harness.seconds_to_loss_of(rs[s], greedy[s]) for s in seeds if s in greedy]  # within 1% of its final
       to_acc = [_seconds_to_accuracy(rs[s], greedy[s]) for s in seeds if s in greedy]
       body.append([records.dataset_label(d), label + (" †" if over else ""), records.devices(rs[seeds[0]]),
-                   spread_text([accuracy(r) for r in rs.values()]),
+                   spread_text([records.accuracy(r) for r in rs.values()]),
                    "—" if variant == base else spread_text(gains(rs, greedy), digits=2),
                    "—" if variant == base else spread_text(gains(rs, greedy, VAL), digits=2),
                    " / ".join(f"{x:.0f}" for x in heldout_means(list(rs.values()))),
@@ -82,7 +81,7 @@ def _median(values: Sequence[Optional[float]]) -> str:
 
 def _seconds_to_accuracy(record: dict, greedy: dict) -> Optional[float]:
   """Pretraining seconds plus finetuning seconds until an epoch's validation accuracy reaches greedy's final one."""
-  target, elapsed = accuracy(greedy, VAL), record["pretrain_seconds"]
+  target, elapsed = records.accuracy(greedy, VAL), record["pretrain_seconds"]
   for epoch in (record.get("finetune") or {}).get("history", []):
     elapsed += epoch["seconds"]
     if epoch["validation_accuracy"] >= target:

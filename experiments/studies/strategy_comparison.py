@@ -2,7 +2,6 @@
 
 from common.settings import programs
 from experiments import presets, records
-from experiments.presets import Study, GREEDY
 from experiments.render import series, tables
 from experiments.render.figures import REPORT_LABEL, bars, color, finish, new
 from experiments.render.series import program_records
@@ -17,7 +16,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   base = rs.get(programs.baseline().run_name)
   rows = [[series.program_name(p), series.batch_label([r]), _seconds(r),
            fmt(records.ratio(base, r) if base else None, "×"), rep.get(p, "—"),
-           fmt(rep[GREEDY.name] / rep[p], "×") if p in rep else "—"]
+           fmt(rep[presets.GREEDY.name] / rep[p], "×") if p in rep else "—"]
           for r in rs.values() for p in [series.program_of(r)]]
   return md_table(["program", "ours batch", "ours s", "ours speedup", "report s", "report speedup"], rows), [
       "Single runs; the benchmarks in the Benchmarks section repeat the comparison with spread.",
@@ -31,7 +30,7 @@ def figure(data: records.StudyRecords, others=None):
   base = rs.get(programs.baseline().run_name)
   ours = [(series.program_of(r), r["pretrain_seconds"], records.oversubscribed(r),
            tables.fmt(records.ratio(base, r), "×")[:-1] if base else "") for r in rs.values()]
-  theirs = [(p, s, False, f"{rep[GREEDY.name] / s:.2f}") for p, s in rep.items()]
+  theirs = [(p, s, False, f"{rep[presets.GREEDY.name] / s:.2f}") for p, s in rep.items()]
   for ax, shown, title in ((left, ours, "ours, single runs (speedup over greedy inside the bars)"),
                            (right, theirs, REPORT_LABEL)):
     for i, (program, s, over, speedup) in enumerate(shown):
@@ -46,5 +45,5 @@ def figure(data: records.StudyRecords, others=None):
   return fig
 
 
-STUDIES = (Study("strategy_comparison", "Does parallelism help? Pretraining time per program",
-                 presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9, reported=REPORTED),)
+STUDIES = (presets.Study("strategy_comparison", "Does parallelism help? Pretraining time per program",
+                         presets.COMPARISON_SIZES, presets.comparison_runs, table, figure, order=9, reported=REPORTED),)
