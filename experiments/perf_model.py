@@ -49,9 +49,13 @@ def fit_scalar(predict: Callable[[float], Sequence[float]], measured: Sequence[f
   models' are in rho): the least-squares x in closed form, clipped to [low, high] (`low`: no data)."""
   if not measured:
     return low
-  m, at_low = numpy.asarray(measured, dtype=float), numpy.asarray(predict(low), dtype=float)
-  slope = (numpy.asarray(predict(high), dtype=float) - at_low) / (high - low) / m  # of each relative error
-  return float(numpy.clip(low + slope @ ((m - at_low) / m) / (slope @ slope) if slope.any() else low, low, high))
+  m = numpy.asarray(measured, dtype=float)
+  at_low = numpy.asarray(predict(low), dtype=float)
+  # Each relative error is (at_low + slope_i (x - low) - m_i) / m_i: linear in x, so least squares in one step.
+  slope = (numpy.asarray(predict(high), dtype=float) - at_low) / (high - low) / m
+  if not slope.any():
+    return low
+  return float(numpy.clip(low + slope @ ((m - at_low) / m) / (slope @ slope), low, high))
 
 
 def epoch_seconds_of(record: Mapping) -> List[float]:
