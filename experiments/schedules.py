@@ -30,6 +30,12 @@ ARMS: Tuple[Arm, ...] = (BASELINE, PIPELINE_ARMS[0]) + OTHERS + PIPELINE_ARMS[1:
 CHOSEN: Optional[str] = "pp_warmup2"
 
 
+def original(program: programs.Program) -> Mapping[str, Any]:
+  """ORIGINAL for pipeline_parallel, {} for another program: the schedule a committed study's pipeline runs pin, so
+  that their records keep naming the schedule they ran whatever schedule a recipe gives the pipeline."""
+  return ORIGINAL if program is PP else {}
+
+
 def arm(name: str) -> Arm:
   """The arm called `name` among ARMS; KeyError for another name."""
   found = [a for a in ARMS if a[0] == name]

@@ -27,7 +27,8 @@ def _full_size(s) -> List[Run]:
       spec(f"{FASHION}_{name(p)}", p, s["hidden"], e, b, g, s["examples"], e,
            settings={**(HELDOUT if p is PP else {}), "dataset": FASHION}, resumable=True) for p in (GREEDY, PP)] + [
       spec(f"{'' if d == MNIST else d + '_'}{name(p)}_tuned", p, s["hidden"], e, b, g, s["examples"], e,
-           settings={"recipe": "tuned", "dataset": d}, resumable=True) for d in (MNIST, FASHION) for p in (GREEDY, PP)] + [
+           settings={"recipe": "tuned", "dataset": d, **schedules.original(p)}, resumable=True)
+      for d in (MNIST, FASHION) for p in (GREEDY, PP)] + [
       spec(f"{FASHION}_{name(GREEDY)}_tuned_s{seed}", GREEDY, s["hidden"], e, b, g, s["examples"], e,
            settings={"recipe": "tuned", "dataset": FASHION}, resumable=True, seed=seed) for seed in (1, 2)] + (
       _chosen(s, name(PP)) if schedules.CHOSEN else [])

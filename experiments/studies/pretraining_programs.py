@@ -4,7 +4,7 @@ Fashion-MNIST, with the time to greedy's held-out reconstruction and validation 
 from typing import List, Optional, Sequence, Tuple
 
 from common.settings import programs
-from experiments import harness, records
+from experiments import harness, records, schedules
 from experiments.presets import Study, spec
 from experiments.render import tables
 from experiments.sweep import (CPU_ACCURACY, DATASETS, SEEDS, SHORT, SMOKE_ACCURACY, VAL, by_arm, gains,
@@ -24,7 +24,7 @@ def comparison_runs(s: dict) -> list:
   then, per dataset of s["longer"], the `LONGER_PROGRAMS` finetuning FINETUNE_FACTOR times as long."""
   def run(d, seed, name, p, devices, finetune_epochs, own):
     return spec(f"{SHORT[d]}_{name}_s{seed}", p, s["hidden"], s["epochs"], s["batch"], devices, s["examples"],
-                finetune_epochs, settings={"recipe": "tuned", "dataset": d, **own}, seed=seed)
+                finetune_epochs, settings={"recipe": "tuned", "dataset": d, **schedules.original(p), **own}, seed=seed)
   variants = [(p.run_name, p, s["devices"], dict(p.timing_settings)) for p in programs.PROGRAMS] + [
       ("pp_r2", programs.PIPELINE_PARALLEL, 2 * s["devices"], {"replicas_per_stage": 2})]
   seeds = s.get("seeds", SEEDS)
