@@ -99,9 +99,12 @@ def flops(record: dict) -> float:
 
 
 def matmul_rates(s: Setting) -> Dict:
-  """{precision: {"gflops_per_second", "shapes"}} at the step's shapes, one core (own process); RuntimeError: failed."""
+  """{precision: {"gflops_per_second", "ways", "shapes"}} at the step's shapes, one core (own process), for the
+  setting's --precisions (else both); RuntimeError: failed."""
   done = driver.call([sys.executable, "-m", "experiments.benchmarks.matmul_rates", f"--batch_size={s.batch_size}",
-                      f"--hidden_units={','.join(map(str, s.hidden_units))}"], capture=True)
+                      f"--hidden_units={','.join(map(str, s.hidden_units))}",
+                      *([f"--precisions={','.join(s.options['precisions'])}"] if "precisions" in s.options else [])],
+                     capture=True)
   if done.returncode:
     raise RuntimeError(f"matmul_rates failed (exit status {done.returncode}):\n{done.stderr[-3000:]}")
   return json.loads(done.stdout.strip().splitlines()[-1])

@@ -524,12 +524,14 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
                                       "placement": "replicas"}}] * 2
            for p in (f32, bf16) for n, r in zip(bench_limit.BASES, runs)}
   monkeypatch.setattr(harness, "matmul_rates",
-                      lambda s: {f32: {"gflops_per_second": 1e-3}, bf16: {"gflops_per_second": 2e-3}})
+                      lambda s: {f32: {"gflops_per_second": 1e-3, "ways": ["tf"]},
+                                 bf16: {"gflops_per_second": 2e-3, "ways": ["tf", "xla"]}})
   summary = bench_limit.summarize(s, found)
   one = found[f"greedy_1core_{f32}"][0]
   assert summary["configurations"][f"greedy_1core_{f32}"]["cores"] == 1
   assert summary["configurations"][f"greedy_1core_{f32}"]["pretrain_fraction_of_limit"]["median"] == pytest.approx(
       harness.flops(one) / 2.0 / 1e6)
+  assert summary["matmul_ways"] == {f32: ["tf"], bf16: ["tf", "xla"]}
   assert summary[f"pipeline_fraction_{bf16}"]["median"] == pytest.approx(
       harness.flops(found[f"pipeline_shared_{bf16}"][0]) / 2.0 / 4e6)
   fine = 3 * 400 * 2 * (784 * 32 + 32 * 10)

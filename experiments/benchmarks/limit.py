@@ -35,7 +35,8 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   core's finetuning in float32 over bfloat16 (seconds, same repeat) when both ran."""
   rates = harness.matmul_rates(s)
   out = {"precisions": list(s.options["precisions"]), "matmul_gflops_per_second_one_core": {
-      p: rates[p]["gflops_per_second"] for p in s.options["precisions"]}, "configurations": {}}
+      p: rates[p]["gflops_per_second"] for p in s.options["precisions"]}, "matmul_ways": {
+      p: rates[p]["ways"] for p in s.options["precisions"]}, "configurations": {}}
   for name, rs in found.items():
     p, c = rs[0]["config"]["precision"], rs[0]["config"]
     # The cores a run may keep busy: its devices x threads per device, at most the usable cores.
