@@ -24,13 +24,10 @@ def test_every_shape_is_timed_every_way_and_the_fastest_counts():
       assert set(s["ways"]) == set(matmul_rates.WAYS) and all(g > 0 for g in s["ways"].values())
       assert s["fastest"] == max(s["ways"], key=s["ways"].get) and s["gflops_per_second"] == s["ways"][s["fastest"]]
     # The step's rate: its FLOPs over the sum of each product's seconds at its shape's fastest way.
-    flops = {(s["m"], s["k"], s["n"], s["transpose_a"], s["transpose_b"]): 2.0 * s["m"] * s["k"] * s["n"]
-             for s in r["shapes"]}
-    seconds = sum(flops[shape] / 1e9 / next(s["gflops_per_second"] for s in r["shapes"] if (
-        s["m"], s["k"], s["n"], s["transpose_a"], s["transpose_b"]) == shape)
-                  for shape in matmul_rates.shapes(hidden, batch))
-    assert r["gflops_per_second"] == pytest.approx(
-        sum(flops[shape] for shape in matmul_rates.shapes(hidden, batch)) / 1e9 / seconds)
+    rate = {(s["m"], s["k"], s["n"], s["transpose_a"], s["transpose_b"]): s["gflops_per_second"] for s in r["shapes"]}
+    step = matmul_rates.shapes(hidden, batch)
+    flops = [2.0 * m * k * n / 1e9 for m, k, n, _, _ in step]
+    assert r["gflops_per_second"] == pytest.approx(sum(flops) / sum(f / rate[shape] for f, shape in zip(flops, step)))
   assert [s["fastest"] for s in matmul_rates.rates(hidden, batch, 1, 1, ways=["xla"])["float32"]["shapes"]] == [
       "xla"] * len(rates["float32"]["shapes"])
   with pytest.raises(ValueError, match="choose among"):

@@ -36,7 +36,8 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   rates = harness.matmul_rates(s)
   out = {"precisions": list(s.options["precisions"]), "matmul_gflops_per_second_one_core": {
       p: rates[p]["gflops_per_second"] for p in s.options["precisions"]}, "matmul_ways": {
-      p: rates[p]["ways"] for p in s.options["precisions"]}, "configurations": {}}
+      p: rates[p]["ways"] for p in s.options["precisions"]}, "matmul_shapes": {
+      p: rates[p].get("shapes", []) for p in s.options["precisions"]}, "configurations": {}}
   for name, rs in found.items():
     p, c = rs[0]["config"]["precision"], rs[0]["config"]
     # The cores a run may keep busy: its devices x threads per device, at most the usable cores.

@@ -9,6 +9,7 @@ Prints JSON: per precision the products' FLOPs over their seconds (GFLOP/s) and 
 fastest. Run by the limit and precision benchmarks:
   python -m experiments.benchmarks.matmul_rates --hidden_units=1000,1000,1000,1000 --batch_size=1000"""
 
+import collections
 import json
 import timeit
 
@@ -54,9 +55,9 @@ def _loop(way: str, a, b, ta: bool, tb: bool, iterations: int):
 def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3, ways=WAYS,
           precisions=PRECISIONS) -> dict:
   """{precision: {"gflops_per_second": the step's products' FLOPs over their seconds, each shape at its fastest way,
-  "shapes": [per shape its m, k, n, transposes, {way: GFLOP/s} and the fastest way]}} on one intra-op thread (this
-  process's TensorFlow threads are set to 1 unless TensorFlow has started already); each way's fastest of `repeats` timed loops of `iterations` products
-  counts; only the precisions of `precisions`. ValueError for a way not in WAYS or a precision not in PRECISIONS."""
+  "ways", "shapes": [per shape its m, k, n, transposes, {way: GFLOP/s} and the fastest way]}} for `precisions`, on
+  one intra-op thread (set here unless TensorFlow has started already); each way's fastest of `repeats` timed loops
+  of `iterations` products counts. ValueError for a way not in WAYS or a precision not in PRECISIONS."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if set(ways) - set(WAYS) or not ways:
     raise ValueError(f"ways {list(ways)}: choose among {', '.join(WAYS)}")
@@ -70,15 +71,15 @@ def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3,
   result = {}
   for name, dtype in ((p, tf.float32 if p == PRECISIONS[0] else tf.bfloat16) for p in precisions):
     per_shape, flops, seconds = [], 0.0, 0.0
-    for m, k, n, ta, tb in dict.fromkeys(shapes(hidden_units, batch_size)):
+    for (m, k, n, ta, tb), count in collections.Counter(shapes(hidden_units, batch_size)).items():
       a = tf.cast(tf.random.stateless_uniform([4] + ([k, m] if ta else [m, k]), (0, 1)), dtype)
       b = tf.cast(tf.random.stateless_uniform([4] + ([n, k] if tb else [k, n]), (0, 2)), dtype)
-      f, count = 2.0 * m * k * n * iterations, shapes(hidden_units, batch_size).count((m, k, n, ta, tb))
+      f = 2.0 * m * k * n * iterations
       best = {}  # way: seconds of its fastest loop
       for way in ways:
         loop = _loop(way, a, b, ta, tb, iterations)
         loop().numpy()
-        best[way] = min(timeit.repeat(lambda: loop().numpy(), number=1, repeat=repeats))  # pylint: disable=cell-var-from-loop
+        best[way] = min(timeit.repeat(lambda loop=loop: loop().numpy(), number=1, repeat=repeats))
       fastest = min(best, key=best.get)
       flops, seconds = flops + count * f, seconds + count * best[fastest]
       per_shape.append({"m": m, "k": k, "n": n, "transpose_a": ta, "transpose_b": tb, "fastest": fastest,
