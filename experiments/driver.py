@@ -114,7 +114,8 @@ def _clock(seconds: float) -> str:
 def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, parallel: int = 1,
         modules: Optional[Mapping[str, str]] = None, out: Callable[[str], None] = print) -> int:
   """Runs every job without a record, `parallel` at a time (1 for anything timed); returns how many ran. `modules`
-  replaces programs' modules (tests); RunFailedError when a program fails or a record no longer matches its run."""
+  replaces programs' modules (tests); RunFailedError when a program fails (unless its run `may_fail`: then its failure
+  record) or a record no longer matches its run."""
   todo = [j for j in jobs if records.load(j.record) is None]
   for j in (j for j in jobs if j not in todo):
     if stale := records.mismatches(records.load(j.record), j.spec):
@@ -140,8 +141,8 @@ def run(jobs: Sequence[Job], title: str, driver_log: Optional[str] = None, paral
       code = call(cmd, log).returncode
     seconds, record = time.perf_counter() - t0, records.load(j.record)
     if (code != 0 or record is None) and j.spec.may_fail:
-      record = failure_record(j, cmd, code)
-    if code != 0 or record is None:
+      record = failure_record(j, cmd, code)  # a result the driver goes on from, not a failure of the driver
+    elif code != 0 or record is None:
       with open(j.log) as log:
         tail = "".join(log.readlines()[-LOG_TAIL_LINES:])
       raise RunFailedError(

@@ -210,6 +210,20 @@ def test_driver_stops_on_a_failing_program_and_keeps_finished_records(tmp_path, 
   assert _run(jobs, out, fake_modules, []) == 1
 
 
+def test_a_run_allowed_to_fail_gets_its_failure_record_and_the_driver_goes_on(tmp_path, fake_modules, monkeypatch):
+  out = str(tmp_path / "out")
+  studies = presets.select(presets.build(REGISTRY, "smoke"), ["dp_scaling"])
+  jobs = driver.plan(studies, "smoke", out, str(tmp_path / "work"))
+  jobs = [dataclasses.replace(jobs[0], spec=dataclasses.replace(jobs[0].spec, may_fail=True)), *jobs[1:]]
+  monkeypatch.setenv("FAKE_TRAIN_FAIL", jobs[0].run_name)
+  lines = []
+  assert _run(jobs, out, fake_modules, lines) == len(jobs)
+  record = json.load(open(jobs[0].record))
+  assert record["failed"] == f"fake failure of {jobs[0].run_name}" and record["exit_status"] == 1
+  assert any(f"{jobs[0].run_name}: failed: fake failure" in line for line in lines)
+  assert all(os.path.exists(j.record) for j in jobs)
+
+
 def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
   out = str(tmp_path / "out")
   jobs = driver.plan(presets.select(presets.build(REGISTRY, "smoke"), ["dp_scaling/g1"]), "smoke", out, str(tmp_path))
