@@ -4,6 +4,7 @@ staleness-aware learning rate, the wait for lost workers, and the benchmark-only
 import dataclasses
 from typing import Any, Mapping
 
+from common.settings import checks
 from common.settings import config as config_lib
 
 # Steps per scheduled function, K (at most a worker's share of an epoch: larger values run as that share). Every
@@ -32,15 +33,15 @@ class AsyncConfig(config_lib.Config):
   steps_per_function: int = config_lib.setting(
       DEFAULT_STEPS_PER_FUNCTION, "SGD steps in each function the coordinator schedules on a free worker (K); larger "
       "amortises the dispatch, smaller balances the workers' last functions of an epoch (docs/async_data_parallel.md).",
-      check=config_lib.counts("SGD steps per scheduled function"))
+      check=checks.counts("SGD steps per scheduled function"))
   staleness_aware_lr: bool = config_lib.setting(
       False, "Divide each update's learning rate by its staleness + 1 (Zhang et al. 2016, staleness-aware async-SGD).")
   worker_recovery_seconds: float = config_lib.setting(
       DEFAULT_WORKER_RECOVERY_SECONDS, "End the run with an error once no worker has accepted a connection for this "
       "many seconds (a lost worker's functions run on the others meanwhile; TensorFlow alone would wait an hour).",
-      check=config_lib.number_in(0, float("inf"), "a positive number of seconds", low_open=True), training=False)
+      check=checks.number_in(0, float("inf"), "a positive number of seconds", low_open=True), training=False)
   benchmark_slow_worker_delay_seconds: float = config_lib.slow_worker_delay()
   ps: int = config_lib.setting(
       1, "Parameter-server tasks under Slurm (srun -n K: task 0 is the chief, the next --ps tasks hold the variables, "
       "the rest are workers; docs/multi_host.md); ignored with TF_CONFIG, whose cluster says, and in one process.",
-      check=config_lib.counts("parameter-server tasks under Slurm"), training=False)
+      check=checks.counts("parameter-server tasks under Slurm"), training=False)

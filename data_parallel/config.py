@@ -18,6 +18,7 @@ import dataclasses
 import math
 from typing import Any, Mapping
 
+from common.settings import checks
 from common.settings import config as config_lib
 
 SCALINGS = ("none", "linear", "sqrt")
@@ -51,7 +52,7 @@ def _batches_split_evenly(values: Mapping[str, Any]) -> None:
     for name in ("batch_size", "finetune_batch_size"):
       b = values.get(name)
       if isinstance(b, int) and b >= 1:
-        config_lib.check_divisible(b, g, name)
+        checks.check_divisible(b, g, name)
 
 @dataclasses.dataclass(frozen=True)
 class DataParallelConfig(config_lib.Config):
@@ -67,7 +68,7 @@ class DataParallelConfig(config_lib.Config):
       "none", "The same for --finetune_learning_rate, with k from the finetuning batch.", choices=SCALINGS,
       recipe=True)
   reference_batch_size: int = config_lib.setting(
-      100, "The batch the given learning rates are tuned for (the report's 100).", check=config_lib.positive_int)
+      100, "The batch the given learning rates are tuned for (the report's 100).", check=checks.positive_int)
   warmup_epochs: float = config_lib.setting(
       0.0, "Epochs of linear warm-up from the given to the scaled learning rate, per layer and for finetuning.",
       check=_warmup, recipe=True)
@@ -77,10 +78,10 @@ class DataParallelConfig(config_lib.Config):
       "sgd", "Finetuning's update rule: sgd (plain, or with --finetune_momentum) or adam (Kingma and Ba 2015).",
       choices=OPTIMIZERS, recipe=True)
   profile_steps: int = config_lib.setting(
-      20, "Steps timed per phase in the op profile of layer 1 (0: no profile).", check=config_lib.non_negative_int(" (0: no op profile)"),
+      20, "Steps timed per phase in the op profile of layer 1 (0: no profile).", check=checks.non_negative_int(" (0: no op profile)"),
       training=False)
   profile_repeats: int = config_lib.setting(
-      3, "Timed repetitions of each phase of the op profile.", check=config_lib.positive_int, training=False)
+      3, "Timed repetitions of each phase of the op profile.", check=checks.positive_int, training=False)
   benchmark_slow_worker_delay_seconds: float = config_lib.slow_worker_delay()
 
   def pretrain_learning_rate_after_warmup(self) -> float:

@@ -21,7 +21,7 @@ from common.measure import timing
 from common.model import autoencoder
 from common.model import graph
 from common.model import optimizers
-from common.settings import config as common_config
+from common.settings import checks
 
 
 class DataParallelTrainer:
@@ -41,7 +41,7 @@ class DataParallelTrainer:
 
   def __init__(self, strategy: tf.distribute.Strategy, trainer: autoencoder.LayerTrainer,
                lr_multiplier: Optional[Callable[[tf.Tensor], tf.Tensor]] = None, slow_replica_delay: float = 0.0):
-    common_config.check_divisible(trainer.batch_size, strategy.num_replicas_in_sync)
+    checks.check_divisible(trainer.batch_size, strategy.num_replicas_in_sync)
     self.strategy = strategy
     self.trainer = trainer
     self.lr_multiplier = lr_multiplier

@@ -6,6 +6,7 @@ import dataclasses
 import os
 from typing import Any, Mapping
 
+from common.settings import checks
 from common.settings import config as config_lib
 
 # Steps per chunk, K: the fastest of 1..32 at the default batch (100) in the sweep of docs/pipeline_parallel.md,
@@ -52,12 +53,12 @@ class PipelineConfig(config_lib.Config):
       DEFAULT_CHUNK_STEPS, "Steps each stage trains between two exchanges of activations with the neighbouring stages "
       "(K, clamped to the steps of one epoch); smaller shortens the pipeline fill, larger means fewer exchanges; the "
       "weights do not depend on it (the sweep over K: docs/pipeline_parallel.md, 'Speed').",
-      check=config_lib.counts("steps per chunk"))
+      check=checks.counts("steps per chunk"))
   replicas_per_stage: int = config_lib.setting(
       1, "Devices per stage, R: each stage is replicated on R devices that split every batch and all-reduce their "
       "gradients (pipeline x data parallelism), on P = min(devices / R, layers) stages; --num_devices and "
       "--batch_size must be multiples of R; the weights do not depend on it (docs/pipeline_parallel.md).",
-      check=config_lib.counts("devices per stage"))
+      check=checks.counts("devices per stage"))
   pretrain_lr_schedule: str = config_lib.setting(
       LR_SCHEDULES[0], "The pretraining rate of each layer over its own steps: constant, or cosine (from "
       "--pretrain_learning_rate down to 0 at the layer's last step: Loshchilov and Hutter 2017, 'SGDR', without "
@@ -67,12 +68,12 @@ class PipelineConfig(config_lib.Config):
       0.0, "Layer n's rate rises linearly from 0 to the full rate over its first (n - 1) x this many epochs (layer 1 "
       "keeps greedy's), so that the layers above learn little while the codes below them are young (decoupled greedy "
       "learning warms its layers up in order: Belilovsky et al. 2020).",
-      check=config_lib.number_in(0, 1000, "in [0, 1000] epochs"), recipe=True)
+      check=checks.number_in(0, 1000, "in [0, 1000] epochs"), recipe=True)
   stagger_epochs: float = config_lib.setting(
       0.0, "Layer n starts (n - 1) x this many epochs after layer 1 and still trains --pretrain_epochs epochs: the run "
       "is (layers - 1) x this many epochs longer, and a layer that has finished only encodes for the layers above.",
-      check=config_lib.number_in(0, 1000, "in [0, 1000] epochs"), recipe=True)
+      check=checks.number_in(0, 1000, "in [0, 1000] epochs"), recipe=True)
   polish_epochs: int = config_lib.setting(
       0, "After the pipelined steps, each layer n > 1 in turn, bottom first, trains this many more epochs on the "
       "final, frozen layers below it (greedy's step, at --pretrain_learning_rate, on the epochs after the pipelined "
-      "ones).", check=config_lib.at_most(config_lib.MAX_EPOCHS, config_lib.non_negative_int("")), recipe=True)
+      "ones).", check=checks.at_most(config_lib.MAX_EPOCHS, checks.non_negative_int("")), recipe=True)

@@ -417,11 +417,11 @@ def test_cores_follow_the_cpu_affinity():
   if not hasattr(os, "sched_setaffinity") or provenance.usable_cores() < 2:
     pytest.skip("needs CPU affinity and at least 2 cores")
   code = ("import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
-          "from common.settings import config\n"
+          "from common.settings import checks\n"
           "from common.distribute import devices\n"
           "from common.measure import provenance\n"
           "print(provenance.usable_cores(), devices.oversubscription(2, 1) is not None)\n"
-          "config.check_threads(2)\n")
+          "checks.check_threads(2)\n")
   proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                         env=dict(os.environ, PYTHONPATH=ROOT))
   assert proc.stdout.split() == ["1", "True"], proc.stdout + proc.stderr

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 import tensorflow as tf
 
-from common.settings import config as config_lib
+from common.settings import checks
 
 
 def replica_positions(step: tf.Tensor, global_batch_size: int) -> tf.Tensor:
@@ -31,7 +31,7 @@ def replica_positions(step: tf.Tensor, global_batch_size: int) -> tf.Tensor:
   """
   ctx = tf.distribute.get_replica_context()
   replicas = ctx.num_replicas_in_sync
-  config_lib.check_divisible(global_batch_size, replicas)
+  checks.check_divisible(global_batch_size, replicas)
   per_replica = global_batch_size // replicas
   replica = tf.cast(ctx.replica_id_in_sync_group, tf.int32)
   return step * global_batch_size + replica * per_replica + tf.range(per_replica)

@@ -9,12 +9,11 @@ same checks, so the library and the command line refuse the same values with the
 
 import dataclasses
 import datetime
-import math
 import sys
 from typing import Any, Callable, ClassVar, Dict, List, Mapping, Optional, Tuple
 
 from common.data import sources as datasets
-from common.measure import provenance
+from common.settings import checks
 from common.settings import recipes
 
 # More logical CPU devices than this only oversubscribes the cores further.
@@ -60,86 +59,13 @@ def setting(default: Any, help: str, *, check: Optional[Callable[[str, Any], Non
   if recipe:
     meta["help"] = f"{help} Default: the recipe's value (report: {_shown(default)})."
     meta["flag_default"] = None
-    meta["check"] = _optional(check) if check else None
+    meta["check"] = checks.optional(check) if check else None
     return dataclasses.field(default=None, metadata=meta)
   return dataclasses.field(default=default, metadata=meta)
 
 
 def _shown(value: Any) -> str:
   return ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
-
-
-# Per-field checks: check(flag name, value) raises ValueError with one line naming the flag.
-def positive_int(name: str, value: Any, note: str = "") -> None:
-  if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-    raise ValueError(f"--{name} must be a positive integer{note}, got {value!r}.")
-
-
-def counts(what: str) -> Callable[[str, Any], None]:
-  """The check of a positive count, refused as "must be a positive integer (<what>)"."""
-  return lambda name, value: positive_int(name, value, f" ({what})")
-
-
-def non_negative_int(note: str) -> Callable[[str, Any], None]:
-  def check(name, value):
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-      raise ValueError(f"--{name} must be a non-negative integer{note}, got {value!r}.")
-  return check
-
-
-def at_most(limit: int, first: Callable[[str, Any], None] = positive_int) -> Callable[[str, Any], None]:
-  def check(name, value):
-    first(name, value)
-    if value > limit:
-      raise ValueError(f"--{name} must be at most {limit:,}, got {value}.")
-  return check
-
-
-def positive(name: str, value: Any) -> None:
-  if not value > 0:
-    raise ValueError(f"--{name} must be positive, got {value}.")
-
-
-def number_in(low: float, high: float, what: str, low_open: bool = False) -> Callable[[str, Any], None]:
-  """A check of a finite number in [low, high] ((low, high] when `low_open`), refused as "must be <what>"."""
-  def check(name, value):
-    ok = isinstance(value, (int, float)) and math.isfinite(value) and (low < value if low_open else low <= value)
-    if not (ok and value <= high):
-      raise ValueError(f"--{name} must be {what}, got {value!r}.")
-  return check
-
-
-def _optional(check: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
-  return lambda name, value: None if value is None else check(name, value)
-
-
-def _hidden_units(name: str, units: Any) -> None:
-  if not units:
-    raise ValueError(f"--{name} must list at least one layer size, e.g. 2000,2000.")
-  for u in units:
-    try:
-      u = int(u)
-    except (TypeError, ValueError):
-      raise ValueError(f"--{name} must be positive integers separated by commas, got {u!r}.") from None
-    if u < 1:
-      raise ValueError(f"--{name} must be positive integers, got {u}.")
-
-
-def _threads(name: str, value: Any) -> None:
-  positive_int(name, value)
-  check_threads(value)
-
-
-def _seed(name: str, value: Any) -> None:
-  if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
-    raise ValueError(f"--{name} must be an integer in [0, 2^31), got {value!r}.")
-
-
-def _corruption(name: str, value: Any) -> None:
-  if not 0.0 <= value < 1.0:
-    raise ValueError(f"--{name} must be in [0, 1) (the fraction of pixels masked), got {value}.")
-
-
 
 
 def _ints(values: Any) -> Tuple[int, ...]:
@@ -151,7 +77,7 @@ def slow_worker_delay() -> Any:
   for both."""
   return setting(0.0, "BENCHMARK ONLY: worker (replica) 0 sleeps this many seconds in every step, between computing "
                  "its gradient and its update (a straggler); recorded in the run record's benchmark_only field.",
-                 check=number_in(0, 3600, "in [0, 3600] seconds"), training=False)
+                 check=checks.number_in(0, 3600, "in [0, 3600] seconds"), training=False)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,30 +98,30 @@ class Config:
   program: str = setting("", "The registered program (`common.settings.programs`); the run record's \"strategy\".", flag="")
   hidden_units: Tuple[int, ...] = setting(
       (2000, 2000, 2000, 2000), "Hidden units of each autoencoder layer, bottom to top, separated by commas.",
-      check=_hidden_units, flag_default=["2000", "2000", "2000", "2000"], parse=_ints)
+      check=checks.hidden_units, flag_default=["2000", "2000", "2000", "2000"], parse=_ints)
   recipe: str = setting(recipes.DEFAULT, "A named set of hyperparameters (" + "; ".join(
       f"{r.name}: {r.summary}" for r in recipes.RECIPES) + "); flags given explicitly override its values "
       "(python -m common.run.recipes prints them).", choices=recipes.NAMES)
   pretrain_epochs: int = setting(30, "Epochs of unsupervised pretraining per layer (the last layer of a model-parallel "
                                  "group trains exactly this many); 0: no pretraining, finetuning starts from the "
-                                 "initial weights.", check=at_most(MAX_EPOCHS, non_negative_int(" (0: no pretraining)")),
+                                 "initial weights.", check=checks.at_most(MAX_EPOCHS, checks.non_negative_int(" (0: no pretraining)")),
                                  recipe=True)
   finetune_epochs: int = setting(30, "Epochs of supervised finetuning of the whole stack; 0 skips finetuning.",
-                                 check=at_most(MAX_EPOCHS, non_negative_int(" (0 skips finetuning)")), recipe=True)
+                                 check=checks.at_most(MAX_EPOCHS, checks.non_negative_int(" (0 skips finetuning)")), recipe=True)
   batch_size: int = setting(100, "Global pretraining batch size: examples per step summed over all devices.",
-                            check=positive_int)
+                            check=checks.positive_int)
   finetune_batch_size: Optional[int] = setting(None, "Global finetuning batch size; defaults to --batch_size.",
-                                               kind=int, check=_optional(positive_int))
+                                               kind=int, check=checks.optional(checks.positive_int))
   num_devices: int = setting(1, "Devices to use: that many GPUs if present, otherwise that many logical CPU devices.",
-                             check=at_most(MAX_LOGICAL_CPU_DEVICES))
+                             check=checks.at_most(MAX_LOGICAL_CPU_DEVICES))
   threads_per_device: int = setting(1, "Intra-op threads given to each logical CPU device (ignored on GPUs).",
-                                    check=_threads)
+                                    check=checks.threads)
   corruption: float = setting(0.5, "Fraction of input pixels set to zero by the masking noise, in [0, 1).",
-                              check=_corruption, recipe=True)
-  pretrain_learning_rate: float = setting(1e-4, "SGD learning rate of layer-wise pretraining.", check=positive,
+                              check=checks.corruption, recipe=True)
+  pretrain_learning_rate: float = setting(1e-4, "SGD learning rate of layer-wise pretraining.", check=checks.positive,
                                           recipe=True)
   finetune_learning_rate: float = setting(0.1, "SGD learning rate of supervised finetuning (its largest, under a "
-                                          "schedule).", check=positive, recipe=True)
+                                          "schedule).", check=checks.positive, recipe=True)
   finetune_lr_schedule: str = setting(
       "constant", "The finetuning learning rate over the steps: constant, or cosine (from --finetune_learning_rate "
       "down to 0 at the last step: Loshchilov and Hutter 2017, 'SGDR', without restarts; Keras' CosineDecay).",
@@ -214,9 +140,9 @@ class Config:
       "kmnist, cifar10, ...) or npz:PATH, your own arrays (docs/programs.md, 'Your own data').",
       check=datasets.check_name)
   train_examples: Optional[int] = setting(None, "Use only the first N training examples of the dataset (default: all "
-                                          "of them; MNIST's 55,000).", kind=int, check=_optional(positive_int))
+                                          "of them; MNIST's 55,000).", kind=int, check=checks.optional(checks.positive_int))
   seed: int = setting(0, "Seed of initialisation, shuffling and corruption; the same seed gives the same weights on any "
-                      "devices.", check=_seed)
+                      "devices.", check=checks.seed)
   data_dir: Optional[str] = setting(None, "TensorFlow Datasets data directory holding mnist/3.0.1; defaults to "
                                     "$TFDS_DATA_DIR or ~/tensorflow_datasets.", kind=str, training=False)
   model_dir: Optional[str] = setting(None, "Directory for checkpoints at every epoch boundary; a rerun with the same "
@@ -411,34 +337,6 @@ def _check_data(values: Mapping[str, Any], info: datasets.Info) -> None:
 def flag_name(field: dataclasses.Field) -> str:
   """The flag of a `setting` field: its own name unless declared otherwise ("" for none)."""
   return field.name if field.metadata.get("flag") is None else field.metadata["flag"]
-
-
-def check_threads(threads_per_device: int, cores: Optional[int] = None) -> None:
-  """Raises ValueError when `threads_per_device` exceeds the cores this process may use.
-
-  More threads than cores in one device cannot run at once; a very large count only grows memory (each
-  thread has a stack). Devices x threads beyond the cores stays allowed (`common.distribute.devices.oversubscription`).
-  """
-  cores = cores or provenance.usable_cores()
-  if threads_per_device > cores:
-    raise ValueError(f"--threads_per_device must be at most {cores} (the cores this process may use), "
-                     f"got {threads_per_device}.")
-
-
-def check_divisible(global_batch_size: int, replicas: int, flag: str = "batch_size") -> None:
-  """Raises ValueError unless the global batch splits evenly over the replicas.
-
-  Args:
-    global_batch_size: B, examples per step over all replicas.
-    replicas: replicas in sync: G, or G times the workers of a multi-worker run.
-    flag: the flag named in the message.
-  """
-  if global_batch_size % replicas:
-    raise ValueError(
-        f"--{flag}={global_batch_size} (the global batch) is not divisible by the {replicas} replicas "
-        f"(--num_devices, times the workers when started by common.launch): every replica takes an equal share; "
-        f"use a multiple of {replicas}, "
-        f"e.g. {global_batch_size - global_batch_size % replicas or replicas}.")
 
 
 def _program_of(cls: type) -> str:
