@@ -172,7 +172,7 @@ def test_a_new_setting_is_one_field(tmp_path):
   anchor = "  tensorboard_dir: Optional[str] = setting("
   assert anchor in text
   path.write_text(text.replace(anchor, '  extra_note: int = setting(3, "A new setting: a positive number noted in the '
-                               'record.", check=positive_int, training=False)\n' + anchor, 1))
+                               'record.", check=checks.positive_int, training=False)\n' + anchor, 1))
   for program in programs.PROGRAMS:
     helped = _run(root, "-m", program.module, "--helpshort")
     assert "--extra_note: A new setting" in helped.stdout, (program.name, helped.stderr[-2000:])
