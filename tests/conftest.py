@@ -166,3 +166,19 @@ def run_module(module, *flags, env=None, timeout=600):
   full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
   return subprocess.run([python(), "-m", module, *flags], cwd=ROOT, env=full_env,
                         capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def fake_modules(tmp_path, monkeypatch):
+  """{program: module} stand-ins that call tests.fixtures.fake_train.main(program), for every program of the
+  run list and of the model-parallel benchmark."""
+  from common.settings import programs
+  stubs = tmp_path / "stubs"
+  stubs.mkdir()
+  modules = {}
+  for program in sorted(p.name for p in programs.PROGRAMS):
+    (stubs / f"fake_{program}.py").write_text(
+        f"from tests.fixtures import fake_train\nfake_train.main({program!r})\n")
+    modules[program] = f"fake_{program}"
+  monkeypatch.setenv("PYTHONPATH", str(stubs))
+  return modules
