@@ -45,12 +45,13 @@ def test_every_registered_program_parses_help():
 def test_no_string_names_a_program_outside_the_registry():
   """A list of programs, a comparison or a test names a program through `common.settings.programs`, never by a string
   literal equal to its name or its module (prose inside longer strings and docstrings is not such a literal); only
-  the registry, the table of measured defaults made from the records (`processor_defaults.TABLE`, data keyed by name)
-  and the program's own folder spell its name."""
+  the registry, the two tables below it keyed by name (the measured defaults made from the records,
+  `processor_defaults.TABLE`, and the recipes' values for one program, `recipes.Recipe.program_values`, whose names
+  `tests/test_recipes.py` checks against the registry) and the program's own folder spell its name."""
   found = []
+  below = [os.path.join("common", "settings", f"{m}.py") for m in ("programs", "processor_defaults", "recipes")]
   for path in _python_files():
-    if path in (os.path.join("common", "settings", "programs.py"), os.path.join("common", "settings",
-                                                                               "processor_defaults.py"), EXTENDING):
+    if path in below + [EXTENDING]:
       continue
     names = {n for p in programs.PROGRAMS if not path.startswith(p.name + os.sep) for n in (p.name, p.module)}
     for node in ast.walk(_tree(path)):
