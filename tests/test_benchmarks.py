@@ -239,9 +239,11 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   runs = bench_limit.configurations(s)
   assert [(r.name, r.config.num_devices) for r in runs] == [
       (f"{n}_{p}", 1 if n == bench_limit.BASES[0] else 2) for p in (f32, bf16) for n in bench_limit.BASES]
-  assert runs[2].config.thread_pool == "shared" and runs[3].config.precision == bf16
+  assert runs[2].config.thread_pool == "shared" and runs[4].config.precision == bf16
+  assert runs[3].program == programs.MODEL_PARALLEL.name and runs[3].config.num_devices == 2
   config = {"hidden_units": [32], "train_examples": 400, "batch_size": 100, "threads_per_device": 1}
-  fine_seconds = {"greedy_1core": 3.0, "pipeline_per_device": 2.0, "pipeline_shared": 1.5}  # float32; bfloat16 half
+  fine_seconds = {"greedy_1core": 3.0, "pipeline_per_device": 2.0, "pipeline_shared": 1.5,
+                  "model_parallel": 2.5}  # float32; bfloat16 half
   found = {f"{n}_{p}": [{"pretrain_seconds": 2.0, "strategy": r.program, "layers": [{"epochs": [{}, {}]}],
                          "config": dict(config, num_devices=r.config.num_devices, precision=p),
                          "environment": {"usable_cores": 2},
@@ -265,6 +267,8 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   assert summary[f"finetune_speedup_{f32}"]["median"] == pytest.approx(2.0)
   assert summary[f"finetune_speedup_{f32}"]["pool"] == "shared"
   assert summary["bf16_over_f32_finetune_one_core"]["median"] == pytest.approx(2.0)
+  assert summary[f"model_parallel_fraction_{f32}"]["median"] == pytest.approx(
+      harness.flops(found[f"model_parallel_{f32}"][0]) / 2.0 / 2e6)
   assert [row[0] for row in bench_limit.details(summary)[2]] == [r.name for r in runs]
   # async_functions: the async program on W workers at each K; the fastest K by examples per second.
   from experiments.benchmarks import async_functions as bench_functions

@@ -1,7 +1,8 @@
 """Benchmark: the machine's limit and how close the job gets to it, in each precision of --precisions: one core's
 matrix-product rate at the step's shapes (`matmul_rates`, one thread; C cores' limit: C times it) and the fraction of
-it reached by greedy on one core and by pipeline_parallel on --num_devices one-thread devices with each intra-op pool
-(per_device; shared: one pool of all their threads, so the lighter stage's core helps the heavier), in pretraining
+it reached by greedy on one core, by pipeline_parallel on --num_devices one-thread devices with each intra-op pool
+(per_device; shared: one pool of all their threads, so the lighter stage's core helps the heavier) and by
+model_parallel on those devices (its --thread_pool=auto), in pretraining
 (FLOPs of the record's layer-epochs, `common.measure.cost`) and in finetuning (`cost.finetune_epoch_flops`, evaluation
 left out, at the placement --finetune_placement=auto gives); finetuning's speedup over one core, and one core's
 bfloat16 finetuning against float32's. Alternated; timings are committed: run alone. Records per instruction-set
@@ -15,24 +16,26 @@ from common.settings import programs
 from experiments import harness, presets
 
 POOLS = ("per_device", "shared")
-BASES = ("greedy_1core",) + tuple(f"pipeline_{pool}" for pool in POOLS)
+BASES = ("greedy_1core",) + tuple(f"pipeline_{pool}" for pool in POOLS) + ("model_parallel",)
 
 
 def configurations(s: harness.Setting) -> List:
-  """Per precision: greedy on one core; pipeline_parallel on the devices with each pool; every run finetunes too."""
+  """Per precision: greedy on one core; pipeline_parallel on the devices with each pool; model_parallel on the devices
+  (its pool from --thread_pool=auto); every run finetunes too."""
   out = []
   for p in s.options["precisions"]:
     own = {"precision": p, "finetune_epochs": s.options["finetune_epochs"]}
     out += [s.spec(f"greedy_1core_{p}", programs.GREEDY, 1, own)] + [
         s.spec(f"pipeline_{pool}_{p}", programs.PIPELINE_PARALLEL, s.num_devices, {**own, "thread_pool": pool})
-        for pool in POOLS]
+        for pool in POOLS] + [s.spec(f"model_parallel_{p}", programs.MODEL_PARALLEL, s.num_devices, own)]
   return out
 
 
 def summarize(s: harness.Setting, found: harness.Records) -> Dict:
   """Per configuration: pretraining and finetuning GFLOP/s and their fraction of its precision's limit of its cores;
-  per precision the faster pool's pretraining fraction and finetuning speedup over one core (same repeat), and one
-  core's finetuning in float32 over bfloat16 (seconds, same repeat) when both ran."""
+  per precision the pipeline's faster pool's pretraining fraction and finetuning speedup over one core (same repeat)
+  and model_parallel's pretraining fraction; one core's finetuning in float32 over bfloat16 (seconds, same repeat)
+  when both ran."""
   rates = harness.matmul_rates(s)
   out = {"precisions": list(s.options["precisions"]), "matmul_gflops_per_second_one_core": {
       p: rates[p]["gflops_per_second"] for p in s.options["precisions"]}, "matmul_ways": {
@@ -60,6 +63,8 @@ def summarize(s: harness.Setting, found: harness.Records) -> Dict:
     out[f"pipeline_fraction_{p}"] = dict(mine[best]["pretrain_fraction_of_limit"], pool=best)
     fast = max(POOLS, key=lambda pool: mine[pool]["finetune_speedup_vs_one_core"]["median"])
     out[f"finetune_speedup_{p}"] = dict(mine[fast]["finetune_speedup_vs_one_core"], pool=fast)
+    if f"model_parallel_{p}" in out["configurations"]:  # summaries from before it ran have none
+      out[f"model_parallel_fraction_{p}"] = out["configurations"][f"model_parallel_{p}"]["pretrain_fraction_of_limit"]
   f32, bf16 = programs.PRECISIONS
   if {f32, bf16} <= set(s.options["precisions"]):
     out["bf16_over_f32_finetune_one_core"] = harness.spread([
@@ -91,9 +96,10 @@ BENCHMARK = presets.Benchmark(
     options={"precisions": (list(programs.PRECISIONS), "Precisions (--precision) of the runs, alternated."),
              "finetune_epochs": (2, "Finetuning epochs of every run.")},
     folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}",
-    columns=tuple((f"fraction_{n}", f"{n}: fraction of the limit") for n in BASES) + tuple(
+    columns=tuple((f"fraction_{n}", f"{n}: fraction of the limit") for n in BASES[:3]) + tuple(  # one precision
         (f"{m}_{p}", f"{label}, {p}") for p in programs.PRECISIONS for m, label in (
             ("pipeline_fraction", "pipeline, fraction of the limit (faster pool)"),
+            ("model_parallel_fraction", "model_parallel, fraction of the limit"),
             ("finetune_speedup", "finetuning / one core (faster pool)"))) + (
         ("bf16_over_f32_finetune_one_core", "one core's finetuning, float32 / bfloat16 seconds"),), order=10)
 
