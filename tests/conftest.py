@@ -48,6 +48,16 @@ os.environ.setdefault(decoded_cache.CACHE_ENV, os.path.join(tempfile.gettempdir(
 SLICE_EXAMPLES = 2000
 
 
+@pytest.fixture(scope="module")
+def output_dir(tmp_path_factory):
+  """A results folder of fixture records (`tests.fixtures.make_records`): every run of the presets, every benchmark
+  summary; made again for each test module, which may change it."""
+  from tests.fixtures import make_records  # pylint: disable=g-import-not-at-top
+  out = str(tmp_path_factory.mktemp("results") / "fixtures")
+  make_records.main(out)
+  return out
+
+
 @pytest.fixture(scope="session")
 def mnist():
   """The first SLICE_EXAMPLES training images of real MNIST, plus validation and test splits."""
