@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
@@ -20,7 +19,6 @@ from experiments.reproduce import REGISTRY
 from experiments import records
 from experiments import harness
 from experiments.benchmarks import strategies as bench_strategies
-from experiments.render import figures
 from experiments.report import draw
 from experiments.report import readme
 from experiments.render import series
