@@ -9,6 +9,7 @@ import pytest
 import tensorflow as tf
 
 from common.artifacts import runlog
+from common.distribute import replica_steps
 from common.model import autoencoder
 from common.model import optimizers
 from common.settings import config as common_config
@@ -16,6 +17,7 @@ from common.settings import programs
 from data_parallel import config as config_lib
 from data_parallel import pretrain
 from data_parallel import profile as profile_lib
+from data_parallel import replicas
 from greedy import pretrain as greedy
 from conftest import SLICE_EXAMPLES, run_module, shared_keys
 
@@ -228,3 +230,45 @@ def test_the_benchmark_only_straggler_delays_but_changes_nothing(tmp_path, greed
   assert record["benchmark_only"]["slow_worker_delay_seconds"] == 0.002 and record["benchmark_only"]["slow_worker"] == 0
   steps = sum(len(layer["epochs"]) for layer in record["layers"]) * (SLICE_EXAMPLES // BASE["batch_size"])
   assert record["pretrain_seconds"] >= 0.002 * steps  # every step waited for the sleeping replica
+
+
+def _op_types(concrete_function) -> set:
+  """Every op type of a traced function, its loop bodies and nested functions included."""
+  graph_def = concrete_function.graph.as_graph_def()
+  types = {node.op for node in graph_def.node}
+  for function in graph_def.library.function:
+    types.update(node.op for node in function.node_def)
+  return types
+
+
+def test_data_parallel_reads_no_input_iterator(mnist, tmp_path, monkeypatch):
+  """More devices than cores (issue 14, item 14): with a distributed input iterator per layer, creating
+  layer 2's while layer 1's was alive or being freed sat idle for minutes (204 s of a 284 s run at 8 devices
+  on 2 cores, docs/data_parallel.md). Every replica now computes its example indices in the step: a whole run
+  (pretraining and finetuning) on the 4 logical devices of conftest (2x the cores of CI) creates no
+  distributed dataset, and no iterator op appears in its steps."""
+  made = []
+  for method in ("distribute_datasets_from_function", "experimental_distribute_dataset"):
+    original = getattr(tf.distribute.MirroredStrategy, method)
+
+    def recorded(self, *args, _method=method, _original=original, **kwargs):
+      made.append(_method)
+      return _original(self, *args, **kwargs)
+    monkeypatch.setattr(tf.distribute.MirroredStrategy, method, recorded)
+  config = config_lib.DataParallelConfig(
+      hidden_units=(16, 8), pretrain_epochs=1, finetune_epochs=1, train_examples=400, batch_size=40,
+      num_devices=4, results_dir=str(tmp_path), run_name="dp4", model_dir=str(tmp_path / "model"))
+  record = pretrain.train(config)
+  assert made == []
+  assert [len(layer["epochs"]) for layer in record["layers"]] == [1, 1]
+  assert len(record["layers"][0]["device"].split(",")) == 4
+
+  strategy = replica_steps.make_strategy([d.name for d in tf.config.list_logical_devices("CPU")[:4]])
+  images = replica_steps.replica_resident(strategy, mnist.train_images)
+  with strategy.scope():
+    layers = [autoencoder.DenoisingAutoencoder(784, 16, 1, 0), autoencoder.DenoisingAutoencoder(16, 8, 2, 0)]
+  dp = replicas.DataParallelTrainer(strategy, autoencoder.LayerTrainer(layers[1], layers[:1], images, 0, 0.3, 40))
+  types = _op_types(dp._compiled.get_concrete_function(tf.constant(0), tf.constant(0), tf.constant(2),
+                                                       tf.constant(0.0)))
+  assert [t for t in types if "IndexShuffle" in t], sorted(types)  # the indices are computed in the step
+  assert not [t for t in types if "Iterator" in t], sorted(t for t in types if "Iterator" in t)

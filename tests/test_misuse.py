@@ -1,33 +1,27 @@
 """Everyday mistakes and faults cost no finished run (issue 14): output paths checked up front, one writer
 per --model_dir, checkpoints that fail safe, clean stops, one-line refusals, warnings for runs that learned
 nothing. Faults on the command line are driven through the real command line (a subprocess); faults on
-disk through the library. Tiny configurations: each run takes seconds."""
+disk through the library, in tests/test_checkpoint_faults.py. Tiny configurations: each run takes seconds."""
 
 import concurrent.futures
-import dataclasses
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
 
-import numpy as np
 import pytest
 
 from common.artifacts import outputs
 from common.artifacts import runlog
-from common.base import errors
 from common.base import progress
 from common.data import sources as datasets
 from common.distribute import devices
 from common.measure import memory
 from common.measure import provenance
-from common.settings import config as config_lib
 from common.settings import programs
-from greedy import pretrain as greedy
 
 from conftest import ROOT, python, run_module
 
@@ -287,128 +281,6 @@ def test_resumed_run_reports_this_process_and_the_whole_run(killed_then_resumed)
   assert record["run_seconds"] >= record["pretrain_seconds"]
   assert record["run_seconds"] > record["process_seconds"]
   assert "this process" in resumed.stdout and "whole run" in resumed.stdout and "over 2 processes" in resumed.stdout
-
-
-# ---------------------------------------------------------------- items 1, 3, 4: faults on disk, through the library
-
-def _config(tmp_path, **overrides):
-  base = dict(hidden_units=(20, 20), pretrain_epochs=2, finetune_epochs=0, batch_size=50, train_examples=500,
-              results_dir=str(tmp_path / "runs"), run_name="run", model_dir=str(tmp_path / "model"))
-  base.update(overrides)
-  return config_lib.Config(**base)
-
-
-def test_outputs_that_fail_at_the_end_go_to_the_working_directory(tmp_path, monkeypatch):
-  work = tmp_path / "work"
-  work.mkdir()
-  monkeypatch.chdir(work)
-  results, weights = tmp_path / "runs", tmp_path / "weights"
-
-  def break_outputs(_):  # After the checks passed: both output directories become files.
-    for path in (results, weights):
-      shutil.rmtree(path, ignore_errors=True)
-      path.write_text("not a directory")
-
-  config = _config(tmp_path, export_weights=str(weights / "w.npz"))
-  record = greedy.train(config, on_checkpoint=break_outputs)
-  assert record["layers"][0]["epochs"]
-  assert json.load(open(work / "run.json"))["run_name"] == "run"
-  assert set(runlog.load_weights(str(work / "w.npz"))) >= {"layer1/kernel", "layer2/kernel"}
-
-
-@pytest.fixture
-def trained(tmp_path):
-  """A finished tiny run with checkpoints ckpt-1 and ckpt-2 (one per epoch of each layer; max 2 kept)."""
-  config = _config(tmp_path, pretrain_epochs=1, export_weights=str(tmp_path / "first.npz"))
-  record = greedy.train(config)
-  return config, record, tmp_path
-
-
-def test_missing_or_garbled_state_file_recovers_from_the_checkpoint_files(trained):
-  config, first, tmp = trained
-  model = tmp / "model"
-  for damage in ("missing", "garbled"):
-    if damage == "missing":
-      os.remove(model / "checkpoint")
-    else:
-      (model / "checkpoint").write_text("garbage {{{")
-    record = greedy.train(dataclasses.replace(config, export_weights=str(tmp / f"{damage}.npz")))
-    assert record["resumed"] is True and record["resumed_from"].endswith("ckpt-2"), damage
-    np.testing.assert_array_equal(runlog.load_weights(str(tmp / f"{damage}.npz"))["layer2/kernel"],
-                                  runlog.load_weights(str(tmp / "first.npz"))["layer2/kernel"])
-  # The flag-mismatch refusal still applies when the state file is gone.
-  os.remove(model / "checkpoint")
-  with pytest.raises(errors.ResumeMismatchError, match="seed"):
-    greedy.train(dataclasses.replace(config, seed=3))
-
-
-def test_corrupt_newest_checkpoint_falls_back_to_the_older_one(trained):
-  config, first, tmp = trained
-  model = tmp / "model"
-  assert os.path.exists(model / "ckpt-1.index") and os.path.exists(model / "ckpt-2.index")
-  (model / "ckpt-2.data-00000-of-00001").write_bytes(b"corrupt")
-  record = greedy.train(dataclasses.replace(config, export_weights=str(tmp / "again.npz")))
-  assert record["resumed_from"].endswith("ckpt-1")
-  assert [os.path.basename(s["path"]) for s in record["skipped_checkpoints"]] == ["ckpt-2"]
-  assert record["skipped_checkpoints"][0]["reason"]
-  # Resuming from the older checkpoint retrains layer 2 exactly.
-  np.testing.assert_array_equal(runlog.load_weights(str(tmp / "again.npz"))["layer2/kernel"],
-                                runlog.load_weights(str(tmp / "first.npz"))["layer2/kernel"])
-  # Nothing readable: refuse, say what to do, overwrite nothing.
-  for name in os.listdir(model):
-    if name.startswith("ckpt-") and name.endswith(".index"):
-      (model / name).write_bytes(b"x")
-  with pytest.raises(errors.CheckpointUnusableError, match="move them away"):
-    greedy.train(config)
-
-
-def _op_types(concrete_function) -> set:
-  """Every op type of a traced function, its loop bodies and nested functions included."""
-  graph_def = concrete_function.graph.as_graph_def()
-  types = {node.op for node in graph_def.node}
-  for function in graph_def.library.function:
-    types.update(node.op for node in function.node_def)
-  return types
-
-
-def test_data_parallel_reads_no_input_iterator(mnist, tmp_path, monkeypatch):
-  """More devices than cores (issue 14, item 14): with a distributed input iterator per layer, creating
-  layer 2's while layer 1's was alive or being freed sat idle for minutes (204 s of a 284 s run at 8 devices
-  on 2 cores, docs/data_parallel.md). Every replica now computes its example indices in the step: a whole run
-  (pretraining and finetuning) on the 4 logical devices of conftest (2x the cores of CI) creates no
-  distributed dataset, and no iterator op appears in its steps."""
-  import tensorflow as tf
-  from common.distribute import replica_steps
-  from common.model import autoencoder
-  from data_parallel import config as dp_config
-  from data_parallel import pretrain as dp_pretrain
-  from data_parallel import replicas
-
-  made = []
-  for method in ("distribute_datasets_from_function", "experimental_distribute_dataset"):
-    original = getattr(tf.distribute.MirroredStrategy, method)
-
-    def recorded(self, *args, _method=method, _original=original, **kwargs):
-      made.append(_method)
-      return _original(self, *args, **kwargs)
-    monkeypatch.setattr(tf.distribute.MirroredStrategy, method, recorded)
-  config = dp_config.DataParallelConfig(
-      hidden_units=(16, 8), pretrain_epochs=1, finetune_epochs=1, train_examples=400, batch_size=40,
-      num_devices=4, results_dir=str(tmp_path), run_name="dp4", model_dir=str(tmp_path / "model"))
-  record = dp_pretrain.train(config)
-  assert made == []
-  assert [len(layer["epochs"]) for layer in record["layers"]] == [1, 1]
-  assert len(record["layers"][0]["device"].split(",")) == 4
-
-  strategy = replica_steps.make_strategy([d.name for d in tf.config.list_logical_devices("CPU")[:4]])
-  images = replica_steps.replica_resident(strategy, mnist.train_images)
-  with strategy.scope():
-    layers = [autoencoder.DenoisingAutoencoder(784, 16, 1, 0), autoencoder.DenoisingAutoencoder(16, 8, 2, 0)]
-  dp = replicas.DataParallelTrainer(strategy, autoencoder.LayerTrainer(layers[1], layers[:1], images, 0, 0.3, 40))
-  types = _op_types(dp._compiled.get_concrete_function(tf.constant(0), tf.constant(0), tf.constant(2),
-                                                       tf.constant(0.0)))
-  assert [t for t in types if "IndexShuffle" in t], sorted(types)  # the indices are computed in the step
-  assert not [t for t in types if "Iterator" in t], sorted(t for t in types if "Iterator" in t)
 
 
 def test_cores_follow_the_cpu_affinity():
