@@ -98,16 +98,37 @@ def flops(record: dict) -> float:
              for i, layer in enumerate(record["layers"]))
 
 
-def matmul_rates(s: Setting) -> Dict:
-  """{precision: {"gflops_per_second", "ways", "shapes"}} at the step's shapes, one core (own process), for the
-  setting's --precisions (else both); RuntimeError: failed."""
-  done = driver.call([sys.executable, "-m", "experiments.benchmarks.matmul_rates", f"--batch_size={s.batch_size}",
+def _one_core(module: str, s: Setting, *arguments: str) -> Dict:
+  """The JSON that experiments/benchmarks/<module>.py prints, run in its own process (one thread) with `arguments`,
+  the setting's hidden units and --precisions (else both); RuntimeError: it failed."""
+  done = driver.call([sys.executable, "-m", f"experiments.benchmarks.{module}", *arguments,
                       f"--hidden_units={','.join(map(str, s.hidden_units))}",
                       *([f"--precisions={','.join(s.options['precisions'])}"] if "precisions" in s.options else [])],
                      capture=True)
   if done.returncode:
-    raise RuntimeError(f"matmul_rates failed (exit status {done.returncode}):\n{done.stderr[-3000:]}")
+    raise RuntimeError(f"{module} failed (exit status {done.returncode}):\n{done.stderr[-3000:]}")
   return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def matmul_rates(s: Setting) -> Dict:
+  """{precision: {"gflops_per_second", "ways", "shapes"}} at the step's shapes, one core
+  (`experiments.benchmarks.matmul_rates`); RuntimeError: failed."""
+  return _one_core("matmul_rates", s, f"--batch_size={s.batch_size}")
+
+
+def update_floor(s: Setting) -> Dict:
+  """{precision: {"seconds_per_step", "ways", "layers"}}: one core's passes over the kernels per step of every layer
+  (`experiments.benchmarks.update_floor`); RuntimeError: failed."""
+  return _one_core("update_floor", s)
+
+
+def floor_seconds(record: dict, floor: Dict) -> float:
+  """One core's seconds of a record's pretraining in the passes over the kernels: per layer its steps (epochs x
+  steps per epoch) times its seconds per step in `floor` (one precision's `update_floor`)."""
+  c = record["config"]
+  steps = c["train_examples"] // c["batch_size"]
+  return sum(len(layer["epochs"]) * steps * measured["seconds"]
+             for layer, measured in zip(record["layers"], floor["layers"]))
 
 
 def phases(record: dict) -> dict:

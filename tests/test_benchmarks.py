@@ -253,6 +253,9 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   monkeypatch.setattr(harness, "matmul_rates",
                       lambda s: {f32: {"gflops_per_second": 1e-3, "ways": ["tf"]},
                                  bf16: {"gflops_per_second": 2e-3, "ways": ["tf", "xla"]}})
+  # One layer's passes over its kernel: 0.01 s per step in float32, 0.1 s in bfloat16; 4 steps per epoch, 2 epochs.
+  monkeypatch.setattr(harness, "update_floor", lambda s: {q: {"seconds_per_step": t, "layers": [{"seconds": t}]}
+                                                          for q, t in ((f32, 0.01), (bf16, 0.1))})
   summary = bench_limit.summarize(s, found)
   one = found[f"greedy_1core_{f32}"][0]
   assert summary["configurations"][f"greedy_1core_{f32}"]["cores"] == 1
@@ -267,9 +270,19 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   assert summary[f"finetune_speedup_{f32}"]["median"] == pytest.approx(2.0)
   assert summary[f"finetune_speedup_{f32}"]["pool"] == "shared"
   assert summary["bf16_over_f32_finetune_one_core"]["median"] == pytest.approx(2.0)
+  # The ceiling: products at the limit's rate over products plus the passes over the kernels, 8 layer-steps.
+  products = harness.flops(found[f"pipeline_shared_{bf16}"][0]) / 2e6
+  ceiling = summary["configurations"][f"pipeline_shared_{bf16}"]["pretrain_ceiling_of_limit"]
+  assert ceiling["median"] == pytest.approx(products / (products + 8 * 0.1))
+  assert summary[f"pipeline_ceiling_{bf16}"] == ceiling
+  assert summary["configurations"][f"pipeline_shared_{bf16}"]["pretrain_fraction_of_ceiling"][
+      "median"] == pytest.approx(summary[f"pipeline_fraction_{bf16}"]["median"] / ceiling["median"])
   assert summary[f"model_parallel_fraction_{f32}"]["median"] == pytest.approx(
       harness.flops(found[f"model_parallel_{f32}"][0]) / 2.0 / 2e6)
-  assert [row[0] for row in bench_limit.details(summary)[2]] == [r.name for r in runs]
+  caption, header, rows = bench_limit.details(summary)
+  assert [row[0] for row in rows] == [r.name for r in runs] and len(header) == len(rows[0]) == 8
+  assert rows[1][header.index("pretraining: ceiling the kernels' passes leave")] == summary["configurations"][
+      f"pipeline_per_device_{f32}"]["pretrain_ceiling_of_limit"]
   # async_functions: the async program on W workers at each K; the fastest K by examples per second.
   from experiments.benchmarks import async_functions as bench_functions
   s = harness.Setting((32,), 100, 1, 400, 2, 2, {"steps_per_function_values": ["1", "2", "4"]})

@@ -5,10 +5,12 @@ import glob
 import json
 import os
 
+import numpy as np
 import pytest
 
 from experiments.benchmarks import limit as bench_limit
 from experiments.benchmarks import matmul_rates
+from experiments.benchmarks import update_floor
 from conftest import ROOT
 
 
@@ -54,3 +56,40 @@ def test_only_the_precisions_asked_are_timed():
   assert list(rates) == ["float32"] and rates["float32"]["ways"] == ["tf"]
   with pytest.raises(ValueError, match="choose among"):
     matmul_rates.rates((24,), 8, precisions=["float16"])
+
+
+def test_every_layers_passes_over_its_kernel_are_timed_every_way_and_the_fastest_counts():
+  hidden = (24, 16)
+  found = update_floor.floors(hidden, iterations=2, repeats=1)
+  assert set(found) == {"float32", "mixed_bfloat16"}
+  for f in found.values():
+    assert f["ways"] == list(update_floor.WAYS)
+    assert [(l["input_units"], l["hidden_units"]) for l in f["layers"]] == [(784, 24), (24, 16)]
+    for layer in f["layers"]:
+      assert set(layer["ways"]) == set(update_floor.WAYS) and all(t > 0 for t in layer["ways"].values())
+      assert layer["fastest"] == min(layer["ways"], key=layer["ways"].get)
+      assert layer["seconds"] == layer["ways"][layer["fastest"]]
+    assert f["seconds_per_step"] == pytest.approx(sum(l["seconds"] for l in f["layers"]))
+  with pytest.raises(ValueError, match="choose among"):
+    update_floor.floors(hidden, ways=["eigen"])
+  with pytest.raises(ValueError, match="choose among"):
+    update_floor.floors(hidden, precisions=["float16"])
+
+
+@pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
+def test_each_way_makes_the_same_update(precision):
+  # The ways time the same passes: from one kernel and gradient, 3 steps of each leave the kernel that 3 SGD updates,
+  # kernel - rate x gradient, make (within float32 rounding: XLA may fuse the multiply and the subtraction into one
+  # rounding, as the programs' --kernels=xla path does).
+  import tensorflow as tf
+  start = tf.random.stateless_uniform([30, 20], (1, 2))
+  gradient = tf.random.stateless_uniform([30, 20], (3, 4))
+  gradient = tf.cast(gradient, tf.bfloat16) if precision == "mixed_bfloat16" else gradient
+  expected = start.numpy()
+  for _ in range(3):
+    expected = expected - np.float32(1e-3) * tf.cast(gradient, tf.float32).numpy()
+  for way in update_floor.WAYS:
+    kernel = tf.Variable(start)
+    update_floor._loop(way, precision, kernel, gradient, 3)().numpy()
+    np.testing.assert_allclose(kernel.numpy(), expected, rtol=1e-6, atol=1e-9, err_msg=way)
+    assert np.abs(kernel.numpy() - start.numpy()).max() > 1e-4  # the updates happened
