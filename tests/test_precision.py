@@ -123,6 +123,34 @@ def test_traced_step_multiplies_bfloat16_operands_and_keeps_float32_variables(mn
   assert not [op for op in _ops(concrete32) if any(t.dtype == tf.bfloat16 for t in op.outputs)]
 
 
+def test_each_bfloat16_operand_is_cast_once_and_the_step_is_what_casting_the_stacks_gives():
+  # The step's tensors that two products read (the input, the hidden units, the logits' gradient) are cast to
+  # bfloat16 once, and the stacked operands of the kernel's gradient are made of those: 5 casts to bfloat16 (the
+  # kernel, x, h, dz, the pre-activation's gradient), and the loss and gradients of the formula that cast each stack
+  # (written out below), bit for bit.
+  layer = autoencoder.DenoisingAutoencoder(24, 16, 1, 0, BF16)
+  x = tf.random.stateless_uniform([8, 24], (1, 2))
+  target = tf.random.stateless_uniform([8, 24], (3, 4))
+  step = tf.function(lambda x, t: layer.loss_and_gradients(x, t, tf.constant(8)))
+  casts = [op for op in step.get_concrete_function(x, target).graph.get_operations()
+           if op.type == "Cast" and op.get_attr("DstT") == tf.bfloat16]
+  assert len(casts) == 5, [op.name for op in casts]
+  loss, hidden, grads = step(x, target)
+
+  def product(a, b, **kw):
+    return tf.cast(tf.matmul(tf.cast(a, tf.bfloat16), tf.cast(b, tf.bfloat16), **kw), tf.float32)
+  h = tf.sigmoid(product(x, layer.kernel) + layer.bias)
+  z = product(h, layer.kernel, transpose_b=True) + layer.decoder_bias
+  dz = (tf.sigmoid(z) - target) / 8.0
+  d_pre = product(dz, layer.kernel) * h * (1.0 - h)
+  np.testing.assert_array_equal(hidden.numpy(), h.numpy())
+  np.testing.assert_array_equal(loss.numpy(), (tf.reduce_sum(
+      tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=z)) / 8.0).numpy())
+  for got, expected in zip(grads, [product(tf.concat([x, dz], 0), tf.concat([d_pre, h], 0), transpose_a=True),
+                                   tf.reduce_sum(d_pre, 0), tf.reduce_sum(dz, 0)]):
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
 def test_mixed_bfloat16_is_refused_without_native_bfloat16():
   no_gpus = lambda: []  # noqa: E731
   epyc = lambda: ("x86_64", ["fpu", "avx512f", "avx512_bf16"])  # noqa: E731

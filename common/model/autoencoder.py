@@ -100,9 +100,9 @@ class DenoisingAutoencoder(tf.Module):
 
   def decoder_logits(self, hidden: tf.Tensor, precision: Optional[str] = None, kernel: Optional[tf.Tensor] = None,
                      decoder_bias: Optional[tf.Tensor] = None) -> tf.Tensor:
-    """float32 [b, hidden_units] -> the decoder's logits hidden W^T + c, float32 [b, input_units] (`kernel`: W
-    already cast to the product operand, to cast it once per step; `decoder_bias`: c already read, else the
-    variable's)."""
+    """float32 [b, hidden_units] (or already cast to the product operand) -> the decoder's logits hidden W^T + c,
+    float32 [b, input_units] (`kernel`: W already cast to the product operand, to cast it once per step;
+    `decoder_bias`: c already read, else the variable's)."""
     w = self.kernel if kernel is None else kernel
     c = self.decoder_bias if decoder_bias is None else decoder_bias
     return precision_lib.matmul(hidden, w, precision or self.precision, transpose_b=True) + c
@@ -167,16 +167,20 @@ class DenoisingAutoencoder(tf.Module):
       (loss float32 scalar, hidden float32 [b, hidden_units] = h, [d kernel, d bias, d decoder_bias] with
       the weights' shapes) and, with `also_encode`, its encoding float32 [b', hidden_units].
     """
-    p = self.precision
+    p, operand = self.precision, precision_lib.operand
     kernel, bias, decoder_bias = self.weights if weights is None else weights
-    w = precision_lib.operand(kernel, p)
-    hidden = tf.sigmoid(precision_lib.matmul(inputs, w, p) + bias)
-    logits = self.decoder_logits(hidden, p, w, decoder_bias)
+    # Each tensor that two products read is cast to their operand once (x, h, dz: the stacked operands of d W are
+    # made of the cast ones), the same values as casting the stacks.
+    w, x = operand(kernel, p), operand(inputs, p)
+    hidden = tf.sigmoid(precision_lib.matmul(x, w, p) + bias)
+    h = operand(hidden, p)
+    logits = self.decoder_logits(h, p, w, decoder_bias)
     scale = 1.0 / tf.cast(divisor, tf.float32)
     loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)) * scale
     d_logits = (tf.sigmoid(logits) - target) * scale
-    d_pre = precision_lib.matmul(d_logits, w, p) * hidden * (1.0 - hidden)
-    d_kernel = precision_lib.matmul(tf.concat([inputs, d_logits], 0), tf.concat([d_pre, hidden], 0), p,
+    dz = operand(d_logits, p)
+    d_pre = precision_lib.matmul(dz, w, p) * hidden * (1.0 - hidden)
+    d_kernel = precision_lib.matmul(tf.concat([x, dz], 0), tf.concat([operand(d_pre, p), h], 0), p,
                                     transpose_a=True)
     grads = [d_kernel, tf.reduce_sum(d_pre, 0), tf.reduce_sum(d_logits, 0)]
     if also_encode is None:
