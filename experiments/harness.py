@@ -98,6 +98,23 @@ def flops(record: dict) -> float:
              for i, layer in enumerate(record["layers"]))
 
 
+def one_thread(ways: Sequence[str], known: Sequence[str], precisions: Sequence[str]):
+  """TensorFlow on 1 intra-op and 1 inter-op thread (unless it has started already: tests), for the one-core helpers
+  (`matmul_rates`, `update_floor`); returns the tensorflow module. ValueError: a way not in `known` or a precision
+  not in PRECISIONS, or none."""
+  if set(ways) - set(known) or not ways:
+    raise ValueError(f"ways {list(ways)}: choose among {', '.join(known)}")
+  if set(precisions) - set(programs.PRECISIONS) or not precisions:
+    raise ValueError(f"precisions {list(precisions)}: choose among {', '.join(programs.PRECISIONS)}")
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  try:
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+  except RuntimeError:  # TensorFlow already initialized in this process (tests): its threads stay as they are
+    pass
+  return tf
+
+
 def _one_core(module: str, s: Setting, *arguments: str) -> Dict:
   """The JSON that experiments/benchmarks/<module>.py prints, run in its own process (one thread) with `arguments`,
   the setting's hidden units and --precisions (else both); RuntimeError: it failed."""

@@ -15,6 +15,8 @@ import timeit
 
 from absl import app, flags
 
+from experiments import harness
+
 from common.settings.config import PRECISIONS  # the programs' --precision values: float32 or bfloat16 operands
 
 WAYS = ("tf", "xla", "gather")  # the ways a shape is timed; the fastest counts
@@ -58,16 +60,7 @@ def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3,
   "ways", "shapes": [per shape its m, k, n, transposes, {way: GFLOP/s} and the fastest way]}} for `precisions`, on
   one intra-op thread (set here unless TensorFlow has started already); each way's fastest of `repeats` timed loops
   of `iterations` products counts. ValueError for a way not in WAYS or a precision not in PRECISIONS."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if set(ways) - set(WAYS) or not ways:
-    raise ValueError(f"ways {list(ways)}: choose among {', '.join(WAYS)}")
-  if set(precisions) - set(PRECISIONS) or not precisions:
-    raise ValueError(f"precisions {list(precisions)}: choose among {', '.join(PRECISIONS)}")
-  try:
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-  except RuntimeError:  # TensorFlow already initialized in this process (tests): its threads stay as they are
-    pass
+  tf = harness.one_thread(ways, WAYS, precisions)
   result = {}
   for name, dtype in ((p, tf.float32 if p == PRECISIONS[0] else tf.bfloat16) for p in precisions):
     per_shape, flops, seconds = [], 0.0, 0.0

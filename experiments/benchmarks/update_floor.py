@@ -15,6 +15,8 @@ import timeit
 
 from absl import app, flags
 
+from experiments import harness
+
 from common.settings.config import PRECISIONS  # the programs' --precision values: float32 or bfloat16 operands
 
 WAYS = ("tf", "xla")  # the ways a layer's passes are timed; the fastest counts
@@ -56,16 +58,7 @@ def floors(hidden_units, iterations: int = 10, repeats: int = 3, ways=WAYS, prec
   "ways", "layers": [per layer its kernel's input_units, hidden_units, {way: seconds per step} and the fastest]}} on
   one intra-op thread (set here unless TensorFlow has started already). ValueError for a way not in WAYS or a
   precision not in PRECISIONS."""
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  if set(ways) - set(WAYS) or not ways:
-    raise ValueError(f"ways {list(ways)}: choose among {', '.join(WAYS)}")
-  if set(precisions) - set(PRECISIONS) or not precisions:
-    raise ValueError(f"precisions {list(precisions)}: choose among {', '.join(PRECISIONS)}")
-  try:
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-  except RuntimeError:  # TensorFlow already initialized in this process (tests): its threads stay as they are
-    pass
+  tf = harness.one_thread(ways, WAYS, precisions)
   result = {}
   for precision in precisions:
     layers, total = [], 0.0
