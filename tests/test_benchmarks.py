@@ -243,7 +243,7 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   assert runs[3].program == programs.MODEL_PARALLEL.name and runs[3].config.num_devices == 2
   config = {"hidden_units": [32], "train_examples": 400, "batch_size": 100, "threads_per_device": 1}
   fine_seconds = {"greedy_1core": 3.0, "pipeline_per_device": 2.0, "pipeline_shared": 1.5,
-                  "model_parallel": 2.5}  # float32; bfloat16 half
+                  programs.MODEL_PARALLEL.name: 2.5}  # float32; bfloat16 half
   found = {f"{n}_{p}": [{"pretrain_seconds": 2.0, "strategy": r.program, "layers": [{"epochs": [{}, {}]}],
                          "config": dict(config, num_devices=r.config.num_devices, precision=p),
                          "environment": {"usable_cores": 2},

@@ -19,7 +19,7 @@ from common.settings import programs
 from experiments import harness, presets
 
 POOLS = ("per_device", "shared")
-BASES = ("greedy_1core",) + tuple(f"pipeline_{pool}" for pool in POOLS) + ("model_parallel",)
+BASES = ("greedy_1core",) + tuple(f"pipeline_{pool}" for pool in POOLS) + (programs.MODEL_PARALLEL.name,)
 
 
 def configurations(s: harness.Setting) -> List:
