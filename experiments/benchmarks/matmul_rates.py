@@ -15,9 +15,8 @@ import timeit
 
 from absl import app, flags
 
-from experiments import harness
-
 from common.settings.config import PRECISIONS  # the programs' --precision values: float32 or bfloat16 operands
+from experiments import harness
 
 WAYS = ("tf", "xla", "gather")  # the ways a shape is timed; the fastest counts
 

@@ -15,16 +15,16 @@ import timeit
 
 from absl import app, flags
 
-from experiments import harness
-
+from common.measure import cost
 from common.settings.config import PRECISIONS  # the programs' --precision values: float32 or bfloat16 operands
+from experiments import harness
 
 WAYS = ("tf", "xla")  # the ways a layer's passes are timed; the fastest counts
 
 
-def kernel_shapes(hidden_units, input_units: int = 784):
-  """[(input_units, hidden_units)] of every layer's kernel, bottom first."""
-  sizes = [input_units] + [int(u) for u in hidden_units]
+def kernel_shapes(hidden_units):
+  """[(input_units, hidden_units)] of every layer's kernel, bottom first (`common.measure.cost.sizes`)."""
+  sizes = cost.sizes(hidden_units)
   return list(zip(sizes, sizes[1:]))
 
 
