@@ -62,10 +62,11 @@ def test_every_layers_passes_over_its_kernel_are_timed_every_way_and_the_fastest
   hidden = (24, 16)
   found = update_floor.floors(hidden, iterations=2, repeats=1)
   assert set(found) == {"float32", "mixed_bfloat16"}
-  for f in found.values():
-    assert f["ways"] == list(update_floor.WAYS)
+  for precision, f in found.items():
+    assert f["ways"] == list(update_floor.WAYS) and f["working_set_mb"] == update_floor.WORKING_SET_MB
     assert [(l["input_units"], l["hidden_units"]) for l in f["layers"]] == [(784, 24), (24, 16)]
     for layer in f["layers"]:
+      assert layer["copies"] == update_floor.copies(layer["input_units"], layer["hidden_units"], precision)
       assert set(layer["ways"]) == set(update_floor.WAYS) and all(t > 0 for t in layer["ways"].values())
       assert layer["fastest"] == min(layer["ways"], key=layer["ways"].get)
       assert layer["seconds"] == layer["ways"][layer["fastest"]]
@@ -74,6 +75,14 @@ def test_every_layers_passes_over_its_kernel_are_timed_every_way_and_the_fastest
     update_floor.floors(hidden, ways=["eigen"])
   with pytest.raises(ValueError, match="choose among"):
     update_floor.floors(hidden, precisions=["float16"])
+
+
+def test_the_kernel_copies_stream_at_least_the_working_set_and_at_most_max_copies():
+  # 2000 x 2000: float32 kernel + float32 gradient 32 MB, + bfloat16 gradient 24 MB.
+  assert update_floor.copies(2000, 2000, "float32", 128) == 4
+  assert update_floor.copies(2000, 2000, "mixed_bfloat16", 128) == 6  # 5 x 24 MB = 120 MB < 128
+  assert update_floor.copies(2000, 2000, "float32", 1) == 1
+  assert update_floor.copies(24, 16, "float32", 128) == update_floor.MAX_COPIES
 
 
 @pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
@@ -90,6 +99,6 @@ def test_each_way_makes_the_same_update(precision):
     expected = expected - np.float32(1e-3) * tf.cast(gradient, tf.float32).numpy()
   for way in update_floor.WAYS:
     kernel = tf.Variable(start)
-    update_floor._loop(way, precision, kernel, gradient, 3)().numpy()
+    update_floor._loop(way, precision, [kernel], [gradient], 3)().numpy()
     np.testing.assert_allclose(kernel.numpy(), expected, rtol=1e-6, atol=1e-9, err_msg=way)
     assert np.abs(kernel.numpy() - start.numpy()).max() > 1e-4  # the updates happened
