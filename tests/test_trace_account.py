@@ -56,12 +56,15 @@ def test_the_account_of_a_real_trace_adds_up_and_finds_the_products_and_casts(tm
 
 
 def test_step_account_traces_the_pipeline_and_draws_its_timelines():
-  s = harness.Setting((32,), 100, 1, 400, 2, 1, {"precisions": list(programs.PRECISIONS), "trace_dir": "t",
-                                                 "label": ""})
+  options = {"precisions": list(programs.PRECISIONS), "trace_dir": "t", "label": "", "chunk_steps": 0}
+  s = harness.Setting((32,), 100, 1, 400, 2, 1, options)
   runs = step_account.configurations(s)
   assert [r.name for r in runs] == [f"pipeline_{p}" for p in programs.PRECISIONS]
   assert all(r.program == programs.PIPELINE_PARALLEL.name for r in runs)
   assert runs[0].config.profile_dir == "t/b100_float32" and runs[0].config.finetune_epochs == 1
+  default_chunk = runs[0].config.pipeline_chunk_steps
+  longer = step_account.configurations(harness.Setting((32,), 100, 1, 400, 2, 1, dict(options, chunk_steps=11)))
+  assert [r.config.pipeline_chunk_steps for r in longer] == [11, 11] and default_chunk != 11
   record = {"pipeline": {"chunk_steps": 4}, "dataset": {"examples": {"train": 400}}, "finetune": {"batch_size": 100}}
   assert step_account.steps(record, "pretraining") == 4 and step_account.steps(record, "finetuning") == 4
   thread = dict(zip(trace_account.CATEGORIES, (0.004, 0.001, 0.001, 0.0, 0.0005, 0.0005)))

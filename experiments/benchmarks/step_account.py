@@ -3,6 +3,7 @@ devices (its default pool and finetuning placement) pretrains and finetunes one 
 precision of --precisions; from the traces of one pipeline tick and of the first finetuning epoch, per TensorFlow
 thread, the milliseconds per step in matrix products, conversions, element-wise ops, transfers, dispatch and idle,
 and the threads' timelines over a few steps (the figure). Traces cost time: these seconds are compared with none.
+A tick holds --pipeline_chunk_steps steps (4 by default): --chunk_steps=N traces N steps per precision instead.
   python -m experiments.benchmarks.step_account                 (batch 100; also --batch_size=1000)"""
 
 import os
@@ -20,9 +21,10 @@ def _trace_dir(s: harness.Setting, precision: str) -> str:
 
 
 def configurations(s: harness.Setting) -> List:
-  """pipeline_parallel with --profile_dir, one configuration per precision."""
+  """pipeline_parallel with --profile_dir (and --pipeline_chunk_steps if --chunk_steps), one per precision."""
+  chunk = {"pipeline_chunk_steps": s.options["chunk_steps"]} if s.options["chunk_steps"] else {}
   return [s.spec(f"pipeline_{p}", programs.PIPELINE_PARALLEL, s.num_devices, {
-      "precision": p, "finetune_epochs": 1, "profile_dir": _trace_dir(s, p)}) for p in s.options["precisions"]]
+      "precision": p, "finetune_epochs": 1, "profile_dir": _trace_dir(s, p), **chunk}) for p in s.options["precisions"]]
 
 
 def steps(record: dict, phase: str) -> int:
@@ -75,7 +77,9 @@ BENCHMARK = presets.Benchmark(
     folder=lambda s: f"b{s.batch_size}" + (f"_{s.options['label']}" if s.options["label"] else ""),
     options={"precisions": (list(programs.PRECISIONS), "Precisions to trace."),
              "trace_dir": (os.path.join(harness.WORK_DIR, "step_account", "traces"), "Where the traces go."),
-             "label": ("", "Appended to the records' folder, e.g. before: an account of the code before a change.")})
+             "label": ("", "Appended to the records' folder, e.g. before: an account of the code before a change."),
+             "chunk_steps": (0, "Steps per pipeline tick (--pipeline_chunk_steps; 0: the program's default). The "
+                             "pretraining trace holds one tick, so more steps average over more of them.")})
 
 if __name__ == "__main__":
   harness.main(BENCHMARK)
