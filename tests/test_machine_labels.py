@@ -154,3 +154,13 @@ def test_a_ratio_across_machines_or_codes_is_found(output_dir, tmp_path):
   longer = frame[(frame["study"] == "pretraining_programs") & frame["run"].str.contains("_longer_s")]
   assert len(longer) and not longer["timed"].any()
   assert frame[(frame["study"] == "pretraining_programs") & ~frame["run"].str.contains("_longer_s")]["timed"].all()
+
+
+def test_each_other_machines_folder_has_its_own_style_and_every_style_a_name_for_the_caption(tmp_path):
+  from experiments.render import figures
+  for name in ("b_machine", "a_machine", "c_machine"):
+    os.makedirs(tmp_path / name / ("runs" if name != "c_machine" else "benchmarks"))
+  os.makedirs(tmp_path / "figures")  # neither runs/ nor benchmarks/: not a machine's folder
+  styles = [figures.folder_style(str(tmp_path), m) for m in ("a_machine", "b_machine", "c_machine")]
+  assert styles == list(figures.FOLDER_STYLES[:3]) and len(set(styles)) == 3  # by sorted place, all different
+  assert all(m in figures.STYLE_NAMES and line in figures.STYLE_NAMES for m, line in figures.FOLDER_STYLES)

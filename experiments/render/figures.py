@@ -2,7 +2,7 @@
 scaling figure; a footer names preset, dataset and hardware, oversubscribed points are hollow."""
 
 import textwrap
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 from matplotlib import figure as mpl_figure
 
@@ -15,6 +15,12 @@ REPORT_LABEL = presets.REPORT_HARDWARE
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
 # A scaling figure's markers and line styles: the main folder's, then the others' by their place in `records.folders`.
 MAIN_STYLE, FOLDER_STYLES = ("o", "-"), (("s", "-."), ("D", ":"), ("v", "--"))
+STYLE_NAMES = {"s": "squares", "D": "diamonds", "v": "triangles", "-.": "dash-dotted", ":": "dotted", "--": "dashed"}
+
+
+def folder_style(output_dir: str, machine: str) -> Tuple[str, str]:
+  """(marker, line style) of another machine's folder under `output_dir` (`records.folders`), by its place there."""
+  return FOLDER_STYLES[records.folders(output_dir).index(machine) % len(FOLDER_STYLES)]
 PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
 DP = programs.DATA_PARALLEL
 
@@ -31,15 +37,17 @@ def new(ncols: int = 1, width: float = 6.4, height: float = 4.8):
 
 
 def finish(fig, data: records.StudyRecords, extra: str = "", presets_shown: Sequence[str] = (),
-           more: Sequence[records.StudyRecords] = ()) -> None:
-  """Titles the figure; footer: preset and what it shrinks, dataset, hardware, hollow markers, other machines `more`."""
+           more: Sequence[Tuple[records.StudyRecords, Tuple[str, str]]] = ()) -> None:
+  """Titles the figure; footer: preset and what it shrinks, dataset, hardware, hollow markers, other machines `more`
+  (each with its (marker, line style))."""
   fig.suptitle(data.declared.title, fontsize=12)
   rs = [r for p in (presets_shown or [data.preset]) for r in series.by_preset(data)[p].values()]
   lines = [series.preset_note(data.declared, p) for p in (presets_shown or [data.preset])]
   lines.append(f"ours: dataset {records.datasets(rs)}; {records.hardware(rs)}; 1 thread per device" + (
       "; hollow markers/hatched bars: more devices than cores (oversubscribed)"
       if any(records.oversubscribed(r) for r in rs) else ""))
-  lines += [f"also: {records.hardware(list(o.runs.values()))} (diamonds, dotted), preset {o.preset}" for o in more]
+  lines += [f"also: {records.hardware(list(o.runs.values()))} ({STYLE_NAMES[marker]}, {STYLE_NAMES[line]}), preset "
+            f"{o.preset}" for o, (marker, line) in more]
   text = "\n".join(textwrap.fill(line, int(fig.get_figwidth() * 13)) for line in lines + ([extra] if extra else []))
   fig.text(0.01, 0.01, text, fontsize=7, va="bottom", ha="left", family="monospace")
   fig.tight_layout(rect=(0, 0.025 * (text.count("\n") + 1) + 0.02, 1, 0.95))
@@ -89,8 +97,7 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   fig, (left, right) = new(2)
   max_g = perf_model.MAX_PREDICTED_DEVICES if len(series.stacks(data)) == 1 else 4
   for machine, d in [("", data)] + list(others.items()):
-    place = records.folders(data.output_dir).index(machine) if machine else None
-    marker, line = MAIN_STYLE if place is None else FOLDER_STYLES[place % len(FOLDER_STYLES)]
+    marker, line = folder_style(data.output_dir, machine) if machine else MAIN_STYLE
     model, _ = perf_model.calibrated(d.runs)
     single, cores = len(series.stacks(d)) == 1, f"{series.cores(d)} cores"
     for i, (h, by_g) in enumerate(series.stacks(d).items()):
@@ -112,5 +119,5 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   devices_axes(left, right, series.cores(data), max_g)
   model, why = perf_model.calibrated(data.runs)
   finish(fig, data, f"performance model ({records.machine_label(list(data.runs.values()))}): {model.describe()}; "
-                    f"calibrated on {', '.join(model.calibration)}" if model else why, more=list(others.values()))
+                    f"calibrated on {', '.join(model.calibration)}" if model else why, more=[(d, folder_style(data.output_dir, m)) for m, d in others.items()])
   return fig
