@@ -23,7 +23,7 @@ from common.settings.config import PRECISIONS  # the programs' --precision value
 from experiments import harness
 
 WAYS = ("tf", "xla")  # the ways a layer's passes are timed; the fastest counts
-WORKING_SET_MB, MAX_COPIES = 128, 16  # each layer's kernel copies stream at least this many MB per step, at most so many
+WORKING_SET_MB, MAX_COPIES = 128, 16  # a layer's kernel copies: at least this many MB per step, at most so many
 
 
 def kernel_shapes(hidden_units):
@@ -70,8 +70,8 @@ def floors(hidden_units, iterations: int = 10, repeats: int = 3, ways=WAYS, prec
            working_set_mb: float = WORKING_SET_MB) -> dict:
   """{precision: {"seconds_per_step": the sum over the layers of each one's passes at its fastest way (seconds),
   "ways", "working_set_mb", "layers": [per layer its kernel's input_units, hidden_units, copies, {way: seconds per
-  step of one copy} and the fastest]}} on one intra-op thread (set here unless TensorFlow has started already). ValueError for a way not in WAYS or a
-  precision not in PRECISIONS."""
+  step of one copy} and the fastest]}} on one intra-op thread (set here unless TensorFlow has started already).
+  ValueError for a way not in WAYS or a precision not in PRECISIONS."""
   tf = harness.one_thread(ways, WAYS, precisions)
   result = {}
   for precision in precisions:

@@ -16,13 +16,14 @@ COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:b
 # A scaling figure's markers and line styles: the main folder's, then the others' by their place in `records.folders`.
 MAIN_STYLE, FOLDER_STYLES = ("o", "-"), (("s", "-."), ("D", ":"), ("v", "--"))
 STYLE_NAMES = {"s": "squares", "D": "diamonds", "v": "triangles", "-.": "dash-dotted", ":": "dotted", "--": "dashed"}
+PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
+DP = programs.DATA_PARALLEL
 
 
 def folder_style(output_dir: str, machine: str) -> Tuple[str, str]:
-  """(marker, line style) of another machine's folder under `output_dir` (`records.folders`), by its place there."""
+  """(marker, line style) of another machine's folder under `output_dir` (`records.folders`), by its place there;
+  ValueError for a folder that is not one of them."""
   return FOLDER_STYLES[records.folders(output_dir).index(machine) % len(FOLDER_STYLES)]
-PRESET_MARKERS = {"paper": "o", "cpu": "^", "smoke": "x", "mid": "v", "full": "D"}
-DP = programs.DATA_PARALLEL
 
 
 def color(program: str) -> str:
@@ -96,8 +97,9 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   """Seconds vs devices with the model's lines (left), speedup over 1 device (right): every machine, the report."""
   fig, (left, right) = new(2)
   max_g = perf_model.MAX_PREDICTED_DEVICES if len(series.stacks(data)) == 1 else 4
+  styles = {machine: folder_style(data.output_dir, machine) for machine in others}
   for machine, d in [("", data)] + list(others.items()):
-    marker, line = folder_style(data.output_dir, machine) if machine else MAIN_STYLE
+    marker, line = styles[machine] if machine else MAIN_STYLE
     model, _ = perf_model.calibrated(d.runs)
     single, cores = len(series.stacks(d)) == 1, f"{series.cores(d)} cores"
     for i, (h, by_g) in enumerate(series.stacks(d).items()):
@@ -119,5 +121,6 @@ def scaling(data: records.StudyRecords, others: Dict[str, records.StudyRecords])
   devices_axes(left, right, series.cores(data), max_g)
   model, why = perf_model.calibrated(data.runs)
   finish(fig, data, f"performance model ({records.machine_label(list(data.runs.values()))}): {model.describe()}; "
-                    f"calibrated on {', '.join(model.calibration)}" if model else why, more=[(d, folder_style(data.output_dir, m)) for m, d in others.items()])
+                    f"calibrated on {', '.join(model.calibration)}" if model else why,
+         more=[(d, styles[machine]) for machine, d in others.items()])
   return fig
