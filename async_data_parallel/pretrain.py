@@ -30,6 +30,7 @@ from common.base import progress as progress_lib
 from common.measure import cost
 from common.measure import timing
 from common.model import autoencoder
+from common.model import layer_warmup
 from common.run import lifecycle
 
 # Errors of a lost task: a parameter server (TensorFlow raises them to the coordinator), or any remote call of the
@@ -94,31 +95,37 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
   pretrain_state = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
   histories = pretrain_state["layers"]
   entries = pretrain_state.setdefault("async", [])  # One `EpochLedger.close` entry per layer-epoch trained.
-  work = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(len(hidden))]
+  # --pretrain_layers=K: the first K layers train; those above keep their initial weights.
+  work = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(config.pretrain_layers)]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   ledger = ledger_lib.EpochLedger(num_workers)
   first = True  # --profile_dir traces the first epoch this process trains.
-  for i, layer in enumerate(run.layers):
+  for i, layer in enumerate(run.layers[:config.pretrain_layers]):
     if len(histories[i]) >= epochs:
       continue
     frozen = worker_steps.per_worker_copies(distribution, lambda: [autoencoder.FrozenEncoder(l) for l in run.layers[:i]])
     steps = worker_steps.LayerSteps(layer, frozen, images, counters, config.seed, config.corruption,
                                     config.batch_size, run.kernels, config.staleness_aware_lr,
-                                    config.benchmark_slow_worker_delay_seconds)
+                                    config.benchmark_slow_worker_delay_seconds,
+                                    layer_warmup.warmup_steps(i, config.layer_warmup_epochs, n // config.batch_size))
     with run.timer.phase(timing.COMPILE_PHASE):  # Tracing, and the copies to the workers; learning rate 0.
       scheduler.collect(scheduler.submit(steps.function, 0, 0, 1, 0.0))
     in_flight = []  # The functions of the epoch's previous chunk.
+    origin = [0]  # The version from which the layer's applied updates count (its layer warm-up's own steps).
 
     def epoch_fn(epoch, first_step, num_steps, learning_rate, index=i, steps=steps):
       # A chunk (the progress bar cuts an epoch in several) waits for the previous chunk's functions, not its own,
       # so that the workers never run dry between chunks; the epoch's last chunk waits for all of them.
       epoch, first_step, num_steps = int(epoch), int(first_step), int(num_steps)
       if first_step == 0:
-        ledger.reset(counters.read(), scheduler.scheduled)
+        now = counters.read()
+        ledger.reset(now, scheduler.scheduled)
         in_flight.clear()
+        # The updates the layer's earlier epochs applied (also those of an earlier process: the ledger's entries).
+        origin[0] = now[0] - sum(e["faults"]["updates_applied"] for e in entries if e["layer"] == index + 1)
       previous = list(in_flight)
-      in_flight[:] = scheduler.submit(steps.function, epoch, first_step, num_steps, float(learning_rate))
+      in_flight[:] = scheduler.submit(steps.function, epoch, first_step, num_steps, float(learning_rate), origin[0])
       last = first_step + num_steps == steps.steps_per_epoch
       total, staleness, workers = scheduler.collect(previous + (in_flight if last else []))
       ledger.add(staleness, workers)

@@ -90,13 +90,14 @@ class Scheduler:
       time.sleep(POLL_SECONDS)
 
   def submit(self, function: Callable[..., Any], epoch: int, first_step: int, num_steps: int,
-             learning_rate: float) -> List[Any]:
+             learning_rate: float, origin: int = 0) -> List[Any]:
     """Schedules steps first_step .. first_step + num_steps - 1 of `epoch` as functions of K steps, in order,
     and returns at once.
 
     Args:
-      function: `LayerSteps.function`, fn(epoch, first_step, num_steps, learning_rate) -> (summed loss,
+      function: `LayerSteps.function`, fn(epoch, first_step, num_steps, learning_rate, origin) -> (summed loss,
         staleness int64 [steps], worker index).
+      origin: the version counter's value from which the layer's applied updates count (its layer warm-up's steps).
 
     Returns:
       The functions' `RemoteValue`s, for `collect`.
@@ -106,7 +107,8 @@ class Scheduler:
     for start in range(first_step, first_step + num_steps, self.steps_per_function):
       n = min(self.steps_per_function, first_step + num_steps - start)
       remote.append(self.coordinator.schedule(
-          function, args=(tf.constant(epoch), tf.constant(start), tf.constant(n), lr)))
+          function, args=(tf.constant(epoch), tf.constant(start), tf.constant(n), lr,
+                          tf.constant(origin, tf.int64))))
     self.scheduled += len(remote)
     return remote
 

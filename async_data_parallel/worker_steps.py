@@ -33,6 +33,7 @@ import tensorflow as tf
 from common.measure import timing
 from common.model import autoencoder
 from common.model import graph
+from common.model import layer_warmup
 
 
 
@@ -81,17 +82,20 @@ class LayerSteps(tf.Module):
     staleness_aware: divide the learning rate of each update by its staleness + 1.
     slow_worker_delay: benchmark-only seconds worker `timing.SLOW_WORKER` sleeps in each step between its gradient and
       its apply; 0 for none (nothing is added to the step then).
+    warmup_steps: W of the layer warm-up (`common.model.layer_warmup`; 0: none), on the layer's own steps: here the
+      updates applied to the layer before this one (the version counter read at the step's start minus `origin`).
   """
 
   def __init__(self, layer: autoencoder.DenoisingAutoencoder, frozen: Sequence, images: tf.Variable,
                counters: Counters, seed: int, corruption: float, batch_size: int, kernels: str,
-               staleness_aware: bool = False, slow_worker_delay: float = 0.0):
+               staleness_aware: bool = False, slow_worker_delay: float = 0.0, warmup_steps: int = 0):
     super().__init__(name=f"async_steps{layer.index}")
     self.layer = layer
     self.trainer = autoencoder.LayerTrainer(layer, frozen, images, seed, corruption, batch_size, kernels=kernels)
     self.counters = counters
     self.staleness_aware = staleness_aware
     self.slow_worker_delay = slow_worker_delay
+    self.warmup_steps = warmup_steps
     self.steps_per_epoch = self.trainer.steps_per_epoch
     self.gradient = autoencoder.compile_step(self._gradient, kernels)
     self.function = graph.function(self._steps)
@@ -105,8 +109,8 @@ class LayerSteps(tf.Module):
     loss, _, grads = self.layer.loss_and_gradients(corrupted, clean, t.batch_size, weights)
     return loss, grads
 
-  def _step(self, worker: tf.Tensor, epoch: tf.Tensor, step: tf.Tensor, learning_rate: tf.Tensor
-            ) -> Tuple[tf.Tensor, tf.Tensor]:
+  def _step(self, worker: tf.Tensor, epoch: tf.Tensor, step: tf.Tensor, learning_rate: tf.Tensor,
+            origin: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """One asynchronous SGD step; returns (the batch's mean loss float32, the update's staleness int64)."""
     version = self.counters.version
     with tf.control_dependencies([step]):  # After the previous step's apply (the step index waits for it).
@@ -116,20 +120,21 @@ class LayerSteps(tf.Module):
     t = self.trainer
     loss, grads = self.gradient(t.batches.indices(step * t.batch_size + tf.range(t.batch_size), epoch), epoch, weights)
     grads = timing.straggle(worker, grads, self.slow_worker_delay)
-    rate = learning_rate
+    rate = layer_warmup.scaled_rate(learning_rate, before - origin, self.warmup_steps)
     if self.staleness_aware:
       with tf.control_dependencies(grads):
         seen = version.read_value()
-      rate = learning_rate / tf.cast(seen - before + 1, tf.float32)
+      rate = rate / tf.cast(seen - before + 1, tf.float32)
     updates = [tf.raw_ops.ResourceApplyGradientDescent(var=v.handle, alpha=rate, delta=g)
                for v, g in zip(self.layer.weights, grads)]
     with tf.control_dependencies(updates):
       after = version.assign_add(1, read_value=True)
     return loss, after - 1 - before
 
-  def _steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor, learning_rate: tf.Tensor
-             ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
-    """Steps first_step .. first_step + num_steps - 1 of `epoch` (int32 scalars; learning_rate float32).
+  def _steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor, learning_rate: tf.Tensor,
+             origin: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """Steps first_step .. first_step + num_steps - 1 of `epoch` (int32 scalars; learning_rate float32; origin int64,
+    the version counter's value from which the layer's updates count, for the layer warm-up).
 
     Returns:
       (the sum of the steps' mean batch losses float32, int64 [num_steps] staleness of each step's update,
@@ -142,7 +147,7 @@ class LayerSteps(tf.Module):
     stop = first_step + num_steps
 
     def body(step, total, staleness):
-      loss, stale = self._step(worker, epoch, step, learning_rate)
+      loss, stale = self._step(worker, epoch, step, learning_rate, origin)
       with tf.control_dependencies([stale]):
         following = step + 1
       return following, total + loss, staleness.write(step - first_step, stale)

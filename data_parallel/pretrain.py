@@ -21,6 +21,7 @@ from common.distribute import replica_steps
 from common.measure import cost
 from common.measure import timing
 from common.model import autoencoder
+from common.model import layer_warmup
 from common.run import lifecycle
 from data_parallel import config as config_lib
 from data_parallel import profile as profile_lib
@@ -58,16 +59,18 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run.data.num_train
   pretrain_state = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
   histories = pretrain_state["layers"]
-  work = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(len(hidden))]
+  # --pretrain_layers=K: the first K layers train; those above keep their initial weights.
+  work = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(config.pretrain_layers)]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   learning_rate = config.pretrain_learning_rate_after_warmup()
   first = True  # --profile_dir traces the first epoch this process trains.
-  for i, layer in enumerate(run.layers):
+  for i, layer in enumerate(run.layers[:config.pretrain_layers]):
     if len(histories[i]) >= epochs and (i > 0 or "profile" in pretrain_state or not config.profile_steps):
       continue
     trainer = autoencoder.LayerTrainer(layer, run.layers[:i], images, config.seed, config.corruption,
-                                       config.batch_size, kernels=run.kernels)
+                                       config.batch_size, kernels=run.kernels, warmup_steps=layer_warmup.warmup_steps(
+                                           i, config.layer_warmup_epochs, n // config.batch_size))
     lr_multiplier = config_lib.lr_warmup(learning_rate / config.pretrain_learning_rate, config.warmup_epochs,
                                          trainer.steps_per_epoch)
     dp = replicas.DataParallelTrainer(distribution, trainer, lr_multiplier,

@@ -20,6 +20,7 @@ from common.distribute import replica_steps
 from common.measure import timing
 from common.model import autoencoder
 from common.model import graph
+from common.model import layer_warmup
 from common.model import optimizers
 from common.settings import checks
 
@@ -30,7 +31,8 @@ class DataParallelTrainer:
   Args:
     strategy: the strategy; the layer's variables were created in its scope (mirrored).
     trainer: the layer's `LayerTrainer`, built with the global batch B as `batch_size` and images that
-      every replica can read (`common.distribute.replica_steps.replica_resident`).
+      every replica can read (`common.distribute.replica_steps.replica_resident`); its `warmup_steps` (the layer
+      warm-up, `common.model.layer_warmup`) scale the rate of each step as greedy's do.
     lr_multiplier: None, or the learning-rate warm-up: a function of the step index counted from the
       layer's first step (int32) returning the factor of the learning rate (float32).
     slow_replica_delay: benchmark-only seconds replica 0 sleeps in every step before the all-reduce (0: none).
@@ -62,8 +64,9 @@ class DataParallelTrainer:
       loss, grads = t.loss_and_gradients(self.replica_indices(epoch, step), epoch, t.batch_size)
       replica = tf.distribute.get_replica_context().replica_id_in_sync_group
       grads = timing.straggle(replica, grads, self.slow_replica_delay)
-      optimizers.apply_update(t.layer.weights, grads,
-                    optimizers.learning_rate_at(learning_rate, self.lr_multiplier, epoch * self.steps_per_epoch + step))
+      index = epoch * self.steps_per_epoch + step  # the layer's own step: greedy order, from its first epoch
+      rate = optimizers.learning_rate_at(learning_rate, self.lr_multiplier, index)
+      optimizers.apply_update(t.layer.weights, grads, layer_warmup.scaled_rate(rate, index, t.warmup_steps))
       return loss
 
     return replica_steps.distributed_steps(self.strategy, replica_step, first_step, num_steps)

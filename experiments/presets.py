@@ -78,11 +78,17 @@ class Run:
             f"E={c.pretrain_epochs}+{c.finetune_epochs} B={c.batch_size} N={c.train_examples}")
 
 
+# The schedule every run pins unless its settings name another: no layer warm-up (`--layer_warmup_epochs`), which
+# every committed record before the setting ran, so that a recipe giving a program a warm-up makes no record stale.
+PINNED: Mapping[str, Any] = types.MappingProxyType({"layer_warmup_epochs": 0.0})
+
+
 def spec(name: str, program: programs.Program, hidden: Sequence[int], epochs: int, batch: int, devices: int,
          examples: int, finetune_epochs: int = 0, settings: Mapping[str, Any] = NONE, resumable: bool = False,
          launcher: Sequence[str] = (), threads: int = 1, seed: int = 0, may_fail: bool = False) -> Run:
-  """The Run of `program` at these sizes on `program.devices_for(devices)`, `settings` on top; ValueError: refused."""
-  values = {**dict(hidden_units=tuple(hidden), pretrain_epochs=epochs, finetune_epochs=finetune_epochs,
+  """The Run of `program` at these sizes on `program.devices_for(devices)`, `PINNED` and `settings` on top;
+  ValueError: refused."""
+  values = {**PINNED, **dict(hidden_units=tuple(hidden), pretrain_epochs=epochs, finetune_epochs=finetune_epochs,
                     batch_size=batch, num_devices=program.devices_for(devices), threads_per_device=threads,
                     train_examples=examples, seed=seed), **settings}
   return Run(name, _config(program.name, tuple(values.items())), resumable, launcher=tuple(launcher), may_fail=may_fail)

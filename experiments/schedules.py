@@ -1,7 +1,7 @@
-"""The pipeline's schedule arms that the frontier study (`studies/pretraining_frontier.py`) and its speed benchmark
-(`benchmarks/pipeline_schedules.py`) compare, declared once: (name in run names, program, settings). Every pipeline
-arm names all its schedule settings (`pipeline_parallel.schedule`), so that its records stay its own whatever a
-recipe sets."""
+"""The schedule arms that the frontier studies (`studies/pretraining_frontier.py`, `studies/fair_frontier.py`) and
+the speed benchmark (`benchmarks/pipeline_schedules.py`) compare, declared once: (name in run names, program,
+settings). Every arm names all its schedule settings (`pipeline_parallel.schedule`, and the layer warm-up of every
+program), so that its records stay its own whatever a recipe sets."""
 
 from typing import Any, Mapping, Optional, Tuple
 
@@ -32,8 +32,23 @@ CHOSEN: Optional[str] = "pp_warmup2"
 
 def original(program: programs.Program) -> Mapping[str, Any]:
   """ORIGINAL for pipeline_parallel, {} for another program: the schedule a committed study's pipeline runs pin, so
-  that their records keep naming the schedule they ran whatever schedule a recipe gives the pipeline."""
+  that their records keep naming the schedule they ran whatever schedule a recipe gives the pipeline (every run pins
+  the layer warm-up: `experiments.presets.spec`)."""
   return ORIGINAL if program is PP else {}
+
+
+# The fair frontier (`studies/fair_frontier.py`): greedy, model_parallel and pipeline_parallel, each at every layer
+# warm-up of WARMUPS (`--layer_warmup_epochs`, a setting of every program), the pipeline's other settings original.
+WARMUPS = (0.0, 1.0, 2.0, 4.0)
+FAIR_PROGRAMS = (GREEDY, programs.MODEL_PARALLEL, PP)
+
+
+def warmup_arm(program: programs.Program, warmup: float) -> Arm:
+  """`program` with layer warm-up `warmup` epochs, e.g. ("mp_w2", model_parallel, {"layer_warmup_epochs": 2.0})."""
+  return (f"{program.run_name}_w{warmup:g}", program, dict(original(program), layer_warmup_epochs=float(warmup)))
+
+
+FAIR_ARMS: Tuple[Arm, ...] = tuple(warmup_arm(p, w) for p in FAIR_PROGRAMS for w in WARMUPS)
 
 
 def arm(name: str) -> Arm:

@@ -16,6 +16,7 @@ from common.measure import cost
 from common.measure import timing
 from common.model import autoencoder
 from common.model import graph
+from common.model import layer_warmup
 from common.run import lifecycle
 from common.settings import config as config_lib
 from greedy import program
@@ -47,15 +48,17 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
     images = tf.constant(run.data.train_images)
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run.data.num_train
   histories = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})["layers"]
-  work = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(len(hidden))]
+  # --pretrain_layers=K: the first K layers train; those above keep their initial weights.
+  work = [cost.layer_epoch_flops(hidden, i + 1, n, run.data.input_units) for i in range(config.pretrain_layers)]
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   first = True  # --profile_dir traces the first epoch this process trains (tracing and compilation left out).
-  for i, layer in enumerate(run.layers):
+  for i, layer in enumerate(run.layers[:config.pretrain_layers]):
     if len(histories[i]) >= epochs:
       continue
     trainer = autoencoder.LayerTrainer(layer, run.layers[:i], images, config.seed, config.corruption,
-                                       config.batch_size, device, run.kernels)
+                                       config.batch_size, device, run.kernels,
+                                       layer_warmup.warmup_steps(i, config.layer_warmup_epochs, n // config.batch_size))
     epoch_fn = graph.function(trainer.run_steps)
     with run.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
       epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()

@@ -46,12 +46,14 @@ def train(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle
 
 
 def plan(config: config_lib.Config, setup: devices_lib.DeviceSetup, dataset=None) -> schedule_lib.Schedule:
-  """The layout hook: groups of G = the run's devices layers (`common.layerwise.schedule`)."""
-  return schedule_lib.Schedule(len(config.hidden_units), len(setup.names), config.pretrain_epochs)
+  """The layout hook: groups of G = the run's devices layers (`common.layerwise.schedule`), of the K =
+  --pretrain_layers layers that train (every layer's placement when K = 0, which trains none)."""
+  return schedule_lib.Schedule(config.pretrain_layers or len(config.hidden_units), len(setup.names),
+                               config.pretrain_epochs)
 
 
 def place(schedule: schedule_lib.Schedule, setup: devices_lib.DeviceSetup) -> List[str]:
-  """The placement hook: layer j of a group on device j."""
+  """The placement hook: layer j of a group on device j (the layers above those that train: on the first device)."""
   return [setup.names[schedule.position(i)] for i in range(schedule.num_layers)]
 
 

@@ -1,6 +1,7 @@
-"""The pipeline_parallel configuration: the shared `Config` plus the chunk size, the replicas per stage, and the
-schedule settings that address input drift (docs/pipeline_parallel.md, "Schedules"): each one's default is the
-original pipeline, which trains every layer at the constant rate from the first step to the last."""
+"""The pipeline_parallel configuration: the shared `Config` (which holds the layer warm-up, a setting of every program)
+plus the chunk size, the replicas per stage, and the schedule settings that address input drift
+(docs/pipeline_parallel.md, "Schedules"): each one's default is the original pipeline, which trains every layer at
+the constant rate from the first step to the last."""
 
 import dataclasses
 import os
@@ -64,11 +65,6 @@ class PipelineConfig(config_lib.Config):
       "--pretrain_learning_rate down to 0 at the layer's last step: Loshchilov and Hutter 2017, 'SGDR', without "
       "restarts), so that the layers below settle while the layers above still learn on them.",
       choices=LR_SCHEDULES, recipe=True)
-  layer_warmup_epochs: float = config_lib.setting(
-      0.0, "Layer n's rate rises linearly from 0 to the full rate over its first (n - 1) x this many epochs (layer 1 "
-      "keeps greedy's), so that the layers above learn little while the codes below them are young (decoupled greedy "
-      "learning warms its layers up in order: Belilovsky et al. 2020).",
-      check=checks.number_in(0, 1000, "in [0, 1000] epochs"), recipe=True)
   stagger_epochs: float = config_lib.setting(
       0.0, "Layer n starts (n - 1) x this many epochs after layer 1 and still trains --pretrain_epochs epochs: the run "
       "is (layers - 1) x this many epochs longer, and a layer that has finished only encodes for the layers above.",

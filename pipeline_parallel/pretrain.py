@@ -105,7 +105,9 @@ def make_plan(config: config_lib.PipelineConfig, num_devices: int, input_units: 
   config_lib.check_devices(num_devices, config.replicas_per_stage)
   steps_per_epoch = config.train_examples // config.batch_size
   schedule = schedule_lib.LayerSchedule.of(config, steps_per_epoch)
-  return placement.plan_for(config.hidden_units, num_devices, config.train_examples, config.batch_size,
+  # The K = --pretrain_layers layers that train (every layer's placement when K = 0, which trains none).
+  trained = config.hidden_units[:config.pretrain_layers or len(config.hidden_units)]
+  return placement.plan_for(trained, num_devices, config.train_examples, config.batch_size,
                             config.pretrain_epochs, config.pipeline_chunk_steps, config.replicas_per_stage,
                             input_units, extra_steps=schedule.total_steps - schedule.layer_steps)
 
@@ -182,7 +184,7 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
               copies: List[List[List[autoencoder.DenoisingAutoencoder]]]) -> Dict[str, Any]:
   """Runs the ticks of `plan` from where the checkpoint left off; returns the program's part of the run record."""
   config = run.config
-  hidden, n, b = config.hidden_units, run.data.num_train, config.batch_size
+  hidden, n, b = plan.hidden_units, run.data.num_train, config.batch_size  # the layers that train (--pretrain_layers)
   steps_per_epoch = n // b
   schedule = schedule_lib.LayerSchedule.of(config, steps_per_epoch)
   images = []
@@ -261,6 +263,8 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
                                                     input_units=plan.input_units)),
       "pretrain_seconds": wall,
   }
+  record["layers"] += [{"index": i + 1, "units": u, "device": run.layer_devices[i], "stage": None, "epochs": []}
+                       for i, u in enumerate(config.hidden_units) if i >= len(hidden)]  # not pretrained
   logging.info("Pretrained %d layer(s) in %.1f s on %d stage(s) (busy %s s per stage).", len(hidden), wall,
                plan.num_stages, ", ".join(f"{x:.1f}" for x in busy) if busy is not None else "unknown")
   return record
@@ -285,7 +289,7 @@ def _polish(run: lifecycle.Run, polish: List[List[Dict[str, Any]]], layer_device
   order and masks; each epoch's {"loss", "seconds", "epoch" (1-based, of the data), "elapsed_seconds"} appended to
   `polish[n - 1]`, then a checkpoint. Raises TrainingDivergedError as a pipelined epoch does."""
   config = run.config
-  for i in range(1, len(run.layers)):
+  for i in range(1, len(polish)):
     if len(polish[i]) >= config.polish_epochs:
       continue
     device = layer_devices[i]

@@ -10,9 +10,8 @@ tau = t - start_n, for global steps t in [start_n, start_n + E S):
     E S + start_H steps. Outside its window a layer does not train; a finished layer still encodes for the
     layers above (a staggered start: Bengio et al. 2007, "Greedy layer-wise training of deep networks", is the
     limit d = E).
-  * warm-up (`--layer_warmup_epochs` w): the rate of layer n is multiplied by min(1, (tau + 1) / W_n) with
-    W_n = round((n - 1) w S) steps (none when W_n = 0): the layers warm up in order, as decoupled greedy learning
-    does after each rate drop (Belilovsky et al. 2020, "Decoupled Greedy Learning of CNNs", section 4).
+  * warm-up (`--layer_warmup_epochs` w, a setting of every program: `common.model.layer_warmup`): the rate of
+    layer n is multiplied by min(1, (tau + 1) / W_n) with W_n = round((n - 1) w S) steps (none when W_n = 0).
   * rate schedule (`--pretrain_lr_schedule`): constant, or cosine, multiplied by (1 + cos(pi tau / (E S))) / 2
     (Loshchilov and Hutter 2017, "SGDR", without restarts), so the lower layers settle while the upper ones train.
 
@@ -23,6 +22,8 @@ import dataclasses
 import math
 
 import tensorflow as tf
+
+from common.model import layer_warmup
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,8 +47,9 @@ class LayerSchedule:
 
   @classmethod
   def of(cls, config, steps_per_epoch: int) -> "LayerSchedule":
-    """The schedule of a `PipelineConfig` with S = `steps_per_epoch`."""
-    return cls(len(config.hidden_units), steps_per_epoch, config.pretrain_epochs, config.pretrain_lr_schedule,
+    """The schedule of a `PipelineConfig` with S = `steps_per_epoch`, of the layers that train (--pretrain_layers)."""
+    return cls(config.pretrain_layers or len(config.hidden_units), steps_per_epoch, config.pretrain_epochs,
+               config.pretrain_lr_schedule,
                config.layer_warmup_epochs, config.stagger_epochs)
 
   @property
@@ -71,7 +73,7 @@ class LayerSchedule:
 
   def warmup_steps(self, layer: int) -> int:
     """W of 0-based `layer`: the steps over which its rate rises (0: none)."""
-    return int(round(layer * self.warmup_epochs * self.steps_per_epoch))
+    return layer_warmup.warmup_steps(layer, self.warmup_epochs, self.steps_per_epoch)
 
   @property
   def total_steps(self) -> int:
@@ -87,18 +89,14 @@ class LayerSchedule:
     tau = step - self.start(layer)
     if not 0 <= tau < self.layer_steps:
       return 0.0
-    w = self.warmup_steps(layer)
-    m = min(1.0, (tau + 1) / w) if w else 1.0
+    m = layer_warmup.multiplier(tau, self.warmup_steps(layer))
     return m * (0.5 * (1.0 + math.cos(math.pi * tau / self.layer_steps)) if self.lr_schedule == "cosine" else 1.0)
 
   def multiplier_tensor(self, layer: int, step: tf.Tensor) -> tf.Tensor:
     """`multiplier` in graph code: float32 scalar of int32 scalar `step`."""
     tau = tf.cast(step - self.start(layer), tf.float32)
     inside = tf.logical_and(tau >= 0.0, tau < float(self.layer_steps))
-    m = tf.constant(1.0)
-    w = self.warmup_steps(layer)
-    if w:
-      m = tf.minimum(1.0, (tau + 1.0) / float(w))
+    m = layer_warmup.multiplier_tensor(tau, self.warmup_steps(layer))
     if self.lr_schedule == "cosine":
       m = m * 0.5 * (1.0 + tf.cos(math.pi * tau / float(self.layer_steps)))
     return tf.where(inside, m, 0.0)

@@ -43,6 +43,6 @@ def train(config: config_lib.Config, on_checkpoint: Optional[Callable[[lifecycle
 
 def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
   """The schedule hook: one group of all H layers, one layer after another on the first device."""
-  layers = len(run.config.hidden_units)
+  layers = run.config.pretrain_layers  # --pretrain_layers=K: the first K; those above keep their initial weights
   return layerwise_training.run_schedule(run, schedule_lib.Schedule(layers, layers, run.config.pretrain_epochs),
                                          concurrent=False)

@@ -43,7 +43,9 @@ def main():
     with strategy.scope():
       layer = autoencoder.build_stack((16,), SEED, 784)[0]
     steps = worker_steps.LayerSteps(layer, [], images, counters, SEED, CORRUPTION, BATCH, "tf", aware, DELAY_SECONDS)
-    coordinator.schedule(steps.function, args=(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)))
+    origin = tf.constant(0, tf.int64)  # no layer warm-up: the rate is the given one whatever the origin
+    coordinator.schedule(steps.function, args=(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0),
+                                               origin))
     coordinator.join()  # traced, copies made; learning rate 0
     before = [v.numpy() for v in layer.weights]
     for var, value in zip(local.weights, before):
@@ -52,7 +54,7 @@ def main():
     indices = reference.batches.indices(step * BATCH + tf.range(BATCH), tf.constant(0))
     _, grads = reference.loss_and_gradients(indices, tf.constant(0), BATCH)
     result = coordinator.schedule(steps.function, args=(tf.constant(0), step, tf.constant(1),
-                                                        tf.constant(LEARNING_RATE)))
+                                                        tf.constant(LEARNING_RATE), origin))
     time.sleep(1.0)
     counters.version.assign_add(STALE)
     coordinator.join()

@@ -1,6 +1,6 @@
 """The layer-pipelined schedule's definition in float64 NumPy, one step after another, every layer in turn, with its
 schedule settings (`pipeline_parallel.schedule`: each layer's window and rate multiplier; the polish after): what the
-program must compute on any devices."""
+program must compute on any devices; and greedy's, with the layer warm-up (`greedy_weights`)."""
 
 import math
 
@@ -68,5 +68,24 @@ def weights(images, hidden, epochs, batch, seed, corruption, lr, schedule=None, 
         for w, b, _ in layers[:i]:
           x, y = _sigmoid(x @ w + b), _sigmoid(y @ w + b)
         _sgd(layers[i], x, y, lr, batch)
+  return {f"layer{i + 1}/{name}": v for i, layer in enumerate(layers)
+          for name, v in zip(("kernel", "bias", "decoder_bias"), layer)}
+
+
+def greedy_weights(images, hidden, epochs, batch, seed, corruption, lr, warmup_epochs=0.0):
+  """The exported weights of greedy layer-wise pretraining with these flags, in float64: layer n trains its E epochs
+  on the frozen layers below, its own step tau at rate lr x min(1, (tau + 1) / W_n), W_n = round((n - 1) w S)
+  (`common.model.layer_warmup`; the full rate when W_n = 0)."""
+  steps = images.shape[0] // batch
+  sizes = [784] + list(hidden)
+  layers = [[autoencoder.sigmoid_glorot_uniform(sizes[i], sizes[i + 1], seed, i + 1).numpy().astype(np.float64),
+             np.zeros(sizes[i + 1]), np.zeros(sizes[i])] for i in range(len(hidden))]
+  for i in range(len(layers)):
+    warmup = int(round(i * warmup_epochs * steps))
+    for tau in range(epochs * steps):
+      x, y = _batch(images, batch, seed, corruption, *divmod(tau, steps))
+      for w, b, _ in layers[:i]:
+        x, y = _sigmoid(x @ w + b), _sigmoid(y @ w + b)
+      _sgd(layers[i], x, y, lr * (min(1.0, (tau + 1) / warmup) if warmup else 1.0), batch)
   return {f"layer{i + 1}/{name}": v for i, layer in enumerate(layers)
           for name, v in zip(("kernel", "bias", "decoder_bias"), layer)}

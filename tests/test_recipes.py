@@ -53,10 +53,10 @@ def test_a_recipe_sets_its_values_and_explicit_values_override_them():
   assert dataclasses.replace(config, recipe="report").training_fingerprint() != config.training_fingerprint()
 
 
-def test_tuned_recipe_warms_up_the_pipelines_layers_and_no_other_programs():
+def test_tuned_recipe_warms_up_the_pipelines_layers_and_a_warmup_is_every_programs():
   """--recipe=tuned gives pipeline_parallel the frontier's chosen schedule (a layer warm-up of 2 epochs,
   docs/pretraining.md) and every other schedule setting the original's; the report's recipe keeps the original
-  schedule; an explicit --layer_warmup_epochs wins; no other program has the setting."""
+  schedule; an explicit --layer_warmup_epochs wins; every program has the setting, its report value 0."""
   pp = programs.PIPELINE_PARALLEL
   tuned, report = pp.make_config(recipe="tuned"), pp.make_config(recipe="report")
   assert (tuned.layer_warmup_epochs, report.layer_warmup_epochs) == (2.0, 0.0)
@@ -66,8 +66,8 @@ def test_tuned_recipe_warms_up_the_pipelines_layers_and_no_other_programs():
   assert tuned.to_dict()["layer_warmup_epochs"] == 2.0
   assert tuned.training_fingerprint() != pp.make_config(recipe="tuned", layer_warmup_epochs=0.0).training_fingerprint()
   for program in programs.PROGRAMS:
-    if program is not pp:
-      assert not hasattr(program.make_config(recipe="tuned"), "layer_warmup_epochs"), program.name
+    assert program.make_config(recipe="report").layer_warmup_epochs == 0.0, program.name
+    assert program.make_config(recipe="report", layer_warmup_epochs=1.5).to_dict()["layer_warmup_epochs"] == 1.5
 
 
 def test_large_batch_recipe_is_data_parallels_and_refused_elsewhere_in_one_line():

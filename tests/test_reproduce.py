@@ -30,7 +30,7 @@ def test_presets_are_consistent_and_paper_matches_the_report():
     studies = presets.build(REGISTRY, name)
     study = {"mid": ["large_batch"], "full": ["full_size"],
              "pretraining": ["pretraining_sweep", "pretraining_ablation", "pretraining_programs",
-                             "pretraining_frontier"]}.get(name)
+                             "pretraining_frontier", "fair_frontier"]}.get(name)
     assert list(studies) == (study or [e.name for e in REGISTRY.studies if (e.kind != "study" or name == "smoke")
                                        and name in e.sizes])
     assert study or {e.name for e in REGISTRY.studies if e.kind in ("report", "beyond")} - set(studies) <= {

@@ -30,6 +30,7 @@ from common.data import sources as datasets
 # Stream identifiers of `epoch_indices`, so pretraining and finetuning orders differ.
 PRETRAIN_STREAM = 0
 FINETUNE_STREAM = 1
+LINEAR_PROBE_STREAM = 2
 _NUM_STREAMS = 4
 
 

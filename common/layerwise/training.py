@@ -39,6 +39,7 @@ from common.measure import cost
 from common.measure import timing
 from common.model import autoencoder
 from common.model import graph
+from common.model import layer_warmup
 from common.run import lifecycle
 
 
@@ -53,11 +54,12 @@ class GroupTrainer:
     seed, corruption, batch_size: as in `LayerTrainer`.
     concurrent: run the layers' epochs concurrently (model parallel) or one after another (sync).
     kernels: the kernel path of the layers' steps (`autoencoder.KERNEL_PATHS`).
+    warmup_epochs: the layer warm-up (`common.model.layer_warmup`), on each layer's own steps.
   """
 
   def __init__(self, layers: Sequence[autoencoder.DenoisingAutoencoder], group: Sequence[int],
                devices: Sequence[str], images: Dict[str, tf.Tensor], seed: int, corruption: float,
-               batch_size: int, concurrent: bool, kernels: str = "tf"):
+               batch_size: int, concurrent: bool, kernels: str = "tf", warmup_epochs: float = 0.0):
     self.group = list(group)
     self.devices = list(devices)
     self.concurrent = concurrent
@@ -69,8 +71,10 @@ class GroupTrainer:
         frozen = [autoencoder.FrozenEncoder(layers[k]) for k in range(layer_index)]
       self._frozen[layer_index] = frozen
       self._copies += [(frozen[k], layers[k]) for k in range(self.group[0], layer_index)]
+      # Layer j of the group (0-based) starts at epoch-step j: its own steps count from there.
+      warmup = layer_warmup.warmup_steps(layer_index, warmup_epochs, int(images[device].shape[0]) // batch_size)
       trainer = autoencoder.LayerTrainer(layers[layer_index], frozen, images[device], seed, corruption,
-                                         batch_size, device, kernels)
+                                         batch_size, device, kernels, warmup, layer_index - self.group[0])
       self._epoch_fns.append(graph.function(trainer.run_steps) if concurrent else trainer.run_steps)
     self.steps_per_epoch = trainer.steps_per_epoch
     self.run_steps = graph.function(self._run_steps)
@@ -158,7 +162,8 @@ def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent
       continue
     with run.timer.phase(timing.COMPILE_PHASE):  # Frozen copies, tracing, XLA compilation; learning rate 0 changes nothing.
       trainer = GroupTrainer(run.layers, members, [layer_devices[i] for i in members], images,
-                             config.seed, config.corruption, config.batch_size, concurrent, run.kernels)
+                             config.seed, config.corruption, config.batch_size, concurrent, run.kernels,
+                             config.layer_warmup_epochs)
       trainer.run_steps(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0),
                         tf.ones([len(members)], tf.int32))[0].numpy()
       trainer.copy_weights()
@@ -195,7 +200,8 @@ def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent
   wall = sum(r["wall_seconds"] for r in records)
   copy = sum(r["copy_seconds"] for r in records)
   result = {
-      "layers": [{"index": i + 1, "units": u, "device": layer_devices[i], "group": schedule.group_of(i),
+      "layers": [{"index": i + 1, "units": u, "device": layer_devices[i],
+                  "group": schedule.group_of(i) if i < schedule.num_layers else None,  # None: not pretrained
                   "epochs": histories[i]} for i, u in enumerate(hidden)],
       "schedule": {"num_devices": len(counted), "groups": [[i + 1 for i in m] for m in schedule.groups],
                    "steps": records},

@@ -25,6 +25,7 @@ from tensorflow.python.framework import config  # is_op_determinism_enabled has 
 
 from common.data import loader as data
 from common.model import graph
+from common.model import layer_warmup
 from common.model import precision as precision_lib
 
 # Kernel paths of the pretraining steps: "xla" compiles each step with XLA (`jit_compile=True`), "tf" runs
@@ -244,15 +245,20 @@ class LayerTrainer(tf.Module):
       each epoch since the order changes).
     device: device name the trainer's ops run on, or None for the default.
     kernels: the kernel path of `train_step` and `loss_and_gradients`, one of `KERNEL_PATHS`.
+    warmup_steps: W, the layer warm-up's steps (`common.model.layer_warmup`; 0: none): `run_steps` scales the rate of
+      the layer's own step tau = (epoch - first_epoch) x steps_per_epoch + step by min(1, (tau + 1) / W).
+    first_epoch: the epoch index of the layer's first epoch (model_parallel's layer j of a group starts at step j).
   """
 
   def __init__(self, layer: DenoisingAutoencoder, frozen: Sequence, images: tf.Tensor, seed: int,
-               corruption: float, batch_size: int, device: Optional[str] = None, kernels: str = "tf"):
+               corruption: float, batch_size: int, device: Optional[str] = None, kernels: str = "tf",
+               warmup_steps: int = 0, first_epoch: int = 0):
     super().__init__(name=f"trainer{layer.index}")
     self.layer = layer
     self.frozen = list(frozen)
     self.batches = data.Batches(images, seed, corruption, batch_size)
     self.seed, self.batch_size, self.device, self.kernels = seed, batch_size, device, kernels
+    self.warmup_steps, self.first_epoch = warmup_steps, first_epoch
     self.num_examples, self.steps_per_epoch = self.batches.num_examples, self.batches.steps_per_epoch
     self.train_step = compile_step(self._train_step, kernels)
     self.loss_and_gradients = compile_step(self._loss_and_gradients, kernels)
@@ -302,7 +308,8 @@ class LayerTrainer(tf.Module):
     Args:
       epoch: int32 scalar, selects the epoch's order and masks (the step index s for model parallel).
       first_step, num_steps: int32 scalars, a range of steps within 0..steps_per_epoch-1.
-      learning_rate: float32 scalar; 0 leaves the weights unchanged (used to warm up compilation).
+      learning_rate: float32 scalar, the layer's full rate (scaled by the layer warm-up on its first `warmup_steps`
+        steps); 0 leaves the weights unchanged (used in the compile phase).
 
     Returns:
       (sum of the steps' mean batch losses float32, start and end float64 wall-clock seconds
@@ -318,7 +325,9 @@ class LayerTrainer(tf.Module):
 
       def body(step, total):
         indices = self.batches.indices(step * self.batch_size + offsets, epoch)
-        return step + 1, total + self.train_step(indices, epoch, learning_rate)
+        tau = (epoch - self.first_epoch) * self.steps_per_epoch + step  # the layer's own step
+        rate = layer_warmup.scaled_rate(learning_rate, tau, self.warmup_steps)
+        return step + 1, total + self.train_step(indices, epoch, rate)
 
       _, total = tf.while_loop(lambda step, _: step < stop, body, (first_step, tf.constant(0.0)))
       with tf.control_dependencies([total]):

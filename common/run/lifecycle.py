@@ -45,6 +45,7 @@ from common.settings import programs
 from common.settings import processor_defaults
 from common.training import finetune
 from common.training import finetune_pipeline
+from common.training import linear_probe
 
 
 def setup_devices(config: config_lib.Config, program: programs.Program
@@ -132,15 +133,17 @@ def train(program: programs.Program, config: config_lib.Config,
   # parameter-server programs' Config declares `ps`.
   with slurm.task_of_step(program.name, program.cluster, getattr(config, "ps", 1)):
     run = start(config, program, on_checkpoint)
-    record = hooks.pretrain(run) if config.pretrain_epochs else no_pretraining(run)
+    record = hooks.pretrain(run) if config.pretrain_epochs and config.pretrain_layers else no_pretraining(run)
     options = hooks.finetune_options(run) if hasattr(hooks, "finetune_options") else {}
     return finish(run, dict(record, strategy=program.name), **options)
 
 
 def no_pretraining(run: Run) -> Dict[str, Any]:
-  """The program's part of the record of a run with --pretrain_epochs=0, instead of its schedule: every layer keeps its
-  initial weights (the ones pretraining would have started from), so finetuning starts from the initialization."""
-  logging.info("No pretraining (--pretrain_epochs=0): finetuning starts from the initial weights.")
+  """The program's part of the record of a run with --pretrain_epochs=0 (or --pretrain_layers=0), instead of its
+  schedule: every layer keeps its initial weights (the ones pretraining would have started from), so finetuning starts
+  from the initialization."""
+  logging.info("No pretraining (--pretrain_epochs=0 or --pretrain_layers=0): finetuning starts from the initial "
+               "weights.")
   return {"layers": [{"index": i + 1, "units": u, "device": d, "epochs": []}
                      for i, (u, d) in enumerate(zip(run.config.hidden_units, run.layer_devices))],
           "pretrain_seconds": 0.0, "pretrained": False}
@@ -189,8 +192,9 @@ def start(config: config_lib.Config, program: programs.Program,
   data = data_lib.load(config.dataset, config.data_dir, config.train_examples)
   first = device_setup.names[0]
   plan = hooks.plan(config, device_setup, data) if hasattr(hooks, "plan") else None
-  layer_devices = list(hooks.place(plan, device_setup) if hasattr(hooks, "place") else
-                       [first] * len(config.hidden_units))
+  layer_devices = list(hooks.place(plan, device_setup) if hasattr(hooks, "place") else [])
+  # The layers the hook did not place (above the --pretrain_layers that train) go to the first device.
+  layer_devices += [first] * (len(config.hidden_units) - len(layer_devices))
   # In a client/server cluster the client (this process) finetunes; its workers hold the layers. A
   # parameter-server program's coordinator (this process) finetunes; the ps tasks hold the layers.
   finetune_device = first
@@ -244,8 +248,8 @@ def start(config: config_lib.Config, program: programs.Program,
 
 
 def finish(run: Run, record: Dict[str, Any], **finetune_options) -> Dict[str, Any]:
-  """Evaluates the held-out reconstruction, finetunes (unless finetune_epochs is 0), exports weights,
-  writes and returns the run record.
+  """Evaluates the held-out reconstruction, probes the layers (with --linear_probe_epochs), finetunes (unless
+  finetune_epochs is 0), exports weights, writes and returns the run record.
 
   Args:
     run: the run.
@@ -263,6 +267,19 @@ def finish(run: Run, record: Dict[str, Any], **finetune_options) -> Dict[str, An
                ", ".join(f"layer {i + 1} {v:.2f}" for i, v in enumerate(heldout)))
   with run.timer.phase("input_drift"):
     drift = run.drift.summary(run.state, run.layers)
+  if config.linear_probe_epochs and run.chief:
+    if run.data.num_classes is None:
+      record["linear_probe_note"] = f"no linear probe: --dataset={run.data.info.name} has no labels"
+      logging.info("No linear probe: --dataset=%s has no labels.", run.data.info.name)
+    else:
+      if "linear_probe" not in run.state:  # Kept in the checkpoints: a resumed run does not probe again.
+        with run.timer.phase("linear_probe"):
+          run.state["linear_probe"] = linear_probe.run(run.layers, run.data, config.linear_probe_epochs, config.seed,
+                                                       run.evaluator.device)
+      record["linear_probe"] = run.state["linear_probe"]
+      logging.info("Linear probe per layer (validation / test accuracy): %s", ", ".join(
+          f"layer {p['layer']} {p['validation_accuracy']:.4f} / {p['test_accuracy']:.4f}"
+          for p in record["linear_probe"]))
   if config.finetune_epochs > 0:
     record["finetune"] = finetune.run_finetuning(
         run.classifier, run.layers, run.data, config, run.state, lambda _: run.save(), run.timer,

@@ -93,7 +93,7 @@ class Config:
   # of `check_together` run first).
   RULES: ClassVar[Tuple[Callable[[Mapping[str, Any]], None], ...]] = ()
   TOGETHER: ClassVar[Tuple[str, ...]] = ("recipe", "dataset", "hidden_units", "batch_size", "finetune_batch_size",
-                                         "train_examples", "finetune_epochs")
+                                         "train_examples", "finetune_epochs", "pretrain_layers")
 
   program: str = setting("", "The registered program (`common.settings.programs`); the run record's \"strategy\".", flag="")
   hidden_units: Tuple[int, ...] = setting(
@@ -120,6 +120,20 @@ class Config:
                               check=checks.corruption, recipe=True)
   pretrain_learning_rate: float = setting(1e-4, "SGD learning rate of layer-wise pretraining.", check=checks.positive,
                                           recipe=True)
+  layer_warmup_epochs: float = setting(
+      0.0, "Layer n's pretraining rate rises linearly from 0 to the full rate over its own first (n - 1) x this many "
+      "epochs of steps (layer 1 keeps the full rate), as decoupled greedy learning warms its layers up (Belilovsky et "
+      "al. 2020); the same rule in every program, on each layer's own steps (docs/pretraining.md).",
+      check=checks.number_in(0, 1000, "in [0, 1000] epochs"), recipe=True)
+  pretrain_layers: Optional[int] = setting(
+      None, "Pretrain only the first K layers (0 <= K <= the layers); those above keep their initial weights into "
+      "finetuning; 0 trains like --pretrain_epochs=0. Default: every layer (recorded as their number).", kind=int,
+      check=checks.optional(checks.non_negative_int("")))
+  linear_probe_epochs: int = setting(
+      0, "After pretraining, before finetuning: for each layer a softmax regression on its clean codes of the training "
+      "split, this many epochs of plain SGD (batch 100), its validation and test accuracy in the run record's "
+      "linear_probe (outside the pretraining clock); 0: none.",
+      check=checks.at_most(MAX_EPOCHS, checks.non_negative_int(" (0: no linear probe)")))
   finetune_learning_rate: float = setting(0.1, "SGD learning rate of supervised finetuning (its largest, under a "
                                           "schedule).", check=checks.positive, recipe=True)
   finetune_lr_schedule: str = setting(
@@ -191,10 +205,12 @@ class Config:
       parse=lambda v: sys.stderr.isatty() if PROGRESS[v] is None else PROGRESS[v])
 
   def __post_init__(self):
-    for name, value in self._recipe_values(self.recipe).items():
+    for name, value in self._recipe_values(self.recipe, self.program).items():
       if getattr(self, name) is None:
         object.__setattr__(self, name, value)
     object.__setattr__(self, "hidden_units", _ints(self.hidden_units))
+    if self.pretrain_layers is None:  # Every layer, recorded as their number.
+      object.__setattr__(self, "pretrain_layers", len(self.hidden_units))
     values = dataclasses.asdict(self)
     for f in dataclasses.fields(self):
       if f.metadata.get("check"):
@@ -204,14 +220,15 @@ class Config:
     self.check_together(values)
 
   @classmethod
-  def _recipe_values(cls, name: str) -> Dict[str, Any]:
-    """{field: value} of every recipe setting of this class under recipe `name`: the recipe's, else the report's.
+  def _recipe_values(cls, name: str, program: str = "") -> Dict[str, Any]:
+    """{field: value} of every recipe setting of this class under recipe `name` for `program` (default: the class's
+    package): the recipe's (its `program_values` for that program over its `values`), else the report's.
 
     Raises:
       ValueError: one line, for an unknown recipe or one that sets a setting this class lacks.
     """
     recipe = recipes.get(name)
-    values = {**recipe.values, **recipe.program_values.get(_program_of(cls), {})}
+    values = {**recipe.values, **recipe.program_values.get(program or _program_of(cls), {})}
     fields = {f.name: f for f in dataclasses.fields(cls) if f.metadata.get("recipe")}
     foreign = sorted(set(values) - set(fields))
     if foreign:
@@ -222,7 +239,7 @@ class Config:
 
   def recipe_values(self) -> Dict[str, Any]:
     """{field: resolved value} of the settings a recipe may set (what `python -m common.run.recipes` prints)."""
-    return {k: getattr(self, k) for k in self._recipe_values(self.recipe)}
+    return {k: getattr(self, k) for k in self._recipe_values(self.recipe, self.program)}
 
   @classmethod
   def resolve(cls, values: Mapping[str, Any]) -> Dict[str, Any]:
@@ -230,7 +247,7 @@ class Config:
     (`values["recipe"]`, default report): what `check_together` sees from the command line. An unknown recipe is
     left to the recipe flag's own check."""
     try:
-      resolved = cls._recipe_values(values.get("recipe") or recipes.DEFAULT)
+      resolved = cls._recipe_values(values.get("recipe") or recipes.DEFAULT, values.get("program") or "")
     except ValueError:
       return dict(values)
     return {k: resolved[k] if v is None and k in resolved else v for k, v in values.items()}
@@ -249,6 +266,7 @@ class Config:
     """
     if values.get("recipe") in recipes.NAMES:
       cls._recipe_values(values["recipe"])  # A recipe of settings this class lacks is refused.
+    _check_pretrain_layers(values)
     info = datasets.known(values.get("dataset"))
     if info is not None:
       _check_data(values, info)
@@ -303,13 +321,22 @@ def stale_settings(config: Config, saved: Mapping[str, Any]) -> List[str]:
   record) differs from `config`'s, sorted; a setting that `saved` predates counts as its default. The one rule that
   decides whether a checkpoint may be resumed and whether a stored run record still belongs to its run."""
   want = config.training_fingerprint()
-  defaults = type(config)(program=config.program).training_fingerprint()
+  # The defaults at the saved stack's depth: --pretrain_layers' default is every layer.
+  depth = tuple(saved.get("hidden_units") or config.hidden_units)
+  defaults = type(config)(program=config.program, hidden_units=depth).training_fingerprint()
   return sorted(k for k in want if _plain(want[k]) != _plain(saved.get(k, defaults.get(k))))
 
 
 def _plain(value: Any) -> Any:
   """A value as JSON holds it (tuples as lists), to compare a config with a stored one."""
   return list(value) if isinstance(value, tuple) else value
+
+
+def _check_pretrain_layers(values: Mapping[str, Any]) -> None:
+  """--pretrain_layers within 0 .. the layers of --hidden_units (one line)."""
+  k, units = values.get("pretrain_layers"), values.get("hidden_units")
+  if isinstance(k, int) and not isinstance(k, bool) and units and k > len(units):
+    raise ValueError(f"--pretrain_layers must be in 0..{len(units)} (the layers of --hidden_units), got {k}.")
 
 
 def _check_data(values: Mapping[str, Any], info: datasets.Info) -> None:

@@ -103,13 +103,17 @@ def arguments(config: config_lib.Config, always: Sequence[str] = ()) -> List[str
   parsed by the program or by `values_from_arguments`, its inverse. The program is the module run, so no argument
   names it. ValueError for a value no argument spells (None where the default is not; a flag whose value is parsed
   into another, like --progress: the runner gives those)."""
-  base, out = type(config)(program=config.program, recipe=config.recipe), []
+  base, out = type(config)(program=config.program, recipe=config.recipe, hidden_units=config.hidden_units), []
   for f in _fields(type(config)):
     value, name, meta = getattr(config, f.name), config_lib.flag_name(f), f.metadata
     runner = meta["parse"] and f.name != "hidden_units"  # --results_dir, --progress: the runner gives them
     # A field whose flag's default differs from its own (--pictures) is given either way.
-    defaults = ((f.default,) if runner or f.name == "recipe" else (getattr(base, f.name),) if meta["recipe"]
-                else (f.default, _parsed(f, meta["flag_default"])))
+    if runner or f.name == "recipe":
+      defaults = (f.default,)
+    elif meta["recipe"] or (f.default is None and getattr(base, f.name) is not None):
+      defaults = (getattr(base, f.name),)  # the recipe's value; --pretrain_layers: None resolves to every layer
+    else:
+      defaults = (f.default, _parsed(f, meta["flag_default"]))
     if f.name not in always and all(value == d for d in defaults):
       continue
     if value is None or runner:
