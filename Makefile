@@ -1,5 +1,6 @@
 # make train: the main job with defaults that finish in minutes on 2 CPU cores, printing the test accuracy.
-# make test: the import contracts (lint-imports, .importlinter), then the test suite (-rs prints every skipped test's
+# make test: the import contracts (lint-imports on .importlinter with the registry's programs:
+# tests/import_contracts.py), then the test suite (-rs prints every skipped test's
 # reason, e.g. Slurm not installed). make reproduce: every figure and table (see results/README.md).
 # Each target creates .venv from requirements.txt first if it is missing or out of date.
 
@@ -42,7 +43,7 @@ train: venv
 	$(PY) -m $(TRAIN_PROGRAM).train $(TRAIN_FLAGS)
 
 test: venv
-	$(VENV)/bin/lint-imports
+	$(PY) tests/import_contracts.py
 	$(PY) -m pytest -q -rs -n $(TEST_WORKERS) --dist loadfile --durations=10 $(PYTEST_FLAGS) tests
 
 reproduce: venv

@@ -32,6 +32,7 @@ from common.measure import timing
 from common.model import autoencoder
 from common.model import layer_warmup
 from common.run import lifecycle
+from common.training import epochs as epochs_lib
 
 # Errors of a lost task: a parameter server (TensorFlow raises them to the coordinator), or any remote call of the
 # coordinator's own (reading counters, checkpointing, copying the weights out).
@@ -46,12 +47,12 @@ def _lost_task(error: BaseException) -> bool:
 def train(config: config_lib.AsyncConfig,
           on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains with asynchronous SGD, finetunes on the coordinator, exports, and writes the run record
-  (`common.run.lifecycle.train`).
+  (`common.run.lifecycle`).
 
   Args:
     config: the run's configuration; without TF_CONFIG `num_devices` workers (and one parameter server) run in
       this process; with TF_CONFIG this process is the task it names (a "worker" or "ps" task only serves).
-    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
 
   Returns:
     The run record (`common.artifacts.runlog`) plus "staleness", "faults" and "async" (the cluster and settings), and with
@@ -63,7 +64,8 @@ def train(config: config_lib.AsyncConfig,
     common.base.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
   try:
-    return lifecycle.train(program.PROGRAM, config, on_checkpoint)
+    with lifecycle.started(program.PROGRAM, config, on_checkpoint) as run:
+      return lifecycle.finish(run, pretrain(run) if run.pretrains else lifecycle.no_pretraining(run))
   except Exception as e:  # pylint: disable=broad-except  # Only a lost task's errors become one line.
     if _lost_task(e):
       raise scheduling.ClusterLostError(scheduling.cluster_failure(getattr(e, "original_exception", e))) from None
@@ -71,7 +73,7 @@ def train(config: config_lib.AsyncConfig,
 
 
 def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
-  """The schedule hook: the greedy order, each layer's functions of K steps scheduled on free workers."""
+  """The greedy order, each layer's functions of K steps scheduled on free workers."""
   config = run.config
   distribution, setup = run.distribution, run.devices
   coordinator = tf.distribute.coordinator.ClusterCoordinator(distribution)
@@ -100,7 +102,7 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   ledger = ledger_lib.EpochLedger(num_workers)
-  first = True  # --profile_dir traces the first epoch this process trains.
+  trace = config.profile_dir  # --profile_dir traces the first epoch this process trains.
   for i, layer in enumerate(run.layers[:config.pretrain_layers]):
     if len(histories[i]) >= epochs:
       continue
@@ -139,9 +141,13 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
                      entry["faults"]["rescheduled_functions"])
       return (total,)
 
-    trained = run.train_layer(i, epoch_fn, steps.steps_per_epoch, config.pretrain_learning_rate, progress, work[i],
-                              first)
-    first = first and not trained
+    for epoch in range(len(histories[i]), epochs):
+      with timing.trace(trace), run.training():
+        result = epochs_lib.run_epoch(epoch_fn, epoch, steps.steps_per_epoch, config.pretrain_learning_rate,
+                                      run.chunks_per_epoch, progress, work[i], f"pretraining loss of layer {i + 1}",
+                                      "--pretrain_learning_rate")
+      trace = None
+      run.end_layer_epoch(i, result, steps.steps_per_epoch * config.batch_size, progress)
   progress.close()
   alive = scheduler.live_workers() if scheduler.worker_addresses else None
   record = {

@@ -15,8 +15,19 @@ coordinator.
 Usage: python -m async_data_parallel.train --num_devices=2 [--steps_per_function=8 --staleness_aware_lr ...]
 """
 
+from absl import app
+
 from common.run import cli
 from async_data_parallel import program
 
+
+def main(argv):
+  config = cli.config(program.PROGRAM, argv)
+  from async_data_parallel import pretrain  # TensorFlow loads once the flags are valid
+  with cli.reported(config):
+    cli.summary(config, pretrain.train(config))
+
+
 if __name__ == "__main__":
-  cli.main(program.PROGRAM)
+  cli.define(program.PROGRAM)
+  app.run(main)

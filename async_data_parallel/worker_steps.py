@@ -26,7 +26,8 @@ layer), so a step moves only the layer's weights and gradient over the network. 
 the parameter server tells how many functions ran more than once (`common.distribute.parameter_server`).
 """
 
-from typing import List, Sequence, Tuple
+import os
+from typing import List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -35,6 +36,40 @@ from common.model import autoencoder
 from common.model import graph
 from common.model import layer_warmup
 
+HOLD_ENV = "SDAE_TEST_HOLD_WORKER"  # the test hook of `_hold_from_environment`
+HOLD_SECONDS = 3600
+
+
+def _hold_from_environment() -> Optional[Tuple[int, int, str]]:
+  """The test hook HOLD_ENV="<worker>:<N>:<path>", as (worker, N, path); None when it is unset (then nothing is
+  added to the graph).
+
+  Worker <worker>, right after an update of its own takes the version counter past N in a function that trains (a
+  learning rate above 0: not a compile phase's), writes <path> and then sleeps HOLD_SECONDS inside that function, its
+  updates so far applied: a test that sees <path> kills a worker that is certainly in the middle of an epoch's
+  function (tests/test_async_data_parallel.py, tests/test_slurm.py). Read on the coordinator, when a layer's function
+  is built.
+  """
+  spec = os.environ.get(HOLD_ENV)
+  if not spec:
+    return None
+  worker, updates, path = spec.split(":", 2)
+  return int(worker), int(updates), path
+
+
+def _held(worker: tf.Tensor, learning_rate: tf.Tensor, after: tf.Tensor, hold: Tuple[int, int, str]) -> tf.Tensor:
+  """Graph code: `after` (the version counter after a step's update), passed on after the hold of `hold`
+  (`_hold_from_environment`) when it applies to this update."""
+  index, updates, path = hold
+
+  def pause():
+    with tf.control_dependencies([tf.io.write_file(path, tf.strings.as_string(after))]):
+      return timing.sleep(HOLD_SECONDS)
+
+  applies = tf.logical_and(tf.logical_and(tf.equal(worker, index), after > updates), learning_rate > 0)
+  held = tf.cond(applies, pause, lambda: tf.constant(0, tf.int64))
+  with tf.control_dependencies([held]):
+    return tf.identity(after)
 
 
 class Counters(tf.Module):
@@ -96,6 +131,7 @@ class LayerSteps(tf.Module):
     self.staleness_aware = staleness_aware
     self.slow_worker_delay = slow_worker_delay
     self.warmup_steps = warmup_steps
+    self._hold = _hold_from_environment()
     self.steps_per_epoch = self.trainer.steps_per_epoch
     self.gradient = autoencoder.compile_step(self._gradient, kernels)
     self.function = graph.function(self._steps)
@@ -129,6 +165,8 @@ class LayerSteps(tf.Module):
                for v, g in zip(self.layer.weights, grads)]
     with tf.control_dependencies(updates):
       after = version.assign_add(1, read_value=True)
+    if self._hold:
+      after = _held(worker, learning_rate, after, self._hold)
     return loss, after - 1 - before
 
   def _steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor, learning_rate: tf.Tensor,

@@ -6,7 +6,7 @@ al. 2017, "Accurate, Large Minibatch SGD: Training ImageNet in 1 Hour": when the
 times the reference batch (100, the report's), multiply the learning rate by k (linear scaling rule,
 their section 2.1) or by sqrt(k) (Krizhevsky 2014, "One weird trick for parallelizing convolutional
 neural networks", section 5), and reach that rate by a gradual warm-up that starts at the reference
-rate and grows linearly, step by step, over the first `warmup_epochs` epochs (Goyal et al. section 2.2).
+rate and grows linearly, step by step, over the first `lr_warmup_epochs` epochs (Goyal et al. section 2.2).
 Finetuning may also use SGD with momentum m (`--finetune_momentum`, Goyal et al. section 2.1 use 0.9):
 its effective step is lr / (1 - m), so the warm-up then starts at the reference rate * (1 - m). Or Adam
 (`--finetune_optimizer=adam`, Kingma & Ba 2015), whose rate is then the one given for the reference batch
@@ -69,9 +69,10 @@ class DataParallelConfig(config_lib.Config):
       recipe=True)
   reference_batch_size: int = config_lib.setting(
       100, "The batch the given learning rates are tuned for (the report's 100).", check=checks.positive_int)
-  warmup_epochs: float = config_lib.setting(
-      0.0, "Epochs of linear warm-up from the given to the scaled learning rate, per layer and for finetuning.",
-      check=_warmup, recipe=True)
+  lr_warmup_epochs: float = config_lib.setting(
+      0.0, "Epochs of the rate warm-up: linear from the given to the scaled learning rate, per layer and for "
+      "finetuning (Goyal et al. 2017, section 2.2; not the layer warm-up, --layer_warmup_epochs).",
+      check=_warmup, recipe=True, old_names=("warmup_epochs",))
   finetune_momentum: float = config_lib.setting(
       0.0, "Momentum of finetuning's SGD, in [0, 1) (0: plain SGD as in the report).", check=_momentum, recipe=True)
   finetune_optimizer: str = config_lib.setting(

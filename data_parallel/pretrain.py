@@ -23,6 +23,7 @@ from common.measure import timing
 from common.model import autoencoder
 from common.model import layer_warmup
 from common.run import lifecycle
+from common.training import epochs as epochs_lib
 from data_parallel import config as config_lib
 from data_parallel import profile as profile_lib
 from data_parallel import program
@@ -31,13 +32,13 @@ from data_parallel import replicas
 
 def train(config: config_lib.DataParallelConfig,
           on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
-  """Pretrains data parallel, finetunes data parallel, exports, and writes the run record
-  (`common.run.lifecycle.train`).
+  """Pretrains data parallel (`pretrain`), finetunes data parallel (`finetune_options`), exports, and writes the run
+  record (`common.run.lifecycle`).
 
   Args:
     config: the run's configuration; `num_devices` replicas (per worker with TF_CONFIG), `batch_size`
       and the finetuning batch are global batches divisible by the number of replicas.
-    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
 
   Returns:
     The run record (`common.artifacts.runlog`) plus "profile" (layer 1's op profile, when profile_steps > 0) and
@@ -47,16 +48,19 @@ def train(config: config_lib.DataParallelConfig,
     ValueError: a global batch is not divisible by the replicas, or the devices cannot be made.
     common.base.errors.UserError subclasses for missing data, divergence, or a mismatched checkpoint.
   """
-  return lifecycle.train(program.PROGRAM, config, on_checkpoint)
+  with lifecycle.started(program.PROGRAM, config, on_checkpoint) as run:
+    record = pretrain(run) if run.pretrains else lifecycle.no_pretraining(run)
+    return lifecycle.finish(run, record, **finetune_options(run))
 
 
 def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
-  """The schedule hook: the greedy order, every step's batch split over the replicas of `run.distribution`."""
+  """The greedy order, every step's batch split over the replicas of `run.distribution`."""
   config = run.config
   # With TF_CONFIG every worker runs this under MultiWorkerMirroredStrategy (docs/multi_host.md).
   distribution, device_setup = run.distribution, run.devices
   images = replica_steps.replica_resident(distribution, run.data.train_images)
   hidden, epochs, n = config.hidden_units, config.pretrain_epochs, run.data.num_train
+  steps_per_epoch = n // config.batch_size
   pretrain_state = run.state.setdefault("pretrain", {"layers": [[] for _ in hidden]})
   histories = pretrain_state["layers"]
   # --pretrain_layers=K: the first K layers train; those above keep their initial weights.
@@ -64,15 +68,15 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
   done = sum(w * len(h) for w, h in zip(work, histories))
   progress = progress_lib.Progress(sum(w * epochs for w in work), "pretrain", config.show_progress, done)
   learning_rate = config.pretrain_learning_rate_after_warmup()
-  first = True  # --profile_dir traces the first epoch this process trains.
+  trace = config.profile_dir  # --profile_dir traces the first epoch this process trains.
   for i, layer in enumerate(run.layers[:config.pretrain_layers]):
     if len(histories[i]) >= epochs and (i > 0 or "profile" in pretrain_state or not config.profile_steps):
       continue
     trainer = autoencoder.LayerTrainer(layer, run.layers[:i], images, config.seed, config.corruption,
                                        config.batch_size, kernels=run.kernels, warmup_steps=layer_warmup.warmup_steps(
-                                           i, config.layer_warmup_epochs, n // config.batch_size))
-    lr_multiplier = config_lib.lr_warmup(learning_rate / config.pretrain_learning_rate, config.warmup_epochs,
-                                         trainer.steps_per_epoch)
+                                           i, config.layer_warmup_epochs, steps_per_epoch))
+    lr_multiplier = config_lib.lr_warmup(learning_rate / config.pretrain_learning_rate, config.lr_warmup_epochs,
+                                         steps_per_epoch)
     dp = replicas.DataParallelTrainer(distribution, trainer, lr_multiplier,
                                       config.benchmark_slow_worker_delay_seconds)
     with run.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
@@ -82,9 +86,14 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
         pretrain_state["profile"] = profile_lib.profile_layer(dp, config.profile_steps, config.profile_repeats)
       logging.info("Op profile of layer 1, seconds per epoch: %s", ", ".join(
           f"{k} {v:.3f}" for k, v in pretrain_state["profile"]["seconds_per_epoch"].items()))
-    trained = run.train_layer(i, dp.epoch_function(), trainer.steps_per_epoch, learning_rate, progress, work[i],
-                               first)
-    first = first and not trained
+    epoch_fn = dp.epoch_function()
+    for epoch in range(len(histories[i]), epochs):
+      with timing.trace(trace), run.training():
+        result = epochs_lib.run_epoch(epoch_fn, epoch, steps_per_epoch, learning_rate, run.chunks_per_epoch,
+                                      progress, work[i], f"pretraining loss of layer {i + 1}",
+                                      "--pretrain_learning_rate")
+      trace = None
+      run.end_layer_epoch(i, result, steps_per_epoch * config.batch_size, progress)
   progress.close()
   devices = ",".join(device_setup.names)
   record = {
@@ -92,7 +101,7 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
       "pretrain_seconds": sum(e["seconds"] for h in histories for e in h),
       "learning_rates": {
           "pretrain": learning_rate, "finetune": config.finetune_learning_rate_after_warmup(),
-          "warmup_epochs": config.warmup_epochs, "reference_batch_size": config.reference_batch_size,
+          "lr_warmup_epochs": config.lr_warmup_epochs, "reference_batch_size": config.reference_batch_size,
           "finetune_update_rule": config.finetune_update_rule().describe()},
   }
   profile = pretrain_state.get("profile")
@@ -108,11 +117,11 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
 
 
 def finetune_options(run: lifecycle.Run) -> Dict[str, Any]:
-  """The finetuning hook: the recipe's learning rate, warm-up and update rule."""
+  """Finetuning's options (`common.run.lifecycle.finish`): the recipe's learning rate, rate warm-up and update rule."""
   config = run.config
   lr_multiplier = None
   if config.finetune_epochs:
     steps = run.data.num_train // config.effective_finetune_batch_size
-    lr_multiplier = config_lib.lr_warmup(config.finetune_warmup_factor(), config.warmup_epochs, steps)
+    lr_multiplier = config_lib.lr_warmup(config.finetune_warmup_factor(), config.lr_warmup_epochs, steps)
   return dict(learning_rate=config.finetune_learning_rate_after_warmup(), lr_multiplier=lr_multiplier,
               rule=config.finetune_update_rule())

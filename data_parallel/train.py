@@ -9,8 +9,19 @@ learning rates with the batch and warms them up (Goyal et al. 2017).
 Usage: python -m data_parallel.train --num_devices=2 --batch_size=5000 [--pretrain_lr_scaling=linear ...]
 """
 
+from absl import app
+
 from common.run import cli
 from data_parallel import program
 
+
+def main(argv):
+  config = cli.config(program.PROGRAM, argv)
+  from data_parallel import pretrain  # TensorFlow loads once the flags are valid
+  with cli.reported(config):
+    cli.summary(config, pretrain.train(config))
+
+
 if __name__ == "__main__":
-  cli.main(program.PROGRAM)
+  cli.define(program.PROGRAM)
+  app.run(main)

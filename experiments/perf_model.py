@@ -12,7 +12,7 @@ from common.measure import cost
 from common.settings import programs
 from experiments import records as records_lib
 from pipeline_parallel import config as pp_config
-from pipeline_parallel import placement
+from common.pipeline import placement
 
 MAX_PREDICTED_DEVICES = 8  # devices the model's lines are drawn for
 # rho is fitted in [1, MAX_SLOWDOWN]: two jobs side by side each slowed 2x or more would be no faster

@@ -1,7 +1,7 @@
 """The declarations: `Study` (a figure or table of results/README.md) and `Benchmark`, each a plain value in its own
 file of `experiments/studies/` or `experiments/benchmarks/`; `Run` (one run: `spec`); `Registry` (every study and
 benchmark, handed down by `experiments.reproduce`, the one place that finds the study files); `build` (a preset's
-runs, stage by stage, shared runs stored where their study's `shares` says); and what several studies share: the
+runs, round by round, shared runs stored where their study's `shares` says); and what several studies share: the
 presets, the compared programs, the sizes and run builders of the accuracy, scaling and comparison runs."""
 
 import dataclasses
@@ -32,7 +32,7 @@ _DP_SETTINGS = {"smoke": {"profile_steps": 1, "profile_repeats": 1}, "mid": NO_P
 LARGE_BATCH = dict(recipes.get("large_batch").values)  # the large-batch recipe, value by value (older than --recipe)
 # The large-batch study's candidates: data_parallel at the large global batch with these settings.
 LARGE_BATCH_CANDIDATES = (("dp_report", {}), ("dp_linear_warmup2", {"pretrain_lr_scaling": "linear",
-                          "finetune_lr_scaling": "linear", "warmup_epochs": 2}), ("dp_large_batch_recipe", LARGE_BATCH))
+                          "finetune_lr_scaling": "linear", "lr_warmup_epochs": 2}), ("dp_large_batch_recipe", LARGE_BATCH))
 RECIPES = (("report", {}), ("large_batch", LARGE_BATCH))
 BF16 = {"precision": programs.PRECISIONS[1]}
 BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per precision, float32 first
@@ -113,13 +113,13 @@ class Headline(NamedTuple):
 @dataclasses.dataclass(frozen=True)
 class Study:
   """A figure or table of results/README.md and its runs, a file of `experiments/studies/`'s `STUDIES`. `sizes`:
-  {preset: {size: value}} of the presets that run it; `runs`: its first stage (a preset's sizes plus "preset" and
+  {preset: {size: value}} of the presets that run it; `runs`: its first round (a preset's sizes plus "preset" and
   "dp_settings" -> [Run]); `table`: (its records, other folders') -> (markdown, sentences); `figure`: the same -> a
   matplotlib figure or None; `kind`: report, beyond (the report) or own; `layout` of its records; `timed`: True (it
   compares seconds: a preset's records of one machine and code, runs one at a time), False (accuracy only) or a
   function of a run's name (`times`); `reported`: the report's numbers or None; `headline`: its headline rows;
   `shares`: the studies whose record it reuses for a run computing the same (`Run.key`) at one preset; `later`: later
-  stages, each (the sizes, the records so far: `records.table`) -> [Run], built once the stages before have records."""
+  rounds, each (the sizes, the records so far: `records.table`) -> [Run], built once the rounds before have records."""
   name: str
   title: str
   sizes: Mapping[str, Mapping[str, Any]]
@@ -238,8 +238,8 @@ class Registry(NamedTuple):
     return {e.name: e.layout for e in self.studies}
 
   @property
-  def stages(self) -> int:
-    """The most stages a study declares (1 + its `later` ones): the passes `experiments.reproduce` makes."""
+  def rounds(self) -> int:
+    """The most rounds a study declares (1 + its `later` ones): the passes `experiments.reproduce` makes."""
     return 1 + max((len(e.later) for e in self.studies), default=0)
 
   def get(self, name: str) -> Union[Study, Benchmark]:
@@ -248,14 +248,14 @@ class Registry(NamedTuple):
       return study
     raise ValueError(f"unknown study {name!r}; studies: {', '.join(e.name for e in self.studies + self.benchmarks)}")
 def runs_of(study: Study, preset: str, found: Any = None) -> List[Run]:
-  """`study`'s runs at `preset` as its file declares them (shared runs not resolved): its first stage's, then those of
-  each later stage built from `found` (the records found so far, `records.table`; without them, none)."""
+  """`study`'s runs at `preset` as its file declares them (shared runs not resolved): its first round's, then those of
+  each later round built from `found` (the records found so far, `records.table`; without them, none)."""
   s = dict(study.sizes[preset], dp_settings=_DP_SETTINGS.get(preset, {}), preset=preset)
-  return study.runs(s) + [r for stage in (study.later if found is not None else ()) for r in stage(s, found)]
+  return study.runs(s) + [r for later in (study.later if found is not None else ()) for r in later(s, found)]
 
 
 def build(registry: Registry, preset: str, found: Any = None) -> StudyRuns:
-  """The studies `preset` defines, in order, with their runs (`runs_of`; later stages from `found`), a run computing
+  """The studies `preset` defines, in order, with their runs (`runs_of`; later rounds from `found`), a run computing
   what a run of a study in its `shares` computes stored as that one (in any order); ValueError: unknown preset."""
   if preset not in PRESETS:
     raise ValueError(f"unknown preset {preset!r}; choose one of {', '.join(PRESETS)}")

@@ -51,8 +51,8 @@ def main(argv):
              "--preset=smoke or with --only naming studies whose runs are not timed (the pretraining studies).")
   if _FIGURES_ONLY.value and not os.path.isdir(output_dir):
     sys.exit(f"error: --output_dir={output_dir}: no such directory; --figures_only draws from the records there.")
-  # One pass per declared stage: a later stage's runs are built from the records the passes before wrote (`later`).
-  for _ in range(0 if _FIGURES_ONLY.value else REGISTRY.stages):
+  # One pass per declared round: a later round's runs are built from the records the passes before wrote (`later`).
+  for _ in range(0 if _FIGURES_ONLY.value else REGISTRY.rounds):
     try:
       found = records.table(output_dir, REGISTRY.layouts)
       jobs = driver.runnable_here(driver.plan(presets.select(presets.build(REGISTRY, preset, found), _ONLY.value),

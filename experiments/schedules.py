@@ -1,6 +1,6 @@
 """The schedule arms that the frontier studies (`studies/pretraining_frontier.py`, `studies/fair_frontier.py`) and
 the speed benchmark (`benchmarks/pipeline_schedules.py`) compare, declared once: (name in run names, program,
-settings). Every arm names all its schedule settings (`pipeline_parallel.schedule`, and the layer warm-up of every
+settings). Every arm names all its schedule settings (`common.pipeline.schedule`, and the layer warm-up of every
 program), so that its records stay its own whatever a recipe sets."""
 
 from typing import Any, Mapping, Optional, Tuple

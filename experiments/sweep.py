@@ -1,7 +1,7 @@
-"""The pretraining sweep's candidates, stages and selection (docs/pretraining.md), and what the pretraining studies
-share (seeds, datasets, sizes, `by_arm`, `gains`, `heldout_means`, `spread_text`), below the study files. Stage
+"""The pretraining sweep's candidates, rounds and selection (docs/pretraining.md), and what the pretraining studies
+share (seeds, datasets, sizes, `by_arm`, `gains`, `heldout_means`, `spread_text`), below the study files. Round
 "coarse" runs every candidate at a small size (4 x 500 units, 5,500 images, 6 + 6 epochs), 3 seeds, on MNIST and
-Fashion-MNIST; stage "confirm" the best few at the cpu preset's size (11,000 images, 12 + 12 epochs). A candidate is
+Fashion-MNIST; round "confirm" the best few at the cpu preset's size (11,000 images, 12 + 12 epochs). A candidate is
 ranked by its validation accuracy averaged over both datasets and the seeds; test accuracy is not read."""
 
 import itertools
@@ -11,7 +11,7 @@ from common.settings import programs
 from experiments import records
 from experiments.presets import Run, spec
 
-NAME = "pretraining_sweep"  # the study (experiments/studies/pretraining_sweep.py), whose records its later stage reads
+NAME = "pretraining_sweep"  # the study (experiments/studies/pretraining_sweep.py), whose records its later round reads
 SEEDS = (0, 1, 2)
 DATASETS = ("mnist", "fashion_mnist")
 SHORT = {"mnist": "mnist", "fashion_mnist": "fashion"}
@@ -46,28 +46,28 @@ def no_pretraining(finetune_rate: float) -> Candidate:
                                                    finetune_lr_schedule="cosine", finetune_keep_best=True), False)
 
 def coarse_candidates(grid_points: Optional[int] = None) -> List[Candidate]:
-  """The coarse stage: the grid (its first `grid_points`: smoke), no pretraining at each finetuning rate, the report."""
+  """The coarse round: the grid (its first `grid_points`: smoke), no pretraining at each finetuning rate, the report."""
   grid = [candidate(p, c, f) for p, c, f in itertools.product(PRETRAIN_RATES, CORRUPTIONS, FINETUNE_RATES)]
   return grid[:grid_points] + [no_pretraining(f) for f in FINETUNE_RATES[:grid_points]] + [REPORT]
 
 
-def run_name(stage: str, dataset: str, cand: Candidate, seed: int) -> str:
+def run_name(round_: str, dataset: str, cand: Candidate, seed: int) -> str:
   """e.g. "coarse_mnist_p0.1_c0.25_f1_s0"."""
-  return f"{stage}_{SHORT[dataset]}_{cand.name}_s{seed}"
+  return f"{round_}_{SHORT[dataset]}_{cand.name}_s{seed}"
 
 
 def parse(run: str) -> Tuple[str, str, str, int]:
-  """(stage, dataset, candidate, seed) of a sweep run's name, e.g. "coarse_mnist_p0.1_c0.25_f1_s0"."""
-  stage, short, rest = run.split("_", 2)
+  """(round_, dataset, candidate, seed) of a sweep run's name, e.g. "coarse_mnist_p0.1_c0.25_f1_s0"."""
+  round_, short, rest = run.split("_", 2)
   name, seed = rest.rsplit("_s", 1)
-  return stage, {v: k for k, v in SHORT.items()}[short], name, int(seed)
+  return round_, {v: k for k, v in SHORT.items()}[short], name, int(seed)
 
 
-def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dict]:
-  """Per candidate of `stage` (records' names in order): {"candidate", "pretrained", "datasets": {dataset: [validation
+def rows(runs: dict, round_: str, datasets: Sequence[str] = DATASETS) -> List[dict]:
+  """Per candidate of `round_` (records' names in order): {"candidate", "pretrained", "datasets": {dataset: [validation
   accuracy per finished run]}, "failed" (runs), "score" (None unless every run of both datasets finished)}."""
   out: dict = {}
-  for (_, dataset, cand, _), record in ((parse(n), r) for n, r in sorted(runs.items()) if parse(n)[0] == stage):
+  for (_, dataset, cand, _), record in ((parse(n), r) for n, r in sorted(runs.items()) if parse(n)[0] == round_):
     row = out.setdefault(cand, {"candidate": cand, "pretrained": not cand.startswith("none") and
                                 record["config"].get("pretrain_epochs", 1) > 0, "datasets": {}, "failed": 0})
     value = records.accuracy(record, VAL)  # None for a run that failed: its record has no finetuning
@@ -80,14 +80,14 @@ def rows(runs: dict, stage: str, datasets: Sequence[str] = DATASETS) -> List[dic
   return list(out.values())
 
 
-def ranked(stage_rows: List[dict]) -> List[dict]:
+def ranked(round_rows: List[dict]) -> List[dict]:
   """The grid's pretrained candidates with a score, best first (the report's only a reference): [0] is the choice."""
-  return sorted((r for r in stage_rows if r["pretrained"] and r["score"] is not None and r["candidate"] != REPORT.name),
+  return sorted((r for r in round_rows if r["pretrained"] and r["score"] is not None and r["candidate"] != REPORT.name),
                 key=lambda r: -r["score"])
 
 
 def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
-  """The confirm stage: the CONFIRMED best coarse candidates, the best with a constant finetuning rate and with its last
+  """The confirm round: the CONFIRMED best coarse candidates, the best with a constant finetuning rate and with its last
   epoch kept, the best without pretraining, the report's values; empty until every coarse candidate has records."""
   best = ranked(coarse_rows)
   if not best or any(r["score"] is None and not r["failed"] for r in coarse_rows):
@@ -131,28 +131,28 @@ REPORT = Candidate("report", {})  # the report's values, a reference among the c
 # The pretraining studies' sizes: the cpu preset's accuracy size, 3 seeds, MNIST and Fashion-MNIST.
 CPU_ACCURACY = dict(examples=11_000, epochs=12, hidden=(500,) * 4, batch=100)
 SMOKE_ACCURACY = dict(examples=400, epochs=1, hidden=(16, 16), batch=40, seeds=(0,), datasets=("mnist",))
-# The sweep's sizes per preset: its coarse stage, its confirm stage (the pretraining studies' accuracy size).
+# The sweep's sizes per preset: its coarse round_, its confirm round (the pretraining studies' accuracy size).
 SIZES = dict(
     pretraining=dict(coarse=dict(examples=5500, epochs=6, hidden=(500,) * 4, batch=100), confirm=CPU_ACCURACY),
     smoke=dict(coarse=SMOKE_ACCURACY, confirm=SMOKE_ACCURACY, grid_points=1, seeds=(0,), datasets=("mnist",)))
 
 
-def _runs(s, stage: str, candidates: Sequence[Candidate]) -> List[Run]:
-  """Greedy runs of `candidates` at `stage`'s size of sizes `s`, per dataset and seed; each may fail (diverge)."""
-  size = s[stage]
-  return [spec(run_name(stage, d, cand, seed), programs.GREEDY, size["hidden"], size["epochs"] if cand.pretrained
+def _runs(s, round_: str, candidates: Sequence[Candidate]) -> List[Run]:
+  """Greedy runs of `candidates` at `round_`'s size of sizes `s`, per dataset and seed; each may fail (diverge)."""
+  size = s[round_]
+  return [spec(run_name(round_, d, cand, seed), programs.GREEDY, size["hidden"], size["epochs"] if cand.pretrained
                else 0, size["batch"], 1, size["examples"], size["epochs"], settings={**cand.settings, "dataset": d},
                seed=seed, may_fail=True)
           for cand in candidates for d in s.get("datasets", DATASETS) for seed in s.get("seeds", SEEDS)]
 
 
 def coarse_runs(s) -> List[Run]:
-  """The sweep's first stage: every coarse candidate at sizes `s` (`SIZES` of a preset)."""
+  """The sweep's first round: every coarse candidate at sizes `s` (`SIZES` of a preset)."""
   return _runs(s, "coarse", coarse_candidates(s.get("grid_points")))
 
 
 def confirm_runs(s, found) -> List[Run]:
-  """The sweep's second stage: its confirm candidates from the coarse records in `found`; none until all have one."""
+  """The sweep's second round: its confirm candidates from the coarse records in `found`; none until all have one."""
   mine, coarse = records.of(found, NAME, s["preset"]), coarse_runs(s)
   if any(r.name not in mine for r in coarse):
     return []

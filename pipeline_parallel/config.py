@@ -39,20 +39,20 @@ def _replicas_split_evenly(values: Mapping[str, Any]) -> None:
   if isinstance(g, int) and g >= 1 and not os.environ.get("TF_CONFIG"):
     check_devices(g, r)
 
-# The pretraining rate over each layer's steps (`pipeline_parallel.schedule`).
+# The pretraining rate over each layer's steps (`common.pipeline.schedule`).
 LR_SCHEDULES = ("constant", "cosine")
 
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig(config_lib.Config):
   """`Config` plus the pipeline's own settings: the chunk size and the replicas per stage (the weights depend on
-  neither), and the schedule settings (`pipeline_parallel.schedule`; each default is the original schedule)."""
+  neither), and the schedule settings (`common.pipeline.schedule`; each default is the original schedule)."""
   TOGETHER = config_lib.Config.TOGETHER + ("replicas_per_stage", "num_devices")
   RULES = (_replicas_split_evenly,)
 
   pipeline_chunk_steps: int = config_lib.setting(
       DEFAULT_CHUNK_STEPS, "Steps each stage trains between two exchanges of activations with the neighbouring stages "
-      "(K, clamped to the steps of one epoch); smaller shortens the pipeline fill, larger means fewer exchanges; the "
+      "(K, clamped to the steps of one epoch); smaller shortens the fill and drain, larger means fewer exchanges; the "
       "weights do not depend on it (the sweep over K: docs/pipeline_parallel.md, 'Speed').",
       check=checks.counts("steps per chunk"))
   replicas_per_stage: int = config_lib.setting(

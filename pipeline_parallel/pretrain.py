@@ -16,7 +16,7 @@ This is not the report's schedule; it is this project's extension of it. The sch
   * Nothing of this depends on the devices, the placement or the chunk size, so every placement and
     every --pipeline_chunk_steps computes the same weights (tested). Layer 1 is exactly greedy's layer 1.
 
-Execution (`pipeline_parallel.placement`, `pipeline_parallel.stages`): the layers form P = min(G, H)
+Execution (`common.pipeline.placement`, `common.pipeline.stages`): the layers form P = min(G, H)
 contiguous stages of least maximal cost, one per device; steps are cut into chunks of K steps; in tick k
 stage p trains chunk k - p, reading the activations stage p - 1 emitted in tick k - 1, so after a fill of
 P - 1 ticks every device computes all the time (the in-flight activations are device-resident tensors of
@@ -31,14 +31,12 @@ of CNNs") trains the layers of a CNN concurrently with auxiliary classifiers; th
 micro-batch pipelines is analysed in GPipe (Huang et al. 2019, section 2.3).
 """
 
-import math
+import time
 from typing import Any, Callable, Dict, List, Optional
 
 from absl import logging
-import numpy as np
 import tensorflow as tf
 
-from common.base import errors
 from common.base import progress as progress_lib
 from common.distribute import devices as devices_lib
 from common.measure import cost
@@ -47,56 +45,12 @@ from common.model import autoencoder
 from common.model import graph
 from common.run import lifecycle
 from common.training import epochs as epochs_lib
+from common.pipeline import handover
+from common.pipeline import placement
+from common.pipeline import schedule as schedule_lib
+from common.pipeline import stages as stages_lib
 from pipeline_parallel import config as config_lib
-from pipeline_parallel import placement
 from pipeline_parallel import program
-from pipeline_parallel import schedule as schedule_lib
-from pipeline_parallel import stages as stages_lib
-
-
-class InFlight(tf.Module):
-  """The activations between stages at a tick boundary, as variables so that they are checkpointed.
-
-  Per boundary p and replica r, two variables hold the corrupted / clean encodings replica r of stage p emitted
-  for replica r of stage p + 1, float32 [k x B/R, units] (k <= K steps; [0, units] when nothing is in flight), on
-  that replica's device; in the order of `Pipeline.tick`'s inputs.
-  """
-
-  def __init__(self, plan: placement.Plan, stage_devices: List[List[str]]):
-    super().__init__(name="in_flight")
-    self.buffers = []
-    with self.name_scope:
-      for p, stage in enumerate(plan.stages[:-1]):
-        units = plan.hidden_units[stage[-1]]
-        for r, device in enumerate(stage_devices[p + 1]):
-          with tf.device(device):
-            for path in ("corrupted", "clean"):
-              self.buffers.append(tf.Variable(tf.zeros([0, units]), shape=tf.TensorShape([None, units]),
-                                              trainable=False, name=f"stage{p + 1}_{path}" + (f"_{r}" if r else "")))
-
-  def store(self, tensors: List[tf.Tensor]) -> None:
-    for var, value in zip(self.buffers, tensors):
-      var.assign(value)
-
-  def load(self) -> List[tf.Tensor]:
-    return [var.read_value() for var in self.buffers]
-
-
-class ReplicaLayers(tf.Module):
-  """The layer copies of replicas 1 .. R-1 of every stage (replica 0's are the run's layers), checkpointed with
-  them: `copies[p][r - 1]` are stage p's layers on its replica r's device, initialised as the run's layers."""
-
-  def __init__(self, plan: placement.Plan, stage_devices: List[List[str]], seed: int, precision: str):
-    super().__init__(name="replica_layers")
-    sizes = [plan.input_units] + list(plan.hidden_units)
-    with self.name_scope:
-      self.copies = [[[_copy(sizes, i, seed, precision, device) for i in stage] for device in devices[1:]]
-                     for stage, devices in zip(plan.stages, stage_devices)]
-
-
-def _copy(sizes, i, seed, precision, device):
-  with tf.device(device):
-    return autoencoder.DenoisingAutoencoder(sizes[i], sizes[i + 1], i + 1, seed, precision)
 
 
 def make_plan(config: config_lib.PipelineConfig, num_devices: int, input_units: int) -> placement.Plan:
@@ -115,7 +69,7 @@ def make_plan(config: config_lib.PipelineConfig, num_devices: int, input_units: 
 def train(config: config_lib.PipelineConfig,
           on_checkpoint: Optional[Callable[[lifecycle.Run], None]] = None) -> Dict[str, Any]:
   """Pretrains layer-pipelined on `config.num_devices` devices, finetunes, exports, writes the run record
-  (`common.run.lifecycle.train`).
+  (`common.run.lifecycle`).
 
   With TF_CONFIG (`common.distribute.cluster`, started by `python -m common.launch`) the "worker" tasks serve their
   devices and the "chief" task runs the pipeline on them as a client: stage p on device p of the
@@ -124,7 +78,7 @@ def train(config: config_lib.PipelineConfig,
 
   Args:
     config: the run's configuration.
-    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.train`).
+    on_checkpoint: called with the `lifecycle.Run` after every checkpoint (see `lifecycle.start`).
 
   Returns:
     The run record: the common fields (per layer "epochs" with the mean training loss of each epoch,
@@ -137,53 +91,50 @@ def train(config: config_lib.PipelineConfig,
     ValueError: the devices cannot be made. common.base.errors.UserError subclasses for missing data,
       divergence, or a mismatched checkpoint.
   """
-  return lifecycle.train(program.PROGRAM, config, on_checkpoint)
+  with lifecycle.started(program.PROGRAM, config, on_checkpoint, plan=plan, place=place,
+                         checkpoint_objects=checkpoint_objects) as run:
+    return lifecycle.finish(run, pretrain(run) if run.pretrains else lifecycle.no_pretraining(run))
 
 
 def plan(config: config_lib.PipelineConfig, setup: devices_lib.DeviceSetup, dataset) -> placement.Plan:
-  """The layout hook: the stages on the run's devices (`make_plan`)."""
+  """The layout: the stages on the run's devices (`make_plan`)."""
   return make_plan(config, len(setup.names), dataset.input_units)
 
 
 def place(plan_: placement.Plan, setup: devices_lib.DeviceSetup) -> List[str]:
-  """The placement hook: every layer of stage p on stage p's first device (its replicas' copies: `ReplicaLayers`)."""
+  """The placement: every layer of stage p on stage p's first device (its replicas' copies: `handover.ReplicaLayers`)."""
   devices = plan_.stage_devices(setup.names)
   return [devices[p][0] for p, stage in enumerate(plan_.stages) for _ in stage]
 
 
 def checkpoint_objects(plan_: placement.Plan, setup: devices_lib.DeviceSetup,
                        config: config_lib.PipelineConfig) -> Dict[str, Any]:
-  """The checkpoint hook: the in-flight activations, and the replicas' layer copies when R > 1."""
+  """Checkpointed with the weights: the in-flight activations, and the replicas' layer copies when R > 1."""
   devices = plan_.stage_devices(setup.names)
-  objects = {"in_flight": InFlight(plan_, devices)}
+  objects = {"in_flight": handover.InFlight(plan_, devices)}
   if plan_.replicas_per_stage > 1:
-    objects["replicas"] = ReplicaLayers(plan_, devices, config.seed, config.precision)
+    objects["replicas"] = handover.ReplicaLayers(plan_, devices, config.seed, config.precision)
   return objects
 
 
 def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
-  """The schedule hook: the plan's ticks from where the checkpoint left off."""
-  plan_, hidden = run.plan, run.config.hidden_units
-  devices = plan_.stage_devices(run.devices.names)
-  used = plan_.num_stages * plan_.replicas_per_stage
+  """The plan's ticks from where the checkpoint left off (then the polish, with --polish_epochs); returns the
+  program's part of the run record."""
+  plan, config = run.plan, run.config
+  devices = plan.stage_devices(run.devices.names)
+  used = plan.num_stages * plan.replicas_per_stage
   if len(run.devices.names) > used:
     logging.warning("%d devices but only %d layer(s) x %d replica(s): %d device(s) stay idle.",
-                    len(run.devices.names), len(hidden), plan_.replicas_per_stage, len(run.devices.names) - used)
+                    len(run.devices.names), len(plan.hidden_units), plan.replicas_per_stage,
+                    len(run.devices.names) - used)
   logging.info("Pipeline: %s; chunks of %d steps, %d ticks (fill %d); predicted balance %.3f (mean / largest "
                "stage FLOPs).", "; ".join(
                    f"stage {p + 1} on {', '.join(devices_lib.short_name(d) for d in devices[p])}: layers "
-                   f"{', '.join(str(i + 1) for i in stage)}" for p, stage in enumerate(plan_.stages)),
-               plan_.chunk_steps, plan_.num_ticks, plan_.num_stages - 1, plan_.predicted_balance)
+                   f"{', '.join(str(i + 1) for i in stage)}" for p, stage in enumerate(plan.stages)),
+               plan.chunk_steps, plan.num_ticks, plan.num_stages - 1, plan.predicted_balance)
   in_flight = run.checkpoint_objects["in_flight"]
   copies = run.checkpoint_objects["replicas"].copies if "replicas" in run.checkpoint_objects else [
-      [] for _ in plan_.stages]
-  return _pretrain(run, plan_, devices, in_flight, copies)
-
-
-def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]], in_flight: InFlight,
-              copies: List[List[List[autoencoder.DenoisingAutoencoder]]]) -> Dict[str, Any]:
-  """Runs the ticks of `plan` from where the checkpoint left off; returns the program's part of the run record."""
-  config = run.config
+      [] for _ in plan.stages]
   hidden, n, b = plan.hidden_units, run.data.num_train, config.batch_size  # the layers that train (--pretrain_layers)
   steps_per_epoch = n // b
   schedule = schedule_lib.LayerSchedule.of(config, steps_per_epoch)
@@ -192,15 +143,16 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
     with tf.device(device):
       images.append(tf.constant(run.data.train_images))
   pipeline = stages_lib.Pipeline([
-      stages_lib.Stage([[run.layers[i] for i in stage]] + copies[p], devices[p],
-                       p < plan.num_stages - 1, images if p == 0 else None, config.seed, config.corruption, b,
-                       run.kernels, schedule, stage[0])
+      stages_lib.Stage(replicas=[[run.layers[i] for i in stage]] + copies[p], devices=devices[p],
+                       emits=p < plan.num_stages - 1, images=images if p == 0 else None, seed=config.seed,
+                       corruption=config.corruption, batch_size=b, kernels=run.kernels, schedule=schedule,
+                       first_layer=stage[0])
       for p, stage in enumerate(plan.stages)])
   state = run.state.setdefault("pretrain", {
       "layers": [[] for _ in hidden], "tick": 0, "busy_seconds": [0.0] * plan.num_stages,
       "wall_seconds": 0.0, "partial": [{"loss_sum": 0.0, "steps": 0, "since": 0.0} for _ in hidden]})
   histories, partial = state["layers"], state["partial"]
-  stage_of = {i: (p, m) for p, stage in enumerate(plan.stages) for m, i in enumerate(stage)}
+  stage_of = plan.stage_of
   with run.timer.phase(timing.COMPILE_PHASE):  # Tracing (and XLA compilation); learning rate 0 changes nothing.
     warm = []
     for stage in pipeline.stages[1:]:
@@ -224,16 +176,20 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
     counts = tf.constant([c for _, c in work], tf.int32)
     trace = config.profile_dir if k == min(plan.num_stages - 1, plan.num_ticks - 1) else None
     with timing.trace(trace), run.training():
+      began = time.perf_counter()
       losses, inputs, starts, ends = pipeline.tick(firsts, counts, lr, *inputs)
       losses = [l.numpy() for l in losses]
       starts, ends = starts.numpy(), ends.numpy()
+      seconds = time.perf_counter() - began
+    if not trace and all(count == plan.chunk_steps for _, count in work):  # a full tick: no fill, drain or trace
+      state.setdefault("tick_seconds", []).append(seconds)
     progress.advance(tick_work[k])
     if not (starts >= 0).all():  # Op determinism forbids reading the clock: busy time unknown.
       state["busy_seconds"] = None
     elif state["busy_seconds"] is not None:
       for p, (_, count) in enumerate(work):
         state["busy_seconds"][p] += float(ends[p] - starts[p]) if count else 0.0
-    ended = _account(losses, work, partial, histories, stage_of, schedule, run.pretrain_elapsed)
+    ended = schedule_lib.account_tick(schedule, plan, losses, work, partial, histories, run.pretrain_elapsed)
     run.end_epochs(ended, steps_per_epoch * b)
     if ended:
       _log(progress, ended, histories, devices, stage_of, config.pretrain_epochs, steps_per_epoch * b)
@@ -257,7 +213,7 @@ def _pretrain(run: lifecycle.Run, plan: placement.Plan, devices: List[List[str]]
                   **({"polish": polish[i]} if config.polish_epochs else {})} for i, u in enumerate(hidden)],
       "pipeline": dict(plan.describe(), devices=[d[0] for d in devices] if plan.replicas_per_stage == 1 else devices,
                        schedule=dict(schedule.describe(), polish_epochs=config.polish_epochs),
-                       busy_seconds=busy,
+                       busy_seconds=busy, tick_seconds=timing.tail_summary(state.get("tick_seconds", [])),
                        idle_device_seconds=sum(wall - x for x in busy) if busy is not None else None,
                        flops=cost.pretraining_flops(hidden, config.pretrain_epochs, steps_per_epoch * b, pipelined=True,
                                                     input_units=plan.input_units)),
@@ -310,38 +266,6 @@ def _polish(run: lifecycle.Run, polish: List[List[Dict[str, Any]]], layer_device
       run.save()
       progress.log(f"layer {i + 1} polish epoch {e + 1}/{config.polish_epochs} loss {result['loss']:.4f}",
                    trainer.steps_per_epoch * config.batch_size, result["seconds"])
-
-
-def _account(losses: List[np.ndarray], work, partial: List[Dict[str, float]],
-             histories: List[List[Dict[str, Any]]], stage_of, schedule: schedule_lib.LayerSchedule,
-             elapsed: float) -> Dict[int, Dict[str, Any]]:
-  """Adds a tick's per-step losses to each layer's running epoch (the steps of its own window, `schedule`); returns
-  {layer: entry} of the epochs that ended in this tick (appended to `histories`).
-
-  Raises:
-    TrainingDivergedError: a loss is NaN or infinite.
-  """
-  ended, steps_per_epoch = {}, schedule.steps_per_epoch
-  for i, (p, m) in sorted(stage_of.items()):
-    first, count = work[p]
-    start = schedule.start(i)
-    for j in range(count):
-      tau = first + j - start  # the layer's own step
-      if not 0 <= tau < schedule.layer_steps:
-        continue
-      loss = float(losses[p][j, m])
-      if not math.isfinite(loss):
-        raise errors.TrainingDivergedError(
-            f"pretraining loss of layer {i + 1} became {loss} in epoch {tau // steps_per_epoch + 1}; lower "
-            "--pretrain_learning_rate. The last good checkpoint is kept.")
-      partial[i]["loss_sum"] += loss
-      partial[i]["steps"] += 1
-      if (tau + 1) % steps_per_epoch == 0:
-        entry = {"loss": partial[i]["loss_sum"] / partial[i]["steps"], "seconds": elapsed - partial[i]["since"]}
-        histories[i].append(entry)
-        ended[i] = entry
-        partial[i].update(loss_sum=0.0, steps=0, since=elapsed)
-  return ended
 
 
 def _log(progress: progress_lib.Progress, ended: Dict[int, Dict[str, Any]], histories, devices, stage_of,

@@ -9,8 +9,19 @@ the report's schedule (see pipeline_parallel/pretrain.py).
 Usage: python -m pipeline_parallel.train --num_devices=2 [--hidden_units=2000,2000 --pretrain_epochs=30 ...]
 """
 
+from absl import app
+
 from common.run import cli
 from pipeline_parallel import program
 
+
+def main(argv):
+  config = cli.config(program.PROGRAM, argv)
+  from pipeline_parallel import pretrain  # TensorFlow loads once the flags are valid
+  with cli.reported(config):
+    cli.summary(config, pretrain.train(config))
+
+
 if __name__ == "__main__":
-  cli.main(program.PROGRAM)
+  cli.define(program.PROGRAM)
+  app.run(main)

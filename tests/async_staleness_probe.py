@@ -1,8 +1,9 @@
 """Test helper: one asynchronous SGD step whose staleness is made, not waited for.
 
 An in-process cluster of one worker and one parameter server; worker 0 is slowed by the benchmark-only delay, and
-while its step sleeps between its gradient and its apply, this process (the coordinator) adds STALE to the version
-counter, as STALE updates of other workers would. The step must measure staleness STALE, and apply lr g (plain) or
+once this process (the coordinator) sees the step's function start (the `starts` counter, which it increments before
+reading the version), while the step sleeps between its gradient and its apply, it adds STALE to the version counter,
+as STALE updates of other workers would. The step must measure staleness STALE, and apply lr g (plain) or
 lr g / (STALE + 1) (staleness-aware), g the gradient at the weights it read. Prints one JSON line per setting:
 {"staleness_aware", "staleness", "error_vs_expected", "error_vs_other_rule"} (max abs weight differences).
 
@@ -25,7 +26,8 @@ from common.model import autoencoder  # noqa: E402
 from common.settings import programs  # noqa: E402
 
 STALE = 5
-DELAY_SECONDS = 3.0  # the step sleeps this long; the counter moves 1 s into it
+DELAY_SECONDS = 3.0  # the step sleeps this long after its gradient: the coordinator acts within it
+DEADLINE_SECONDS = 600  # the one deadline of the wait for the function's start
 LEARNING_RATE = 0.5
 SEED, CORRUPTION, BATCH = 3, 0.5, 10
 
@@ -53,9 +55,13 @@ def main():
     step = tf.constant(1)
     indices = reference.batches.indices(step * BATCH + tf.range(BATCH), tf.constant(0))
     _, grads = reference.loss_and_gradients(indices, tf.constant(0), BATCH)
+    started = counters.read()[1]
     result = coordinator.schedule(steps.function, args=(tf.constant(0), step, tf.constant(1),
                                                         tf.constant(LEARNING_RATE), origin))
-    time.sleep(1.0)
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while counters.read()[1] == started:  # until the function has started (and read the version right after)
+      if time.monotonic() > deadline:
+        raise SystemExit("the step's function never started")
     counters.version.assign_add(STALE)
     coordinator.join()
     _, staleness, _ = result.fetch()

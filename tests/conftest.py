@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _SHARED_DATA = os.path.join(ROOT, "..", "shared", "tensorflow_datasets")
@@ -129,6 +130,63 @@ def watch_stderr(command, trigger, action, env, guard_seconds=None):
       guard.cancel()
   reader.join()
   assert fired, "".join(lines)[-3000:]
+  return proc, "".join(lines)
+
+
+WAIT_SECONDS = 600  # the one generous deadline of a wait on an event (a hang guard, not a timing)
+
+
+def wait_for(predicate, what, deadline_seconds=WAIT_SECONDS, details=None):
+  """Polls `predicate()` until it returns a true value, and returns that value: the way a test waits for an event (a
+  file, a process state, a port), never for time to pass. AssertionError naming `what` (plus `details()`, when given)
+  once `deadline_seconds` have passed without it; `predicate` may raise to stop waiting (e.g. the process that would
+  make it true has ended)."""
+  deadline = time.monotonic() + deadline_seconds
+  while True:
+    value = predicate()
+    if value:
+      return value
+    if time.monotonic() > deadline:
+      raise AssertionError(f"waited {deadline_seconds:.0f} s for {what}, in vain" +
+                           (f"\n{details()}" if details else ""))
+    time.sleep(0.05)
+
+
+def act_when(command, env, ready, what, action, deadline_seconds=WAIT_SECONDS):
+  """Runs `command` (from the repository root, with `env`), waits (`wait_for`, described by `what`) until `ready()`
+  holds, then calls `action(proc)` once and waits for the process to end; returns (the ended Popen, its whole stderr).
+  Its stderr is read meanwhile on a thread; a process that ends before `ready()` held fails the wait at once, with its
+  stderr, and one still running at the deadline (counted from the start) is killed and fails the test."""
+  proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+  lines = []
+
+  def read():
+    for line in proc.stderr:
+      lines.append(line)
+  reader = threading.Thread(target=read, daemon=True)
+  reader.start()
+  start = time.monotonic()
+  tail = lambda: "".join(lines)[-3000:]  # noqa: E731
+
+  def ready_or_ended():
+    if ready():
+      return True
+    if proc.poll() is not None and not ready():
+      raise AssertionError(f"the process ended (status {proc.returncode}) before {what}:\n{tail()}")
+    return False
+  try:
+    wait_for(ready_or_ended, what, deadline_seconds, tail)
+    action(proc)
+    try:
+      proc.wait(timeout=max(1.0, deadline_seconds - (time.monotonic() - start)))
+    except subprocess.TimeoutExpired:
+      raise AssertionError(f"the process did not end within {deadline_seconds:.0f} s after {what}:\n"
+                           f"{tail()}") from None
+  finally:
+    if proc.poll() is None:
+      proc.kill()
+      proc.wait()
+    reader.join()
   return proc, "".join(lines)
 
 

@@ -1,5 +1,5 @@
 """The layer-pipelined schedule's definition in float64 NumPy, one step after another, every layer in turn, with its
-schedule settings (`pipeline_parallel.schedule`: each layer's window and rate multiplier; the polish after): what the
+schedule settings (`common.pipeline.schedule`: each layer's window and rate multiplier; the polish after): what the
 program must compute on any devices; and greedy's, with the layer warm-up (`greedy_weights`)."""
 
 import math

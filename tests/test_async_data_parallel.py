@@ -15,11 +15,11 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import numpy as np
 import pytest
 
+from async_data_parallel import worker_steps
 from common.artifacts import runlog
 from common.base import errors
 from common.base import ports
@@ -29,7 +29,8 @@ from common.model import precision as precision_lib
 from common.settings import config as config_lib
 from common.settings import programs
 from greedy import pretrain as greedy
-from conftest import ROOT, SLICE_EXAMPLES, processes_of, python, run_module, shared_keys, watch_stderr
+from conftest import (ROOT, SLICE_EXAMPLES, act_when, processes_of, python, run_module, shared_keys,
+                      wait_for, watch_stderr)
 
 PROGRAM = programs.ASYNC_DATA_PARALLEL
 # As tests/test_data_parallel.py: learning rate 0.05 at batch 50 moves the weights far in two epochs.
@@ -228,16 +229,24 @@ def _launch_command(tmp_path, name, workers=2, **kw):
           *_flags(tmp_path, name, num_devices=1, **kw)]
 
 
+def _hold_worker_0(tmp_path):
+  """(the environment of a run whose worker 0 holds its function, right after its first update past layer 1's first
+  epoch, until it is killed: the `worker_steps.HOLD_ENV` test hook; the file that says it holds)."""
+  held = tmp_path / "worker_0_holds"
+  # Updates before layer 1's second epoch: the compile phase's one step, then the first epoch's.
+  return _env(**{worker_steps.HOLD_ENV: f"0:{1 + STEPS_PER_EPOCH}:{held}"}), held
+
+
 def test_killed_worker_is_survived_and_its_function_rerun(tmp_path):
-  # Worker 0 sleeps 0.1 s per step, so a function of 20 steps keeps it busy 2 s: killed 0.8 s into layer 1's
-  # second epoch, it is in the middle of one.
+  # Worker 0 holds its function after an update of its own (in layer 1's second epoch or later), until it is killed:
+  # killed once it holds, it is in the middle of a function whose updates so far are applied.
+  env, held = _hold_worker_0(tmp_path)
+
   def kill_worker_0(proc):
-    time.sleep(0.8)
     os.kill(_tasks_of(tmp_path)[("worker", 0)], signal.SIGKILL)
 
-  proc, stderr = _watch(_launch_command(tmp_path, "killed", steps_per_function=20,
-                                        benchmark_slow_worker_delay_seconds=0.1),
-                        "layer 1/2 epoch 1/2", kill_worker_0)
+  proc, stderr = act_when(_launch_command(tmp_path, "killed", steps_per_function=20), env, held.exists,
+                          f"worker 0 to hold its function ({held} written)", kill_worker_0, GUARD_SECONDS)
   assert proc.returncode == 0, stderr[-3000:]
   own = [l for l in stderr.splitlines() if not l.startswith("[")]  # the launcher's own lines
   assert own == ["note: worker 0 was killed by SIGKILL; the other 1 worker(s) go on (the coordinator reruns its "
@@ -251,14 +260,16 @@ def test_killed_worker_is_survived_and_its_function_rerun(tmp_path):
 
 
 def test_no_worker_left_ends_the_run_after_the_recovery_seconds(tmp_path):
+  # Both workers killed while worker 0 holds a function: the run cannot have finished before the kill.
+  env, held = _hold_worker_0(tmp_path)
+
   def kill_workers(proc):
     for task, pid in _tasks_of(tmp_path).items():
       if task[0] == "worker":
         os.kill(pid, signal.SIGKILL)
 
-  proc, stderr = _watch(_launch_command(tmp_path, "lost", worker_recovery_seconds=3,
-                                        benchmark_slow_worker_delay_seconds=0.1),
-                        "layer 1/2 epoch 1/2", kill_workers)
+  proc, stderr = act_when(_launch_command(tmp_path, "lost", worker_recovery_seconds=3), env, held.exists,
+                          f"worker 0 to hold its function ({held} written)", kill_workers, GUARD_SECONDS)
   assert proc.returncode != 0 and "Traceback" not in stderr
   chief = [l for l in stderr.splitlines() if l.startswith("[chief] error:")]
   assert len(chief) == 1 and "has accepted a connection for 3 s (--worker_recovery_seconds)" in chief[0], stderr[-3000:]
@@ -276,10 +287,13 @@ def test_killed_parameter_server_ends_the_run_with_one_line_and_the_same_command
              for name, tf_config in tasks.items() if name != "chief"}
   try:
     spec = tasks["chief"]["cluster"]
-    deadline = time.monotonic() + GUARD_SECONDS
-    while not all(map(ports.listening, spec["worker"] + spec["ps"])):
-      assert time.monotonic() < deadline and all(s.poll() is None for s in servers.values())
-      time.sleep(0.2)
+
+    def listening():
+      ended = {name: s.returncode for name, s in servers.items() if s.poll() is not None}
+      assert not ended, f"servers ended before they listened: {ended}"
+      return all(map(ports.listening, spec["worker"] + spec["ps"]))
+    wait_for(listening, "the workers' and the parameter server's TensorFlow servers to accept connections",
+             GUARD_SECONDS)
     proc, stderr = _watch(command, "layer 1/2 epoch 1/3", lambda _: servers["ps 0"].kill(),
                           env=_env(TF_CONFIG=json.dumps(tasks["chief"])))
   finally:

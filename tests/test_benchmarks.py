@@ -280,7 +280,7 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   assert summary[f"model_parallel_fraction_{f32}"]["median"] == pytest.approx(
       harness.flops(found[f"model_parallel_{f32}"][0]) / 2.0 / 2e6)
   caption, header, rows = bench_limit.details(summary)
-  assert [row[0] for row in rows] == [r.name for r in runs] and len(header) == len(rows[0]) == 8
+  assert [row[0] for row in rows] == [r.name for r in runs] and all(len(row) == len(header) for row in rows)
   assert rows[1][header.index("pretraining: ceiling the kernels' passes leave")] == summary["configurations"][
       f"pipeline_per_device_{f32}"]["pretrain_ceiling_of_limit"]
   # async_functions: the async program on W workers at each K; the fastest K by examples per second.

@@ -20,7 +20,7 @@ BAD = {
     "epochs_negative": (["--pretrain_epochs=-1"], "--pretrain_epochs=-1: must be a non-negative integer"),
     "recipe_unknown": (["--recipe=fast"], "--recipe=fast: value should be one of <report|tuned|large_batch>"),
     "recipe_of_another_program": (["--recipe=large_batch"], "--recipe=large_batch sets --finetune_lr_scaling, "
-                                  "--finetune_optimizer, --pretrain_lr_scaling, --warmup_epochs, which this program "
+                                  "--finetune_optimizer, --lr_warmup_epochs, --pretrain_lr_scaling, which this program "
                                   "does not have: it is a recipe of data_parallel."),
     "epochs_word": (["--pretrain_epochs=two"], "--pretrain_epochs"),
     "finetune_epochs_negative": (["--finetune_epochs=-1"], "non-negative"),
@@ -62,7 +62,8 @@ OWN = {
     programs.DATA_PARALLEL.module: {
         "indivisible_batch": (["--num_devices=2", "--batch_size=101"], "divisible"),
         "unknown_scaling": (["--pretrain_lr_scaling=cubic"], "--pretrain_lr_scaling"),
-        "warmup_negative": (["--warmup_epochs=-1"], "--warmup_epochs"),
+        "warmup_negative": (["--lr_warmup_epochs=-1"], "--lr_warmup_epochs"),
+        "old_name_warmup_negative": (["--warmup_epochs=-1"], "--warmup_epochs"),
         "momentum_one": (["--finetune_momentum=1.0"], "--finetune_momentum"),
         "momentum_with_adam": (["--finetune_optimizer=adam", "--finetune_momentum=0.9"],
                                "applies to --finetune_optimizer=sgd only"),
@@ -79,12 +80,12 @@ def results(tmp_path_factory):
   with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
     for program in PROGRAMS:
       for case, (flags, _) in CASES[program].items():
-        runs[(program, case)] = pool.submit(run_module, program, *flags, "--results_dir=", timeout=120)
+        runs[(program, case)] = pool.submit(run_module, program, *flags, "--results_dir=", timeout=600)
     empty = str(tmp_path_factory.mktemp("no_mnist"))
     for program in PROGRAMS:
       runs[(program, "no_data")] = pool.submit(
           run_module, program, "--hidden_units=8", "--pretrain_epochs=1", "--finetune_epochs=0",
-          "--train_examples=100", "--results_dir=", env={"TFDS_DATA_DIR": empty}, timeout=120)
+          "--train_examples=100", "--results_dir=", env={"TFDS_DATA_DIR": empty}, timeout=600)
     return {k: f.result() for k, f in runs.items()}
 
 

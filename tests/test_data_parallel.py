@@ -84,7 +84,7 @@ def test_two_replicas_export_the_weights_greedy_exports(tmp_path, greedy_run):
   assert profile["repeats"] == 2 and profile["method"]
   for p in profile_lib.PHASES:
     assert on_disk["timing"][f"profile/{p}"] == profile["seconds_per_epoch"][p]
-  assert {"warmup", "profile", "pretrain_train", "finetune_train"} <= set(on_disk["timing"])
+  assert {"compile", "profile", "pretrain_train", "finetune_train"} <= set(on_disk["timing"])
 
 
 def test_resume_after_a_crash_ends_with_greedys_weights(tmp_path, greedy_run):
@@ -140,7 +140,7 @@ def test_the_profiles_timed_gradient_step_needs_every_gradient():
 
 def test_large_batch_learning_rates_and_warmup():
   c = config_lib.DataParallelConfig(batch_size=5000, pretrain_lr_scaling="linear", finetune_lr_scaling="sqrt",
-                                    warmup_epochs=2, pretrain_learning_rate=1e-4, finetune_learning_rate=0.1)
+                                    lr_warmup_epochs=2, pretrain_learning_rate=1e-4, finetune_learning_rate=0.1)
   assert c.pretrain_learning_rate_after_warmup() == pytest.approx(5e-3)
   assert c.finetune_learning_rate_after_warmup() == pytest.approx(0.1 * 50 ** 0.5)
   default = config_lib.DataParallelConfig(batch_size=5000)  # The report's recipe: rates unchanged.
@@ -156,11 +156,11 @@ def test_large_batch_learning_rates_and_warmup():
     config_lib.DataParallelConfig(finetune_momentum=1.0)
   # With momentum m the effective step is lr / (1 - m): the warm-up starts at the reference rate.
   m = config_lib.DataParallelConfig(batch_size=5000, finetune_lr_scaling="sqrt", finetune_momentum=0.9,
-                                    finetune_learning_rate=0.1, warmup_epochs=2)
+                                    finetune_learning_rate=0.1, lr_warmup_epochs=2)
   assert m.finetune_warmup_factor() == pytest.approx(50 ** 0.5 / 0.1)
   assert m.finetune_update_rule().describe() == {"name": "momentum", "momentum": 0.9}
   adam = config_lib.DataParallelConfig(batch_size=5000, finetune_lr_scaling="sqrt", finetune_optimizer="adam",
-                                       finetune_learning_rate=4e-4, warmup_epochs=2)
+                                       finetune_learning_rate=4e-4, lr_warmup_epochs=2)
   assert adam.finetune_learning_rate_after_warmup() == pytest.approx(4e-4 * 50 ** 0.5)
   assert adam.finetune_warmup_factor() == pytest.approx(50 ** 0.5)
   assert adam.finetune_update_rule().name == "adam"

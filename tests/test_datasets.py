@@ -57,13 +57,13 @@ def test_every_program_trains_fashion_mnist_end_to_end(tmp_path):
 
 def test_pipeline_on_fashion_mnist_is_the_same_on_one_and_two_devices(tmp_path):
   pp = programs.PIPELINE_PARALLEL
-  hooks = pp.load_hooks()
-  hooks.train(_config(pp, tmp_path, "one", dataset="fashion_mnist", finetune_epochs=0))
-  hooks.train(_config(pp, tmp_path, "two", dataset="fashion_mnist", finetune_epochs=0, num_devices=2,
+  library = pp.load_library()
+  library.train(_config(pp, tmp_path, "one", dataset="fashion_mnist", finetune_epochs=0))
+  library.train(_config(pp, tmp_path, "two", dataset="fashion_mnist", finetune_epochs=0, num_devices=2,
                       pipeline_chunk_steps=3))
   one, two = (runlog.load_weights(str(tmp_path / f"{n}.npz")) for n in ("one", "two"))
   assert _max_difference(one, two) <= 1e-5
-  hooks.train(_config(pp, tmp_path, "m", finetune_epochs=0))
+  library.train(_config(pp, tmp_path, "m", finetune_epochs=0))
   assert _max_difference(one, runlog.load_weights(str(tmp_path / "m.npz"))) > 1e-3  # other data, other weights
 
 
@@ -79,7 +79,7 @@ def _mnist_as_npz(path, n):
 
 def test_your_own_arrays_holding_mnist_give_mnists_weights(tmp_path):
   _mnist_as_npz(tmp_path / "mine.npz", 400)
-  greedy = programs.GREEDY.load_hooks()
+  greedy = programs.GREEDY.load_library()
   mnist = greedy.train(_config(programs.GREEDY, tmp_path, "mnist"))
   mine = greedy.train(_config(programs.GREEDY, tmp_path, "mine", dataset=f"npz:{tmp_path}/mine.npz"))
   assert _max_difference(runlog.load_weights(str(tmp_path / "mnist.npz")),
@@ -109,7 +109,7 @@ def test_flat_data_pretrains_without_labels_and_skips_the_filter_picture(tmp_pat
   rng = np.random.default_rng(1)
   np.savez(tmp_path / "flat.npz", x=rng.random((600, 30)).astype(np.float32))
   p = programs.MODEL_PARALLEL
-  record = p.load_hooks().train(_config(p, tmp_path, "flat", dataset=f"npz:{tmp_path}/flat.npz", finetune_epochs=0,
+  record = p.load_library().train(_config(p, tmp_path, "flat", dataset=f"npz:{tmp_path}/flat.npz", finetune_epochs=0,
                                         num_devices=2, pictures=True, batch_size=20, train_examples=None))
   assert record["finetune"] is None and record["dataset"]["classes"] is None
   assert record["dataset"]["examples"]["train"] == record["config"]["train_examples"] == 600 - 85 - 51
@@ -201,7 +201,7 @@ def test_every_bad_dataset_is_refused_in_one_line_before_training_with_nothing_w
 
 
 def test_a_checkpoint_of_other_data_is_not_resumed(tmp_path):
-  greedy = programs.GREEDY.load_hooks()
+  greedy = programs.GREEDY.load_library()
   model = str(tmp_path / "model")
   greedy.train(_config(programs.GREEDY, tmp_path, "m", finetune_epochs=0, model_dir=model))
   with pytest.raises(errors.ResumeMismatchError, match="dataset: checkpoint 'mnist' vs now 'fashion_mnist'"):
@@ -219,7 +219,7 @@ def test_a_checkpoint_of_other_data_is_not_resumed(tmp_path):
 
 def test_tensorboard_gets_the_filters_and_reconstructions(tmp_path):
   p = programs.GREEDY
-  p.load_hooks().train(_config(p, tmp_path, "tb", finetune_epochs=0, tensorboard_dir=str(tmp_path / "tb")))
+  p.load_library().train(_config(p, tmp_path, "tb", finetune_epochs=0, tensorboard_dir=str(tmp_path / "tb")))
   tags = set()
   for event_file in (tmp_path / "tb" / "tb").iterdir():
     for event in tf.compat.v1.train.summary_iterator(str(event_file)):

@@ -29,7 +29,7 @@ def _train(program, tmp_path, name, **kw):
   config = program.make_config(**dict(BASE, results_dir=str(tmp_path), run_name=name,
                                       export_model=str(tmp_path / f"{name}_model"),
                                       export_weights=str(tmp_path / f"{name}.npz"), **kw))
-  return program.load_hooks().train(config)
+  return program.load_library().train(config)
 
 
 def _variables(path):

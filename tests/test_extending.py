@@ -1,5 +1,5 @@
-"""Extending the project the way docs/experiments.md says: a seventh program (its folder plus its name in
-`common/settings/programs.PACKAGES`) and a new shared setting (one field of `common.settings.config.Config`), each
+"""Extending the project the way docs/experiments.md says: a seventh program built from the shared pipeline parts (its
+folder, its name in `common/settings/programs.PACKAGES` and its docs line) and a new shared setting (one field of `common.settings.config.Config`), each
 made in a copy of the repository and then used there as a user would: `--help`, a tiny run on real MNIST, the run
 record, the registry's tests, the experiments' run lists, the figures and tables."""
 
@@ -11,10 +11,12 @@ import shutil
 import subprocess
 
 
+import numpy as np
+
 from common.settings import config as config_lib
 from common.settings import programs
-
 from conftest import ROOT, python
+import import_contracts
 
 TINY = ["--hidden_units=16,16", "--train_examples=400", "--batch_size=40", "--pretrain_epochs=1", "--finetune_epochs=1",
         "--progress=log"]
@@ -47,56 +49,166 @@ def _run(root, *args, timeout=900):
                         timeout=timeout)
 
 
-def test_a_seventh_program_needs_only_its_folder_and_its_name(tmp_path):
-  """A toy multi-device program (model_parallel's schedule under another name), added by the documented step:
-  its folder and its name appended to `common.settings.programs.PACKAGES`. In that copy: `--help` parses, a tiny run on real
-  MNIST writes a complete record, the registry's tests accept it, the experiments' run lists of every
-  multi-device program include it, and the figures and tables regenerate from fixtures with it present; no other
-  file of the copy changed (the fixtures regenerate there)."""
-  root = _copy(tmp_path)
-  mp = programs.MODEL_PARALLEL
-  shutil.copytree(root / mp.name, root / "toy_parallel")
-  for path in (root / "toy_parallel").glob("*.py"):
-    text = path.read_text().replace(f"from {mp.name} import", "from toy_parallel import")
-    if path.name == "program.py":
-      text = (text.replace(f'name="{mp.name}"', 'name="toy_parallel"').replace(f'run_name="{mp.run_name}"', 'run_name="toy"')
-              .replace(f'label="{mp.label}"', 'label="toy parallel"').replace(f'color="{mp.color}"', 'color="tab:olive"'))
-    path.write_text(text)
-  registry_path = root / "common" / "settings" / "programs.py"
-  registry = registry_path.read_text()
-  registry_path.write_text(re.sub(r'(PACKAGES = \([^)]*)\)', r'\1, "toy_parallel")', registry, 1))
+# A seventh program, a real schedule built from the pipeline's shared parts (common/pipeline/): every layer starts one
+# epoch after the layer below and trains its epochs on the codes the layer below hands up as it trains (a staggered
+# pipeline), on contiguous stages placed by cost, one per device. Its three files, as a user writes them.
+TOY = "toy_pipeline"
+TOY_FILES = {
+    "program.py": '''"""A staggered pipeline built from the shared pipeline parts: its registry entry."""
 
-  helped = _run(root, "-m", "toy_parallel.train", "--helpshort")
+from common.settings import programs
+
+PROGRAM = programs.Program(name="toy_pipeline", run_name="toy", label="toy pipeline", color="tab:olive",
+                           pipelined=True, network="activations")
+''',
+    "train.py": '''"""A staggered pipeline: python -m toy_pipeline.train [flags]."""
+
+from absl import app
+
+from common.run import cli
+from toy_pipeline import program
+
+
+def main(argv):
+  config = cli.config(program.PROGRAM, argv)
+  from toy_pipeline import pretrain  # TensorFlow loads once the flags are valid
+  with cli.reported(config):
+    cli.summary(config, pretrain.train(config))
+
+
+if __name__ == "__main__":
+  cli.define(program.PROGRAM)
+  app.run(main)
+''',
+    "pretrain.py": '''"""A staggered pipeline: layer n starts STAGGER_EPOCHS after layer n - 1 and trains its epochs on the codes the layer
+below hands up while it trains; contiguous stages placed by cost, one per device; made of common/pipeline/."""
+
+import tensorflow as tf
+
+from common.pipeline import placement
+from common.pipeline import schedule as schedule_lib
+from common.pipeline import stages as stages_lib
+from common.run import lifecycle
+from toy_pipeline import program
+
+STAGGER_EPOCHS = 1.0
+CHUNK_STEPS = 4
+
+
+def _schedule(config, steps_per_epoch):
+  return schedule_lib.LayerSchedule(len(config.hidden_units), steps_per_epoch, config.pretrain_epochs,
+                                    stagger_epochs=STAGGER_EPOCHS)
+
+
+def plan(config, setup, dataset):
+  schedule = _schedule(config, config.train_examples // config.batch_size)
+  return placement.plan_for(config.hidden_units, len(setup.names), config.train_examples, config.batch_size,
+                            config.pretrain_epochs, CHUNK_STEPS, input_units=dataset.input_units,
+                            extra_steps=schedule.total_steps - schedule.layer_steps)
+
+
+def place(plan_, setup):
+  devices = plan_.stage_devices(setup.names)
+  return [devices[p][0] for p, stage in enumerate(plan_.stages) for _ in stage]
+
+
+def train(config, on_checkpoint=None):
+  with lifecycle.started(program.PROGRAM, config, on_checkpoint, plan=plan, place=place) as run:
+    return lifecycle.finish(run, pretrain(run) if run.pretrains else lifecycle.no_pretraining(run))
+
+
+def pretrain(run):
+  config, plan_ = run.config, run.plan
+  devices, steps_per_epoch = plan_.stage_devices(run.devices.names), run.data.num_train // config.batch_size
+  schedule = _schedule(config, steps_per_epoch)
+  with tf.device(devices[0][0]):
+    images = [tf.constant(run.data.train_images)]
+  pipeline = stages_lib.Pipeline([
+      stages_lib.Stage(replicas=[[run.layers[i] for i in stage]], devices=devices[p],
+                       emits=p < plan_.num_stages - 1, images=images if p == 0 else None, seed=config.seed,
+                       corruption=config.corruption, batch_size=config.batch_size, kernels=run.kernels,
+                       schedule=schedule, first_layer=stage[0])
+      for p, stage in enumerate(plan_.stages)])
+  histories = run.state.setdefault("pretrain", {"layers": [[] for _ in config.hidden_units]})["layers"]
+  partial = [{"loss_sum": 0.0, "steps": 0, "since": 0.0} for _ in config.hidden_units]
+  inputs, rate = pipeline.empty_inputs(), tf.constant(config.pretrain_learning_rate)
+  for k in range(plan_.num_ticks):
+    work = plan_.tick(k)
+    with run.training():
+      losses, inputs, _, _ = pipeline.tick(tf.constant([f for f, _ in work]), tf.constant([c for _, c in work]),
+                                           rate, *inputs)
+    ended = schedule_lib.account_tick(schedule, plan_, [l.numpy() for l in losses], work, partial, histories,
+                                      run.pretrain_elapsed)
+    run.end_epochs(ended, steps_per_epoch * config.batch_size)
+  return {"layers": [{"index": i + 1, "units": u, "device": run.layer_devices[i], "epochs": histories[i]}
+                     for i, u in enumerate(config.hidden_units)], "pretrain_seconds": run.pretrain_elapsed}
+''',
+}
+# Its line in the README's table of programs.
+TOY_DOCS_LINE = "| `toy_pipeline` | a staggered pipeline built from common/pipeline/ (a test's) |"
+
+
+def test_a_seventh_program_built_from_the_pipeline_parts_needs_only_its_folder_its_name_and_its_docs_line(tmp_path):
+  """A real schedule (not a stand-in: the staggered pipeline of TOY_FILES) added by the documented steps: its folder,
+  its name appended to `common.settings.programs.PACKAGES` and its line in the README's table of programs. In that
+  copy: `--help`
+  parses; a tiny run on real MNIST on 2 devices writes a complete record and the weights pipeline_parallel computes
+  with the same stagger (`--stagger_epochs=1`); the registry's tests accept it; import-linter's contracts check it
+  (tests/import_contracts.py, .importlinter unedited); the experiments' run lists of every multi-device program
+  include it; the figures and tables regenerate from fixtures with it present; no other file of the copy changed."""
+  root = _copy(tmp_path)
+  os.makedirs(root / TOY)
+  for name, text in TOY_FILES.items():
+    (root / TOY / name).write_text(text)
+  (root / TOY / "__init__.py").write_text("")
+  registry_path = root / "common" / "settings" / "programs.py"
+  registry_path.write_text(re.sub(r'(PACKAGES = \([^)]*)\)', rf'\1, "{TOY}")', registry_path.read_text(), 1))
+  readme = root / "README.md"
+  text = readme.read_text()
+  rows = [line for line in text.splitlines() if any(line.startswith(f"| `{p.name}` |") for p in programs.PROGRAMS)]
+  end = text.index("\n", text.index(rows[-1]))  # after the table's last row
+  readme.write_text(text[:end + 1] + TOY_DOCS_LINE + "\n" + text[end + 1:])
+
+  helped = _run(root, "-m", f"{TOY}.train", "--helpshort")
   assert "--hidden_units:" in helped.stdout and "Traceback" not in helped.stderr, helped.stderr[-2000:]
-  done = _run(root, "-m", "toy_parallel.train", *TINY, "--num_devices=2", f"--results_dir={tmp_path}/runs",
-              "--run_name=toy")
+  runs = tmp_path / "runs"
+  done = _run(root, "-m", f"{TOY}.train", *TINY, "--num_devices=2", f"--results_dir={runs}", "--run_name=toy",
+              f"--export_weights={runs}/toy.npz")
   assert done.returncode == 0, done.stderr[-3000:]
-  with open(tmp_path / "runs" / "toy.json") as f:
+  with open(runs / "toy.json") as f:
     record = json.load(f)
-  assert record["strategy"] == "toy_parallel" and record["config"]["num_devices"] == 2
-  assert len(record["layers"]) == 2 and record["finetune"]["test_accuracy"] > 0 and record["schedule"]["steps"]
+  assert record["strategy"] == TOY and record["config"]["num_devices"] == 2
+  assert [len(layer["epochs"]) for layer in record["layers"]] == [1, 1] and record["finetune"]["test_accuracy"] > 0
+  same = _run(root, "-m", programs.PIPELINE_PARALLEL.module, *TINY, "--num_devices=2", "--stagger_epochs=1",
+              f"--results_dir={runs}", "--run_name=pp", f"--export_weights={runs}/pp.npz")
+  assert same.returncode == 0, same.stderr[-3000:]
+  toy, pp = np.load(runs / "toy.npz"), np.load(runs / "pp.npz")
+  for key in (k for k in pp.files if not k.startswith("finetuned/")):
+    np.testing.assert_allclose(toy[key], pp[key], rtol=0, atol=1e-5, err_msg=key)
 
   # A test suite of its own, run by this suite's fork server (its checks of what a fresh interpreter imports start
   # the interpreter itself: conftest.fresh_python).
   registry_tests = _run(root, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_registry.py")
   assert registry_tests.returncode == 0, registry_tests.stdout[-3000:]
+  linted = import_contracts.lint(str(root))
+  assert linted.returncode == 0 and TOY in import_contracts.contracts(str(root)), linted.stdout[-3000:]
   lists = _run(root, "-c", "from experiments import presets; from experiments.reproduce import REGISTRY; "
                "print(sorted({r.program for e in presets.build(REGISTRY, 'cpu').values() for r in e})); "
                "print([p.name for p in presets.COMPARED])")
   assert lists.returncode == 0, lists.stderr[-2000:]
   every_program, compared = lists.stdout.splitlines()
-  assert "toy_parallel" in every_program and "toy_parallel" in compared
+  assert TOY in every_program and TOY in compared
 
   fixtures = _run(root, "-m", "tests.fixtures.make_records")
   assert fixtures.returncode == 0, fixtures.stderr[-3000:]
   drawn = _run(root, "-m", "experiments.reproduce", "--figures_only",
                f"--output_dir={root / 'tests' / 'fixtures' / 'records'}")
   assert drawn.returncode == 0, drawn.stderr[-3000:]
-  assert "toy parallel" in (root / "tests" / "fixtures" / "records" / "README.md").read_text()
+  assert "toy pipeline" in (root / "tests" / "fixtures" / "records" / "README.md").read_text()
 
   changed = {line[3:] for line in _git(root, "status", "--porcelain", "--untracked-files=all").splitlines()}
-  outside = {p for p in changed if not p.startswith(("toy_parallel/", "tests/fixtures/")) and "__pycache__" not in p}
-  assert outside == {"common/settings/programs.py"}, sorted(outside)
+  outside = {p for p in changed if not p.startswith((f"{TOY}/", "tests/fixtures/")) and "__pycache__" not in p}
+  assert outside == {"common/settings/programs.py", "README.md"}, sorted(outside)
 
 
 NEW_STUDY = '''"""A new study: greedy's test accuracy against the batch (a test adds it, touching this file only)."""

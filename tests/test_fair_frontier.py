@@ -1,11 +1,9 @@
-"""The fair frontier's rule, second stage, table and figure (experiments/studies/fair_frontier.py) on fixture
+"""The fair frontier's rule, second round, table and figure (experiments/studies/fair_frontier.py) on fixture
 records: the rule takes each program's warm-up of best mean validation accuracy (ties to the smaller), reads no test
 accuracy and no confirm seed, and chooses nothing for a program missing a record; the chosen arms run the confirm
 seeds; the table's differences are per seed, best against best."""
 
 import types
-
-import pytest
 
 from common.settings import programs
 from experiments import schedules
@@ -50,7 +48,7 @@ def test_the_rule_takes_each_programs_best_mean_validation_accuracy_ties_to_the_
   assert set(fair.choose(partial)) == {programs.GREEDY.name, programs.MODEL_PARALLEL.name}
 
 
-def test_the_second_stage_runs_the_chosen_arms_on_the_confirm_seeds(monkeypatch):
+def test_the_second_round_runs_the_chosen_arms_on_the_confirm_seeds(monkeypatch):
   sizes = dict(fair.STUDIES[0].sizes["pretraining"], preset="pretraining")
   runs = _runs(lambda arm, s: 0.9 if arm in ("greedy_w2", "mp_w0", "pp_w1") else 0.8)
   monkeypatch.setattr(fair.records, "of", lambda found, study, preset: found)

@@ -21,7 +21,7 @@ BASE = dict(hidden_units=(48, 24), pretrain_epochs=1, finetune_epochs=2, train_e
 def _finetuned(tmp_path, name, **kw):
   """The finetuned weights of a greedy run (it pretrains on the first device whatever the devices)."""
   greedy = programs.GREEDY
-  record = greedy.load_hooks().train(greedy.make_config(**dict(
+  record = greedy.load_library().train(greedy.make_config(**dict(
       BASE, results_dir=str(tmp_path), run_name=name, export_weights=str(tmp_path / f"{name}.npz"), **kw)))
   weights = runlog.load_weights(str(tmp_path / f"{name}.npz"))
   return record["finetune"], {k: v for k, v in weights.items() if k.startswith("finetuned/")}

@@ -53,7 +53,7 @@ def test_finetuning_beats_chance_by_far_and_record_is_complete(tmp_path):
   assert on_disk["pretrain_seconds"] == pytest.approx(sum(e["seconds"] for e in layer["epochs"]))
   for field in ("epochs", "seconds", "validation_accuracy", "test_accuracy"):
     assert field in on_disk["finetune"], field
-  assert {"warmup", "pretrain_train", "finetune_train"} <= set(on_disk["timing"])
+  assert {"compile", "pretrain_train", "finetune_train"} <= set(on_disk["timing"])
   weights = runlog.load_weights(str(tmp_path / "w.npz"))
   assert sorted(weights) == ["finetuned/layer1/bias", "finetuned/layer1/kernel", "finetuned/output/bias",
                              "finetuned/output/kernel", "layer1/bias", "layer1/decoder_bias", "layer1/kernel"]

@@ -37,7 +37,7 @@ def _train(tmp_path, program, name, **kw):
     assert proc.returncode == 0, proc.stderr[-3000:]
   else:
     config = program.make_config(results_dir=str(tmp_path), run_name=name, export_weights=str(path), **values)
-    program.load_hooks().train(config)
+    program.load_library().train(config)
   return runlog.load_weights(str(path))
 
 

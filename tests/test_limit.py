@@ -1,13 +1,19 @@
 """The machine's limit (`experiments.benchmarks.matmul_rates`, `experiments.benchmarks.limit`): each shape is timed
-every way and the fastest counts; no committed configuration measured against that limit exceeds it."""
+every way and the fastest counts; the limit benchmark's summary computes every fraction of the limit exactly from
+its records, and every committed summary's fractions are those its own records give."""
 
 import glob
 import json
 import os
+import statistics
 
 import numpy as np
 import pytest
 
+from common.measure import cost
+from common.settings import programs
+from experiments import harness
+from experiments import records
 from experiments.benchmarks import limit as bench_limit
 from experiments.benchmarks import matmul_rates
 from experiments.benchmarks import update_floor
@@ -36,19 +42,134 @@ def test_every_shape_is_timed_every_way_and_the_fastest_counts():
     matmul_rates.rates(hidden, batch, ways=["blas"])
 
 
-def _best_of_summaries():
-  """The committed limit summaries whose limit is the fastest of several ways (`matmul_ways`)."""
+F32, BF16 = programs.PRECISIONS
+# The fixture records of `test_the_summary_computes_every_fraction_from_the_records`: one layer of 32 units, 400
+# examples at batch 100 (4 steps an epoch), 2 pretraining epochs and 1 finetuning epoch. Their FLOPs, by hand: a
+# pretraining epoch is 5 products of 784 x 32 per example (greedy's and the pipeline's alike: one layer, no layer
+# below, none above); finetuning 3 products per layer and example, 784 x 32 then 32 x 10.
+PRETRAIN_FLOPS = 2 * 400 * 5 * 2 * 784 * 32
+FINETUNE_FLOPS = 3 * 400 * 2 * (784 * 32 + 32 * 10)
+RATES = {F32: 1e-3, BF16: 2e-3}  # one core's matrix-product rate, GFLOP/s
+FLOOR = {F32: 0.01, BF16: 0.1}  # one core's seconds per step in the passes over the kernel
+# The fractions of the limit the records are made to reach, per repeat (in order), by configuration base name.
+PRETRAIN_FRACTIONS = {"greedy_1core": [0.5, 0.8, 0.25], "pipeline_per_device": [0.3, 0.2, 0.4],
+                      "pipeline_shared": [0.6, 0.45, 0.1], programs.MODEL_PARALLEL.name: [0.2, 0.7, 0.35]}
+FINETUNE_FRACTIONS = {"greedy_1core": [0.4, 0.2, 0.6], "pipeline_per_device": [0.5, 0.1, 0.3],
+                      "pipeline_shared": [0.25, 0.75, 0.5], programs.MODEL_PARALLEL.name: [0.9, 0.6, 0.3]}
+
+
+def _assert_spread(got, want, what):
+  """`got` is the spread of `want` (values in order), to float rounding."""
+  assert got["values"] == pytest.approx(want, rel=1e-12, abs=0), what
+  assert [got["min"], got["median"], got["max"]] == pytest.approx(
+      [min(want), statistics.median(want), max(want)], rel=1e-12, abs=0), what
+
+
+def test_the_summary_computes_every_fraction_from_the_records(monkeypatch):
+  """`limit.summarize` on fixture records whose seconds are made so that each repeat reaches known fractions of the
+  limit: the fractions, cores (devices x threads, at most the usable cores), ceilings and speedups come out exactly,
+  repeat by repeat."""
+  s = harness.Setting((32,), 100, 2, 400, 2, 3, {"precisions": [F32, BF16], "finetune_epochs": 1})
+  runs = bench_limit.configurations(s)
+  assert [r.name for r in runs] == [f"{n}_{p}" for p in (F32, BF16) for n in bench_limit.BASES]
+  cores = {n: 1 if n == bench_limit.BASES[0] else 3 for n in bench_limit.BASES}  # 2 devices x 2 threads, 3 usable
+  found = {}
+  for p in (F32, BF16):
+    for n, r in zip(bench_limit.BASES, [r for r in runs if r.name.endswith(p)]):
+      limit = cores[n] * RATES[p] * 1e9
+      found[r.name] = [{
+          "strategy": r.program, "layers": [{"epochs": [{}, {}]}], "pretrain_seconds": PRETRAIN_FLOPS / (f * limit),
+          "config": {"hidden_units": [32], "train_examples": 400, "batch_size": 100, "precision": p,
+                     "num_devices": 1 if cores[n] == 1 else 2, "threads_per_device": 1 if cores[n] == 1 else 2},
+          "environment": {"usable_cores": 3},
+          "finetune": {"seconds": FINETUNE_FLOPS / (g * limit), "epochs": 1, "placement": "replicas"}}
+          for f, g in zip(PRETRAIN_FRACTIONS[n], FINETUNE_FRACTIONS[n])]
+  assert {harness.flops(r) for rs in found.values() for r in rs} == {PRETRAIN_FLOPS}
+  monkeypatch.setattr(harness, "matmul_rates", lambda _: {p: {"gflops_per_second": g, "ways": ["tf"]}
+                                                          for p, g in RATES.items()})
+  monkeypatch.setattr(harness, "update_floor", lambda _: {p: {"seconds_per_step": t, "layers": [{"seconds": t}]}
+                                                          for p, t in FLOOR.items()})
+  summary = bench_limit.summarize(s, found)
+  assert summary["matmul_gflops_per_second_one_core"] == RATES and list(summary["configurations"]) == list(found)
+  for p in (F32, BF16):
+    # The limit's seconds of the products, and the passes over the kernel: 2 epochs of 4 steps.
+    products, passes = PRETRAIN_FLOPS / (RATES[p] * 1e9), 2 * 4 * FLOOR[p]
+    ceiling = products / (products + passes)
+    for n in bench_limit.BASES:
+      name, c = f"{n}_{p}", summary["configurations"][f"{n}_{p}"]
+      pre, fine = PRETRAIN_FRACTIONS[n], FINETUNE_FRACTIONS[n]
+      assert c["precision"] == p and c["cores"] == cores[n], (name, c)
+      _assert_spread(c["pretrain_fraction_of_limit"], pre, name)
+      _assert_spread(c["pretrain_gflops_per_second"], [f * cores[n] * RATES[p] for f in pre], name)
+      _assert_spread(c["pretrain_ceiling_of_limit"], [ceiling] * 3, name)
+      _assert_spread(c["pretrain_fraction_of_ceiling"], [f / ceiling for f in pre], name)
+      _assert_spread(c["finetune_fraction_of_limit"], fine, name)
+      _assert_spread(c["finetune_gflops_per_second"], [g * cores[n] * RATES[p] for g in fine], name)
+      # One core's finetuning seconds over this configuration's, repeat by repeat.
+      one = [FINETUNE_FLOPS / (g * RATES[p] * 1e9) for g in FINETUNE_FRACTIONS["greedy_1core"]]
+      _assert_spread(c["finetune_speedup_vs_one_core"],
+                     [a / (FINETUNE_FLOPS / (g * cores[n] * RATES[p] * 1e9)) for a, g in zip(one, fine)], name)
+    # The pipeline's pool of the higher median fraction (shared: 0.45 > 0.3), and of the higher finetuning speedup.
+    assert summary[f"pipeline_fraction_{p}"]["pool"] == "shared"
+    _assert_spread(summary[f"pipeline_fraction_{p}"], PRETRAIN_FRACTIONS["pipeline_shared"], p)
+    assert summary[f"pipeline_ceiling_{p}"] == summary["configurations"][f"pipeline_shared_{p}"][
+        "pretrain_ceiling_of_limit"]
+    speedups = {pool: summary["configurations"][f"pipeline_{pool}_{p}"]["finetune_speedup_vs_one_core"]["median"]
+                for pool in bench_limit.POOLS}
+    assert summary[f"finetune_speedup_{p}"]["pool"] == max(speedups, key=speedups.get)
+    _assert_spread(summary[f"model_parallel_fraction_{p}"], PRETRAIN_FRACTIONS[programs.MODEL_PARALLEL.name], p)
+  # One core's float32 finetuning seconds over its bfloat16 ones (bfloat16's limit is twice float32's).
+  _assert_spread(summary["bf16_over_f32_finetune_one_core"],
+                 [(1 / (g * RATES[F32])) / (1 / (g * RATES[BF16])) for g in FINETUNE_FRACTIONS["greedy_1core"]],
+                 "bf16_over_f32")
+
+
+def _committed_summaries():
+  """(file name, summary) of every committed limit summary."""
   paths = sorted(glob.glob(os.path.join(ROOT, "results", "benchmarks", bench_limit.BENCHMARK.name, "summary_*.json")))
-  return [(p, s) for p in paths for s in [json.load(open(p))] if "matmul_ways" in s]
+  return [(os.path.basename(p), json.load(open(p))) for p in paths]
 
 
-@pytest.mark.parametrize("path,summary", _best_of_summaries() or [pytest.param(None, None, marks=pytest.mark.skip(
-    reason="no committed limit summary measured with the fastest of several ways yet"))])
-def test_no_configuration_outruns_the_limit(path, summary):
-  # Every pretraining fraction of a summary whose limit is the fastest way: at most 1 plus its repeats' spread.
-  for name, c in summary["configurations"].items():
-    f = c["pretrain_fraction_of_limit"]
-    assert f["median"] <= 1.0 + (f["max"] - f["min"]), (os.path.basename(path), name, f)
+@pytest.mark.parametrize("name,summary", _committed_summaries() or [pytest.param(None, None, marks=pytest.mark.skip(
+    reason="no committed limit summary"))])
+def test_each_committed_fraction_is_recomputed_from_its_own_records(name, summary):
+  """Every fraction of the limit in a committed summary (pretraining and finetuning; the ceilings where it measured
+  them; the per-precision figures taken from them) equals, repeat by repeat, what its own records' seconds give at
+  its own measured rates: the summary is what its records say, not edited, and the FLOPs the fractions count are the
+  ones `harness.flops` and `cost` count today."""
+  rates = summary["matmul_gflops_per_second_one_core"]
+  assert set(summary["configurations"]) == set(summary["records"]), name
+  for config_name, c in summary["configurations"].items():
+    rs = [records.load(os.path.join(ROOT, path)) for path in summary["records"][config_name]]
+    what = (name, config_name)
+    assert rs and None not in rs, (what, summary["records"][config_name])  # every record it names is committed
+    p = c.get("precision", summary.get("precision"))
+    assert {r["config"]["precision"] for r in rs} == {p}, what
+    rate = (rates[p] if isinstance(rates, dict) else rates) * 1e9
+    cores = min(rs[0]["config"]["num_devices"] * rs[0]["config"]["threads_per_device"],
+                rs[0]["environment"]["usable_cores"])
+    assert c["cores"] == cores, what
+    pre = [harness.flops(r) / r["pretrain_seconds"] / (cores * rate) for r in rs]
+    _assert_spread(c["pretrain_fraction_of_limit"], pre, what)
+    _assert_spread(c["finetune_fraction_of_limit"], [
+        cost.finetune_epoch_flops(r["config"]["hidden_units"], r["config"]["train_examples"]) * r["finetune"]["epochs"]
+        / r["finetune"]["seconds"] / (cores * rate) for r in rs], what)
+    if "update_floor" in summary:
+      products = [harness.flops(r) / rate for r in rs]
+      ceiling = [x / (x + harness.floor_seconds(r, summary["update_floor"][p])) for x, r in zip(products, rs)]
+      _assert_spread(c["pretrain_ceiling_of_limit"], ceiling, what)
+      _assert_spread(c["pretrain_fraction_of_ceiling"], [f / y for f, y in zip(pre, ceiling)], what)
+  for key, value in summary.items():  # the per-precision figures: a configuration's, as it is
+    if key.startswith(("pipeline_fraction_", "pipeline_ceiling_", "model_parallel_fraction_")):
+      p = next(q for q in programs.PRECISIONS if key.endswith(q))
+      measure = "pretrain_ceiling_of_limit" if "ceiling" in key else "pretrain_fraction_of_limit"
+      source = (f"pipeline_{value['pool']}_{p}" if "pool" in value else f"model_parallel_{p}" if
+                key.startswith(programs.MODEL_PARALLEL.name) else None)
+      if source is None:  # the ceiling: of the pool of the higher pretraining fraction
+        source = f"pipeline_{summary[f'pipeline_fraction_{p}']['pool']}_{p}"
+      assert {k: v for k, v in value.items() if k != "pool"} == summary["configurations"][source][measure], (name, key)
+    elif key.startswith("fraction_"):  # one precision per summary, from before
+      assert value == summary["configurations"][key[len("fraction_"):]]["pretrain_fraction_of_limit"], (name, key)
 
 
 def test_only_the_precisions_asked_are_timed():

@@ -34,7 +34,7 @@ def test_a_run_records_a_probe_per_layer_and_its_weights_do_not_change(tmp_path)
   def train(name, **kw):
     path = tmp_path / f"{name}.npz"
     config = greedy.make_config(results_dir=str(tmp_path), run_name=name, export_weights=str(path), **dict(BASE, **kw))
-    return greedy.load_hooks().train(config), runlog.load_weights(str(path))
+    return greedy.load_library().train(config), runlog.load_weights(str(path))
 
   probed, with_probe = train("probed", linear_probe_epochs=2)
   plain, without = train("plain")

@@ -70,7 +70,7 @@ def refused(tmp_path_factory):
   cases = _refusals(tmp)
   with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
     # TINY first: a case's own flags override it.
-    futures = {case: pool.submit(run_module, programs.GREEDY.module, *TINY, *flags, timeout=120)
+    futures = {case: pool.submit(run_module, programs.GREEDY.module, *TINY, *flags, timeout=600)
                for case, (flags, _) in cases.items()}
     return {case: (f.result(), cases[case][1], tmp) for case, f in futures.items()}
 
@@ -135,7 +135,7 @@ def test_huge_epochs_are_refused_and_the_eta_is_safe_for_any_value(refused):
 def test_launcher_refuses_programs_that_do_not_use_several_workers():
   proc = subprocess.run([python(), "-m", "common.launch", "--workers=2", programs.GREEDY.module, *TINY,
                          "--results_dir="], cwd=ROOT, capture_output=True, text=True,
-                        env=dict(os.environ, PYTHONPATH=ROOT), timeout=120)
+                        env=dict(os.environ, PYTHONPATH=ROOT), timeout=600)
   line = _one_error_line(proc)
   assert "greedy.train does not use several workers" in line, line
   for name in (p.module for p in programs.PROGRAMS if p.cluster != "none"):
@@ -150,7 +150,7 @@ def diverged(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("diverged")
   proc = run_module(programs.GREEDY.module, "--hidden_units=20,20", "--train_examples=500", "--batch_size=50",
                     "--pretrain_epochs=3", "--finetune_epochs=1", "--pretrain_learning_rate=1e6", "--progress=log",
-                    f"--results_dir={tmp}", "--run_name=diverged", f"--export_weights={tmp}/weights", timeout=180)
+                    f"--results_dir={tmp}", "--run_name=diverged", f"--export_weights={tmp}/weights", timeout=600)
   return proc, tmp
 
 
@@ -195,7 +195,7 @@ class _Watched:
                                     daemon=True)
     self._reader.start()
 
-  def wait_for(self, text, timeout=120.0):
+  def wait_for(self, text, timeout=600.0):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
       if any(text in l for l in list(self.lines)):
@@ -223,7 +223,7 @@ def contended(tmp_path_factory):
   a = _Watched(*flags)
   try:
     a.wait_for(" epoch 1/")
-    b = run_module(programs.GREEDY.module, *flags, timeout=120)
+    b = run_module(programs.GREEDY.module, *flags, timeout=600)
     a.wait_for(" epoch 2/")
     epochs_before = a.epochs_logged()
     a.proc.send_signal(signal.SIGINT)
@@ -260,8 +260,8 @@ def test_ctrl_c_stops_in_the_current_epoch_says_how_to_resume_and_exits_130(cont
 def killed_then_resumed(tmp_path_factory):
   tmp = tmp_path_factory.mktemp("killed")
   flags = [*TINY, "--hidden_units=20,20", f"--model_dir={tmp}/model", f"--results_dir={tmp}", "--run_name=resumed"]
-  killed = run_module(programs.GREEDY.module, *flags, env={"SDAE_TEST_KILL_AFTER_CHECKPOINT": "local:0:2"}, timeout=180)
-  resumed = run_module(programs.GREEDY.module, *flags, timeout=180)
+  killed = run_module(programs.GREEDY.module, *flags, env={"SDAE_TEST_KILL_AFTER_CHECKPOINT": "local:0:2"}, timeout=600)
+  resumed = run_module(programs.GREEDY.module, *flags, timeout=600)
   return killed, resumed, tmp
 
 
@@ -294,7 +294,7 @@ def test_cores_follow_the_cpu_affinity():
           "from common.measure import provenance\n"
           "print(provenance.usable_cores(), devices.oversubscription(2, 1) is not None)\n"
           "checks.check_threads(2)\n")
-  proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+  proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600,
                         env=dict(os.environ, PYTHONPATH=ROOT))
   assert proc.stdout.split() == ["1", "True"], proc.stdout + proc.stderr
   assert "--threads_per_device must be at most 1 (the cores this process may use)" in proc.stderr

@@ -27,7 +27,7 @@ from conftest import CLUSTER_BASE, ROOT, assert_same_weights, cluster_flags, pyt
 # Start this process's runtime with conftest's logical devices (the reference runs happen in-process).
 assert len(tf.config.list_logical_devices("CPU")) >= 2
 
-def _launch(program, flags, env=None, timeout=170, interpreter=None):
+def _launch(program, flags, env=None, timeout=600, interpreter=None):
   """Runs the launcher with 2 workers (through the fork server unless `interpreter` is given); returns the
   CompletedProcess."""
   full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
@@ -162,7 +162,7 @@ def test_bad_launcher_input_is_one_clear_line():
                         (["--workers=2", "no_such_program.train"], "no program module 'no_such_program.train'"),
                         (["--workers=2"], "give the program to run")):
     proc = subprocess.run([python(), "-m", "common.launch", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+                          env=dict(os.environ, PYTHONPATH=ROOT), timeout=600)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr

@@ -18,9 +18,9 @@ from common.settings import config as config_lib
 from common.settings import programs
 from greedy import pretrain as greedy
 from pipeline_parallel import config as pp_config
-from pipeline_parallel import placement
+from common.pipeline import placement
 from pipeline_parallel import pretrain as pipeline
-from pipeline_parallel import stages as stages_lib
+from common.pipeline import stages as stages_lib
 from conftest import SLICE_EXAMPLES, run_module
 import pipeline_reference
 
@@ -264,7 +264,7 @@ def test_nan_loss_stops_with_clear_error_and_keeps_last_good_checkpoint(tmp_path
 
 
 def test_bad_chunk_size_is_refused_before_any_work():
-  proc = run_module(programs.PIPELINE_PARALLEL.module, "--pipeline_chunk_steps=0", "--results_dir=", timeout=120)
+  proc = run_module(programs.PIPELINE_PARALLEL.module, "--pipeline_chunk_steps=0", "--results_dir=", timeout=600)
   assert proc.returncode != 0 and "Traceback" not in proc.stderr
   assert "--pipeline_chunk_steps=0" in proc.stderr and "positive integer" in proc.stderr
   assert "logical CPU device" not in proc.stderr

@@ -1,4 +1,4 @@
-"""pipeline_parallel's schedule settings (`pipeline_parallel.schedule`: cosine rate, layer warm-up, staggered start,
+"""pipeline_parallel's schedule settings (`common.pipeline.schedule`: cosine rate, layer warm-up, staggered start,
 polish): each default gives the original schedule's weights (those of the code before the settings existed,
 tests/fixtures/schedules_before.npz); each setting equals its NumPy definition, is independent of devices, chunks and
 replicas per stage, resumes after SIGKILL to the same weights, is checked when a checkpoint is resumed, and refuses
@@ -19,7 +19,7 @@ from common.settings import programs
 from model_parallel import pretrain as model_parallel
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import pretrain as pipeline
-from pipeline_parallel import schedule as schedule_lib
+from common.pipeline import schedule as schedule_lib
 from conftest import ROOT, SLICE_EXAMPLES, run_module
 import pipeline_reference
 
@@ -149,7 +149,7 @@ def test_bad_schedule_values_are_refused_in_one_line():
                         ("--layer_warmup_epochs=-1", "must be in [0, 1000] epochs"),
                         ("--stagger_epochs=nan", "must be in [0, 1000] epochs"),
                         ("--polish_epochs=-2", "must be a non-negative integer")):
-    proc = run_module(programs.PIPELINE_PARALLEL.module, flag, "--results_dir=", timeout=120)
+    proc = run_module(programs.PIPELINE_PARALLEL.module, flag, "--results_dir=", timeout=600)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     lines = [l for l in proc.stderr.splitlines() if message in l and flag in l]
     assert len(lines) == 1, proc.stderr[-2000:]

@@ -17,7 +17,7 @@ BASE = dict(hidden_units=(32, 24, 16), pretrain_epochs=2, finetune_epochs=0, tra
 def _train(tmp_path, program, name, **kw):
   path = tmp_path / f"{name}.npz"
   config = program.make_config(results_dir=str(tmp_path), run_name=name, export_weights=str(path), **dict(BASE, **kw))
-  return program.load_hooks().train(config), runlog.load_weights(str(path))
+  return program.load_library().train(config), runlog.load_weights(str(path))
 
 
 def _initial(layer, hidden=BASE["hidden_units"], seed=BASE["seed"]):

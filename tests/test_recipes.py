@@ -32,7 +32,7 @@ def test_report_recipe_is_the_report_values_to_the_bit():
     for key, value in REPORT.items():
       assert getattr(named, key) == value and type(getattr(named, key)) is type(value), (program.name, key)
   dp = programs.DATA_PARALLEL.make_config()
-  assert (dp.pretrain_lr_scaling, dp.finetune_lr_scaling, dp.warmup_epochs, dp.finetune_optimizer,
+  assert (dp.pretrain_lr_scaling, dp.finetune_lr_scaling, dp.lr_warmup_epochs, dp.finetune_optimizer,
           dp.finetune_momentum) == ("none", "none", 0.0, "sgd", 0.0)
 
 
@@ -125,7 +125,7 @@ def test_command_line_explicit_flag_beats_the_recipe_and_the_command_prints_it(t
   config = json.load(open(tmp_path / "r.json"))["config"]
   assert config["recipe"] == "tuned" and config[key] == REPORT[key]
   assert all(config[k] == v for k, v in recipes.get("tuned").values.items() if k != key)
-  proc = run_module("common.run.recipes", "tuned", "--program=data_parallel", timeout=120)
+  proc = run_module("common.run.recipes", "tuned", "--program=data_parallel", timeout=600)
   assert proc.returncode == 0, proc.stderr[-2000:]
   for k, v in recipes.get("tuned").values.items():
     assert f"--{k}={v}" in proc.stdout
@@ -147,7 +147,7 @@ def test_no_pretraining_finetunes_from_the_initial_weights_in_every_program(tmp_
       assert proc.returncode == 0, proc.stderr[-2000:]
       record = json.load(open(tmp_path / f"{program.name}.json"))
     else:
-      record = program.load_hooks().train(config)
+      record = program.load_library().train(config)
     assert record["pretrained"] is False and record["pretrain_seconds"] == 0.0
     assert [layer["epochs"] for layer in record["layers"]] == [[], []]
     assert record["config"]["pretrain_epochs"] == 0 and not record["warnings"]
@@ -163,12 +163,12 @@ def test_no_pretraining_resumes_and_exports(tmp_path):
   base = dict(TINY, pretrain_epochs=0, model_dir=str(tmp_path / "model"), results_dir=str(tmp_path),
               export_model=str(tmp_path / "saved"), pictures=False)
   program = programs.PIPELINE_PARALLEL
-  first = program.load_hooks().train(program.make_config(**base, run_name="first"))
-  again = program.load_hooks().train(program.make_config(**base, run_name="again"))
+  first = program.load_library().train(program.make_config(**base, run_name="first"))
+  again = program.load_library().train(program.make_config(**base, run_name="again"))
   assert again["resumed"] and again["finetune"]["test_accuracy"] == first["finetune"]["test_accuracy"]
   assert "predict" in first["export_model"]["signatures"]
   with pytest.raises(Exception, match="recipe"):  # The recipe is a training setting: another one is not resumed.
-    program.load_hooks().train(program.make_config(**dict(base, recipe="tuned"), run_name="other"))
+    program.load_library().train(program.make_config(**dict(base, recipe="tuned"), run_name="other"))
 
 
 def test_cosine_schedule_is_kerass_cosine_decay_over_the_finetuning_steps():
@@ -185,7 +185,7 @@ def test_keep_best_keeps_the_best_validation_epoch_and_resumes_it(tmp_path):
   after an epoch and resumed keeps the same one (the best copy is checkpointed)."""
   base = dict(TINY, num_devices=1, pretrain_epochs=0, finetune_epochs=4, finetune_learning_rate=1.0,
               finetune_keep_best=True, results_dir=str(tmp_path))
-  record = programs.GREEDY.load_hooks().train(programs.GREEDY.make_config(**base, run_name="whole"))
+  record = programs.GREEDY.load_library().train(programs.GREEDY.make_config(**base, run_name="whole"))
   fine = record["finetune"]
   history = [h["validation_accuracy"] for h in fine["history"]]
   assert fine["best_epoch"] == int(np.argmax(history)) + 1
@@ -194,9 +194,9 @@ def test_keep_best_keeps_the_best_validation_epoch_and_resumes_it(tmp_path):
   # Resumed after 2 of the 4 epochs: the same kept epoch and accuracies.
   model_dir = str(tmp_path / "model")
   with pytest.raises(_Stop):  # No pretraining, so the first checkpoints are finetuning's epochs.
-    programs.GREEDY.load_hooks().train(programs.GREEDY.make_config(**base, model_dir=model_dir, run_name="part"),
+    programs.GREEDY.load_library().train(programs.GREEDY.make_config(**base, model_dir=model_dir, run_name="part"),
                                        on_checkpoint=_stop_after(2))
-  resumed = programs.GREEDY.load_hooks().train(programs.GREEDY.make_config(**base, model_dir=model_dir,
+  resumed = programs.GREEDY.load_library().train(programs.GREEDY.make_config(**base, model_dir=model_dir,
                                                                            run_name="resumed"))
   assert resumed["resumed"]
   for key in ("best_epoch", "validation_accuracy", "test_accuracy"):

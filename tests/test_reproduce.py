@@ -130,7 +130,7 @@ def test_select_studies_and_single_runs():
   chosen = presets.select(studies, ["dp_scaling/g2", "mp_vs_dp"])
   assert list(chosen) == ["dp_scaling", "mp_vs_dp"]
   assert [r.name for r in chosen["dp_scaling"]] == ["g2"]
-  assert len(chosen["mp_vs_dp"]) == 8
+  assert chosen["mp_vs_dp"] == studies["mp_vs_dp"]  # the whole study: every one of its runs
   with pytest.raises(ValueError, match="unknown study"):
     presets.select(studies, ["nope"])
   with pytest.raises(ValueError, match="has no run"):
@@ -214,26 +214,26 @@ def test_driver_refuses_a_record_made_with_other_flags(tmp_path, fake_modules):
     _run(jobs, out, fake_modules, [])
 
 
-def test_a_later_stage_is_built_from_the_records_of_the_stage_before(tmp_path, fake_modules):
-  """The pretraining sweep declares its confirm stage (`Study.later`): none of its runs exist until every coarse run
-  has a record; then the next pass (`experiments.reproduce` makes `REGISTRY.stages` of them) plans the confirm runs
+def test_a_later_round_is_built_from_the_records_of_the_round_before(tmp_path, fake_modules):
+  """The pretraining sweep declares its confirm round (`Study.later`): none of its runs exist until every coarse run
+  has a record; then the next pass (`experiments.reproduce` makes `REGISTRY.rounds` of them) plans the confirm runs
   chosen from those records, and the ablation's runs shared with them, and only those."""
   from tests.fixtures import make_records
   out = str(tmp_path / "out")
-  assert REGISTRY.stages == 2
+  assert REGISTRY.rounds == 1 + max(len(study.later) for study in REGISTRY.studies)
 
-  def sweep_stage(name):
+  def sweep_round(name):
     built = presets.build(REGISTRY, "smoke", records.table(out, REGISTRY.layouts))
     return built, [r.name for r in built[name]]
-  built, names = sweep_stage("pretraining_sweep")
+  built, names = sweep_round("pretraining_sweep")
   assert names == ["coarse_mnist_p0.03_c0.1_f0.3_s0", "coarse_mnist_none_f0.3_s0", "coarse_mnist_report_s0"]
-  for run in built["pretraining_sweep"][:-1]:  # every coarse record but one: still no confirm stage
+  for run in built["pretraining_sweep"][:-1]:  # every coarse record but one: still no confirm round
     os.makedirs(os.path.dirname(presets.record_path(out, "smoke", run)), exist_ok=True)
     json.dump(make_records.make(run, "smoke"), open(presets.record_path(out, "smoke", run), "w"))
-  assert sweep_stage("pretraining_sweep")[1] == names
+  assert sweep_round("pretraining_sweep")[1] == names
   jobs = driver.plan(presets.select(built, ["pretraining_sweep"]), "smoke", out, str(tmp_path / "work"))
   assert _run(jobs, out, fake_modules, []) == 1  # the first pass: the missing coarse run
-  built, after = sweep_stage("pretraining_sweep")
+  built, after = sweep_round("pretraining_sweep")
   confirm = ["confirm_mnist_p0.03_c0.1_f0.3_s0", "confirm_mnist_p0.03_c0.1_f0.3_constant_s0",
              "confirm_mnist_p0.03_c0.1_f0.3_last_s0", "confirm_mnist_none_f0.3_s0", "confirm_mnist_report_s0"]
   assert after == names + confirm
@@ -250,7 +250,7 @@ def test_command_line_errors():
   env = dict(os.environ, PYTHONPATH=ROOT)
   def run(*args):
     return subprocess.run([python(), "-m", "experiments.reproduce", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
   bad = run("--preset=cpu", "--jobs=2")
   assert bad.returncode == 1 and "only with --preset=smoke" in bad.stderr
   bad = run("--preset=cpu", "--only=nope")

@@ -51,7 +51,7 @@ def reference_schedule(num_layers, devices, epochs):
 
 
 def test_reference_schedule_by_hand():
-  # Group [1, 2]: layer 1 alone in step 0 (pipeline fill), then both; layer 2 reads layer 1 as it was one
+  # Group [1, 2]: layer 1 alone in epoch-step 0 (its start offset), then both; layer 2 reads layer 1 as it was one
   # epoch earlier. Group [3]: layer 3 alone, on layers 1 and 2 as they ended (3 and 2 epochs).
   assert reference_schedule(3, 2, 2) == [
       (0, 0, [(0, 0, {})]),

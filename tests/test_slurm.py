@@ -24,11 +24,11 @@ import signal
 import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 import tensorflow as tf
 
+from async_data_parallel import worker_steps
 from common.artifacts import runlog
 from common.base import ports
 from common.distribute import cluster
@@ -38,7 +38,8 @@ from greedy import pretrain as greedy
 from pipeline_parallel import config as pp_config
 from pipeline_parallel import pretrain as pipeline
 from sync_layerwise import pretrain as sync_layerwise
-from conftest import CLUSTER_BASE, ROOT, assert_same_weights, cluster_flags, processes_of, python, watch_stderr
+from conftest import (CLUSTER_BASE, ROOT, WAIT_SECONDS, act_when, assert_same_weights, cluster_flags, processes_of,
+                      python, wait_for)
 
 # Start this process's runtime with conftest's logical devices (the reference runs happen in-process).
 assert len(tf.config.list_logical_devices("CPU")) >= 2
@@ -123,16 +124,21 @@ def slurm_env():
   try:
     start("munged", "-F", "-S", os.path.join(folder, "munge.sock"), f"--key-file={folder}/munge.key",
           f"--pid-file={folder}/munged.pid", f"--log-file={folder}/munged.log", f"--seed-file={folder}/munge.seed")
-    while not os.path.exists(os.path.join(folder, "munge.sock")) and not dead():
-      time.sleep(0.1)
+
+    def alive():
+      assert not dead(), dead()
+      return True
+    wait_for(lambda: alive() and os.path.exists(os.path.join(folder, "munge.sock")), "munged to open its socket")
     start("slurmctld", "-D", "-f", conf)
     start("slurmd", "-D", "-f", conf)
-    state = ""
-    while state != "idle":  # The node registers with the controller about a second after both start.
-      assert not dead(), dead()
-      time.sleep(0.3)
+
+    def idle():  # The node registers with the controller once both daemons have started.
+      alive()
       state = subprocess.run([_found("sinfo"), "-h", "-o", "%T"], env=env, capture_output=True, text=True).stdout.strip()
       assert not state.startswith(("down", "drain", "fail")), (state, _tail(os.path.join(folder, "slurmd.log")))
+      return state == "idle"
+    wait_for(idle, "the node to register with slurmctld (sinfo: idle)",
+             details=lambda: _tail(os.path.join(folder, "slurmctld.log")) + _tail(os.path.join(folder, "slurmd.log")))
     yield env
   finally:
     for name, proc in reversed(daemons):  # slurmd, slurmctld, munged last
@@ -170,9 +176,10 @@ def _srun_command(env, tasks, program, flags, extra_env=None):
 
 
 def _srun(env, tasks, program, flags, extra_env=None):
-  """Runs `_srun_command`'s command; returns the CompletedProcess."""
+  """Runs `_srun_command`'s command; returns the CompletedProcess (subprocess.TimeoutExpired, naming the command,
+  when it has not ended within WAIT_SECONDS: a hang guard)."""
   command, full = _srun_command(env, tasks, program, flags, extra_env)
-  return subprocess.run(command, cwd=ROOT, env=full, capture_output=True, text=True)
+  return subprocess.run(command, cwd=ROOT, env=full, capture_output=True, text=True, timeout=WAIT_SECONDS)
 
 
 def _errors(stderr):
@@ -220,12 +227,15 @@ def test_the_data_parallel_sbatch_script_runs_as_submitted(slurm_env, references
              *cluster_flags(tmp_path, "sbatch", profile_steps=0)]
   env = dict(slurm_env, PYTHON=python(), MODEL_DIR=str(tmp_path / "model"), PYTHONPATH=ROOT)
   env.pop(cluster.TF_CONFIG, None)
-  job = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout.strip()
-  state = "PENDING"
-  while state in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):  # sbatch --wait polls only every few seconds
-    time.sleep(0.3)
+  job = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, check=True,
+                       timeout=WAIT_SECONDS).stdout.strip()
+
+  def ended():  # sbatch --wait polls only every few seconds
     shown = subprocess.run([_found("scontrol"), "show", "job", "-o", job], env=env, capture_output=True, text=True)
     state = re.search(r"JobState=(\w+)", shown.stdout).group(1)
+    return None if state in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING") else (state, shown)
+  state, shown = wait_for(ended, f"sbatch job {job} to end",
+                          details=lambda: _tail(str(tmp_path / "job.out")))
   output = (tmp_path / "job.out").read_text()
   assert state == "COMPLETED" and "ExitCode=0:0" in shown.stdout, (shown.stdout, output[-3000:])
   assert_same_weights(runlog.load_weights(str(tmp_path / "sbatch.npz")), references[GREEDY][1])
@@ -293,21 +303,23 @@ def test_killed_worker_ends_the_step_with_one_line_and_the_same_command_resumes(
 
 
 def test_a_lost_async_worker_is_one_note_and_the_run_goes_on(slurm_env, tmp_path):
-  # Worker 0 (Slurm task 2) sleeps 0.1 s per step, so a function of 20 steps keeps it busy 2 s: killed 0.8 s into layer
-  # 1's second epoch, it is in the middle of one, which the coordinator reruns on worker 1.
-  killed = []
+  # Worker 0 (Slurm task 2) holds its function after an update of its own in layer 1's second epoch or later, until it
+  # is killed (the `worker_steps.HOLD_ENV` test hook): killed once it holds, it is in the middle of a function, which
+  # the coordinator reruns on worker 1.
+  held, killed = tmp_path / "worker_0_holds", []
+  steps_per_epoch = CLUSTER_BASE["train_examples"] // CLUSTER_BASE["batch_size"]
 
   def kill_worker_0(_):
-    time.sleep(0.8)
     killed.extend(pid for pid, environment in processes_of(tmp_path).items()
                   if environment.get("SLURM_PROCID") == "2")  # worker 0's (through the fork server: its client)
     for pid in killed:
       os.kill(pid, signal.SIGKILL)
 
   command, env = _srun_command(slurm_env, 4, programs.ASYNC_DATA_PARALLEL.module,
-                               cluster_flags(tmp_path, "lost", num_devices=1, steps_per_function=20,
-                                             benchmark_slow_worker_delay_seconds=0.1))
-  _, stderr = watch_stderr(command, "layer 1/2 epoch 1/2", kill_worker_0, env)
+                               cluster_flags(tmp_path, "lost", num_devices=1, steps_per_function=20),
+                               {worker_steps.HOLD_ENV: f"0:{1 + steps_per_epoch}:{held}"})
+  _, stderr = act_when(command, env, held.exists, f"worker 0 (Slurm task 2) to hold its function ({held} written)",
+                       kill_worker_0)
   assert killed, stderr[-3000:]
   record = _record(tmp_path, "lost")  # the run finished
   assert record["faults"]["workers_alive_at_end"] == 1 and record["faults"]["rescheduled_functions"] >= 1

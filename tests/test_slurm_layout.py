@@ -8,8 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import threading
-import time
 
 import pytest
 
@@ -17,7 +15,7 @@ from common.base import peers
 from common.base import ports
 from common.distribute import cluster
 from common.distribute import slurm
-from conftest import ROOT
+from conftest import ROOT, WAIT_SECONDS, wait_for
 
 
 def _step(monkeypatch, nodes, per_node, rank, node=None, local=None, job=7, step=0, restart=None):
@@ -83,48 +81,54 @@ def test_tf_config_wins_and_one_task_or_a_one_device_program_makes_no_cluster(mo
 
 
 PEER = """
-import sys
+import pathlib, sys
 from common.base import peers
-rank, addresses = int(sys.argv[1]), sys.argv[2].split(",")
+rank, addresses, listening = int(sys.argv[1]), sys.argv[2].split(","), pathlib.Path(sys.argv[3])
 watch = peers.Peers(rank, addresses, lambda r, how: None, 600)
 watch.start()
+listening.write_text("listening")  # its watch accepts connections from here on
 word = sys.stdin.readline().strip()  # what to say before exiting: done, failed, or nothing (killed meanwhile)
 watch.end(word)
 """
+# How long rank 0 gives the others to accept its connections. Ranks 1-3 listen before rank 0 starts (the test waits for
+# their files), so only rank 4's absence, reported when these seconds have passed, depends on it.
+START_SECONDS = 1
 
 
 def test_the_tasks_learn_how_each_other_ended(tmp_path):
   """Rank 0 here; ranks 1, 2 and 3 other processes that end done, killed, failed; rank 4 never starts."""
   addresses = [f"{ports.LOOPBACK}:{p}" for p in ports.free_ports(5)]
-  seen, lock = [], threading.Condition()
-
-  def on_end(rank, how):
-    with lock:
-      seen.append((rank, how))
-      lock.notify_all()
-
-  others = {rank: subprocess.Popen([sys.executable, "-c", PEER, str(rank), ",".join(addresses)], cwd=ROOT,
+  seen = []
+  others = {rank: subprocess.Popen([sys.executable, "-c", PEER, str(rank), ",".join(addresses),
+                                    str(tmp_path / f"listening{rank}")], cwd=ROOT,
                                    env=dict(os.environ, PYTHONPATH=ROOT), stdin=subprocess.PIPE, text=True)
             for rank in (1, 2, 3)}
-  watch = peers.Peers(0, addresses, on_end, start_seconds=3)
-  watch.start()
+  watch = None
   try:
-    while not {1, 2, 3} <= watch.watching:  # each must be watched before it ends to tell how it ended
-      time.sleep(0.05)
+    def listening():
+      ended = {rank: proc.returncode for rank, proc in others.items() if proc.poll() is not None}
+      assert not ended, f"peer processes ended before they listened: {ended}"
+      return all((tmp_path / f"listening{rank}").exists() for rank in others)
+    wait_for(listening, "ranks 1, 2 and 3 to listen on their watch addresses")
+    watch = peers.Peers(0, addresses, lambda rank, how: seen.append((rank, how)), start_seconds=START_SECONDS)
+    watch.start()
+    # Each must be watched before it ends to tell how it ended.
+    wait_for(lambda: {1, 2, 3} <= watch.watching, "rank 0 to connect to ranks 1, 2 and 3",
+             details=lambda: f"watching {sorted(watch.watching)}, seen {seen}")
     for rank, how in ((1, "done"), (2, None), (3, "failed")):
       if how:
         others[rank].stdin.write(how + "\n")
         others[rank].stdin.flush()
       else:
         others[rank].kill()
-      others[rank].wait()
-      with lock:
-        lock.wait_for(lambda: rank in dict(seen))
-    with lock:
-      lock.wait_for(lambda: len(seen) == 4)
+      others[rank].wait(timeout=WAIT_SECONDS)
+      wait_for(lambda: rank in dict(seen), f"rank 0 to learn how rank {rank} ended ({how or 'killed'})",
+               details=lambda: f"seen {seen}")
+    wait_for(lambda: len(seen) == 4, "rank 0 to learn that rank 4 never started", details=lambda: f"seen {seen}")
     assert dict(seen) == {1: peers.DONE, 2: peers.LOST, 3: peers.FAILED, 4: peers.ABSENT} == watch.ended, seen
   finally:
-    watch.end(peers.DONE)
+    if watch is not None:
+      watch.end(peers.DONE)
     for proc in others.values():
       proc.kill()
       proc.wait()

@@ -2,15 +2,15 @@
 
 The report's "multigpu" branch (its original implementation's model-parallel schedule): the H layers are
 taken in groups of G (G = number of devices). Within a group of g <= G layers there are E + g - 1
-epoch-steps s = 0 .. E + g - 2; layer j (0-based in the group) is active from step j on (pipeline fill:
+epoch-steps s = 0 .. E + g - 2; layer j (0-based in the group) is active from epoch-step j on (its start offset:
 it starts once the layer below has trained one epoch), so it trains E + g - 1 - j epochs and the top
-layer of every group trains exactly E. In step s every active layer trains one epoch with the shuffling
+layer of every group trains exactly E. In epoch-step s every active layer trains one epoch with the shuffling
 order and corruption masks of epoch index s, so all of them consume the same batches. The next group
 starts when the previous one has finished. The last group may hold fewer than G layers; it then has
 E + g - 1 steps for its own size g, which keeps "the top layer of a group trains E epochs" true.
 
-G = 1 gives greedy layer-wise pretraining (one layer per group, E steps, step s = epoch s); G >= H gives
-one group of all H layers: the synchronized layer-wise schedule of Santara et al. 2016 with pipeline fill.
+G = 1 gives greedy layer-wise pretraining (one layer per group, E epoch-steps, epoch-step s = epoch s); G >= H gives
+one group of all H layers: the synchronized layer-wise schedule of Santara et al. 2016 with its start offsets.
 """
 
 import dataclasses
@@ -18,13 +18,13 @@ from typing import List, Sequence, Tuple
 
 
 @dataclasses.dataclass(frozen=True)
-class Step:
-  """One epoch-step of a group.
+class EpochStep:
+  """One epoch-step of a group: every active layer trains one epoch.
 
   Attributes:
     group: 0-based group index.
-    step: 0-based step index within the group; also the epoch index that keys shuffling and masks.
-    active: 0-based global indices of the layers that train an epoch in this step, bottom first.
+    step: 0-based epoch-step index within the group; also the epoch index that keys shuffling and masks.
+    active: 0-based global indices of the layers that train an epoch in this epoch-step, bottom first.
   """
   group: int
   step: int
@@ -73,19 +73,19 @@ class Schedule:
     """Epochs layer `layer` trains: E + g - 1 - j for position j in a group of g layers."""
     return self.steps_in_group(self.group_of(layer)) - self.position(layer)
 
-  def steps(self, group: int) -> List[Step]:
+  def steps(self, group: int) -> List[EpochStep]:
     """The steps of one group in order."""
     layers = self.groups[group]
-    return [Step(group, s, tuple(layers[:s + 1])) for s in range(self.steps_in_group(group))]
+    return [EpochStep(group, s, tuple(layers[:s + 1])) for s in range(self.steps_in_group(group))]
 
-  def all_steps(self) -> List[Step]:
-    """Every step of every group, in execution order."""
+  def all_steps(self) -> List[EpochStep]:
+    """Every epoch-step of every group, in execution order."""
     return [step for g in range(len(self.groups)) for step in self.steps(g)]
 
   def critical_path(self, layer_epoch_seconds: Sequence[float], concurrent: bool = True) -> float:
     """Time of the whole schedule if layer i's epoch takes layer_epoch_seconds[i] and nothing else costs.
 
-    With `concurrent`, a step lasts as long as its slowest active layer (the model-parallel bound);
+    With `concurrent`, an epoch-step lasts as long as its slowest active layer (the model-parallel bound);
     otherwise as long as all its active layers one after another (synchronized layer-wise on one
     device). Seconds.
     """

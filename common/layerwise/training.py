@@ -84,12 +84,13 @@ class GroupTrainer:
     """The frozen copies of layers 0 .. layer - 1 that 0-based `layer` of the group reads (on its device)."""
     return self._frozen[layer]
 
-  def _run_steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor, learning_rate: tf.Tensor,
+  def _run_steps(self, epoch_step: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor, learning_rate: tf.Tensor,
                  active: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """Steps first_step .. first_step + num_steps - 1 of epoch `epoch` for every active layer.
 
     Args:
-      epoch: int32 scalar, the step index s of the schedule (keys order and masks for all layers).
+      epoch_step: int32 scalar, the epoch-step s of the schedule: every active layer trains the epoch of index s
+        (its shuffling order and masks, the same batches for all layers).
       first_step, num_steps: int32 scalars, a range of mini-batch steps of the epoch.
       learning_rate: float32 scalar.
       active: int32 [g], 1 for the layers that train in this step, 0 for those not started yet.
@@ -101,7 +102,7 @@ class GroupTrainer:
     losses, starts, ends = [], [], []
     for j, (fn, device) in enumerate(zip(self._epoch_fns, self.devices)):
       with tf.device(device):
-        loss, start, end = fn(epoch, first_step, num_steps * active[j], learning_rate)
+        loss, start, end = fn(epoch_step, first_step, num_steps * active[j], learning_rate)
       losses.append(loss)
       starts.append(start)
       ends.append(end)
@@ -116,7 +117,7 @@ class GroupTrainer:
 def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent: bool) -> Dict[str, Any]:
   """Runs `schedule` with layer i on run.layer_devices[i]; returns the program's part of the run record.
 
-  Every step: the active layers of the group train one epoch (epoch index = step index), concurrently
+  Every epoch-step: the active layers of the group train one epoch (epoch index = epoch-step index), concurrently
   or one after another; then the per-epoch weight copy; then a checkpoint (resume after any crash gives
   the same weights). Idle seconds of a step are summed over every device of the run the schedule
   may use (the first one when all layers share it): wall time minus the device's busy time.
@@ -133,7 +134,7 @@ def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent
         when op determinism forbids timestamps);
       schedule: {"num_devices", "groups" (1-based), "steps": [{"group", "step", "active_layers",
         "wall_seconds", "busy_seconds": {device: s}, "copy_seconds", "idle_seconds"}]};
-      timing: "pretrain_train" (sum of step wall), "weight_copy", "idle", plus "warmup", "checkpoint"
+      timing: "pretrain_train" (sum of step wall), "weight_copy", "idle", plus "compile", "checkpoint"
         and the finetune phases;
       pretrain_seconds: step wall + weight copy seconds (warm-up and tracing excluded).
 
@@ -171,7 +172,7 @@ def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent
       step = all_steps[k]
       trace = not traced and len(step.active) >= min(2, len(members))  # The first step with layers side by side.
       with timing.trace(config.profile_dir if trace else None), run.training(None):
-        wall, losses, busy = _run_step(trainer, step, lr, run.chunks_per_epoch, progress, work[k])
+        wall, losses, busy = _run_epoch_step(trainer, step, lr, run.chunks_per_epoch, progress, work[k])
       traced = traced or trace
       for i in step.active:
         if not math.isfinite(losses[i]):
@@ -195,7 +196,7 @@ def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent
       run.end_epochs({i: histories[i][-1] for i in step.active}, trainer.steps_per_epoch * config.batch_size,
                      inputs_observed=True)
       run.save()
-      _log_step(progress, records[-1], step, schedule, losses, layer_devices, trainer.steps_per_epoch * config.batch_size)
+      _log_epoch_step(progress, records[-1], step, schedule, losses, layer_devices, trainer.steps_per_epoch * config.batch_size)
   progress.close()
   wall = sum(r["wall_seconds"] for r in records)
   copy = sum(r["copy_seconds"] for r in records)
@@ -213,7 +214,7 @@ def run_schedule(run: lifecycle.Run, schedule: schedule_lib.Schedule, concurrent
   return result
 
 
-def _run_step(trainer: GroupTrainer, step: schedule_lib.Step, lr: tf.Tensor, chunks: int,
+def _run_epoch_step(trainer: GroupTrainer, step: schedule_lib.EpochStep, lr: tf.Tensor, chunks: int,
               progress: progress_lib.Progress, work: float) -> Tuple[float, Dict[int, float], Dict[int, float]]:
   """Runs one epoch-step in `chunks` calls.
 
@@ -242,7 +243,7 @@ def _run_step(trainer: GroupTrainer, step: schedule_lib.Step, lr: tf.Tensor, chu
           {i: float(busy[j]) if clock else wall for i, j in positions.items()})
 
 
-def _log_step(progress: progress_lib.Progress, record: Dict[str, Any], step: schedule_lib.Step,
+def _log_epoch_step(progress: progress_lib.Progress, record: Dict[str, Any], step: schedule_lib.EpochStep,
               schedule: schedule_lib.Schedule, losses: Dict[int, float], layer_devices: Sequence[str],
               examples_per_epoch: int) -> None:
   """One progress line: which layer ran where with its loss, copy and idle seconds, throughput, ETA."""

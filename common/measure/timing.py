@@ -1,15 +1,16 @@
 """Phase timing: wall-clock seconds per named phase, with tracing/compilation kept out of the phases.
 
-Programs call a compiled function once before timing it (a compile step with learning rate 0, timed
-under COMPILE_PHASE), so the phases hold steady-state time only. "Warm-up" in this project means the
-learning-rate warm-up (`--warmup_epochs`) only; the record key of the compile phase, "warmup", predates
-that rule and stays, since committed records and users' scripts read it. `time_repeated` measures a
-single operation on its own, repeated, the way the report's op-level profile did; `trace` captures a
+Programs call a compiled function once before timing it (a compile step with learning rate 0, timed under
+COMPILE_PHASE, the compile phase), so the phases hold steady-state time only. A "warm-up" in this project is a
+learning rate's (`--layer_warmup_epochs`, `--lr_warmup_epochs`), never the compile phase; records made before the
+phase had its name keep it under "warmup" and "finetune_warmup" (`compile_seconds` reads either). `time_repeated`
+measures a single operation on its own, repeated, the way the report's op-level profile did; `trace` captures a
 TensorFlow profiler trace for TensorBoard.
 """
 
 import collections
 import contextlib
+import math
 import statistics
 import time
 from typing import Callable, Dict, Iterator, List, Optional, Sequence
@@ -17,8 +18,27 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence
 import tensorflow as tf
 
 # Timer phases of the compile step (tracing and XLA compilation before the timed steps); record keys.
-COMPILE_PHASE = "warmup"
-FINETUNE_COMPILE_PHASE = "finetune_warmup"
+COMPILE_PHASE = "compile"
+FINETUNE_COMPILE_PHASE = "finetune_compile"
+# The keys older records hold them under.
+OLD_COMPILE_PHASES = {COMPILE_PHASE: "warmup", FINETUNE_COMPILE_PHASE: "finetune_warmup"}
+
+
+def compile_seconds(timing: Dict[str, float], phase: str = COMPILE_PHASE) -> Optional[float]:
+  """The seconds of a compile `phase` in a run record's "timing", under its name or an older record's; None without
+  it."""
+  return timing.get(phase, timing.get(OLD_COMPILE_PHASES[phase]))
+
+
+def tail_summary(seconds: Sequence[float]) -> Optional[Dict[str, float]]:
+  """{"count", "median", "p90", "p99", "max"} of durations `seconds` (nearest-rank percentiles), or None for none:
+  the step-time tails of a pipeline's full ticks (`pipeline.tick_seconds` of its run record)."""
+  if not seconds:
+    return None
+  ordered = sorted(seconds)
+  n = len(ordered)
+  return {"count": n, "median": statistics.median(ordered), "p90": ordered[max(0, math.ceil(0.9 * n) - 1)],
+          "p99": ordered[max(0, math.ceil(0.99 * n) - 1)], "max": ordered[-1]}
 
 
 class PhaseTimer:

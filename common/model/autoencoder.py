@@ -151,7 +151,7 @@ class DenoisingAutoencoder(tf.Module):
     collects both uses: d W = x^T da + dz^T h. That sum is computed as one matrix product,
     [x; dz]^T [da; h] (the two stacked along the batch), instead of two products and their sum (what
     `tf.GradientTape` builds): one pass over the [input_units, hidden_units] result instead of three, which is
-    most of a step's per-step cost at small batches (docs/design.md, "Speed of the hot path"). The same
+    most of a step's per-step cost at small batches (docs/design.md, "Why the gradient is written out"). The same
     mathematics; float rounding differs from the tape's. Under mixed_bfloat16 the four products take bfloat16
     operands (the kernel cast once) and return float32; the sigmoids, the loss and the sums stay float32.
 

@@ -1,10 +1,21 @@
-"""The entry point every `*/train.py` calls (`main`): key flags, stray arguments, the library call, error
-reporting and the summary line."""
+"""What every `*/train.py` calls around its one library call: its flags (`define`), its configuration once they are
+valid (`config`), errors as one line (`reported`) and the summary line (`summary`):
 
+  def main(argv):
+    config = cli.config(program.PROGRAM, argv)
+    from greedy import pretrain  # TensorFlow loads once the flags are valid
+    with cli.reported(config):
+      cli.summary(config, pretrain.train(config))
+
+  if __name__ == "__main__":
+    cli.define(program.PROGRAM)
+    app.run(main)
+"""
+
+import contextlib
 import sys
-from typing import Any, Callable, Dict
+from typing import Any, Dict, Iterator
 
-from absl import app
 from absl import flags
 
 from common.base import errors
@@ -13,33 +24,25 @@ from common.settings import flags as common_flags
 from common.settings import programs
 
 
-def main(program: programs.Program) -> None:
-  """Runs a training program from the command line: `python -m <program>.train [flags]`.
-
-  Its flags derive from its `Config` class (`common.settings.flags.define`: the shared settings and its own), all listed as
-  its key flags (`--helpshort`). Once they are valid, its hooks' module (and with it TensorFlow) is imported and its
-  `train(config)` called (`run_program`; `common.run.lifecycle.train`), so a bad flag is refused before TensorFlow starts;
-  so is a bad `--dataset=npz:PATH` (`check_npz`).
-
-  Args:
-    program: the registered program.
-  """
+def define(program: programs.Program) -> None:
+  """Defines the flags of `program` (`common.settings.flags.define`: the shared settings and its own, from its `Config`
+  class), each listed as a key flag of the program's module (`--helpshort`). Call it before `absl.app.run`."""
   # The registry's entry: every registered program's settings are loaded with it, so a recipe refused here names
   # the programs it is of (`common.settings.config`).
   program = programs.get(program.name)
   for name in common_flags.define(program.config):
     flags.FLAGS.register_key_flag_for_module(sys.argv[0], flags.FLAGS[name])
 
-  def _main(argv):
-    reject_extra_args(argv)
-    config = common_flags.config_from_flags(program)
 
-    def train(c):
-      check_npz(c)
-      return program.load_hooks().train(c)
-    run_program(train, config)
-
-  app.run(_main)
+def config(program: programs.Program, argv) -> Any:
+  """The run's configuration from the parsed flags of `program`, once they are valid (absl has checked each flag and
+  the cross-field rules): stray positional arguments, and a bad `--dataset=npz:PATH` (`check_npz`), end the process
+  with one line before TensorFlow starts (status 2 and 1)."""
+  reject_extra_args(argv)
+  config_ = common_flags.config_from_flags(program)
+  with reported(config_):
+    check_npz(config_)
+  return config_
 
 
 def reject_extra_args(argv) -> None:
@@ -62,20 +65,15 @@ def check_npz(config: Any) -> None:
     config.check_data(sources.load_npz(config.dataset)[0])
 
 
-def run_program(run: Callable[..., Dict[str, Any]], config: Any) -> Dict[str, Any]:
-  """Calls `run(config)` and prints its summary line.
-
-  A UserError or ValueError becomes one "error: ..." line and exit status 1 (no line for a
-  ReportedByAnotherTaskError: another task of the cluster prints it). Ctrl-C (KeyboardInterrupt,
-  raised between two chunks of steps) becomes one line saying how to resume, and exit status 130 (the
-  shell's code for SIGINT); the partial epoch is discarded, and a resumed run restarts it from the last
-  epoch checkpoint, exactly.
-
-  Returns:
-    The run record. Prints the headline numbers, and the record's warnings.
-  """
+@contextlib.contextmanager
+def reported(config: Any) -> Iterator[None]:
+  """Runs the block as a command line reports it: a UserError or ValueError becomes one "error: ..." line and exit
+  status 1 (no line for a ReportedByAnotherTaskError: another task of the cluster prints it). Ctrl-C
+  (KeyboardInterrupt, raised between two chunks of steps) becomes one line saying how to resume, and exit status 130
+  (the shell's code for SIGINT); the partial epoch is discarded, and a resumed run restarts it from the last epoch
+  checkpoint, exactly."""
   try:
-    record = run(config)
+    yield
   except errors.ReportedByAnotherTaskError:
     sys.exit(1)  # Task 0 of the job prints the line.
   except (errors.UserError, ValueError) as e:
@@ -89,14 +87,19 @@ def run_program(run: Callable[..., Dict[str, Any]], config: Any) -> Dict[str, An
       how = "nothing was saved (no --model_dir); give --model_dir to make a run resumable."
     print(f"\ninterrupted: {how}", file=sys.stderr, flush=True)
     sys.exit(130)
-  summary = f"pretraining {record['pretrain_seconds']:.1f} s"
+
+
+def summary(config: Any, record: Dict[str, Any]) -> Dict[str, Any]:
+  """Prints the run's summary line (pretraining and finetuning seconds, test accuracy) and the record's warnings;
+  returns the record."""
+  line = f"pretraining {record['pretrain_seconds']:.1f} s"
   if record.get("finetune"):
     f = record["finetune"]
-    summary += f", finetuning {f['seconds']:.1f} s, test accuracy {f['test_accuracy']:.4f}"
+    line += f", finetuning {f['seconds']:.1f} s, test accuracy {f['test_accuracy']:.4f}"
   total = f"this process {record['total_seconds']:.1f} s"
   if record.get("resumed"):
     total += f"; whole run {record['run_seconds']:.1f} s over {record['run_processes']} processes"
-  print(f"{config.program}: {summary} ({total})")
+  print(f"{config.program}: {line} ({total})")
   for warning in record.get("warnings", []):
     print(f"WARNING: {warning}", file=sys.stderr)
   return record

@@ -1,21 +1,23 @@
-"""What every training program does around its pretraining schedule: `train` reads top to bottom.
+"""What every training program does around its pretraining schedule, called by the program's own `train`
+(`<program>/pretrain.py`): `started` (or `start`) before its schedule, `finish` after.
 
 `start` checks every output location (`common.artifacts.outputs`), sets up the devices (the one place that does:
 logical CPU devices, GPUs, or a cluster's workers), takes the lock of `--model_dir` (`common.artifacts.lock`), loads
-the data, builds the layers and the classifier where the program's hooks place them, and restores the newest
-intact checkpoint of `--model_dir`; the program's `pretrain` hook then runs its schedule, timing its training
+the data, builds the layers and the classifier where the program places them (its `plan` and `place`, passed in),
+and restores the newest intact checkpoint of `--model_dir`; the program then runs its schedule, timing its training
 blocks with `Run.training` and reporting each finished layer-epoch with `Run.end_epochs` (elapsed time, held-out
-loss, TensorBoard); `finish` evaluates the held-out reconstruction, finetunes, exports the weights and writes the
-run record. `Run.train_layer` trains one layer's remaining epochs in the greedy order.
+loss, TensorBoard); `finish` evaluates the held-out reconstruction, probes the layers, finetunes, exports the weights
+and writes the run record.
 
 Words: the program (`common.settings.programs.Program`), the distribution (a `tf.distribute.Strategy`), the run (`Run`,
 `common.run.state`), the run record (a dict, `common.artifacts.runlog`).
 """
 
+import contextlib
 import dataclasses
 import os
 import time
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from absl import logging
 import tensorflow as tf
@@ -39,7 +41,7 @@ from common.model import evaluation
 from common.model import export
 from common.model import input_drift
 from common.model import precision as precision_lib
-from common.run.state import Run  # the state `start` builds; the programs' hooks take a `lifecycle.Run`
+from common.run.state import Run  # the state `start` builds; the programs' schedules take a `lifecycle.Run`
 from common.settings import config as config_lib
 from common.settings import programs
 from common.settings import processor_defaults
@@ -107,35 +109,25 @@ def _writes_outputs(program: programs.Program) -> Optional[bool]:
   return task in (("chief", 0), ("worker", 0))
 
 
-def train(program: programs.Program, config: config_lib.Config,
-          on_checkpoint: Optional[Callable[[Run], None]] = None) -> Dict[str, Any]:
-  """A whole run of `program`: `start`, its `pretrain` hook (its schedule), `finish` (held-out reconstruction,
-  finetuning with its `finetune_options` hook, exported weights, the run record).
+@contextlib.contextmanager
+def started(program: programs.Program, config: config_lib.Config,
+            on_checkpoint: Optional[Callable[[Run], None]] = None, plan: Optional[Callable[..., Any]] = None,
+            place: Optional[Callable[..., List[str]]] = None,
+            checkpoint_objects: Optional[Callable[..., Dict[str, Any]]] = None) -> Iterator[Run]:
+  """The started run of `program` (`start`), inside a Slurm job step of several tasks its task of the cluster
+  (`common.distribute.slurm.task_of_step`). A program's `train` reads:
 
-  Args:
-    program: the registered program.
-    config: its configuration (already validated); its `program` field is set to `program`'s name.
-    on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the process or
-      inject a fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the
-      `common.distribute.cluster.KILL_ENV` test hook when that variable names this process, else none.
+    with lifecycle.started(program.PROGRAM, config, on_checkpoint, plan=plan, place=place) as run:
+      record = pretrain(run) if run.pretrains else lifecycle.no_pretraining(run)
+      return lifecycle.finish(run, record)
 
-  Returns:
-    The run record (`common.artifacts.runlog`).
-
-  Raises:
-    common.base.errors.UserError subclasses and ValueError, as `start` and the program's hooks raise them, and as
-    `common.distribute.slurm.start` does under Slurm.
+  Args: as `start`. Raises: as `start`, and as `common.distribute.slurm.start` does under Slurm.
   """
   if config.program != program.name:
     config = dataclasses.replace(config, program=program.name)
-  hooks = program.load_hooks()
-  # Inside a Slurm job step of several tasks (and no TF_CONFIG) this process becomes its task of the cluster. The
-  # parameter-server programs' Config declares `ps`.
+  # The parameter-server programs' Config declares `ps`.
   with slurm.task_of_step(program.name, program.cluster, getattr(config, "ps", 1)):
-    run = start(config, program, on_checkpoint)
-    record = hooks.pretrain(run) if config.pretrain_epochs and config.pretrain_layers else no_pretraining(run)
-    options = hooks.finetune_options(run) if hasattr(hooks, "finetune_options") else {}
-    return finish(run, dict(record, strategy=program.name), **options)
+    yield start(config, program, on_checkpoint, plan, place, checkpoint_objects)
 
 
 def no_pretraining(run: Run) -> Dict[str, Any]:
@@ -150,16 +142,24 @@ def no_pretraining(run: Run) -> Dict[str, Any]:
 
 
 def start(config: config_lib.Config, program: programs.Program,
-          on_checkpoint: Optional[Callable[[Run], None]] = None) -> Run:
-  """Sets up a run: devices, data, model placed by the program's hooks, and the latest checkpoint of
+          on_checkpoint: Optional[Callable[[Run], None]] = None, plan: Optional[Callable[..., Any]] = None,
+          place: Optional[Callable[..., List[str]]] = None,
+          checkpoint_objects: Optional[Callable[..., Dict[str, Any]]] = None) -> Run:
+  """Sets up a run: devices, data, model placed where the program says, and the latest checkpoint of
   `config.model_dir`.
 
   Args:
     config: the configuration (already validated).
-    program: the registered program (`common.settings.programs`): its cluster shape, the kernel path and thread pool that
-      config.kernels and config.thread_pool "auto" stand for, and its hooks `plan`, `place` and
-      `checkpoint_objects` (`Program.hooks`; default: no plan, every layer on the first device, no more objects).
-    on_checkpoint: see `train`.
+    program: the registered program (`common.settings.programs`): its cluster shape, and the kernel path and thread
+      pool that config.kernels and config.thread_pool "auto" stand for.
+    on_checkpoint: called with the `Run` after each checkpoint is written (tests use it to kill the process or inject a
+      fault at a chosen point; `Run.checkpoints_saved` counts them). Default: the
+      `common.distribute.cluster.KILL_ENV` test hook when that variable names this process, else none.
+    plan: `plan(config, devices, dataset)`, the program's layout (kept as `Run.plan`); None: no plan.
+    place: `place(plan, devices) -> [device of each layer]`; the layers it leaves out (above those that train) and
+      every layer without it: the first device.
+    checkpoint_objects: `checkpoint_objects(plan, devices, config) -> {name: trackable}`, checkpointed with the
+      weights (kept as `Run.checkpoint_objects`); None: nothing more.
 
   Raises:
     ValueError: devices cannot be made, or the flags do not fit the data (`Config.check_data`).
@@ -184,15 +184,14 @@ def start(config: config_lib.Config, program: programs.Program,
     # Every output location is checked before anything is built.
     outputs.check(config, chief=writes)
   precision_lib.check_supported(config.precision)
-  hooks = program.load_hooks()
   device_setup, distribution = setup_devices(config, program)
   chief = distribution is None or distribution.extended.should_checkpoint
   # One writer per model directory: the chief (the workers of a multi-worker run share it).
   model_dir_lock = lock_lib.acquire(config.model_dir) if config.model_dir and chief else None
   data = data_lib.load(config.dataset, config.data_dir, config.train_examples)
   first = device_setup.names[0]
-  plan = hooks.plan(config, device_setup, data) if hasattr(hooks, "plan") else None
-  layer_devices = list(hooks.place(plan, device_setup) if hasattr(hooks, "place") else [])
+  layout = plan(config, device_setup, data) if plan else None
+  layer_devices = list(place(layout, device_setup) if place else [])
   # The layers the hook did not place (above the --pretrain_layers that train) go to the first device.
   layer_devices += [first] * (len(config.hidden_units) - len(layer_devices))
   # In a client/server cluster the client (this process) finetunes; its workers hold the layers. A
@@ -219,7 +218,7 @@ def start(config: config_lib.Config, program: programs.Program,
     with finetune_distribution.scope() if finetune_distribution is not None else tf.device(finetune_device):
       classifier = finetune.Classifier(config.hidden_units, config.seed, data.input_units, data.num_classes,
                                        precision=config.precision, devices=finetune_devices)
-  extra = hooks.checkpoint_objects(plan, device_setup, config) if hasattr(hooks, "checkpoint_objects") else {}
+  extra = checkpoint_objects(layout, device_setup, config) if checkpoint_objects else {}
   objects = dict(layers=layers, **({"classifier": classifier} if classifier is not None else {}), **extra)
   # Your own arrays are known by their content: a checkpoint of other arrays at the same path is not resumed.
   ckpt = checkpoint_lib.CheckpointState(config.model_dir, config, chief=chief,
@@ -244,7 +243,7 @@ def start(config: config_lib.Config, program: programs.Program,
       evaluator=evaluator, drift=drift, summaries=summaries_lib.Summaries(config.tensorboard_dir if chief else None,
                                                              config.effective_run_name),
       checkpoint=ckpt, on_checkpoint=on_checkpoint or cluster.fault_hook_from_environment(), lock=model_dir_lock,
-      plan=plan, checkpoint_objects=extra)
+      plan=layout, checkpoint_objects=extra)
 
 
 def finish(run: Run, record: Dict[str, Any], **finetune_options) -> Dict[str, Any]:

@@ -1,6 +1,6 @@
 """The state of a run that a program's schedule and `common.run.lifecycle.finish` share (`Run`): its configuration,
 devices, data, layers and classifier, the checkpointed progress document, the pretraining clock, and the steps every
-schedule takes around its training blocks (`Run.training`, `Run.end_epochs`, `Run.save`, `Run.train_layer`).
+schedule takes around its training blocks (`Run.training`, `Run.end_epochs`, `Run.save`, `Run.end_layer_epoch`).
 `common.run.lifecycle.start` builds it.
 """
 
@@ -24,7 +24,6 @@ from common.model import evaluation
 from common.model import input_drift
 from common.settings import config as config_lib
 from common.settings import programs
-from common.training import epochs
 from common.training import finetune
 
 
@@ -113,6 +112,11 @@ class Run:
     return seconds
 
   @property
+  def pretrains(self) -> bool:
+    """True unless the run pretrains nothing (--pretrain_epochs=0 or --pretrain_layers=0: `lifecycle.no_pretraining`)."""
+    return bool(self.config.pretrain_epochs and self.config.pretrain_layers)
+
+  @property
   def chunks_per_epoch(self) -> int:
     """Calls per epoch: several when a progress bar is shown, else one."""
     return BAR_CHUNKS_PER_EPOCH if self.config.show_progress else 1
@@ -185,40 +189,15 @@ class Run:
       self.summaries.pictures(sum(map(len, self.state["pretrain"]["layers"])), runlog.layer_weights(trained),
                               self.data.test_images, self.data.info.image_shape)
 
-  def train_layer(self, index: int, epoch_fn: Callable[..., Any], steps_per_epoch: int, learning_rate: float,
-                  progress: progress_lib.Progress, work: float, trace: bool = False) -> int:
-    """Trains layer `index` (0-based) for its remaining epochs of config.pretrain_epochs, in the greedy order.
-
-    Each epoch: `epochs.run_epoch` inside `training` (traced with --profile_dir when `trace`: the first epoch
-    only), its entry appended to the layer's history, `end_epochs`, a checkpoint and a progress line.
-
-    Args:
-      index: the layer, 0-based.
-      epoch_fn: compiled `fn(epoch, first_step, num_steps, learning_rate)` returning the summed batch losses.
-      steps_per_epoch: steps of one epoch (of config.batch_size examples each).
-      learning_rate: the SGD learning rate.
-      progress: advanced by `work` per epoch.
-      work: work units of one epoch.
-      trace: capture a profiler trace of the first epoch trained here.
-
-    Returns:
-      The number of epochs trained (0 when a resumed run had finished the layer).
-
-    Raises:
-      TrainingDivergedError: the loss became NaN or infinite.
-    """
-    config = self.config
+  def end_layer_epoch(self, index: int, result: Dict[str, Any], examples: int,
+                      progress: progress_lib.Progress) -> None:
+    """The bookkeeping after layer `index` (0-based) trained an epoch in the greedy order: `result` ({"loss",
+    "seconds"}, `common.training.epochs.run_epoch`) appended to its history, `end_epochs` (`examples` per epoch), a
+    checkpoint and a progress line."""
     history = self.state["pretrain"]["layers"][index]
-    examples = steps_per_epoch * config.batch_size
-    done = len(history)
-    for epoch in range(done, config.pretrain_epochs):
-      with timing.trace(config.profile_dir if trace else None), self.training():
-        result = epochs.run_epoch(epoch_fn, epoch, steps_per_epoch, learning_rate, self.chunks_per_epoch, progress,
-                                  work, f"pretraining loss of layer {index + 1}", "--pretrain_learning_rate")
-      trace = False
-      history.append(result)
-      self.end_epochs({index: result}, examples)
-      self.save()
-      progress.log(f"layer {index + 1}/{len(config.hidden_units)} epoch {epoch + 1}/{config.pretrain_epochs} "
-                   f"loss {result['loss']:.4f}", examples, result["seconds"])
-    return len(history) - done
+    history.append(result)
+    self.end_epochs({index: result}, examples)
+    self.save()
+    config = self.config
+    progress.log(f"layer {index + 1}/{len(config.hidden_units)} epoch {len(history)}/{config.pretrain_epochs} "
+                 f"loss {result['loss']:.4f}", examples, result["seconds"])

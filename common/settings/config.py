@@ -37,7 +37,7 @@ PROGRESS = {"auto": None, "bar": True, "log": False}  # --progress: None = a bar
 def setting(default: Any, help: str, *, check: Optional[Callable[[str, Any], None]] = None, kind: Optional[type] = None,
             choices: Optional[Tuple[str, ...]] = None, training: bool = True, flag: Optional[str] = None,
             flag_default: Any = dataclasses.MISSING, parse: Optional[Callable[[Any], Any]] = None,
-            recipe: bool = False) -> Any:
+            recipe: bool = False, old_names: Tuple[str, ...] = ()) -> Any:
   """A `Config` field declared once, for the library and the command line.
 
   Args:
@@ -52,10 +52,12 @@ def setting(default: Any, help: str, *, check: Optional[Callable[[str, Any], Non
     flag_default, parse: the flag's default and the function from its value to the field's, when they differ.
     recipe: True when a recipe may set it (`common.settings.recipes`): the field then defaults to None, "the recipe's value",
       which `Config` resolves on construction (`default` is the report's value, used when the recipe leaves it out).
+    old_names: the setting's earlier names: each still a flag (an alias, with a one-line notice) and read from a run
+      record or checkpoint that has it instead of the name (`saved_value`).
   """
   meta = {"help": help, "check": check, "kind": kind or type(default), "choices": choices, "training": training,
           "flag": flag, "flag_default": default if flag_default is dataclasses.MISSING else flag_default,
-          "parse": parse, "recipe": recipe, "report": default}
+          "parse": parse, "recipe": recipe, "report": default, "old_names": tuple(old_names)}
   if recipe:
     meta["help"] = f"{help} Default: the recipe's value (report: {_shown(default)})."
     meta["flag_default"] = None
@@ -324,7 +326,17 @@ def stale_settings(config: Config, saved: Mapping[str, Any]) -> List[str]:
   # The defaults at the saved stack's depth: --pretrain_layers' default is every layer.
   depth = tuple(saved.get("hidden_units") or config.hidden_units)
   defaults = type(config)(program=config.program, hidden_units=depth).training_fingerprint()
-  return sorted(k for k in want if _plain(want[k]) != _plain(saved.get(k, defaults.get(k))))
+  return sorted(k for k in want if _plain(want[k]) != _plain(saved_value(type(config), saved, k, defaults.get(k))))
+
+
+def saved_value(config_cls: type, saved: Mapping[str, Any], name: str, default: Any = None) -> Any:
+  """The value of setting `name` in a stored config `saved` (a run record's or a checkpoint's), under its name or,
+  for a record that predates a rename, under one of its `old_names`; `default` when it has neither."""
+  if name in saved:
+    return saved[name]
+  field = next((f for f in dataclasses.fields(config_cls) if f.name == name), None)
+  old = [n for n in (field.metadata.get("old_names", ()) if field else ()) if n in saved]
+  return saved[old[0]] if old else default
 
 
 def _plain(value: Any) -> Any:

@@ -6,6 +6,7 @@ with one line (absl's "FATAL Flags parsing error: ...") before any work starts.
 """
 
 import dataclasses
+import sys
 from typing import Any, Dict, List, Sequence, Type
 
 from absl import flags
@@ -43,6 +44,10 @@ def define(config_cls: Type[config_lib.Config]) -> List[str]:
     _define_one(f, flags.FLAGS)
     if f.metadata["check"]:
       _validate(name, f)
+    for old in f.metadata.get("old_names", ()):  # The setting's earlier names: aliases with a notice.
+      _define_one(f, flags.FLAGS, old)
+      if f.metadata["check"]:
+        _validate(old, f)
   together = [n for n in config_cls.TOGETHER if n in names]
   fields = {config_lib.flag_name(f): f for f in _fields(config_cls)}
 
@@ -56,13 +61,17 @@ def define(config_cls: Type[config_lib.Config]) -> List[str]:
   return names
 
 
-def _define_one(field: dataclasses.Field, flag_values: flags.FlagValues) -> None:
-  """Defines the flag of one `setting` field in `flag_values`: its kind (or choices), default and help."""
+def _define_one(field: dataclasses.Field, flag_values: flags.FlagValues, old_name: str = "") -> None:
+  """Defines the flag of one `setting` field in `flag_values`: its kind (or choices), default and help; with
+  `old_name`, the flag of that earlier name instead (default None: not given)."""
   name, meta = config_lib.flag_name(field), field.metadata
+  default, text = meta["flag_default"], meta["help"]
+  if old_name:
+    name, default, text = old_name, None, f"The old name of --{name} (still accepted, with a notice)."
   if meta["choices"]:
-    flags.DEFINE_enum(name, meta["flag_default"], list(meta["choices"]), meta["help"], flag_values=flag_values)
+    flags.DEFINE_enum(name, default, list(meta["choices"]), text, flag_values=flag_values)
   else:
-    _DEFINE[meta["kind"]](name, meta["flag_default"], meta["help"], flag_values=flag_values)
+    _DEFINE[meta["kind"]](name, default, text, flag_values=flag_values)
 
 
 def values_from_arguments(config_cls: Type[config_lib.Config], arguments: Sequence[str]) -> Dict[str, Any]:
@@ -91,9 +100,17 @@ def _validate(name: str, field: dataclasses.Field) -> None:
 
 
 def config_from_flags(program) -> config_lib.Config:
-  """The run's configuration from the parsed flags of `program` (a `common.settings.programs.Program`)."""
-  return program.make_config(**{f.name: _parsed(f, flags.FLAGS[config_lib.flag_name(f)].value)
-                                for f in _fields(program.config)})
+  """The run's configuration from the parsed flags of `program` (a `common.settings.programs.Program`); a setting
+  given by one of its old names (`setting(old_names=...)`) takes that value, with a one-line notice on stderr."""
+  values = {}
+  for f in _fields(program.config):
+    name = config_lib.flag_name(f)
+    values[f.name] = _parsed(f, flags.FLAGS[name].value)
+    for old in f.metadata.get("old_names", ()):
+      if flags.FLAGS[old].present and not flags.FLAGS[name].present:
+        print(f"notice: --{old} is now --{name}; the old name still works.", file=sys.stderr)
+        values[f.name] = _parsed(f, flags.FLAGS[old].value)
+  return program.make_config(**values)
 
 
 def arguments(config: config_lib.Config, always: Sequence[str] = ()) -> List[str]:

@@ -5,8 +5,8 @@ Everything that lists programs derives from the registry and asks a program's ca
 cluster shape, pipelined or not, what crosses between its devices, its batch rule, its kernels and thread pools, its
 performance model, whether it is the report's baseline); none names a program, except where a thing is about given
 programs (a benchmark of them, the report's numbers). This module imports no TensorFlow, and neither does a
-`program.py`: flags are parsed before TensorFlow loads. A program's hooks (`Program.hooks`: its schedule, and where
-it has them its placement, extra checkpoint objects and finetuning options) are imported only when it runs.
+`program.py`: flags are parsed before TensorFlow loads. A program's library (`Program.library`: its `train` and its
+schedule) is imported only when it runs.
 
 Adding a program (docs/experiments.md, "Adding a program"): its folder `<name>/` with `program.py`, `train.py` and
 `pretrain.py`, and its name appended to `PACKAGES`.
@@ -63,10 +63,9 @@ class Program:
     thread_pools: the intra-op pools worth comparing for it on several devices (the equal-cores benchmark).
     timing_settings: settings every timed run of it takes ((field, value) pairs, e.g. no op profile timed with it).
     baseline: True for the report's baseline, which every speedup divides (exactly one program).
-    hooks: the module of its hooks (default "<name>.pretrain"): `pretrain(run) -> record` (its schedule, required),
-      and optionally `plan(config, devices, dataset)` (its layout, kept as `Run.plan`), `place(plan, devices) -> [device of
-      each layer]`, `checkpoint_objects(plan, devices, config) -> {name: trackable}` (checkpointed with the weights,
-      kept as `Run.checkpoint_objects`) and `finetune_options(run) -> {...}` (`common.training.finetune.run_finetuning`).
+    library: the module of its library entry (default "<name>.pretrain"): `train(config, on_checkpoint=None) ->
+      record`, which starts the run (`common.run.lifecycle.started`), runs its schedule `pretrain(run)` and finishes
+      the run (`common.run.lifecycle.finish`).
   """
   name: str
   run_name: str
@@ -84,7 +83,7 @@ class Program:
   thread_pools: Tuple[str, ...] = ("per_device",)
   timing_settings: Tuple[Tuple[str, object], ...] = ()
   baseline: bool = False
-  hooks: str = ""
+  library: str = ""
 
   def __post_init__(self):
     if self.cluster not in CLUSTER_SHAPES:
@@ -96,7 +95,7 @@ class Program:
         object.__setattr__(self, field, dict.fromkeys(PRECISIONS, getattr(self, field)))
       if set(getattr(self, field)) != set(PRECISIONS):
         raise ValueError(f"{self.name}: {field} needs one value per precision {PRECISIONS}")
-    object.__setattr__(self, "hooks", self.hooks or f"{self.name}.pretrain")
+    object.__setattr__(self, "library", self.library or f"{self.name}.pretrain")
 
   def __hash__(self) -> int:  # The per-precision mappings are dicts: a program is known by its name.
     return hash(self.name)
@@ -123,9 +122,9 @@ class Program:
     """Its `Config` for `values` ({field: value}), naming it as the program (ValueError for a bad value)."""
     return self.config(program=self.name, **values)
 
-  def load_hooks(self):
-    """The module of its hooks (imports TensorFlow)."""
-    return importlib.import_module(self.hooks)
+  def load_library(self):
+    """The module of its `train(config)` (imports TensorFlow)."""
+    return importlib.import_module(self.library)
 
 
 @functools.lru_cache(maxsize=None)

@@ -51,7 +51,7 @@ RECIPES: Tuple[Recipe, ...] = (
     Recipe("large_batch", "data_parallel at a large global batch: pretraining rate scaled linearly with the batch, "
            "finetuning with Adam at 4e-4 scaled by sqrt, 2 warm-up epochs",
            {"pretrain_lr_scaling": "linear", "finetune_optimizer": "adam", "finetune_learning_rate": 0.0004,
-            "finetune_lr_scaling": "sqrt", "warmup_epochs": 2.0}),
+            "finetune_lr_scaling": "sqrt", "lr_warmup_epochs": 2.0}),
 )
 NAMES = tuple(r.name for r in RECIPES)
 DEFAULT = NAMES[0]

@@ -1,6 +1,7 @@
 """Running one epoch of a compiled step loop in chunks: the progress bar moves between the chunks, Ctrl-C stops
-between them, and the epoch's mean loss is checked. Pretraining (`lifecycle.Run.train_layer`) and finetuning
-(`common.training.finetune`) both run their epochs this way."""
+between them, and the epoch's mean loss is checked. The greedy-order programs' pretraining (`greedy.pretrain`,
+`data_parallel.pretrain`, `async_data_parallel.pretrain`) and finetuning (`common.training.finetune`) run their epochs
+this way."""
 
 import math
 import time

@@ -11,7 +11,7 @@ from common.settings import programs
 from experiments import harness, presets
 from experiments.render import cells
 from pipeline_parallel import config as pp_config
-from pipeline_parallel import placement
+from common.pipeline import placement
 
 GREEDY, MP, PP = programs.GREEDY, programs.MODEL_PARALLEL, programs.PIPELINE_PARALLEL
 PIPELINE = PP.name

@@ -41,7 +41,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       f"Loss: {what}. Fixed loss: greedy's final loss of each layer × {1 + LOSS_TOLERANCE}; a program reaches "
       "it when its last layer does (the metric of Santara et al. 2016, \"Faster learning of deep stacked autoencoders "
       "on multi-core systems using synchronized layer-wise pre-training\"). The report has no such figure. Model "
-      "parallel trains lower layers for more epochs (pipeline fill) and upper layers on inputs that still change."]
+      "parallel trains lower layers for more epochs (their start offsets) and upper layers on inputs that still change."]
 
 
 def figure(data: records.StudyRecords, others=None):

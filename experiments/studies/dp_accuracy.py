@@ -15,7 +15,7 @@ SIZES = dict(
     paper=dict(examples=55_000, epochs=(30, 60), batch=5000, hidden=CONFIG_1, devices=4, large_batch=LARGE_BATCH),
     cpu=dict(examples=11_000, epochs=(6, 12), batch=1000, hidden=(500,) * 4, devices=2, large_batch=LARGE_BATCH),
     smoke=dict(examples=400, epochs=(2,), batch=200, hidden=(32, 32), devices=2,
-               large_batch={**LARGE_BATCH, "warmup_epochs": 1}))
+               large_batch={**LARGE_BATCH, "lr_warmup_epochs": 1}))
 
 
 def dp_accuracy_rows(runs: series.Runs, preset: str) -> List[Dict[str, Optional[float]]]:
@@ -48,7 +48,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
   rates = next((r["learning_rates"] for r in data.runs.values()
                 if r.get("learning_rates") and r["run_name"].endswith("large_batch")), None)
   recipe = (f" (here: pretraining {rates['pretrain']:.3g}, finetuning {rates['finetune']:.3g}, after "
-            f"{rates['warmup_epochs']:g} warm-up epochs)") if rates else ""
+            f"{rates.get('lr_warmup_epochs', rates.get('warmup_epochs')):g} warm-up epochs)") if rates else ""
   return md_table(["preset", "epochs", "ours DP batch", "ours DP report recipe", "ours DP large-batch",
                    "ours greedy (batch 100)", "goal (greedy - 0.005)", "report DP (batch 5000 per tower)"], rows), [
       f"The report's recipe keeps the batch-100 learning rates at its batch 5000 (its 0.7472 / 0.8162; "

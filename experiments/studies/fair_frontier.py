@@ -41,7 +41,7 @@ def _spec(s: Mapping[str, Any], d: str, arm, seed: int) -> Run:
 
 
 def arms_of(s: Mapping[str, Any]) -> List:
-  """The first stage's arms at sizes `s`: every program at every warm-up, then greedy at K = 0 .. H - 1 pretrained
+  """The first round's arms at sizes `s`: every program at every warm-up, then greedy at K = 0 .. H - 1 pretrained
   layers (K = H is greedy's `BASE`)."""
   return list(schedules.FAIR_ARMS) + [layers_arm(k) for k in range(len(s["hidden"]))]
 
@@ -76,7 +76,7 @@ def choose(runs: Mapping[str, dict], datasets: Sequence[str] = DATASETS,
 
 
 def confirm_runs(s: Mapping[str, Any], found) -> List[Run]:
-  """The second stage: each program's chosen warm-up (`choose` on the first stage's records) on CONFIRM_SEEDS; none
+  """The second round: each program's chosen warm-up (`choose` on the first round's records) on CONFIRM_SEEDS; none
   until every program's candidates have their records."""
   mine = records.of(found, NAME, s["preset"])
   datasets = s.get("datasets", DATASETS)
@@ -101,7 +101,7 @@ def probe_means(rs: Sequence[dict], key: str = "validation_accuracy") -> List[Op
 
 
 def _row(d: str, name: str, rs: Mapping[int, dict], base: Mapping[int, dict]) -> List[Any]:
-  first = [r for s, r in rs.items() if s in SEEDS]  # the means of reconstruction and probe: the first stage's seeds
+  first = [r for s, r in rs.items() if s in SEEDS]  # the means of reconstruction and probe: the first round's seeds
   return [records.dataset_label(d), f"`{name}`", len(rs), spread_text([records.accuracy(r, VAL) for r in rs.values()]),
           "—" if name == BASE else spread_text(gains(rs, base, VAL), digits=2),
           "—" if name == BASE else spread_text(gains(rs, base), digits=2),

@@ -51,7 +51,7 @@ def ablation_table(data, others) -> Tuple[str, List[str]]:
                    f"images, {one['finetune_epochs']} + {one['finetune_epochs']} epochs (none: 0 + "
                    f"{one['finetune_epochs']}), batch {one['batch_size']}; held-out reconstruction: test images "
                    "through the stack below, fixed masks (of untrained layers without pretraining). The last arm is "
-                   "the sweep's confirm-stage records of its best candidate without pretraining.")
+                   "the sweep's confirm-round records of its best candidate without pretraining.")
   return tables.md_table(["dataset", "recipe", "test accuracy", "validation accuracy",
                           "held-out reconstruction per layer", "finetuning rate", "seeds"], body), sentences
 
@@ -87,7 +87,7 @@ def ablation_figure(data, others=None):
 
 
 def _none_own(s, found) -> List[Run]:
-  """Second stage: the sweep's confirm runs of its best candidate without pretraining (shared), once `found` has it."""
+  """Second round: the sweep's confirm runs of its best candidate without pretraining (shared), once `found` has it."""
   runs = sweep.confirm_runs(dict(sweep.SIZES[s["preset"]], preset=s["preset"]), found)
   return [dataclasses.replace(r, name=f"{r.name.split('_')[1]}_none_own_s{r.config.seed}", may_fail=False)
           for r in runs if r.name.split("_")[2] == "none"]

@@ -1,5 +1,5 @@
 """The speed-accuracy frontier of the pipeline's schedules (docs/pretraining.md, "Fast and as accurate as greedy"):
-greedy, the original pipeline, each schedule setting of pipeline_parallel (`pipeline_parallel.schedule`: cosine
+greedy, the original pipeline, each schedule setting of pipeline_parallel (`common.pipeline.schedule`: cosine
 rate, layer warm-up, staggered start, polish) at two or three values, model_parallel and sync_layerwise, with the
 tuned recipe, 3 seeds, MNIST and Fashion-MNIST; every run records its input drift and its held-out reconstruction
 after every epoch. The staggered starts are also the causal test of the drift: they remove the early drift in steps

@@ -30,7 +30,7 @@ import tensorflow as tf
 from common.data import loader as data
 from common.model import autoencoder
 from common.model import graph
-from pipeline_parallel import schedule as schedule_lib
+from common.pipeline import schedule as schedule_lib
 
 # Group and instance keys of the stages' collectives: one process-wide sequence, so that pipelines built one
 # after another in a process (tests) never reuse a key; far above the keys tf.distribute allocates itself.
@@ -58,7 +58,7 @@ class Stage:
     seed, corruption, batch_size: as for greedy (`autoencoder.LayerTrainer`); batch_size is the global batch B,
       divisible by R.
     kernels: the kernel path of each layer's step (`autoencoder.KERNEL_PATHS`).
-    schedule: when each layer trains and at which rate (`pipeline_parallel.schedule`); None: the original schedule
+    schedule: when each layer trains and at which rate (`common.pipeline.schedule`); None: the original schedule
       (every layer at the given rate on every step).
     first_layer: the 0-based index in the stack of the stage's bottom layer (the schedule is per layer).
   """

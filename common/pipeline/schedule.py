@@ -1,4 +1,4 @@
-"""When each layer of the pipeline trains, and at which rate: the schedule settings of pipeline_parallel.
+"""When each layer of a layer-pipelined schedule trains, and at which rate: the schedule settings of pipeline_parallel.
 
 The original pipeline trains every layer from the first step to the last at the constant rate. Layer n > 1 then
 learns on the codes of layers that are still moving (input drift: docs/pretraining.md). Each setting below
@@ -20,9 +20,12 @@ A polish (`--polish_epochs`) is not a step schedule: it runs after the pipelined
 
 import dataclasses
 import math
+from typing import Any, Dict, List, Sequence, Tuple
 
+import numpy as np
 import tensorflow as tf
 
+from common.base import errors
 from common.model import layer_warmup
 
 
@@ -47,10 +50,12 @@ class LayerSchedule:
 
   @classmethod
   def of(cls, config, steps_per_epoch: int) -> "LayerSchedule":
-    """The schedule of a `PipelineConfig` with S = `steps_per_epoch`, of the layers that train (--pretrain_layers)."""
+    """The schedule of a run's `config` with S = `steps_per_epoch`, of the layers that train (--pretrain_layers): its
+    layer warm-up (every program's setting) and, where its program has them (pipeline_parallel's `PipelineConfig`),
+    its rate schedule and staggered start; the original schedule's values otherwise."""
     return cls(config.pretrain_layers or len(config.hidden_units), steps_per_epoch, config.pretrain_epochs,
-               config.pretrain_lr_schedule,
-               config.layer_warmup_epochs, config.stagger_epochs)
+               getattr(config, "pretrain_lr_schedule", "constant"), config.layer_warmup_epochs,
+               getattr(config, "stagger_epochs", 0.0))
 
   @property
   def is_original(self) -> bool:
@@ -112,3 +117,44 @@ class LayerSchedule:
             "stagger_epochs": self.stagger_epochs, "layer_start_steps": [self.start(i) for i in range(self.num_layers)],
             "layer_warmup_steps": [self.warmup_steps(i) for i in range(self.num_layers)],
             "layer_steps": self.layer_steps, "total_steps": self.total_steps}
+
+
+def account_tick(schedule: LayerSchedule, plan, losses: Sequence[np.ndarray], work: Sequence[Tuple[int, int]],
+                 partial: List[Dict[str, float]], histories: List[List[Dict[str, Any]]],
+                 elapsed: float) -> Dict[int, Dict[str, Any]]:
+  """Adds a tick's per-step losses to each layer's running epoch (the steps of its own window, `schedule`); returns
+  {layer: entry} of the epochs that ended in this tick (appended to `histories`).
+
+  Args:
+    schedule: the layer schedule.
+    plan: the `common.pipeline.placement.Plan` (its `stage_of` each layer).
+    losses: per stage, float32 [steps of its chunk, layers of the stage] (`Pipeline.tick`'s losses).
+    work: per stage, (first step, steps) of its chunk in the tick (`Plan.tick`).
+    partial: per layer, its running epoch {"loss_sum", "steps", "since" (elapsed seconds at its previous epoch's end)}.
+    histories: per layer, its epochs' entries {"loss", "seconds"}.
+    elapsed: the run's pretraining seconds now.
+
+  Raises:
+    TrainingDivergedError: a loss is NaN or infinite.
+  """
+  ended, steps_per_epoch = {}, schedule.steps_per_epoch
+  for i, (p, m) in sorted(plan.stage_of.items()):
+    first, count = work[p]
+    start = schedule.start(i)
+    for j in range(count):
+      tau = first + j - start  # the layer's own step
+      if not 0 <= tau < schedule.layer_steps:
+        continue
+      loss = float(losses[p][j, m])
+      if not math.isfinite(loss):
+        raise errors.TrainingDivergedError(
+            f"pretraining loss of layer {i + 1} became {loss} in epoch {tau // steps_per_epoch + 1}; lower "
+            "--pretrain_learning_rate. The last good checkpoint is kept.")
+      partial[i]["loss_sum"] += loss
+      partial[i]["steps"] += 1
+      if (tau + 1) % steps_per_epoch == 0:
+        entry = {"loss": partial[i]["loss_sum"] / partial[i]["steps"], "seconds": elapsed - partial[i]["since"]}
+        histories[i].append(entry)
+        ended[i] = entry
+        partial[i].update(loss_sum=0.0, steps=0, since=elapsed)
+  return ended

@@ -10,7 +10,7 @@ al. 2019, "GPipe: Efficient Training of Giant Neural Networks using Pipeline Par
 """
 
 import dataclasses
-from typing import List, Sequence, Tuple
+from typing import Dict, List, Sequence, Tuple
 
 from common.measure import cost
 
@@ -56,6 +56,11 @@ class Plan:
   def stages(self) -> List[List[int]]:
     """0-based layers of each stage, bottom first."""
     return partition(self.layer_costs, min(self.num_devices // self.replicas_per_stage, len(self.hidden_units)))
+
+  @property
+  def stage_of(self) -> Dict[int, Tuple[int, int]]:
+    """{0-based layer: (its stage, its 0-based position in the stage)}."""
+    return {i: (p, m) for p, stage in enumerate(self.stages) for m, i in enumerate(stage)}
 
   @property
   def num_stages(self) -> int:
@@ -120,7 +125,7 @@ def plan_for(hidden_units: Sequence[int], num_devices: int, train_examples: int,
              pretrain_epochs: int, chunk_steps: int, replicas_per_stage: int = 1,
              input_units: int = cost.INPUT_UNITS, extra_steps: int = 0) -> Plan:
   """The plan of a run with these flags: T = (N // B) x E steps (plus `extra_steps`: a staggered start's,
-  `pipeline_parallel.schedule`), K clamped to one epoch's steps (so a layer ends at most one epoch per tick, and
+  `common.pipeline.schedule`), K clamped to one epoch's steps (so a layer ends at most one epoch per tick, and
   every epoch gets its own record entry) and to T. The weights do not depend on K. With E = 0 (no pretraining)
   the plan is of one epoch: it only places the layers.
 
