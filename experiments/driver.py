@@ -35,6 +35,23 @@ def call(command: Sequence[str], log: Optional[IO] = None, capture: bool = False
                         stderr=subprocess.STDOUT if log else pipe)
 
 
+def start_all(commands: Sequence[Sequence[str]]) -> List[Dict]:
+  """Runs `commands` at once (started one right after another, as `call` runs one) and returns the JSON each printed
+  last; RuntimeError naming the first that failed."""
+  env = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+  env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+  env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+  procs = [subprocess.Popen(list(c), cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+           for c in commands]
+  out = []
+  for command, proc in zip(commands, procs):
+    stdout, stderr = proc.communicate()
+    if proc.returncode:
+      raise RuntimeError(f"{' '.join(command)} failed (exit status {proc.returncode}):\n{stderr[-3000:]}")
+    out.append(json.loads(stdout.strip().splitlines()[-1]))
+  return out
+
+
 def runnable_here(jobs: Sequence["Job"], out: Callable[[str], None] = print) -> List["Job"]:
   """`jobs` but, on a CPU without native bfloat16, the mixed_bfloat16 ones lacking a record (left out, named)."""
   native = provenance.native_cpu_bfloat16(*provenance.read_cpu_flags()) is not None

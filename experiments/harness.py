@@ -133,6 +133,24 @@ def matmul_rates(s: Setting) -> Dict:
   return _one_core("matmul_rates", s, f"--batch_size={s.batch_size}")
 
 
+def two_stream_rates(s: Setting, streams: int = 2) -> Dict:
+  """{precision: {"threads", "processes", "gflops_per_second"}}: the step's products on `streams` one-thread streams at
+  once (`experiments.benchmarks.matmul_rates`): as threads of one process, and as `streams` processes of one thread
+  started together (their rates summed); GFLOP/s each, and the higher of the two, the limit as the machine runs.
+  RuntimeError: a run failed."""
+  threads = _one_core("matmul_rates", s, f"--batch_size={s.batch_size}", f"--streams={streams}")
+  command = [sys.executable, "-m", "experiments.benchmarks.matmul_rates", f"--batch_size={s.batch_size}",
+             f"--hidden_units={','.join(map(str, s.hidden_units))}",
+             *([f"--precisions={','.join(s.options['precisions'])}"] if "precisions" in s.options else [])]
+  alone = driver.start_all([command] * streams)  # started together, each one thread
+  out = {}
+  for p, together in threads.items():
+    summed = sum(r[p]["gflops_per_second"] for r in alone)
+    out[p] = {"threads": together["gflops_per_second"], "processes": summed,
+              "gflops_per_second": max(together["gflops_per_second"], summed)}
+  return out
+
+
 def update_floor(s: Setting) -> Dict:
   """{precision: {"seconds_per_step", "ways", "layers"}}: one core's passes over the kernels per step of every layer
   (`experiments.benchmarks.update_floor`); RuntimeError: failed."""

@@ -256,7 +256,17 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   # One layer's passes over its kernel: 0.01 s per step in float32, 0.1 s in bfloat16; 4 steps per epoch, 2 epochs.
   monkeypatch.setattr(harness, "update_floor", lambda s: {q: {"seconds_per_step": t, "layers": [{"seconds": t}]}
                                                           for q, t in ((f32, 0.01), (bf16, 0.1))})
+  # Two streams at once: 1.6 (threads) or 1.8 (processes) times one core's rate; the higher is the running limit.
+  monkeypatch.setattr(harness, "two_stream_rates", lambda s: {
+      q: {"threads": 1.6 * g, "processes": 1.8 * g, "gflops_per_second": 1.8 * g} for q, g in ((f32, 1e-3),
+                                                                                             (bf16, 2e-3))})
   summary = bench_limit.summarize(s, found)
+  pipe = found[f"pipeline_shared_{f32}"][0]
+  assert summary["configurations"][f"pipeline_shared_{f32}"]["pretrain_fraction_of_running_limit"][
+      "median"] == pytest.approx(harness.flops(pipe) / 2.0 / 1.8e6)
+  assert summary["configurations"][f"greedy_1core_{f32}"]["pretrain_fraction_of_running_limit"]["median"] == \
+      pytest.approx(harness.flops(found[f"greedy_1core_{f32}"][0]) / 2.0 / 1e6)  # one core: one stream's rate
+  assert summary[f"pipeline_fraction_running_{f32}"]["pool"] == summary[f"pipeline_fraction_{f32}"]["pool"]
   one = found[f"greedy_1core_{f32}"][0]
   assert summary["configurations"][f"greedy_1core_{f32}"]["cores"] == 1
   assert summary["configurations"][f"greedy_1core_{f32}"]["pretrain_fraction_of_limit"]["median"] == pytest.approx(

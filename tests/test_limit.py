@@ -11,13 +11,14 @@ import numpy as np
 import pytest
 
 from common.measure import cost
+from common.measure import timing
 from common.settings import programs
 from experiments import harness
 from experiments import records
 from experiments.benchmarks import limit as bench_limit
 from experiments.benchmarks import matmul_rates
 from experiments.benchmarks import update_floor
-from conftest import ROOT
+from conftest import ROOT, run_module
 
 
 def test_every_shape_is_timed_every_way_and_the_fastest_counts():
@@ -65,6 +66,46 @@ def _assert_spread(got, want, what):
       [min(want), statistics.median(want), max(want)], rel=1e-12, abs=0), what
 
 
+def test_two_streams_run_every_shape_at_once_each_on_its_own_thread(monkeypatch):
+  """`stream_rates`: each shape's loops of the streams, released together on threads of their own; the rate is the
+  streams' FLOPs over the wall from the first start to the last end (here each loop "takes" a made-up span)."""
+  hidden, batch = (24,), 8
+  spans = iter([(0.0, 1.0), (0.5, 2.0)] * 8)  # per call of _together: two streams from 0 to 2 s
+  calls = []
+
+  def together(loops):
+    calls.append(len(loops))
+    for loop in loops:
+      loop().numpy()  # the loops run for real
+    return max(e for _, e in [next(spans), next(spans)])
+  monkeypatch.setattr(matmul_rates, "_together", together)
+  rates = matmul_rates.stream_rates(hidden, batch, streams=2, iterations=2, repeats=1, precisions=["float32"])
+  shapes = matmul_rates.shapes(hidden, batch)
+  flops = sum(2.0 * 2 * m * k * n * 2 for m, k, n, _, _ in shapes)  # 2 streams x 2 iterations per shape
+  assert calls == [2] * len(set(shapes))
+  assert rates["float32"]["gflops_per_second"] == pytest.approx(flops / (2.0 * len(shapes)) / 1e9)
+  assert rates["float32"]["streams"] == 2
+
+
+def test_the_streams_run_at_once():
+  """`_together` runs its loops at the same time: the first returns only once the second has started."""
+  import threading
+  started = threading.Event()
+
+  class Done:
+    def numpy(self):
+      return 0
+
+  def first():
+    assert started.wait(timeout=600), "the second stream never started while the first ran"
+    return Done()
+
+  def second():
+    started.set()
+    return Done()
+  assert matmul_rates._together([first, second]) >= 0  # pylint: disable=protected-access
+
+
 def test_the_summary_computes_every_fraction_from_the_records(monkeypatch):
   """`limit.summarize` on fixture records whose seconds are made so that each repeat reaches known fractions of the
   limit: the fractions, cores (devices x threads, at most the usable cores), ceilings and speedups come out exactly,
@@ -89,7 +130,17 @@ def test_the_summary_computes_every_fraction_from_the_records(monkeypatch):
                                                           for p, g in RATES.items()})
   monkeypatch.setattr(harness, "update_floor", lambda _: {p: {"seconds_per_step": t, "layers": [{"seconds": t}]}
                                                           for p, t in FLOOR.items()})
+  # Two streams at once reach 1.5 times one core's rate: the limit as the machine runs, on two cores.
+  monkeypatch.setattr(harness, "two_stream_rates", lambda _: {p: {"threads": 1.5 * g, "processes": 1.2 * g,
+                                                                  "gflops_per_second": 1.5 * g}
+                                                              for p, g in RATES.items()})
   summary = bench_limit.summarize(s, found)
+  for name in found:  # the running limit: one core's rate on one core; on these 3 cores none was measured
+    c = summary["configurations"][name]
+    if c["cores"] == 1:
+      assert c["pretrain_fraction_of_running_limit"] == c["pretrain_fraction_of_limit"]
+    else:
+      assert c["cores"] == 3 and c["pretrain_fraction_of_running_limit"] is None
   assert summary["matmul_gflops_per_second_one_core"] == RATES and list(summary["configurations"]) == list(found)
   for p in (F32, BF16):
     # The limit's seconds of the products, and the passes over the kernel: 2 epochs of 4 steps.
@@ -223,3 +274,41 @@ def test_each_way_makes_the_same_update(precision):
     update_floor._loop(way, precision, [kernel], [gradient], 3)().numpy()
     np.testing.assert_allclose(kernel.numpy(), expected, rtol=1e-6, atol=1e-9, err_msg=way)
     assert np.abs(kernel.numpy() - start.numpy()).max() > 1e-4  # the updates happened
+
+
+def test_the_account_splits_the_seconds_beyond_the_limit_exactly():
+  """`limit.account`: wall - limit = interference + computing + tails + idle, each from the records: the limit's
+  seconds at twice one core's rate, interference from greedy beside a copy of itself against greedy alone (same
+  repeat), tails the full ticks beyond their median, idle the rest of the stages' mean idle time."""
+  s = harness.Setting((32,), 100, 2, 400, 2, 2, {"precisions": [F32], "finetune_epochs": 1, "account": 1})
+  runs = bench_limit.configurations(s)
+  beside = [r for r in runs if r.name == f"{bench_limit.PAIR}_{F32}"]
+  assert len(beside) == 1 and beside[0].launcher == ("experiments.beside",) and beside[0].config.num_devices == 1
+  pipe = next(r for r in runs if r.name == f"pipeline_shared_{F32}")
+  record = {"strategy": pipe.program, "config": dict(pipe.config.to_dict(), train_examples=400, batch_size=100),
+            "layers": [{"epochs": [{}, {}]}], "pretrain_seconds": 10.0,
+            "pipeline": {"busy_seconds": [7.0, 5.0], "tick_seconds": timing.tail_summary([1.0] * 6 + [2.0, 3.0])}}
+  rate = harness.flops(record) / 8.0  # one core's FLOP/s: the limit (two cores) takes 4 s
+  got = bench_limit.account([record], [{"pretrain_seconds": 4.0}], [{"pretrain_seconds": 5.0}], rate)
+  median = {k: v["seconds"]["median"] for k, v in got.items()}
+  assert median["limit"] == pytest.approx(4.0) and median["wall"] == 10.0
+  assert median["interference"] == pytest.approx(0.25 * 4.0)  # beside a copy: 25% slower
+  assert median["computing"] == pytest.approx(6.0 - 4.0 - 1.0)  # mean busy 6 s
+  assert median["tails"] == pytest.approx(3.0)  # 8 ticks, mean 1.375 s, median 1 s
+  assert median["idle"] == pytest.approx(10.0 - 6.0 - 3.0)
+  assert sum(median[k] for k in bench_limit.ACCOUNT) == pytest.approx(median["wall"] - median["limit"])
+  assert got["tails"]["fraction_of_wall"]["median"] == pytest.approx(0.3)
+  no_clock = dict(record, pipeline={"busy_seconds": None, "tick_seconds": None})
+  assert bench_limit.account([no_clock], [{"pretrain_seconds": 4.0}], [{"pretrain_seconds": 5.0}], rate) == {}
+
+
+def test_beside_runs_the_program_with_a_quiet_copy_and_keeps_its_exit_status(tmp_path):
+  """`python -m experiments.beside <module> <flags>`: the program's record and exit status; the copy beside it writes
+  nothing and is gone when the program ends."""
+  flags = ["--hidden_units=8", "--pretrain_epochs=1", "--finetune_epochs=0", "--train_examples=200", "--batch_size=50",
+           "--nopictures", "--progress=log", f"--results_dir={tmp_path}", "--run_name=main"]
+  proc = run_module("experiments.beside", programs.GREEDY.module, *flags)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  assert sorted(p.name for p in tmp_path.iterdir()) == ["main.json"]
+  refused = run_module("experiments.beside", programs.GREEDY.module, "--batch_size=0", "--results_dir=")
+  assert refused.returncode == 1 and "--batch_size" in refused.stderr

@@ -31,14 +31,15 @@ def compile_seconds(timing: Dict[str, float], phase: str = COMPILE_PHASE) -> Opt
 
 
 def tail_summary(seconds: Sequence[float]) -> Optional[Dict[str, float]]:
-  """{"count", "median", "p90", "p99", "max"} of durations `seconds` (nearest-rank percentiles), or None for none:
-  the step-time tails of a pipeline's full ticks (`pipeline.tick_seconds` of its run record)."""
+  """{"count", "mean", "median", "p90", "p99", "max"} of durations `seconds` (nearest-rank percentiles), or None for
+  none: the step-time tails of a pipeline's full ticks (`pipeline.tick_seconds` of its run record)."""
   if not seconds:
     return None
   ordered = sorted(seconds)
   n = len(ordered)
-  return {"count": n, "median": statistics.median(ordered), "p90": ordered[max(0, math.ceil(0.9 * n) - 1)],
-          "p99": ordered[max(0, math.ceil(0.99 * n) - 1)], "max": ordered[-1]}
+  return {"count": n, "mean": statistics.fmean(ordered), "median": statistics.median(ordered),
+          "p90": ordered[max(0, math.ceil(0.9 * n) - 1)], "p99": ordered[max(0, math.ceil(0.99 * n) - 1)],
+          "max": ordered[-1]}
 
 
 class PhaseTimer:

@@ -11,6 +11,8 @@ fastest. Run by the limit and precision benchmarks:
 
 import collections
 import json
+import threading
+import time
 import timeit
 
 from absl import app, flags
@@ -81,6 +83,55 @@ def rates(hidden_units, batch_size: int, iterations: int = 20, repeats: int = 3,
   return result
 
 
+def stream_rates(hidden_units, batch_size: int, streams: int = 2, iterations: int = 20, repeats: int = 3,
+                 ways=("tf",), precisions=PRECISIONS) -> dict:
+  """{precision: {"gflops_per_second", "streams", "ways"}}: the step's products run by `streams` one-thread streams
+  at once in this process (one Python thread each, TensorFlow on 1 intra-op and `streams` inter-op threads, each
+  stream its own operands), their FLOPs over the wall seconds from the first stream's start to the last one's end,
+  per shape the fastest of `repeats` and of `ways`. What `streams` cores give at once, to set beside `streams` x one
+  core's `rates` (the limit benchmark's limit as the machine runs). ValueError as `rates`."""
+  tf = harness.one_thread(ways, WAYS, precisions)
+  try:
+    tf.config.threading.set_inter_op_parallelism_threads(streams)
+  except RuntimeError:  # TensorFlow already initialized (tests)
+    pass
+  result = {}
+  for name, dtype in ((p, tf.float32 if p == PRECISIONS[0] else tf.bfloat16) for p in precisions):
+    flops, seconds = 0.0, 0.0
+    for (m, k, n, ta, tb), count in collections.Counter(shapes(hidden_units, batch_size)).items():
+      best = float("inf")
+      for way in ways:
+        loops = []
+        for j in range(streams):
+          a = tf.cast(tf.random.stateless_uniform([4] + ([k, m] if ta else [m, k]), (j, 1)), dtype)
+          b = tf.cast(tf.random.stateless_uniform([4] + ([n, k] if tb else [k, n]), (j, 2)), dtype)
+          loops.append(_loop(way, a, b, ta, tb, iterations))
+          loops[-1]().numpy()
+        for _ in range(repeats):
+          best = min(best, _together(loops))
+      flops, seconds = flops + count * streams * 2.0 * m * k * n * iterations, seconds + count * best
+    result[name] = {"gflops_per_second": flops / seconds / 1e9, "streams": streams, "ways": list(ways)}
+  return result
+
+
+def _together(loops) -> float:
+  """Seconds from the start of the first of `loops` to the end of the last, each called once on a thread of its own
+  (all released at once by a barrier)."""
+  barrier, spans = threading.Barrier(len(loops)), []
+
+  def run(loop):
+    barrier.wait()
+    start = time.perf_counter()
+    loop().numpy()
+    spans.append((start, time.perf_counter()))
+  threads = [threading.Thread(target=run, args=(loop,)) for loop in loops]
+  for t in threads:
+    t.start()
+  for t in threads:
+    t.join()
+  return max(e for _, e in spans) - min(s for s, _ in spans)
+
+
 if __name__ == "__main__":
   _HIDDEN = flags.DEFINE_list("hidden_units", ["1000", "1000", "1000", "1000"], "The stack.")
   _BATCH = flags.DEFINE_integer("batch_size", 1000, "Rows B of a step.")
@@ -88,5 +139,10 @@ if __name__ == "__main__":
   _REPEATS = flags.DEFINE_integer("repeats", 3, "Timed loops per shape and way (the fastest counts).")
   _WAYS = flags.DEFINE_list("ways", list(WAYS), "Ways to time each shape (the fastest counts): " + ", ".join(WAYS))
   _PRECISIONS = flags.DEFINE_list("precisions", list(PRECISIONS), "Operand precisions: " + ", ".join(PRECISIONS))
-  app.run(lambda argv: print(json.dumps(rates(_HIDDEN.value, _BATCH.value, _ITERATIONS.value, _REPEATS.value,
-                                              _WAYS.value, _PRECISIONS.value))))
+  _STREAMS = flags.DEFINE_integer("streams", 1, "Product streams at once in this process, one thread each (1: one "
+                                  "core's rates per shape and way; more: their rate together, `stream_rates`).")
+  app.run(lambda argv: print(json.dumps(
+      rates(_HIDDEN.value, _BATCH.value, _ITERATIONS.value, _REPEATS.value, _WAYS.value, _PRECISIONS.value)
+      if _STREAMS.value == 1 else
+      stream_rates(_HIDDEN.value, _BATCH.value, _STREAMS.value, _ITERATIONS.value, _REPEATS.value, _WAYS.value,
+                   _PRECISIONS.value))))
