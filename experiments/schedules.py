@@ -49,6 +49,10 @@ def warmup_arm(program: programs.Program, warmup: float) -> Arm:
 
 
 FAIR_ARMS: Tuple[Arm, ...] = tuple(warmup_arm(p, w) for p in FAIR_PROGRAMS for w in WARMUPS)
+# Each program's layer warm-up the fair frontier's rule chose (`choose` in studies/fair_frontier.py, on its records):
+# the tuned recipe gives it (`common.settings.recipes`; sync_layerwise model_parallel's, data_parallel and
+# async_data_parallel greedy's: tests/test_recipes.py), and the full-size runs pin it (studies/full_size.py).
+FAIR_CHOSEN: Mapping[str, float] = {GREEDY.name: 2.0, programs.MODEL_PARALLEL.name: 1.0, PP.name: 1.0}
 
 
 def arm(name: str) -> Arm:

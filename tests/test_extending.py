@@ -61,25 +61,9 @@ from common.settings import programs
 PROGRAM = programs.Program(name="toy_pipeline", run_name="toy", label="toy pipeline", color="tab:olive",
                            pipelined=True, network="activations")
 ''',
-    "train.py": '''"""A staggered pipeline: python -m toy_pipeline.train [flags]."""
-
-from absl import app
-
-from common.run import cli
-from toy_pipeline import program
-
-
-def main(argv):
-  config = cli.config(program.PROGRAM, argv)
-  from toy_pipeline import pretrain  # TensorFlow loads once the flags are valid
-  with cli.reported(config):
-    cli.summary(config, pretrain.train(config))
-
-
-if __name__ == "__main__":
-  cli.define(program.PROGRAM)
-  app.run(main)
-''',
+    # Its entry point reads as every program's: greedy's, with its own name.
+    "train.py": open(os.path.join(ROOT, programs.GREEDY.name, "train.py")).read().replace(
+        f"from {programs.GREEDY.name} import", "from toy_pipeline import"),
     "pretrain.py": '''"""A staggered pipeline: layer n starts STAGGER_EPOCHS after layer n - 1 and trains its epochs on the codes the layer
 below hands up while it trains; contiguous stages placed by cost, one per device; made of common/pipeline/."""
 

@@ -53,21 +53,25 @@ def test_a_recipe_sets_its_values_and_explicit_values_override_them():
   assert dataclasses.replace(config, recipe="report").training_fingerprint() != config.training_fingerprint()
 
 
-def test_tuned_recipe_warms_up_the_pipelines_layers_and_a_warmup_is_every_programs():
-  """--recipe=tuned gives pipeline_parallel the frontier's chosen schedule (a layer warm-up of 2 epochs,
-  docs/pretraining.md) and every other schedule setting the original's; the report's recipe keeps the original
-  schedule; an explicit --layer_warmup_epochs wins; every program has the setting, its report value 0."""
+def test_tuned_recipe_gives_each_program_the_fair_frontiers_warmup():
+  """--recipe=tuned gives each program the layer warm-up the fair_frontier rule chose (`schedules.FAIR_CHOSEN`):
+  sync_layerwise model_parallel's (it is model_parallel with G = H), data_parallel and async_data_parallel greedy's
+  (they compute greedy's steps), so the equivalences hold under the recipe; the pipeline's other schedule settings
+  stay the original's; the report's recipe has no warm-up; an explicit --layer_warmup_epochs wins."""
+  from experiments import schedules
+  like = {programs.SYNC_LAYERWISE: programs.MODEL_PARALLEL, programs.DATA_PARALLEL: programs.GREEDY,
+          programs.ASYNC_DATA_PARALLEL: programs.GREEDY}
+  for program in programs.PROGRAMS:
+    chosen = schedules.FAIR_CHOSEN[like.get(program, program).name]
+    assert program.make_config(recipe="tuned").layer_warmup_epochs == chosen, program.name
+    assert program.make_config(recipe="report").layer_warmup_epochs == 0.0, program.name
+    assert program.make_config(recipe="tuned", layer_warmup_epochs=0.0).layer_warmup_epochs == 0.0
   pp = programs.PIPELINE_PARALLEL
   tuned, report = pp.make_config(recipe="tuned"), pp.make_config(recipe="report")
-  assert (tuned.layer_warmup_epochs, report.layer_warmup_epochs) == (2.0, 0.0)
   assert all(getattr(tuned, k) == getattr(report, k) for k in ("pretrain_lr_schedule", "stagger_epochs",
                                                                   "polish_epochs"))
-  assert pp.make_config(recipe="tuned", layer_warmup_epochs=0.0).layer_warmup_epochs == 0.0
-  assert tuned.to_dict()["layer_warmup_epochs"] == 2.0
+  assert tuned.to_dict()["layer_warmup_epochs"] == schedules.FAIR_CHOSEN[pp.name]
   assert tuned.training_fingerprint() != pp.make_config(recipe="tuned", layer_warmup_epochs=0.0).training_fingerprint()
-  for program in programs.PROGRAMS:
-    assert program.make_config(recipe="report").layer_warmup_epochs == 0.0, program.name
-    assert program.make_config(recipe="report", layer_warmup_epochs=1.5).to_dict()["layer_warmup_epochs"] == 1.5
 
 
 def test_large_batch_recipe_is_data_parallels_and_refused_elsewhere_in_one_line():

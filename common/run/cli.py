@@ -1,16 +1,6 @@
-"""What every `*/train.py` calls around its one library call: its flags (`define`), its configuration once they are
-valid (`config`), errors as one line (`reported`) and the summary line (`summary`):
-
-  def main(argv):
-    config = cli.config(program.PROGRAM, argv)
-    from greedy import pretrain  # TensorFlow loads once the flags are valid
-    with cli.reported(config):
-      cli.summary(config, pretrain.train(config))
-
-  if __name__ == "__main__":
-    cli.define(program.PROGRAM)
-    app.run(main)
-"""
+"""What every `*/train.py` calls around its one library call (greedy/train.py reads as all of them do): its flags
+(`define`, before absl parses the command line), its configuration once they are valid (`config`), errors as one line
+(`reported`) and the summary line (`summary`). TensorFlow loads only after the flags are valid."""
 
 import contextlib
 import sys

@@ -12,8 +12,10 @@ above the program registry, which this module is below).
                masking noise 0.5, 30 + 30 epochs (reference/original implementation values; docs/pretraining.md).
   tuned        chosen on the validation splits of MNIST and Fashion-MNIST together by the `pretraining_sweep`
                study (docs/pretraining.md): the same model and update rule, other rates, corruption and schedule;
-               for pipeline_parallel also the layer warm-up of 2 epochs (`--layer_warmup_epochs=2`), chosen by the
-               `pretraining_frontier` study's rule on validation accuracy (docs/pretraining.md, "The choice").
+               and each program's layer warm-up (`--layer_warmup_epochs`), chosen by the `fair_frontier` study's rule
+               on validation accuracy (docs/pretraining.md, "The report's question asked fairly"): greedy's 2 epochs
+               (data_parallel's and async_data_parallel's too, which compute greedy's steps), model_parallel's 1
+               (sync_layerwise's too, model_parallel with G = H) and pipeline_parallel's 1.
   large_batch  data_parallel at a large global batch (Goyal et al. 2017, "Accurate, Large Minibatch SGD", sections
                2.1-2.2): chosen on validation accuracy by the `large_batch` study (docs/data_parallel.md).
 """
@@ -43,11 +45,15 @@ class Recipe:
 RECIPES: Tuple[Recipe, ...] = (
     Recipe("report", "the report's values (plain SGD, pretraining rate 1e-4, finetuning rate 0.1, corruption 0.5, "
            "30 + 30 epochs)"),
-    Recipe("tuned", "chosen on validation accuracy of MNIST and Fashion-MNIST by the pretraining_sweep study "
-           "(pipeline_parallel: a layer warm-up of 2 epochs, by the pretraining_frontier study)",
+    Recipe("tuned", "chosen on validation accuracy of MNIST and Fashion-MNIST by the pretraining_sweep study, each "
+           "program's layer warm-up by the fair_frontier study",
            {"pretrain_learning_rate": 0.3, "corruption": 0.25, "finetune_learning_rate": 3.0,
             "finetune_lr_schedule": "cosine", "finetune_keep_best": True},
-           program_values={"pipeline_parallel": {"layer_warmup_epochs": 2.0}}),
+           program_values={"greedy": {"layer_warmup_epochs": 2.0}, "data_parallel": {"layer_warmup_epochs": 2.0},
+                           "async_data_parallel": {"layer_warmup_epochs": 2.0},
+                           "model_parallel": {"layer_warmup_epochs": 1.0},
+                           "sync_layerwise": {"layer_warmup_epochs": 1.0},
+                           "pipeline_parallel": {"layer_warmup_epochs": 1.0}}),
     Recipe("large_batch", "data_parallel at a large global batch: pretraining rate scaled linearly with the batch, "
            "finetuning with Adam at 4e-4 scaled by sqrt, 2 warm-up epochs",
            {"pretrain_lr_scaling": "linear", "finetune_optimizer": "adam", "finetune_learning_rate": 0.0004,

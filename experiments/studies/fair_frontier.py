@@ -136,10 +136,14 @@ def fair_table(data, others) -> Tuple[str, List[str]]:
 def _rule_sentence(chosen: Mapping[str, Tuple[float, float]]) -> str:
   if not chosen:
     return "The rule (`choose`) has not been applied: not every candidate has its records."
+  held = all(schedules.FAIR_CHOSEN.get(p) == w for p, (w, _) in chosen.items())
   return ("The rule (`choose`: per program, the warm-up with the highest mean validation accuracy over seeds "
           f"{', '.join(map(str, SEEDS))} and both datasets, a tie at 4 decimals to the smaller w; test accuracy not "
           "read) chose: " + "; ".join(f"{p} w = {w:g} (mean validation accuracy {v:.4f})"
-                                      for p, (w, v) in chosen.items()) + ".")
+                                      for p, (w, v) in chosen.items()) + ". " + (
+              "`experiments.schedules.FAIR_CHOSEN` and the tuned recipe hold these." if held else
+              "`experiments.schedules.FAIR_CHOSEN` holds another choice: " + ", ".join(
+                  f"{p} w = {w:g}" for p, w in schedules.FAIR_CHOSEN.items()) + "."))
 
 
 def _best_against_best(found, chosen: Mapping[str, Tuple[float, float]], output_dir: str) -> str:
@@ -212,7 +216,8 @@ def fair_figure(data, others) -> mpl_figure.Figure:
           highs.append(max(diffs) - means[-1])
       if xs:
         row[0].errorbar(xs, means, yerr=[lows, highs], fmt="o-", capsize=3, color=program.color, label=program.label)
-    top = max(schedules.WARMUPS)
+    top, ticks = max(schedules.WARMUPS), list(schedules.WARMUPS)
+    labels = [f"{w:g}" for w in ticks]
     for k, arm in enumerate(STAGGER_ARMS):
       diffs = gains(old.get((SHORT[d], arm), {}), old.get((SHORT[d], schedules.BASELINE[0]), {}), VAL)
       if diffs:
@@ -220,11 +225,12 @@ def fair_figure(data, others) -> mpl_figure.Figure:
         row[0].errorbar([x], [statistics.mean(diffs)], yerr=[[statistics.mean(diffs) - min(diffs)],
                                                              [max(diffs) - statistics.mean(diffs)]],
                         fmt="s", color="0.4", capsize=3)
-        row[0].annotate(arm.replace("pp_", ""), (x, statistics.mean(diffs)), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")
+        ticks.append(x)
+        labels.append(f"d={arm[len('pp_stagger'):]}")
     row[0].axhline(0.0, color="0.7", linestyle=":")
+    row[0].set_xticks(ticks, labels, fontsize=8)
     row[0].set_title(f"{records.dataset_label(d)}: validation accuracy against the warm-up", fontsize=10)
-    row[0].set_xlabel("layer warm-up w (epochs); squares: the pipeline's staggered starts (their own greedy)")
+    row[0].set_xlabel("layer warm-up w (epochs); squares: the pipeline's stagger d (vs its own greedy)")
     row[0].set_ylabel("minus greedy_w0's, same seed (points)")
     for ax, measure, label in ((row[1], lambda rs: probe_means(rs), "linear probe, validation accuracy"),
                                (row[2], heldout_means, "held-out reconstruction (nats per image)")):
@@ -238,6 +244,7 @@ def fair_figure(data, others) -> mpl_figure.Figure:
                     label=f"{program.run_name} w={w:g}")
       ax.set_title(f"{records.dataset_label(d)}: {label}", fontsize=10)
       ax.set_xlabel("layer")
+      ax.xaxis.get_major_locator().set_params(integer=True)
     ks = sorted((int(n[len("greedy_k"):]), rs) for (short, n), rs in found.items()
                 if short == SHORT[d] and n.startswith("greedy_k"))
     if base:

@@ -31,7 +31,18 @@ def _full_size(s) -> List[Run]:
       for d in (MNIST, FASHION) for p in (GREEDY, PP)] + [
       spec(f"{FASHION}_{name(GREEDY)}_tuned_s{seed}", GREEDY, s["hidden"], e, b, g, s["examples"], e,
            settings={"recipe": "tuned", "dataset": FASHION}, resumable=True, seed=seed) for seed in (1, 2)] + (
-      _chosen(s, name(PP)) if schedules.CHOSEN else [])
+      _chosen(s, name(PP)) if schedules.CHOSEN else []) + _fair(s, name)
+
+
+def _fair(s, name) -> List[Run]:
+  """Greedy and the pipeline each at the layer warm-up the fair frontier chose for it (`schedules.FAIR_CHOSEN`, named),
+  the tuned recipe: Fashion-MNIST seeds 0-2, MNIST seed 0 (greedy first: its warm-up was the question)."""
+  return [spec(f"{'' if d == MNIST else d + '_'}{name(p)}_tuned_w{w:g}_s{seed}", p, s["hidden"], s["epochs"],
+               s["batch"], s["devices"], s["examples"], s["epochs"],
+               settings={"recipe": "tuned", "dataset": d, **schedules.original(p), "layer_warmup_epochs": w},
+               resumable=True, seed=seed)
+          for d, seeds in ((FASHION, (0, 1, 2)), (MNIST, (0,))) for seed in seeds for p in (GREEDY, PP)
+          for w in [schedules.FAIR_CHOSEN[p.name]]]
 
 
 def _chosen(s, pp_name: str) -> List[Run]:
