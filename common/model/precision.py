@@ -40,7 +40,7 @@ def matmul(a: tf.Tensor, b: tf.Tensor, precision: str, transpose_a: bool = False
   return tf.cast(product, tf.float32) if precision == MIXED_BFLOAT16 else product
 
 
-# Which processors have native bfloat16: TensorFlow-free, in `common.measure.provenance` (the campaign asks before any run).
+# Which processors have native bfloat16: TensorFlow-free, in `common.measure.provenance` (asked before any run).
 read_cpu_flags, native_cpu_bfloat16 = provenance.read_cpu_flags, provenance.native_cpu_bfloat16
 
 
