@@ -205,6 +205,13 @@ def test_each_committed_fraction_is_recomputed_from_its_own_records(name, summar
     _assert_spread(c["finetune_fraction_of_limit"], [
         cost.finetune_epoch_flops(r["config"]["hidden_units"], r["config"]["train_examples"]) * r["finetune"]["epochs"]
         / r["finetune"]["seconds"] / (cores * rate) for r in rs], what)
+    if "two_streams" in summary:  # the limit as the machine runs: one core's rate, or two streams' on two cores
+      running = {1: rate, 2: summary["two_streams"][p]["gflops_per_second"] * 1e9}.get(cores)
+      if running is None:
+        assert c["pretrain_fraction_of_running_limit"] is None, what
+      else:
+        _assert_spread(c["pretrain_fraction_of_running_limit"],
+                       [harness.flops(r) / r["pretrain_seconds"] / running for r in rs], what)
     if "update_floor" in summary:
       products = [harness.flops(r) / rate for r in rs]
       ceiling = [x / (x + harness.floor_seconds(r, summary["update_floor"][p])) for x, r in zip(products, rs)]
@@ -213,7 +220,8 @@ def test_each_committed_fraction_is_recomputed_from_its_own_records(name, summar
   for key, value in summary.items():  # the per-precision figures: a configuration's, as it is
     if key.startswith(("pipeline_fraction_", "pipeline_ceiling_", "model_parallel_fraction_")):
       p = next(q for q in programs.PRECISIONS if key.endswith(q))
-      measure = "pretrain_ceiling_of_limit" if "ceiling" in key else "pretrain_fraction_of_limit"
+      measure = ("pretrain_ceiling_of_limit" if "ceiling" in key else "pretrain_fraction_of_running_limit"
+                 if "running" in key else "pretrain_fraction_of_limit")
       source = (f"pipeline_{value['pool']}_{p}" if "pool" in value else f"model_parallel_{p}" if
                 key.startswith(programs.MODEL_PARALLEL.name) else None)
       if source is None:  # the ceiling: of the pool of the higher pretraining fraction
