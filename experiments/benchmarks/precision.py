@@ -7,10 +7,8 @@ repeat; the pipeline in bfloat16 against greedy in float32; one core's matrix-pr
 
 from typing import Dict, List
 
-from common.measure import provenance
 from common.settings import programs
-from experiments import harness, presets, records
-from experiments.render import cells
+from experiments import harness, presets
 
 
 def configurations(s: harness.Setting) -> List:
@@ -55,18 +53,8 @@ def details(summary: Dict):
        m["fraction_of_bf16_rate"][bf16]] for name, m in summary["programs"].items()]
 
 
-def bf16_over_f32(output_dir: str, data, used: List[dict]) -> str:
-  """The headline's cell: the range of the programs' median bfloat16 speedups, per batch and instruction set."""
-  found = [(b, cells.summary(output_dir, "precision", f"summary_b{b}.json", used)) for b in (100, 1000, 5000)]
-  medians = [(b, s, [m["speedup_bf16_over_f32"]["median"] for m in s["programs"].values()]) for b, s in found if s]
-  return ", ".join(f"{min(v):.1f}–{max(v):.1f}× ({b}, {provenance.instruction_set(s['provenance'].get('cpu_flags'))}"
-                   f"{', noisy' if records.noisy(s) else ''})" for b, s, v in medians) or "not measured yet"
-
-
 BENCHMARK = presets.Benchmark(
     name="precision", runs=configurations, summarize=summarize, defaults={"train_examples": 55_000},
-    headline=(presets.Headline(8, "bfloat16 over float32, pretraining: the programs' medians (batch, instruction set)",
-                               "—", bf16_over_f32),),
     columns=tuple((f"speedup_{p.name}", f"{p.label}: f32 s / bf16 s") for p in programs.PROGRAMS)
     + (("pipeline_bf16_vs_greedy_f32", "pipeline bf16 vs greedy f32"),), details=details, order=2)
 
