@@ -345,7 +345,7 @@ def test_an_earlier_folders_records_get_tables_of_their_own_and_no_headline_cell
   assert [r for r in rows(here) if f"`{run}`" in r and "not run yet" in r]  # not run yet in this folder
   assert len(rows(apart)) == 1 and f"`{run}`" in rows(apart)[0] and "not run yet" not in apart  # only its record
   cell = [line for line in readme.headline(out, series.load_all(out, REGISTRY), REGISTRY).splitlines() if "bfloat16" in line][0]
-  assert "AVX2" in cell  # the fixtures' own precision summaries, never the earlier folder's
+  assert "AVX2" in cell  # the fixtures' own records, never the earlier folder's
 
 
 def test_the_committed_headline_is_for_users():

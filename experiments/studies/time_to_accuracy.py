@@ -66,15 +66,17 @@ def table(data: records.StudyRecords, others) -> Tuple[str, List[str]]:
 
 
 def _headline(output_dir: str, data, used: List[dict]) -> str:
+  """The fastest run to GOAL: its minutes, epochs and test accuracy (or that none reached it)."""
   mine = data.get("time_to_accuracy")
   runs = mine.runs if mine else {}
   chosen = choose(runs)
   if chosen is None:
-    return "not run yet" if not runs else f"no run reached {GOAL}"
+    used += list(runs.values())
+    return "not run yet" if not runs else f"no run reached {GOAL} ({len(runs)} of the grid ran)"
   r = runs[chosen]
   used.append(r)
-  return (f"{seconds(r) / 60:.1f} min ({r['config']['pretrain_epochs']} + {r['config']['finetune_epochs']} epochs, "
-          f"pipeline bfloat16), test accuracy {records.accuracy(r):.4f}")
+  return (f"{seconds(r) / 60:.1f} min ({r['config']['pretrain_epochs']} + {r['config']['finetune_epochs']} epochs), "
+          f"test accuracy {records.accuracy(r):.4f}")
 
 
 STUDIES = (Study(
@@ -82,5 +84,5 @@ STUDIES = (Study(
     dict(full=dict(examples=55_000, hidden=CONFIG_1, batch=100, devices=2),
          smoke=dict(examples=400, hidden=(16, 16), batch=40, devices=2, grid=((1, 1),))),
     _runs, table, kind="own", layout="time_to_accuracy/{run}.json", order=21,
-    headline=(Headline(8, "Full size, tuned recipe: pretraining + finetuning minutes to 98.5% validation accuracy, "
-                          "MNIST, 2 cores", "—", _headline),)),)
+    headline=(Headline(8, "Full size, tuned, MNIST: minutes to 98.5% validation accuracy (pipeline, bfloat16)", "—",
+                       _headline),)),)
