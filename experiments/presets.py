@@ -147,7 +147,7 @@ class Benchmark:
   -> [Run]; `summarize`: (Setting, {configuration: [record per repeat]}) -> {measure: value}; `defaults` of the shared
   flags; `options`: {flag: (default: float, int, str or list of str, help)}; `folder`: Setting -> the records' folder
   (summary_<folder>.json; summary.json for "records"); `columns`: (measure, README label); `details`: summary ->
-  (caption, header, rows), a table under its row (cells a spread, number or text); `figure`: {file name: summary} -> a
+  (caption, header, rows), a table under its row (cells a spread, number or text), or None for none; `figure`: {file name: summary} -> a
   matplotlib figure (figures/`figure_file`); `section`: output_dir -> markdown, its own section of results/README.md
   after the Benchmarks (titled `title`, its figure there); `headline`: its rows of the results headline; `order`."""
   name: str
@@ -158,7 +158,7 @@ class Benchmark:
   options: Mapping[str, Tuple[Any, str]] = dataclasses.field(default_factory=dict)
   folder: Callable[[Any], str] = lambda s: f"b{s.batch_size}"
   columns: Sequence[Tuple[str, str]] = ()
-  details: Optional[Callable[[Mapping[str, Any]], Tuple[str, List[str], List[List[Any]]]]] = None
+  details: Optional[Callable[[Mapping[str, Any]], Optional[Tuple[str, List[str], List[List[Any]]]]]] = None
   figure: Optional[Callable] = None
   figure_file: str = ""
   section: Optional[Callable[[str], str]] = None

@@ -81,6 +81,13 @@ def test_benchmarks_list_one_configuration_per_variant():
   assert [r.name for r in runs] == [f"{PP.name}_{v}" for v in ("k1_tf", "k1_xla", "k4_tf", "k4_xla")]
   assert (runs[3].config.pipeline_chunk_steps, runs[3].config.kernels) == (4, "xla")
   assert bench_pipeline_parallel.BENCHMARK.folder(setting) == "b100_chunks_kernels"
+  setting = harness.Setting((32, 16), 100, 2, 400, 2, 1, {"chunk_steps": ["4", "16"], "kernels": ["auto"],
+                                                          "precisions": ["float32", "mixed_bfloat16"], "baselines": 0})
+  runs = bench_pipeline_parallel.configurations(setting)
+  assert [r.name for r in runs] == [f"{PP.name}_{v}" for v in ("k4_float32", "k16_float32", "k4_mixed_bfloat16",
+                                                               "k16_mixed_bfloat16")]
+  assert (runs[3].config.pipeline_chunk_steps, runs[3].config.precision) == (16, "mixed_bfloat16")
+  assert bench_pipeline_parallel.BENCHMARK.folder(setting) == f"b100_chunks_{harness.machine_class()}"
   setting = harness.Setting((32,), 100, 2, 400, 2, 1, {"profile_steps": 5, "kernels": ["xla", "tf"]})
   runs = bench_data_parallel.configurations(setting)
   assert [r.name for r in runs] == [GREEDY.name, "dp_g1", "dp_g2", "dp_g1_tf", "dp_g2_tf"]
@@ -231,6 +238,30 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   assert summary[f"finetune_speedup_{f32}"]["median"] == pytest.approx(2.0)
   caption, header, rows = bench_finetune.details(summary)
   assert [row[1] for row in rows] == list(bench_finetune.PLACEMENTS) and rows[2][3] == "yes"
+  # Several kernel paths: every configuration once per path, each path's placements against its own one core.
+  bf16 = programs.PRECISIONS[1]
+  s = harness.Setting((32,), 100, 1, 400, 2, 2, {"finetune_epochs": 2, "precisions": [bf16],
+                                                 "finetune_kernels": ["tf", "xla"]})
+  runs = bench_finetune.configurations(s)
+  assert [r.name for r in runs][:5] == [f"one_core_{bf16}_tf", f"replicas_{bf16}_tf", f"one_device_{bf16}_tf",
+                                        f"pipelined_{bf16}_tf", f"one_core_{bf16}_xla"]
+  assert (runs[6].config.finetune_kernels, runs[6].config.threads_per_device) == ("xla", 2)
+  assert bench_finetune.BENCHMARK.folder(s) == f"b100_{harness.machine_class()}_kernels"
+  found = {f"{p}_{bf16}_{k}": [{"finetune": {"seconds": t * (2 if k == "xla" else 1), "placement": p}}]
+           for p, t in seconds.items() for k in ("tf", "xla")}
+  summary = bench_finetune.summarize(s, found)
+  assert summary[f"finetune_speedup_{bf16}_xla"]["median"] == pytest.approx(2.0)
+  assert summary["placements"][f"{bf16}_xla"]["one_core_seconds"]["median"] == pytest.approx(18.0)
+  s = harness.Setting((32,), 100, 1, 400, 2, 2, {"finetune_epochs": 2, "precisions": [bf16], "placements": [
+      "one_device"], "finetune_kernels": ["tf", "xla"]})
+  assert [r.name for r in bench_finetune.configurations(s)] == [
+      f"{p}_{bf16}_{k}" for k in ("tf", "xla") for p in ("one_core", "one_device")]
+  summary = bench_finetune.summarize(s, found)
+  assert summary["placements"][f"{bf16}_tf"]["choice"] == "one_device" and "replicas" not in summary["placements"][
+      f"{bf16}_tf"]
+  caption, header, rows = bench_finetune.details(summary)
+  assert "not the default" in caption and [row[:2] for row in rows] == [[f"{bf16}_tf", "one_device"],
+                                                                          [f"{bf16}_xla", "one_device"]]
   # limit: per precision greedy on one core, the pipeline with each intra-op pool; fractions of one core's rate times
   # the cores, finetuning speedups over one core (same repeat), bfloat16's one-core finetuning against float32's.
   from experiments.benchmarks import limit as bench_limit
@@ -361,3 +392,15 @@ def test_the_new_benchmarks_details_and_the_straggler_figure_come_from_their_sum
   caption, header, rows = bench_hybrid.details(hybrid)
   assert rows == [[1, 1, 1, spread, "4 (fit)"], [1, 2, 2, spread, "— (no all-reduce cost)"], [2, 1, 2, spread, "2.5"]]
   assert "no all-reduce cost" in caption
+
+
+def test_pipeline_benchmark_gives_each_configurations_tick_tails():
+  ticks = lambda median, p99: {"pipeline": {"tick_seconds": {"median": median, "p99": p99}}}
+  tails = bench_pipeline_parallel.tick_tails([ticks(0.2, 0.3), ticks(0.1, 0.2), ticks(0.4, 0.5)])
+  assert tails["median"] == pytest.approx(1.5) and tails["min"] == pytest.approx(1.25)
+  assert tails["max"] == pytest.approx(2.0)
+  assert bench_pipeline_parallel.tick_tails([ticks(0.2, 0.3), {"pipeline": {}}]) is None
+  assert bench_pipeline_parallel.details({"speedup_vs_first": {}}) is None  # summaries from before the tails
+  caption, header, rows = bench_pipeline_parallel.details({
+      "tick_p99_over_median": {"a": tails, "b": None}, "speedup_vs_first": {"b": {"median": 1.1}}})
+  assert rows == [["a", "—", tails], ["b", {"median": 1.1}, "—"]] and len(header) == 3

@@ -39,6 +39,16 @@ def test_every_placement_finetunes_what_one_device_finetunes(tmp_path, placement
   assert start[1] == {}
 
 
+@pytest.mark.parametrize("precision", ["float32", "mixed_bfloat16"])
+def test_either_kernel_path_finetunes_what_the_other_finetunes(tmp_path, precision):
+  """--finetune_kernels: XLA and TensorFlow's kernels give the same weights to float rounding in either precision
+  (bfloat16's products round alike on both paths: the tolerance is bfloat16's)."""
+  runs = {k: _finetuned(tmp_path, k, num_devices=1, precision=precision, finetune_kernels=k)[1] for k in ("xla", "tf")}
+  assert sorted(runs["xla"]) == sorted(runs["tf"]) and len(runs["tf"]) == 6
+  tolerance = 1e-5 if precision == "float32" else 2e-2
+  assert max(float(np.abs(runs["xla"][k] - runs["tf"][k]).max()) for k in runs["tf"]) <= tolerance
+
+
 def test_pipelined_stages_balance_the_classifiers_layers():
   names = ["/device:CPU:0", "/device:CPU:1", "/device:CPU:2"]
   # 784x2000, 2000x2000 x 3, 2000x10: the first two layers on one device, the next ones on the other.

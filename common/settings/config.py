@@ -151,6 +151,10 @@ class Config:
       "stages over the devices, micro-batches, gradients summed: GPipe), or auto (the fastest measured: "
       "docs/kernels_and_threads.md); the weights agree to float rounding.", choices=FINETUNE_PLACEMENTS,
       training=False)
+  finetune_kernels: str = setting(
+      "auto", "Kernel path of the finetuning steps: xla, tf (TensorFlow's oneDNN kernels), or auto (XLA in float32, "
+      "tf in bfloat16: common/training/finetune.py); the weights agree to float rounding across paths.",
+      choices=KERNELS, training=False)
   dataset: str = setting(
       datasets.DEFAULT, "The data: a tensorflow-datasets name with image and label features (mnist, fashion_mnist, "
       "kmnist, cifar10, ...) or npz:PATH, your own arrays (docs/programs.md, 'Your own data').",

@@ -155,10 +155,12 @@ class Finetuner(tf.Module):
     batch_size: global batch B; an epoch is N // B steps.
     device: device of the single-device path (None: default).
     rule: the update rule (`common.model.optimizers.UpdateRule`); other than plain SGD on the strategy path only.
+    kernels: the steps' kernel path, "xla" or "tf", or "auto" (`KERNELS` of the classifier's precision).
   """
 
   def __init__(self, classifier: Classifier, images: tf.Tensor, labels: tf.Tensor, seed: int,
-               batch_size: int, device: Optional[str] = None, rule: optimizers.UpdateRule = optimizers.SGD):
+               batch_size: int, device: Optional[str] = None, rule: optimizers.UpdateRule = optimizers.SGD,
+               kernels: str = "auto"):
     super().__init__(name="finetuner")
     self.classifier = classifier
     self.rule = rule
@@ -167,7 +169,7 @@ class Finetuner(tf.Module):
     self.seed, self.batch_size, self.device = seed, batch_size, device
     self.num_examples = int(images.shape[0])
     self.steps_per_epoch = self.num_examples // batch_size
-    kernels = KERNELS[classifier.precision]
+    kernels = KERNELS[classifier.precision] if kernels == "auto" else kernels
     self.train_step = autoencoder.compile_step(self._train_step, kernels)
     self.loss_and_gradients = autoencoder.compile_step(self._loss_and_gradients_of_share, kernels)
 
@@ -332,7 +334,7 @@ def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Datas
     finetuner = finetune_pipeline.PipelinedFinetuner(classifier, devices, images, labels, config.seed, batch)
   else:
     with strategy.scope() if strategy is not None else tf.device(device):
-      finetuner = Finetuner(classifier, images, labels, config.seed, batch, device, rule)
+      finetuner = Finetuner(classifier, images, labels, config.seed, batch, device, rule, config.finetune_kernels)
   steps = finetuner.steps_per_epoch
   best = None
   if config.finetune_keep_best:

@@ -10,7 +10,7 @@ common/training/finetune.py DEFAULT_PLACEMENT, --finetune_placement=auto). Alter
   python -m experiments.benchmarks.finetune"""
 
 import statistics
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 from common.settings import programs
 from experiments import harness, presets
@@ -18,32 +18,50 @@ from experiments import harness, presets
 PLACEMENTS = ("replicas", "one_device", "pipelined")
 
 
+def _variants(s: harness.Setting) -> List[Tuple[str, str, str]]:
+  """(key, precision, finetuning kernel path) of each precision and --finetune_kernels path; the key is the
+  precision alone when only the default path (auto) runs."""
+  paths = list(s.options.get("finetune_kernels", ["auto"]))
+  return [(precision if paths == ["auto"] else f"{precision}_{k}", precision, k)
+          for precision in s.options["precisions"] for k in paths]
+
+
+def _placements(s: harness.Setting) -> List[str]:
+  """The placements of --placements (default every one), in `PLACEMENTS`' order; ValueError: an unknown one."""
+  chosen = list(s.options.get("placements", PLACEMENTS))
+  if set(chosen) - set(PLACEMENTS):
+    raise ValueError(f"--placements={','.join(chosen)}: choose among {', '.join(PLACEMENTS)}")
+  return [p for p in PLACEMENTS if p in chosen]
+
+
 def configurations(s: harness.Setting) -> List:
-  """Finetuning --finetune_epochs epochs on one core and in each placement, in each precision."""
+  """Finetuning --finetune_epochs epochs on one core and in each placement, in each precision (and kernel path)."""
   out, g = [], s.num_devices
-  for precision in s.options["precisions"]:
-    own = {"finetune_epochs": s.options["finetune_epochs"], "precision": precision}
-    out.append(s.spec(f"one_core_{precision}", programs.PIPELINE_PARALLEL, 1, own))
-    for placement in PLACEMENTS:
+  for key, precision, kernels in _variants(s):
+    own = {"finetune_epochs": s.options["finetune_epochs"], "precision": precision,
+           **({"finetune_kernels": kernels} if kernels != "auto" else {})}
+    out.append(s.spec(f"one_core_{key}", programs.PIPELINE_PARALLEL, 1, own))
+    for placement in _placements(s):
       shared = placement == "one_device"
-      out.append(s.spec(f"{placement}_{precision}", programs.PIPELINE_PARALLEL, 1 if shared else g,
+      out.append(s.spec(f"{placement}_{key}", programs.PIPELINE_PARALLEL, 1 if shared else g,
                         threads=g if shared else 1, settings={**own, "finetune_placement": placement}))
   return out
 
 
 def summarize(s: harness.Setting, found: harness.Records) -> Dict:
-  """Per precision: finetuning seconds and speedup over one core of each placement, and the fastest one."""
+  """Per precision (and kernel path): finetuning seconds and speedup over one core (of the same path) of each
+  placement, and the fastest one."""
   out = {"placements": {}}
-  for precision in s.options["precisions"]:
-    base = found[f"one_core_{precision}"]
-    mine = {p: {"seconds": harness.spread([r["finetune"]["seconds"] for r in found[f"{p}_{precision}"]]),
+  for key, _, _ in _variants(s):
+    base = found[f"one_core_{key}"]
+    mine = {p: {"seconds": harness.spread([r["finetune"]["seconds"] for r in found[f"{p}_{key}"]]),
                 "speedup_vs_one_core": harness.spread([a["finetune"]["seconds"] / b["finetune"]["seconds"]
-                                                       for a, b in zip(base, found[f"{p}_{precision}"])]),
-                "ran_as": found[f"{p}_{precision}"][0]["finetune"].get("placement")} for p in PLACEMENTS}
-    choice = max(PLACEMENTS, key=lambda p: statistics.median(mine[p]["speedup_vs_one_core"]["values"]))
-    out["placements"][precision] = dict(mine, choice=choice, one_core_seconds=harness.spread(
+                                                       for a, b in zip(base, found[f"{p}_{key}"])]),
+                "ran_as": found[f"{p}_{key}"][0]["finetune"].get("placement")} for p in _placements(s)}
+    choice = max(mine, key=lambda p: statistics.median(mine[p]["speedup_vs_one_core"]["values"]))
+    out["placements"][key] = dict(mine, choice=choice, one_core_seconds=harness.spread(
         [r["finetune"]["seconds"] for r in base]))
-    out[f"finetune_speedup_{precision}"] = mine[choice]["speedup_vs_one_core"]
+    out[f"finetune_speedup_{key}"] = mine[choice]["speedup_vs_one_core"]
   return out
 
 
@@ -54,18 +72,26 @@ def details(summary: Dict):
         "precision", "placement", "speedup over one device", "default"], [
         [key.rsplit("_", 1)[-1] if "bfloat16" not in key else "mixed_bfloat16", "replicas", value, ""]
         for key, value in summary.items() if key.startswith("finetune_speedup_")]
-  return "finetuning seconds on one core / in each placement (same repeat); the fastest is the default", [
-      "precision", "placement", "speedup over one core", "default"], [
-      [precision, p, m[p]["speedup_vs_one_core"], "yes" if m["choice"] == p else ""]
-      for precision, m in summary["placements"].items() for p in PLACEMENTS]
+  paths = any(key not in programs.PRECISIONS for key in summary["placements"])  # several --finetune_kernels
+  return ("finetuning seconds on one core / in each placement (same repeat)" + (
+      "; per precision and kernel path, each against its own one core: a comparison, not the default" if paths else
+      "; the fastest is the default"), ["precision" + (" and kernel path" if paths else ""), "placement",
+                                         "speedup over one core", "fastest" if paths else "default"], [
+      [key, p, m[p]["speedup_vs_one_core"], "yes" if m["choice"] == p else ""]
+      for key, m in summary["placements"].items() for p in PLACEMENTS if p in m])
 
 
 BENCHMARK = presets.Benchmark(
     name="finetune", runs=configurations, summarize=summarize, details=details,
-    folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}",
+    folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}" + (
+        "" if list(s.options.get("finetune_kernels", ["auto"])) == ["auto"] else "_kernels"),
     defaults={"hidden_units": "2000,2000,2000,2000", "batch_size": 100, "pretrain_epochs": 1, "train_examples": 11_000},
     options={"finetune_epochs": (2, "Finetuning epochs of every run."),
-             "precisions": ([programs.PRECISIONS[0]], "Precisions to compare the placements in.")},
+             "precisions": ([programs.PRECISIONS[0]], "Precisions to compare the placements in."),
+             "placements": (list(PLACEMENTS), "Placements to compare (a subset of the default: no choice is made "
+                                              "for the defaults table from it)."),
+             "finetune_kernels": (["auto"], "Kernel paths (--finetune_kernels) to compare the placements on; other "
+                                            "than auto alone, the records sit in a folder of their own.")},
     columns=tuple((f"finetune_speedup_{p}", f"finetuning, fastest placement / one core, {p}")
                   for p in programs.PRECISIONS), order=9)
 

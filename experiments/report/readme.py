@@ -58,8 +58,8 @@ def benchmark_section(output_dir: str, registry: presets.Registry) -> str:
                    "; ".join(f"{n} {tables.fmt(s, 'spread')}" + (" ‡" if n in records.noisy(summary) else "")
                              for n, s in summary["pretrain_seconds"].items()),
                    *[tables.fmt(summary.get(key), "spread") for key, _ in columns], f"[`{link}`]({link})"])
-      if benchmark.details:  # the benchmark's own measures, a table per summary
-        caption, header, body = benchmark.details(summary)
+      if benchmark.details and (own := benchmark.details(summary)):  # its own measures, a table per summary
+        caption, header, body = own
         details.append(f"*`{link}`: {caption}*\n\n" + tables.md_table(header, [
             [tables.fmt(c, "spread") if isinstance(c, dict) else f"{c:.3g}" if isinstance(c, float) else c
              for c in row] for row in body]))
