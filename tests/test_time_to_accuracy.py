@@ -70,3 +70,11 @@ def test_the_next_run_is_the_cheapest_left_after_the_costliest_once_the_three_ch
   assert tta.next_run(runs) is None and tta.choose(runs) == "pp_bf16_p15_f10"
   missed = {n: _record(*tta._epochs(n), 0.98) for n in order}
   assert tta.next_run(missed) == "pp_bf16_p30_f30"  # no point of the grid reached it: beyond the grid
+
+
+def test_the_headline_says_how_many_cheaper_points_have_not_run():
+  runs = {"pp_bf16_p5_f5": _record(5, 5, 0.981), "pp_bf16_p20_f20": _record(20, 20, 0.986, test=0.987)}
+  used = []
+  cell = tta._headline("", {"time_to_accuracy": _data(runs)}, used)
+  left = len(tta.GRID) - 2  # every other point is cheaper than 20 + 20 and not dominated by 5 + 5
+  assert cell == f"16.7 min (20 + 20 epochs; {left} cheaper points of the grid not run yet), test accuracy 0.9870"

@@ -102,8 +102,7 @@ def _tuned_pair(data, prefix: str, used: List[dict]) -> str:
           f"{prefix}pipeline_parallel_g2_b100_e30_tuned_w{w[PP.name]:g}_s0"]
   full = data.get("full_size")
   if full and any(n in full.runs for n in fair):
-    return cells.full_size(data, fair, used, [f"greedy (warm-up {w[GREEDY.name]:g})",
-                                              f"pipeline parallel (warm-up {w[PP.name]:g})"])
+    return cells.full_size(data, fair, used, [f"greedy w{w[GREEDY.name]:g}", f"pipeline parallel w{w[PP.name]:g}"])
   return cells.full_size(data, [f"{prefix}greedy_b100_e30_tuned", f"{prefix}pipeline_parallel_g2_b100_e30_tuned_"
                                 f"{schedules.CHOSEN}_s0"], used)
 
@@ -119,8 +118,8 @@ HEADLINE = (
                      lambda output_dir, data, used: cells.full_size(
                          data, ["dp_b5000_e30_report", "dp_b5000_e30_large_batch"], used,
                          ["report's recipe", "large-batch recipe"])),
-    presets.Headline(7, "Test accuracy, tuned recipe, 4 × 2000, 30 + 30, MNIST (goal 0.985) / Fashion-MNIST (0.90)",
-                     "—", lambda output_dir, data, used: " / ".join(_tuned_pair(data, d, used)
+    presets.Headline(7, "Test accuracy, tuned, 4 × 2000, 30 + 30, MNIST (goal 0.985) / Fashion-MNIST (0.90); wN: "
+                        "warm-up N", "—", lambda output_dir, data, used: " / ".join(_tuned_pair(data, d, used)
                                                                    for d in ("", f"{FASHION}_"))))
 
 

@@ -134,8 +134,11 @@ def _headline(output_dir: str, data, used: List[dict]) -> str:
     return "not run yet" if not runs else f"no run reached {GOAL} ({len(runs)} of the grid ran)"
   r = runs[chosen]
   used.append(r)
+  cheaper = [run.name for run in getattr(mine, "planned", ()) if run.name not in runs and _skipped(run.name, runs) is
+             None and _epochs(run.name) in GRID]
   return (f"{seconds(r) / 60:.1f} min ({r['config']['pretrain_epochs']} + {r['config']['finetune_epochs']} epochs"
-          + (", no point of the grid that ran reached it" if _beyond(r) else "") + f"), test accuracy "
+          + (", no point of the grid that ran reached it" if _beyond(r) else "")
+          + (f"; {len(cheaper)} cheaper points of the grid not run yet" if cheaper else "") + f"), test accuracy "
           f"{records.accuracy(r):.4f}")
 
 
