@@ -326,7 +326,7 @@ def test_a_lost_async_worker_is_one_note_and_the_run_goes_on(slurm_env, tmp_path
   notes = [l for l in stderr.splitlines() if l.startswith("note:")]
   assert notes == ["note: worker 0 (Slurm task 2 on " + HOST + ") was lost (its process ended without finishing: "
                    "killed, crashed, or its node failed); the other 1 worker(s) go on (the coordinator reruns its "
-                   "functions on them)."], stderr[-3000:]
+                   "functions on them)."], (notes, stderr[-3000:])
   assert not _errors(stderr), stderr[-3000:]
 
 
