@@ -64,7 +64,7 @@ def summarize(s: harness.Setting, runs: harness.Records) -> Dict:
          "flop_bound_vs_one_device": alone.critical_path_flops(s.batch_size) / path,
          "cores_busy": {name: harness.cores_busy(rs) for name, rs in runs.items()},
          # The tails of each configuration's full ticks: p99 / median of `pipeline.tick_seconds` per repeat.
-         "tick_p99_over_median": {name: tick_tails(runs[name]) for name in _variants(s) if name in runs},
+         "tick_p99_over_median": {name: tick_tails(runs[name]) for name in variants if name in runs},
          # the first configuration of the same precision's seconds / this one's: > 1 means this one is faster.
          "speedup_vs_first": {name: harness.ratio_spread(runs, next(n for n, v in variants.items() if v[2] == p), name)
                               for name, (_, _, p) in others}}

@@ -31,7 +31,7 @@ def _runs(s: Mapping[str, Any]) -> List[Run]:
   """The grid, cheapest first: pipeline_parallel in bfloat16 at sizes `s`, each (pretraining, finetuning) epochs."""
   settings = {"recipe": "tuned", "dataset": MNIST, **BF16, **schedules.original(PROGRAM),
               "layer_warmup_epochs": schedules.FAIR_CHOSEN[PROGRAM.name]}
-  return [spec(f"pp_bf16_p{p}_f{f}", PROGRAM, s["hidden"], p, s["batch"], s["devices"], s["examples"], f,
+  return [spec(_name(p, f), PROGRAM, s["hidden"], p, s["batch"], s["devices"], s["examples"], f,
                settings=settings, resumable=True) for p, f in s.get("grid", GRID + BEYOND)]
 
 
@@ -47,6 +47,11 @@ def choose(runs: Mapping[str, dict]) -> Optional[str]:
   return min(passing, key=lambda n: seconds(runs[n])) if passing else None
 
 
+def _name(pretrain_epochs: int, finetune_epochs: int) -> str:
+  """A grid run's name, pp_bf16_p<P>_f<F>."""
+  return f"pp_bf16_p{pretrain_epochs}_f{finetune_epochs}"
+
+
 def _epochs(name: str) -> Tuple[int, int]:
   """(pretraining, finetuning) epochs of a grid run's name, pp_bf16_p<P>_f<F>."""
   p, f = name.rsplit("_p", 1)[1].split("_f")
@@ -56,7 +61,7 @@ def _epochs(name: str) -> Tuple[int, int]:
 def _skipped(name: str, runs: Mapping[str, dict]) -> Optional[str]:
   """Why the point `name` need not run given the records `runs` (None: it should): costlier than a point that
   reached the goal, or no more epochs of either kind than a point that missed it."""
-  order = [f"pp_bf16_p{p}_f{f}" for p, f in GRID]
+  order = [_name(p, f) for p, f in GRID]
   reached = [n for n in runs if n in order and records.accuracy(runs[n], "validation_accuracy") >= GOAL]
   if name not in order and reached:
     return "beyond the grid, not needed: a point of it reached the goal"
@@ -73,7 +78,7 @@ def next_run(runs: Mapping[str, dict]) -> Optional[str]:
   """The grid point to run next given the records `runs` ({run name: record}), or None when the rule has its answer:
   the cheapest point not run and not skipped (`_skipped`), the costliest first once the three cheapest missed, and
   `BEYOND` when every point of the grid that may run missed."""
-  order = [f"pp_bf16_p{p}_f{f}" for p, f in GRID]
+  order = [_name(p, f) for p, f in GRID]
   costliest = order[-1]
   if costliest not in runs and all(n in runs and records.accuracy(runs[n], "validation_accuracy") < GOAL
                                    for n in order[:3]):
@@ -82,7 +87,7 @@ def next_run(runs: Mapping[str, dict]) -> Optional[str]:
   if left:
     return left[0]
   if choose({n: r for n, r in runs.items() if n in order}) is None:
-    return next((f"pp_bf16_p{p}_f{f}" for p, f in BEYOND if f"pp_bf16_p{p}_f{f}" not in runs), None)
+    return next((_name(p, f) for p, f in BEYOND if _name(p, f) not in runs), None)
   return None
 
 
