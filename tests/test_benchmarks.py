@@ -237,7 +237,8 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   assert summary["placements"][f32]["choice"] == "pipelined"
   assert summary[f"finetune_speedup_{f32}"]["median"] == pytest.approx(2.0)
   caption, header, rows = bench_finetune.details(summary)
-  assert [row[1] for row in rows] == list(bench_finetune.PLACEMENTS) and rows[2][3] == "yes"
+  assert [row[1] for row in rows] == list(bench_finetune.PLACEMENTS) and rows[2][4] == "yes"
+  assert rows[2][2] == "9.00 → 4.50"  # one core's finetuning seconds → the placement's (medians)
   # Several kernel paths: every configuration once per path, each path's placements against its own one core.
   bf16 = programs.PRECISIONS[1]
   s = harness.Setting((32,), 100, 1, 400, 2, 2, {"finetune_epochs": 2, "precisions": [bf16],
@@ -262,6 +263,13 @@ def test_the_new_benchmarks_configure_every_program_and_summarize_repeat_by_repe
   caption, header, rows = bench_finetune.details(summary)
   assert "not the default" in caption and [row[:2] for row in rows] == [[f"{bf16}_tf", "one_device"],
                                                                           [f"{bf16}_xla", "one_device"]]
+  # Only a summary of every placement on the default kernel path at batch 100 sets the class's default placement.
+  every = {"placements": {}, "setting": {"batch_size": 100}}
+  assert bench_finetune.sets_the_default(every)
+  assert not bench_finetune.sets_the_default({**every, "setting": {"batch_size": 1000}})
+  assert not bench_finetune.sets_the_default({**every, "setting": {"batch_size": 100, "placements": ["one_device"]}})
+  assert not bench_finetune.sets_the_default({**every, "setting": {"batch_size": 100, "finetune_kernels": ["tf"]}})
+  assert not bench_finetune.sets_the_default({"setting": {"batch_size": 100}})  # earlier code: no placements
   # limit: per precision greedy on one core, the pipeline with each intra-op pool; fractions of one core's rate times
   # the cores, finetuning speedups over one core (same repeat), bfloat16's one-core finetuning against float32's.
   from experiments.benchmarks import limit as bench_limit

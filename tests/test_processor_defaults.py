@@ -13,6 +13,7 @@ from common.settings import programs
 from common.training import finetune
 from common.measure import provenance
 from experiments import records
+from experiments.benchmarks import finetune as bench_finetune
 from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import limit as bench_limit
 from conftest import ROOT
@@ -46,7 +47,8 @@ def derived_table(output_dir):
   """The table the summaries under <output_dir>/benchmarks/ give, each summary's class from its provenance's CPU
   flags: kernels per program and precision, `bench_kernels.choice` over the class's summaries; thread_pool,
   pipeline_parallel's per precision: of the limit benchmark's two pools at batch 100, the one with the shorter median
-  pretraining + finetuning seconds; finetune_placement per precision: the finetune benchmark's choice at batch 100."""
+  pretraining + finetuning seconds; finetune_placement per precision: the finetune benchmark's choice at batch 100
+  over every placement on the default kernel path (`bench_finetune.sets_the_default`)."""
   rows = {}
   for isa, summaries in _by_class(output_dir, bench_kernels.BENCHMARK.name).items():
     for p in bench_kernels.PROGRAMS:
@@ -61,8 +63,8 @@ def derived_table(output_dir):
         if len(seconds) == 2:
           rows.setdefault(isa, {}).setdefault("thread_pool", {}).setdefault(PP, {})[precision] = min(
               seconds, key=seconds.get)
-  for isa, summaries in _by_class(output_dir, "finetune").items():
-    for summary in (s for s in summaries if s["setting"]["batch_size"] == 100 and "placements" in s):
+  for isa, summaries in _by_class(output_dir, bench_finetune.BENCHMARK.name).items():
+    for summary in filter(bench_finetune.sets_the_default, summaries):
       for precision, measured in summary["placements"].items():
         rows.setdefault(isa, {}).setdefault("finetune_placement", {})[precision] = measured["choice"]
   return {isa: rows[isa] for isa in processor_defaults.CLASS_ORDER if isa in rows}

@@ -34,6 +34,15 @@ def _placements(s: harness.Setting) -> List[str]:
   return [p for p in PLACEMENTS if p in chosen]
 
 
+def sets_the_default(summary: Dict) -> bool:
+  """Whether a summary's choice is a class's default placement (common/settings/processor_defaults.py): every
+  placement compared, on the default kernel path (auto) alone, at batch 100."""
+  setting = summary["setting"]
+  return ("placements" in summary and setting["batch_size"] == 100
+          and list(setting.get("placements", PLACEMENTS)) == list(PLACEMENTS)
+          and list(setting.get("finetune_kernels", ["auto"])) == ["auto"])
+
+
 def configurations(s: harness.Setting) -> List:
   """Finetuning --finetune_epochs epochs on one core and in each placement, in each precision (and kernel path)."""
   out, g = [], s.num_devices
@@ -76,8 +85,10 @@ def details(summary: Dict):
   return ("finetuning seconds on one core / in each placement (same repeat)" + (
       "; per precision and kernel path, each against its own one core: a comparison, not the default" if paths else
       "; the fastest is the default"), ["precision" + (" and kernel path" if paths else ""), "placement",
-                                         "speedup over one core", "fastest" if paths else "default"], [
-      [key, p, m[p]["speedup_vs_one_core"], "yes" if m["choice"] == p else ""]
+                                         "finetuning seconds, median: one core → placement", "speedup over one core",
+                                         "fastest" if paths else "default"], [
+      [key, p, f"{m['one_core_seconds']['median']:.2f} → {m[p]['seconds']['median']:.2f}", m[p]["speedup_vs_one_core"],
+       "yes" if m["choice"] == p else ""]
       for key, m in summary["placements"].items() for p in PLACEMENTS if p in m])
 
 
