@@ -17,6 +17,7 @@ import importlib
 from experiments import presets
 from experiments.reproduce import REGISTRY
 from experiments import records
+from experiments import schedules
 from experiments import harness
 from experiments.benchmarks import strategies as bench_strategies
 from experiments.report import draw
@@ -235,6 +236,26 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
   data = _data(output_dir, "full_size")
   del data.runs[f"fashion_mnist_{programs.GREEDY.name}_b100_e30"]
   assert "| Fashion-MNIST | — | not run yet |" in full_size.table(data, {})[0]
+
+
+def test_full_size_compares_greedy_and_the_pipeline_each_at_its_warmup_over_the_seeds_both_ran(output_dir):
+  data = _data(output_dir, "full_size")
+  w = schedules.FAIR_CHOSEN
+  names = lambda seed: (f"fashion_mnist_greedy_b100_e30_tuned_w{w['greedy']:g}_s{seed}",  # noqa: E731
+                        f"fashion_mnist_pipeline_parallel_g2_b100_e30_tuned_w{w['pipeline_parallel']:g}_s{seed}")
+  points = [100 * (records.accuracy(data.runs[p]) - records.accuracy(data.runs[g])) for g, p in map(names, range(3))]
+  sentence = next(s for s in full_size.table(data, {})[1] if s.startswith("Greedy and the pipeline each at"))
+  fashion, mnist = sentence.split("; MNIST")
+  assert "Fashion-MNIST (3 seeds)" in fashion and "no difference is claimed" not in fashion
+  assert f"test {sum(points) / 3:.2f} ({min(points):.2f}–{max(points):.2f})" in fashion
+  assert mnist.startswith(" (1 seed)") and "fewer than 3 seeds: no difference is claimed" in mnist
+  # A seed counts only when both ran; with neither dataset's pair, no sentence.
+  del data.runs[names(1)[1]]
+  assert "Fashion-MNIST (2 seeds)" in next(s for s in full_size.table(data, {})[1] if s.startswith("Greedy and"))
+  for seed in (0, 2):
+    del data.runs[names(seed)[0]]
+  del data.runs[f"greedy_b100_e30_tuned_w{w['greedy']:g}_s0"]
+  assert not any(s.startswith("Greedy and the pipeline each at") for s in full_size.table(data, {})[1])
 
 
 def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_published_baselines(output_dir):

@@ -10,10 +10,12 @@ from experiments.presets import (BY_PRECISION, CONFIG_1, DP, Study, FASHION, GRE
 from experiments.render import series
 from experiments.render import cells
 from experiments.render.tables import APART, Others, Table, accuracy_goal, fmt, md_table
+from experiments.sweep import spread_text
 
 # The full-size runs' goals with the tuned recipe (docs/pretraining.md), per dataset.
 TUNED_GOALS = {presets.MNIST: 0.985, presets.FASHION: 0.90}
 TUNED = "_tuned"  # in the names of the tuned recipe's runs
+FAIR_SEEDS = {FASHION: (0, 1, 2), MNIST: (0,)}  # `_fair`'s seeds per dataset
 
 
 def _full_size(s) -> List[Run]:
@@ -41,7 +43,7 @@ def _fair(s, name) -> List[Run]:
                s["batch"], s["devices"], s["examples"], s["epochs"],
                settings={"recipe": "tuned", "dataset": d, **schedules.original(p), "layer_warmup_epochs": w},
                resumable=True, seed=seed)
-          for d, seeds in ((FASHION, (0, 1, 2)), (MNIST, (0,))) for seed in seeds for p in (GREEDY, PP)
+          for d, seeds in FAIR_SEEDS.items() for seed in seeds for p in (GREEDY, PP)
           for w in [schedules.FAIR_CHOSEN[p.name]]]
 
 
@@ -79,6 +81,7 @@ def table(data: records.StudyRecords, others: Others) -> Table:
            if r.get("run_seconds", r.get("total_seconds", float("inf"))) < r["pretrain_seconds"]]
   return md_table(["run", "dataset", "batch", "test accuracy", "report, or goal and published baselines",
                    "machine, code"], rows), [
+      _fair_comparison(data),
       f"{', '.join(short)}: resumed from checkpoints written before records kept the whole run's time, so each one's "
       "total_seconds (and run_seconds, where present) is the last process's only (smaller than the pretraining "
       "seconds); the minutes shown are pretraining and finetuning." if short else "",
@@ -94,12 +97,40 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "(docs/pretraining.md). " + presets.PUBLISHED]
 
 
+def _fair_names(prefix: str, seed: int) -> List[str]:
+  """The names of `_fair`'s greedy and pipeline runs of one dataset (`prefix`: "" or "fashion_mnist_") and seed."""
+  w = {p.name: schedules.FAIR_CHOSEN[p.name] for p in (GREEDY, PP)}
+  return [f"{prefix}greedy_b100_e30_tuned_w{w[GREEDY.name]:g}_s{seed}",
+          f"{prefix}pipeline_parallel_g2_b100_e30_tuned_w{w[PP.name]:g}_s{seed}"]
+
+
+def _fair_comparison(data: records.StudyRecords) -> str:
+  """The pipeline against greedy at full size, each at its chosen warm-up (`_fair`), per dataset over the seeds both
+  ran: each one's test accuracy and the pipeline's minus greedy's of the same seed, validation and test (points,
+  mean (min–max)); with fewer than 3 seeds it says no difference is claimed. "" before any seed has both."""
+  parts = []
+  for d, seeds in FAIR_SEEDS.items():
+    pairs = [[data.runs[n] for n in names] for seed in seeds
+             for names in [_fair_names("" if d == MNIST else f"{d}_", seed)] if all(n in data.runs for n in names)]
+    if pairs:
+      points = {key: [100 * (records.accuracy(p, key) - records.accuracy(g, key)) for g, p in pairs]
+                for key in ("validation_accuracy", "test_accuracy")}
+      parts.append(f"{records.dataset_label(d)} ({len(pairs)} seed{'s' if len(pairs) > 1 else ''}): test accuracy "
+                   f"greedy {spread_text([records.accuracy(g) for g, _ in pairs])}, pipeline "
+                   f"{spread_text([records.accuracy(p) for _, p in pairs])}; pipeline minus greedy, validation "
+                   f"{spread_text(points['validation_accuracy'], 2)}, test {spread_text(points['test_accuracy'], 2)}"
+                   + (" (fewer than 3 seeds: no difference is claimed)" if len(pairs) < 3 else ""))
+  w = schedules.FAIR_CHOSEN
+  return (f"Greedy and the pipeline each at its chosen layer warm-up (greedy w = {w[GREEDY.name]:g}, pipeline w = "
+          f"{w[PP.name]:g}; `_w` runs; points, mean (min–max) over the seeds both ran): " + "; ".join(parts) + "."
+          ) if parts else ""
+
+
 def _tuned_pair(data, prefix: str, used: List[dict]) -> str:
   """The headline's cell for one dataset (`prefix`): greedy and the pipeline each at its chosen layer warm-up (seed 0
   of `_fair`) once either has run; before that greedy without a warm-up and the frontier's chosen pipeline schedule."""
   w = {p.name: schedules.FAIR_CHOSEN[p.name] for p in (GREEDY, PP)}
-  fair = [f"{prefix}greedy_b100_e30_tuned_w{w[GREEDY.name]:g}_s0",
-          f"{prefix}pipeline_parallel_g2_b100_e30_tuned_w{w[PP.name]:g}_s0"]
+  fair = _fair_names(prefix, 0)
   full = data.get("full_size")
   if full and any(n in full.runs for n in fair):
     return cells.full_size(data, fair, used, [f"greedy w{w[GREEDY.name]:g}", f"pipeline parallel w{w[PP.name]:g}"])
