@@ -258,6 +258,19 @@ def test_full_size_compares_greedy_and_the_pipeline_each_at_its_warmup_over_the_
   assert not any(s.startswith("Greedy and the pipeline each at") for s in full_size.table(data, {})[1])
 
 
+def test_the_tuned_headline_row_shows_each_at_its_warmup_and_says_which_has_not_run(output_dir):
+  data = series.load_all(output_dir, REGISTRY)
+  row = next(h for h in full_size.HEADLINE if h.label.startswith("Test accuracy, tuned"))
+  w = schedules.FAIR_CHOSEN
+  greedy, pipeline = f"greedy w{w['greedy']:g}", f"pipeline parallel w{w['pipeline_parallel']:g}"
+  fashion = lambda: row.ours(output_dir, data, []).split(" / ")[1]  # noqa: E731
+  assert fashion().startswith(f"{greedy} 0.") and f"{pipeline} 0." in fashion()
+  del data["full_size"].runs[f"fashion_mnist_pipeline_parallel_g2_b100_e30_tuned_w{w['pipeline_parallel']:g}_s0"]
+  assert fashion().startswith(f"{greedy} 0.") and fashion().endswith(f", {pipeline} not run yet")
+  del data["full_size"].runs[f"fashion_mnist_greedy_b100_e30_tuned_w{w['greedy']:g}_s0"]
+  assert fashion().startswith("greedy 0.") and "not run yet" not in fashion()  # before either: the earlier pair
+
+
 def test_fashion_mnist_accuracy_sets_each_program_on_both_datasets_beside_the_published_baselines(output_dir):
   data = _data(output_dir, REGISTRY.get("fashion_mnist_accuracy").name)
   # MNIST's runs are the accuracy study's (shared); Fashion-MNIST's pass --dataset and are labelled by it.

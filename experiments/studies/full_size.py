@@ -133,7 +133,9 @@ def _tuned_pair(data, prefix: str, used: List[dict]) -> str:
   fair = _fair_names(prefix, 0)
   full = data.get("full_size")
   if full and any(n in full.runs for n in fair):
-    return cells.full_size(data, fair, used, [f"greedy w{w[GREEDY.name]:g}", f"pipeline parallel w{w[PP.name]:g}"])
+    labels = [f"greedy w{w[GREEDY.name]:g}", f"pipeline parallel w{w[PP.name]:g}"]
+    return cells.full_size(data, fair, used, labels) + "".join(
+        f", {label} not run yet" for label, n in zip(labels, fair) if n not in full.runs)
   return cells.full_size(data, [f"{prefix}greedy_b100_e30_tuned", f"{prefix}pipeline_parallel_g2_b100_e30_tuned_"
                                 f"{schedules.CHOSEN}_s0"], used)
 
