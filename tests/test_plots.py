@@ -240,9 +240,10 @@ def test_full_size_table_lists_each_run_with_the_reports_number(output_dir):
 
 def test_full_size_compares_greedy_and_the_pipeline_each_at_its_warmup_over_the_seeds_both_ran(output_dir):
   data = _data(output_dir, "full_size")
+  g, pp = programs.GREEDY.name, programs.PIPELINE_PARALLEL.name
   w = schedules.FAIR_CHOSEN
-  names = lambda seed: (f"fashion_mnist_greedy_b100_e30_tuned_w{w['greedy']:g}_s{seed}",  # noqa: E731
-                        f"fashion_mnist_pipeline_parallel_g2_b100_e30_tuned_w{w['pipeline_parallel']:g}_s{seed}")
+  names = lambda seed: (f"fashion_mnist_{g}_b100_e30_tuned_w{w[g]:g}_s{seed}",  # noqa: E731
+                        f"fashion_mnist_{pp}_g2_b100_e30_tuned_w{w[pp]:g}_s{seed}")
   points = [100 * (records.accuracy(data.runs[p]) - records.accuracy(data.runs[g])) for g, p in map(names, range(3))]
   sentence = next(s for s in full_size.table(data, {})[1] if s.startswith("Greedy and the pipeline each at"))
   fashion, mnist = sentence.split("; MNIST")
@@ -254,20 +255,21 @@ def test_full_size_compares_greedy_and_the_pipeline_each_at_its_warmup_over_the_
   assert "Fashion-MNIST (2 seeds)" in next(s for s in full_size.table(data, {})[1] if s.startswith("Greedy and"))
   for seed in (0, 2):
     del data.runs[names(seed)[0]]
-  del data.runs[f"greedy_b100_e30_tuned_w{w['greedy']:g}_s0"]
+  del data.runs[f"{g}_b100_e30_tuned_w{w[g]:g}_s0"]
   assert not any(s.startswith("Greedy and the pipeline each at") for s in full_size.table(data, {})[1])
 
 
 def test_the_tuned_headline_row_shows_each_at_its_warmup_and_says_which_has_not_run(output_dir):
   data = series.load_all(output_dir, REGISTRY)
   row = next(h for h in full_size.HEADLINE if h.label.startswith("Test accuracy, tuned"))
+  g, pp = programs.GREEDY.name, programs.PIPELINE_PARALLEL.name
   w = schedules.FAIR_CHOSEN
-  greedy, pipeline = f"greedy w{w['greedy']:g}", f"pipeline parallel w{w['pipeline_parallel']:g}"
+  greedy, pipeline = f"greedy w{w[g]:g}", f"pipeline parallel w{w[pp]:g}"
   fashion = lambda: row.ours(output_dir, data, []).split(" / ")[1]  # noqa: E731
   assert fashion().startswith(f"{greedy} 0.") and f"{pipeline} 0." in fashion()
-  del data["full_size"].runs[f"fashion_mnist_pipeline_parallel_g2_b100_e30_tuned_w{w['pipeline_parallel']:g}_s0"]
+  del data["full_size"].runs[f"fashion_mnist_{pp}_g2_b100_e30_tuned_w{w[pp]:g}_s0"]
   assert fashion().startswith(f"{greedy} 0.") and fashion().endswith(f", {pipeline} not run yet")
-  del data["full_size"].runs[f"fashion_mnist_greedy_b100_e30_tuned_w{w['greedy']:g}_s0"]
+  del data["full_size"].runs[f"fashion_mnist_{g}_b100_e30_tuned_w{w[g]:g}_s0"]
   assert fashion().startswith("greedy 0.") and "not run yet" not in fashion()  # before either: the earlier pair
 
 
