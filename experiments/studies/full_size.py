@@ -39,12 +39,16 @@ def _full_size(s) -> List[Run]:
 def _fair(s, name) -> List[Run]:
   """Greedy and the pipeline each at the layer warm-up the fair frontier chose for it (`schedules.FAIR_CHOSEN`, named),
   the tuned recipe: Fashion-MNIST seeds 0-2, MNIST seed 0 (greedy first: its warm-up was the question)."""
-  return [spec(f"{'' if d == MNIST else d + '_'}{name(p)}_tuned_w{w:g}_s{seed}", p, s["hidden"], s["epochs"],
-               s["batch"], s["devices"], s["examples"], s["epochs"],
-               settings={"recipe": "tuned", "dataset": d, **schedules.original(p), "layer_warmup_epochs": w},
-               resumable=True, seed=seed)
-          for d, seeds in FAIR_SEEDS.items() for seed in seeds for p in (GREEDY, PP)
-          for w in [schedules.FAIR_CHOSEN[p.name]]]
+  return [spec(_fair_name(d, name(p), p, seed), p, s["hidden"], s["epochs"], s["batch"], s["devices"], s["examples"],
+               s["epochs"], settings={"recipe": "tuned", "dataset": d, **schedules.original(p),
+                                      "layer_warmup_epochs": schedules.FAIR_CHOSEN[p.name]}, resumable=True, seed=seed)
+          for d, seeds in FAIR_SEEDS.items() for seed in seeds for p in (GREEDY, PP)]
+
+
+def _fair_name(dataset: str, sized_name: str, program, seed: int) -> str:
+  """A `_fair` run's name: <dataset>_<program and sizes>_tuned_w<its chosen warm-up>_s<seed> (no dataset for MNIST)."""
+  warmup = schedules.FAIR_CHOSEN[program.name]
+  return f"{'' if dataset == MNIST else dataset + '_'}{sized_name}_tuned_w{warmup:g}_s{seed}"
 
 
 def _chosen(s, pp_name: str) -> List[Run]:
@@ -97,11 +101,10 @@ def table(data: records.StudyRecords, others: Others) -> Table:
       "(docs/pretraining.md). " + presets.PUBLISHED]
 
 
-def _fair_names(prefix: str, seed: int) -> List[str]:
-  """The names of `_fair`'s greedy and pipeline runs of one dataset (`prefix`: "" or "fashion_mnist_") and seed."""
-  w = {p.name: schedules.FAIR_CHOSEN[p.name] for p in (GREEDY, PP)}
-  return [f"{prefix}greedy_b100_e30_tuned_w{w[GREEDY.name]:g}_s{seed}",
-          f"{prefix}pipeline_parallel_g2_b100_e30_tuned_w{w[PP.name]:g}_s{seed}"]
+def _fair_names(dataset: str, seed: int) -> List[str]:
+  """The names of `_fair`'s greedy and pipeline runs of one dataset and seed at the full preset's sizes."""
+  return [_fair_name(dataset, f"{GREEDY.name}_b100_e30", GREEDY, seed),
+          _fair_name(dataset, f"{PP.name}_g2_b100_e30", PP, seed)]
 
 
 def _fair_comparison(data: records.StudyRecords) -> str:
@@ -110,8 +113,8 @@ def _fair_comparison(data: records.StudyRecords) -> str:
   mean (min–max)); with fewer than 3 seeds it says no difference is claimed. "" before any seed has both."""
   parts = []
   for d, seeds in FAIR_SEEDS.items():
-    pairs = [[data.runs[n] for n in names] for seed in seeds
-             for names in [_fair_names("" if d == MNIST else f"{d}_", seed)] if all(n in data.runs for n in names)]
+    pairs = [[data.runs[n] for n in names] for seed in seeds for names in [_fair_names(d, seed)]
+             if all(n in data.runs for n in names)]
     if pairs:
       points = {key: [100 * (records.accuracy(p, key) - records.accuracy(g, key)) for g, p in pairs]
                 for key in ("validation_accuracy", "test_accuracy")}
@@ -126,11 +129,11 @@ def _fair_comparison(data: records.StudyRecords) -> str:
           ) if parts else ""
 
 
-def _tuned_pair(data, prefix: str, used: List[dict]) -> str:
-  """The headline's cell for one dataset (`prefix`): greedy and the pipeline each at its chosen layer warm-up (seed 0
-  of `_fair`) once either has run; before that greedy without a warm-up and the frontier's chosen pipeline schedule."""
+def _tuned_pair(data, dataset: str, used: List[dict]) -> str:
+  """The headline's cell for one dataset: greedy and the pipeline each at its chosen layer warm-up (seed 0 of
+  `_fair`) once either has run; before that greedy without a warm-up and the frontier's chosen pipeline schedule."""
   w = {p.name: schedules.FAIR_CHOSEN[p.name] for p in (GREEDY, PP)}
-  fair = _fair_names(prefix, 0)
+  fair, prefix = _fair_names(dataset, 0), "" if dataset == MNIST else f"{dataset}_"
   full = data.get("full_size")
   if full and any(n in full.runs for n in fair):
     labels = [f"greedy w{w[GREEDY.name]:g}", f"pipeline parallel w{w[PP.name]:g}"]
@@ -153,7 +156,7 @@ HEADLINE = (
                          ["report's recipe", "large-batch recipe"])),
     presets.Headline(7, "Test accuracy, tuned, 4 × 2000, 30 + 30, MNIST (goal 0.985) / Fashion-MNIST (0.90); wN: "
                         "warm-up N", "—", lambda output_dir, data, used: " / ".join(_tuned_pair(data, d, used)
-                                                                   for d in ("", f"{FASHION}_"))))
+                                                                   for d in (MNIST, FASHION))))
 
 
 STUDIES = (Study("full_size", "Full size: the report's network on all 55,000 images", dict(
