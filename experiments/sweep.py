@@ -102,9 +102,11 @@ def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
 
 
 def spread_text(values: Sequence[float], digits: int = 4) -> str:
-  """"mean (min–max)" of `values`, or "—"."""
+  """"mean (min–max)" of `values`; the value alone when there is one; "—" when there is none."""
   mean = sum(values) / len(values) if values else None
-  return "—" if mean is None else f"{mean:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+  if mean is None or len(values) == 1:
+    return "—" if mean is None else f"{mean:.{digits}f}"
+  return f"{mean:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
 
 def by_arm(runs: dict) -> dict:

@@ -250,6 +250,7 @@ def test_full_size_compares_greedy_and_the_pipeline_each_at_its_warmup_over_the_
   assert "Fashion-MNIST (3 seeds)" in fashion and "no difference is claimed" not in fashion
   assert f"test {sum(points) / 3:.2f} ({min(points):.2f}–{max(points):.2f})" in fashion
   assert mnist.startswith(" (1 seed)") and "fewer than 3 seeds: no difference is claimed" in mnist
+  assert "–" not in mnist  # one seed: each value alone, no range of one
   # A seed counts only when both ran; with neither dataset's pair, no sentence.
   del data.runs[names(1)[1]]
   assert "Fashion-MNIST (2 seeds)" in next(s for s in full_size.table(data, {})[1] if s.startswith("Greedy and"))
