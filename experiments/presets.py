@@ -37,6 +37,11 @@ RECIPES = (("report", {}), ("large_batch", LARGE_BATCH))
 BF16 = {"precision": programs.PRECISIONS[1]}
 BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per precision, float32 first
 MNIST, FASHION = datasets.DEFAULT, "fashion_mnist"  # Fashion-MNIST: an accuracy study and two full-size runs
+
+
+def dataset_prefix(dataset: str) -> str:
+  """The start of a run's name that says its dataset: "" for MNIST (the default), else "<dataset>_"."""
+  return "" if dataset == MNIST else f"{dataset}_"
 NONE: Mapping[str, Any] = types.MappingProxyType({})  # no settings beside a run's sizes
 # The settings every run's command line names, whatever their values (the rest: those not at their defaults).
 SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices", "threads_per_device",
@@ -175,7 +180,7 @@ def dp_scaling_runs(s) -> List[Run]:  # the op profile: one layer (the profile i
 def accuracy_runs(s) -> List[Run]:
   """The compared programs but data_parallel, E + E epochs per E of s["epochs"], on s["dataset"] (MNIST), resumable."""
   data = s.get("dataset", MNIST)
-  return [spec(f"{'' if data == MNIST else data + '_'}{p.run_name}_e{e}", p, s["hidden"], e, s["batch"],
+  return [spec(f"{dataset_prefix(data)}{p.run_name}_e{e}", p, s["hidden"], e, s["batch"],
                s["devices"], s["examples"], e, settings={"dataset": data},
                resumable=True) for e in s["epochs"] for p in ACCURACY_COMPARED]
 def comparison_runs(s) -> List[Run]:

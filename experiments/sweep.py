@@ -103,10 +103,10 @@ def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
 
 def spread_text(values: Sequence[float], digits: int = 4) -> str:
   """"mean (min–max)" of `values`; the value alone when there is one; "—" when there is none."""
-  mean = sum(values) / len(values) if values else None
-  if mean is None or len(values) == 1:
-    return "—" if mean is None else f"{mean:.{digits}f}"
-  return f"{mean:.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+  if not values:
+    return "—"
+  mean = f"{sum(values) / len(values):.{digits}f}"
+  return mean if len(values) == 1 else f"{mean} ({min(values):.{digits}f}–{max(values):.{digits}f})"
 
 
 def by_arm(runs: dict) -> dict:

@@ -28,7 +28,7 @@ def _full_size(s) -> List[Run]:
            settings={**NO_PROFILE, **settings}, resumable=True) for recipe, settings in RECIPES] + [
       spec(f"{FASHION}_{name(p)}", p, s["hidden"], e, b, g, s["examples"], e,
            settings={**(HELDOUT if p is PP else {}), "dataset": FASHION}, resumable=True) for p in (GREEDY, PP)] + [
-      spec(f"{'' if d == MNIST else d + '_'}{name(p)}_tuned", p, s["hidden"], e, b, g, s["examples"], e,
+      spec(f"{presets.dataset_prefix(d)}{name(p)}_tuned", p, s["hidden"], e, b, g, s["examples"], e,
            settings={"recipe": "tuned", "dataset": d, **schedules.original(p)}, resumable=True)
       for d in (MNIST, FASHION) for p in (GREEDY, PP)] + [
       spec(f"{FASHION}_{name(GREEDY)}_tuned_s{seed}", GREEDY, s["hidden"], e, b, g, s["examples"], e,
@@ -48,14 +48,14 @@ def _fair(s, name) -> List[Run]:
 def _fair_name(dataset: str, sized_name: str, program, seed: int) -> str:
   """A `_fair` run's name: <dataset>_<program and sizes>_tuned_w<its chosen warm-up>_s<seed> (no dataset for MNIST)."""
   warmup = schedules.FAIR_CHOSEN[program.name]
-  return f"{'' if dataset == MNIST else dataset + '_'}{sized_name}_tuned_w{warmup:g}_s{seed}"
+  return f"{presets.dataset_prefix(dataset)}{sized_name}_tuned_w{warmup:g}_s{seed}"
 
 
 def _chosen(s, pp_name: str) -> List[Run]:
   """The frontier's chosen schedule (`experiments.schedules.CHOSEN`, its settings named) at full size with the tuned
   recipe: Fashion-MNIST seeds 0-2, MNIST seed 0."""
   arm, program, settings = schedules.arm(schedules.CHOSEN)
-  return [spec(f"{'' if d == MNIST else d + '_'}{pp_name}_tuned_{arm}_s{seed}", program, s["hidden"], s["epochs"],
+  return [spec(f"{presets.dataset_prefix(d)}{pp_name}_tuned_{arm}_s{seed}", program, s["hidden"], s["epochs"],
                s["batch"], s["devices"], s["examples"], s["epochs"],
                settings={"recipe": "tuned", "dataset": d, **settings}, resumable=True, seed=seed)
           for d, seeds in ((FASHION, (0, 1, 2)), (MNIST, (0,))) for seed in seeds]
@@ -133,7 +133,7 @@ def _tuned_pair(data, dataset: str, used: List[dict]) -> str:
   """The headline's cell for one dataset: greedy and the pipeline each at its chosen layer warm-up (seed 0 of
   `_fair`) once either has run; before that greedy without a warm-up and the frontier's chosen pipeline schedule."""
   w = {p.name: schedules.FAIR_CHOSEN[p.name] for p in (GREEDY, PP)}
-  fair, prefix = _fair_names(dataset, 0), "" if dataset == MNIST else f"{dataset}_"
+  fair, prefix = _fair_names(dataset, 0), presets.dataset_prefix(dataset)
   full = data.get("full_size")
   if full and any(n in full.runs for n in fair):
     labels = [f"greedy w{w[GREEDY.name]:g}", f"pipeline parallel w{w[PP.name]:g}"]
