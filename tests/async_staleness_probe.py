@@ -1,9 +1,10 @@
 """Test helper: one asynchronous SGD step whose staleness is made, not waited for.
 
 An in-process cluster of one worker and one parameter server; worker 0 is slowed by the benchmark-only delay, and
-once this process (the coordinator) sees the step's function start (the `starts` counter, which it increments before
-reading the version), while the step sleeps between its gradient and its apply, it adds STALE to the version counter,
-as STALE updates of other workers would. The step must measure staleness STALE, and apply lr g (plain) or
+once this process (the coordinator) sees the step's function start (the `starts` counter, which it increments just
+before reading the version), it waits half the step's sleep (so the step has read the version even on a loaded
+machine) and, while the step sleeps between its gradient and its apply, adds STALE to the version counter, as STALE
+updates of other workers would. The step must measure staleness STALE, and apply lr g (plain) or
 lr g / (STALE + 1) (staleness-aware), g the gradient at the weights it read. Prints one JSON line per setting:
 {"staleness_aware", "staleness", "error_vs_expected", "error_vs_other_rule"} (max abs weight differences).
 
@@ -26,7 +27,7 @@ from common.model import autoencoder  # noqa: E402
 from common.settings import programs  # noqa: E402
 
 STALE = 5
-DELAY_SECONDS = 3.0  # the step sleeps this long after its gradient: the coordinator acts within it
+DELAY_SECONDS = 6.0  # the step sleeps this long after its gradient: the coordinator acts within it, after half of it
 DEADLINE_SECONDS = 600  # the one deadline of the wait for the function's start
 LEARNING_RATE = 0.5
 SEED, CORRUPTION, BATCH = 3, 0.5, 10
@@ -62,6 +63,7 @@ def main():
     while counters.read()[1] == started:  # until the function has started (and read the version right after)
       if time.monotonic() > deadline:
         raise SystemExit("the step's function never started")
+    time.sleep(DELAY_SECONDS / 2)  # past the version's read, which follows the start at once; before the apply
     counters.version.assign_add(STALE)
     coordinator.join()
     _, staleness, _ = result.fetch()
