@@ -37,16 +37,16 @@ RECIPES = (("report", {}), ("large_batch", LARGE_BATCH))
 BF16 = {"precision": programs.PRECISIONS[1]}
 BY_PRECISION = (("", {}), ("_bf16", BF16))  # (run-name suffix, settings) per precision, float32 first
 MNIST, FASHION = datasets.DEFAULT, "fashion_mnist"  # Fashion-MNIST: an accuracy study and two full-size runs
-
-
-def dataset_prefix(dataset: str) -> str:
-  """The start of a run's name that says its dataset: "" for MNIST (the default), else "<dataset>_"."""
-  return "" if dataset == MNIST else f"{dataset}_"
 NONE: Mapping[str, Any] = types.MappingProxyType({})  # no settings beside a run's sizes
 # The settings every run's command line names, whatever their values (the rest: those not at their defaults).
 SHARED = ("hidden_units", "pretrain_epochs", "finetune_epochs", "batch_size", "num_devices", "threads_per_device",
           "train_examples", "seed")
 StudyRuns = Dict[str, Tuple["Run", ...]]  # {study: its runs at one preset}, in the registry's order
+
+
+def dataset_prefix(dataset: str) -> str:
+  """The start of a run's name that says its dataset: "" for MNIST (the default), else "<dataset>_"."""
+  return "" if dataset == MNIST else f"{dataset}_"
 
 
 @dataclasses.dataclass(frozen=True)
