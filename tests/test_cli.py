@@ -2,9 +2,11 @@
 before any work starts. The programs run as subprocesses, concurrently to save time."""
 
 import concurrent.futures
+import sys
 
 import pytest
 
+from common.base import errors
 from common.data import loader as data
 from common.settings import programs
 
@@ -123,3 +125,20 @@ def test_flags_are_checked_before_tensorflow_is_imported():
           "  print(m, 'tensorflow' in sys.modules)\n")
   out = subprocess.run([fresh_python(), "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
   assert out.split() == [w for p in PROGRAMS for w in (p, "False")]
+
+
+def test_an_error_or_note_line_is_one_write_so_another_threads_log_line_cannot_split_it(monkeypatch):
+  """`print` writes a line and its newline in two writes; a coordinator thread's log line once landed between them
+  (the lost-worker note of tests/test_slurm.py). `errors.print_line` writes the whole line at once."""
+  writes = []
+
+  class Recorder:
+    def write(self, text):
+      writes.append(text)
+
+    def flush(self):
+      writes.append("<flush>")
+
+  monkeypatch.setattr(sys, "stderr", Recorder())
+  errors.print_line("note: worker 0 was lost")
+  assert writes == ["note: worker 0 was lost\n", "<flush>"]

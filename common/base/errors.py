@@ -1,4 +1,13 @@
-"""Errors a user can cause and fix; the programs print them as one line and exit non-zero."""
+"""Errors a user can cause and fix; the programs print them as one line (`print_line`) and exit non-zero."""
+
+import sys
+
+
+def print_line(text: str) -> None:
+  """Writes `text` and its newline to stderr in one write, flushed. `print` writes them in two, and a log line of
+  another thread (TensorFlow's coordinator logs about the same lost worker) can land between them, inside the line."""
+  sys.stderr.write(text + "\n")
+  sys.stderr.flush()
 
 
 class UserError(Exception):

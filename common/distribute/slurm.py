@@ -225,7 +225,7 @@ class Job:
         left = sum(1 for r, (k, _) in enumerate(self.tasks) if k == "worker" and r not in self.peers.ended)
         then = (f"the other {left} worker(s) go on (the coordinator reruns its functions on them)" if left else
                 "no worker is left: the coordinator waits for one to come back (--worker_recovery_seconds)")
-        print(f"note: {self.name(rank)} {_describe(how)}; {then}.", file=sys.stderr, flush=True)
+        errors.print_line(f"note: {self.name(rank)} {_describe(how)}; {then}.")
       return
     if how == peers_lib.FAILED:  # It printed its own error line, or it stopped because another task was lost.
       time.sleep(FAILED_GRACE_SECONDS)
@@ -244,7 +244,7 @@ class Job:
     if not self._exiting.acquire(blocking=False):
       threading.Event().wait()  # Another thread is ending the process.
     if message:
-      print(f"error: {message}", file=sys.stderr, flush=True)
+      errors.print_line(f"error: {message}")
     else:
       logging.info("%s", note)
     self.peers.end(peers_lib.DONE if code == 0 else peers_lib.FAILED)

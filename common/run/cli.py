@@ -67,7 +67,7 @@ def reported(config: Any) -> Iterator[None]:
   except errors.ReportedByAnotherTaskError:
     sys.exit(1)  # Task 0 of the job prints the line.
   except (errors.UserError, ValueError) as e:
-    print(f"error: {e}", file=sys.stderr)
+    errors.print_line(f"error: {e}")
     sys.exit(1)
   except KeyboardInterrupt:
     if config.model_dir:
