@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import pytest
+import tensorflow as tf
 
 from common.base import peers
 from common.base import ports
@@ -78,6 +79,26 @@ def test_tf_config_wins_and_one_task_or_a_one_device_program_makes_no_cluster(mo
   _step(monkeypatch, "n1", "1", rank=0, node="n1", local=0)
   assert slurm.start("p", "multi_worker") is None and cluster.TF_CONFIG not in os.environ
   assert slurm.ACTIVE is None
+
+
+
+@pytest.mark.parametrize("error, waits", [(ValueError("bad flag"), False), (tf.errors.UnavailableError(
+    None, None, "Collective ops is aborted by: recvmsg:Connection reset by peer"), True)])
+def test_a_task_whose_run_failed_in_tensorflow_waits_for_a_lost_peers_report_before_its_own(monkeypatch, error, waits):
+  # A killed peer resets the collective's connections at once: the run's UnavailableError must not be reported (and
+  # the others told "failed") before the watch has had its grace to report the lost peer and end the process.
+  events = []
+
+  class Watch:
+    def end(self, how):
+      events.append(("told the others", how))
+
+  monkeypatch.setattr(slurm, "start", lambda *args: slurm.Job("multi_worker", 0, [], [], "7", "0", peers=Watch()))
+  monkeypatch.setattr(slurm.time, "sleep", lambda seconds: events.append(("waited", seconds)))
+  with pytest.raises(type(error)):
+    with slurm.task_of_step("p", "multi_worker"):
+      raise error
+  assert events == [("waited", slurm.LOST_GRACE_SECONDS)] * waits + [("told the others", peers.FAILED)]
 
 
 PEER = """

@@ -69,6 +69,10 @@ SHAPES = ("multi_worker", "client_server", "parameter_server")
 # Seconds a task waits, when another says it failed, for a lost task to be reported too: a task that stops because
 # a third was lost says "failed", and the lost one's report must not be missed for it.
 FAILED_GRACE_SECONDS = 1.0
+# Seconds a task whose run failed with a TensorFlow runtime error waits, before it reports that error, for the watch
+# to report a lost task: a killed peer resets the collective's connections at once, and the error this task's run
+# raises from that must not win the race against the one "error: ... was lost" line (the watch ends the process).
+LOST_GRACE_SECONDS = 5.0
 
 
 def step_tasks() -> int:
@@ -320,7 +324,8 @@ def start(program: str, shape: str, ps: int = 1) -> Optional[Job]:
 @contextlib.contextmanager
 def task_of_step(program: str, shape: str, ps: int = 1) -> Iterator[Optional[Job]]:
   """`start`, then the body (the run), then this task's end told to the others: "done" when the body returned,
-  "failed" when it raised (it reports its own error). Outside a Slurm cluster it only runs the body.
+  "failed" when it raised (it reports its own error; a TensorFlow runtime error after `LOST_GRACE_SECONDS`, in which
+  the watch of a lost task ends the process with its own line). Outside a Slurm cluster it only runs the body.
 
   Raises:
     As `start`, and whatever the body raises.
@@ -328,8 +333,10 @@ def task_of_step(program: str, shape: str, ps: int = 1) -> Iterator[Optional[Job
   job = start(program, shape, ps)
   try:
     yield job
-  except BaseException:
+  except BaseException as e:
     if job is not None:
+      if isinstance(e, tf.errors.OpError):  # Perhaps a peer was lost: its watch reports it, and ends the process.
+        time.sleep(LOST_GRACE_SECONDS)
       job.peers.end(peers_lib.FAILED)
     raise
   if job is not None:
