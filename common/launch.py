@@ -154,9 +154,11 @@ class Cluster:
         out.flush()
 
   def _failure(self) -> Optional[Tuple[int, str]]:
-    """(status, message) once a process has failed (or a server has exited at all), else None."""
+    """(status, message) once a process has failed (or a server has exited at all), else None. A process killed by a
+    signal is named before one that exited with an error: when a worker is killed, a peer's collective fails at once
+    and it may have exited too by the time both are seen."""
     codes = [p.poll() for p in self.procs]
-    for name, code in zip(self.names, codes):
+    for name, code in sorted(zip(self.names, codes), key=lambda task: not (task[1] is not None and task[1] < 0)):
       server = self.client_server and name != "chief"
       if code is not None and self.workers_may_die and name.startswith("worker"):
         if name not in self.lost:

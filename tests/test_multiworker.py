@@ -14,6 +14,7 @@ import sys
 import pytest
 import tensorflow as tf
 
+from common import launch
 from common.artifacts import runlog
 from common.distribute import cluster
 from common.settings import config as config_lib
@@ -167,6 +168,24 @@ def test_bad_launcher_input_is_one_clear_line():
     lines = [l for l in proc.stderr.splitlines() if l.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
 
+
+
+def test_the_killed_worker_is_named_when_its_peer_has_failed_too_by_the_time_both_are_seen():
+  # A killed worker's peer fails at once in its collective (UnavailableError) and may have exited by the launcher's
+  # next poll: the line names the killed one, the cause, whatever the order of the tasks.
+  class Ended:
+    def __init__(self, code):
+      self.code = code
+
+    def poll(self):
+      return self.code
+
+  for codes in ((1, -9), (-9, 1)):
+    launched = launch.Cluster(programs.DATA_PARALLEL.module, [], client_server=False)
+    launched.names, launched.procs = ["worker 0", "worker 1"], [Ended(c) for c in codes]
+    killed = launched.names[codes.index(-9)]
+    assert launched._failure() == (1, f"{killed} was killed by SIGKILL; stopped the other 0 process(es) of the "
+                                      "cluster.")
 
 def test_tf_config_is_checked(monkeypatch):
   monkeypatch.delenv(cluster.TF_CONFIG, raising=False)
