@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import types
 
 import pytest
 import tensorflow as tf
@@ -94,7 +95,7 @@ def test_a_task_whose_run_failed_in_tensorflow_waits_for_a_lost_peers_report_bef
       events.append(("told the others", how))
 
   monkeypatch.setattr(slurm, "start", lambda *args: slurm.Job("multi_worker", 0, [], [], "7", "0", peers=Watch()))
-  monkeypatch.setattr(slurm.time, "sleep", lambda seconds: events.append(("waited", seconds)))
+  monkeypatch.setattr(slurm, "time", types.SimpleNamespace(sleep=lambda seconds: events.append(("waited", seconds))))
   with pytest.raises(type(error)):
     with slurm.task_of_step("p", "multi_worker"):
       raise error
