@@ -158,7 +158,7 @@ class Cluster:
     signal is named before one that exited with an error: when a worker is killed, a peer's collective fails at once
     and it may have exited too by the time both are seen."""
     codes = [p.poll() for p in self.procs]
-    for name, code in sorted(zip(self.names, codes), key=lambda task: not (task[1] is not None and task[1] < 0)):
+    for name, code in sorted(zip(self.names, codes), key=lambda task: (task[1] or 0) >= 0):
       server = self.client_server and name != "chief"
       if code is not None and self.workers_may_die and name.startswith("worker"):
         if name not in self.lost:

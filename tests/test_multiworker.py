@@ -169,7 +169,6 @@ def test_bad_launcher_input_is_one_clear_line():
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], proc.stderr
 
 
-
 def test_the_killed_worker_is_named_when_its_peer_has_failed_too_by_the_time_both_are_seen():
   # A killed worker's peer fails at once in its collective (UnavailableError) and may have exited by the launcher's
   # next poll: the line names the killed one, the cause, whatever the order of the tasks.
@@ -186,6 +185,7 @@ def test_the_killed_worker_is_named_when_its_peer_has_failed_too_by_the_time_bot
     killed = launched.names[codes.index(-9)]
     assert launched._failure() == (1, f"{killed} was killed by SIGKILL; stopped the other 0 process(es) of the "
                                       "cluster.")
+
 
 def test_tf_config_is_checked(monkeypatch):
   monkeypatch.delenv(cluster.TF_CONFIG, raising=False)

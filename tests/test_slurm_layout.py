@@ -82,7 +82,6 @@ def test_tf_config_wins_and_one_task_or_a_one_device_program_makes_no_cluster(mo
   assert slurm.ACTIVE is None
 
 
-
 @pytest.mark.parametrize("error, waits", [(ValueError("bad flag"), False), (tf.errors.UnavailableError(
     None, None, "Collective ops is aborted by: recvmsg:Connection reset by peer"), True)])
 def test_a_task_whose_run_failed_in_tensorflow_waits_for_a_lost_peers_report_before_its_own(monkeypatch, error, waits):
