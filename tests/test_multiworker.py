@@ -10,6 +10,8 @@ import os
 import re
 import subprocess
 import sys
+import threading
+import types
 
 import pytest
 import tensorflow as tf
@@ -185,6 +187,28 @@ def test_the_killed_worker_is_named_when_its_peer_has_failed_too_by_the_time_bot
     killed = launched.names[codes.index(-9)]
     assert launched._failure() == (1, f"{killed} was killed by SIGKILL; stopped the other 0 process(es) of the "
                                       "cluster.")
+
+
+def test_a_killed_non_chief_first_waits_for_the_chiefs_checkpoint(monkeypatch, tmp_path):
+  # The KILL_ENV hook of a task that writes no checkpoints kills only once the chief's checkpoint of the same count
+  # is on disk, so the rerun resumes from it however slow the chief's write was (a loaded machine).
+  monkeypatch.setenv(cluster.TF_CONFIG, json.dumps({"cluster": {"worker": ["a:1", "b:2"]},
+                                                    "task": {"type": "worker", "index": 1}}))
+  monkeypatch.setenv(cluster.KILL_ENV, "worker:1:2")
+  killed_when = []
+  monkeypatch.setattr(os, "kill", lambda pid, sig: killed_when.append(
+      tf.train.get_checkpoint_state(str(tmp_path)).model_checkpoint_path))
+  manager = tf.train.CheckpointManager(tf.train.Checkpoint(v=tf.Variable(1.0)), str(tmp_path), max_to_keep=3)
+  hook = cluster.fault_hook_from_environment()
+  run = types.SimpleNamespace(checkpoint=types.SimpleNamespace(chief=False, model_dir=str(tmp_path),
+                                                               restored_from=None))
+  manager.save()
+  hook(run)  # Its 1st checkpoint: no kill.
+  chief = threading.Timer(1.0, manager.save)  # The chief's 2nd checkpoint lands a second after the hook's call.
+  chief.start()
+  hook(run)
+  chief.join()
+  assert killed_when == [os.path.join(str(tmp_path), "ckpt-2")]
 
 
 def test_tf_config_is_checked(monkeypatch):

@@ -280,8 +280,8 @@ def test_async_data_parallel_on_four_slurm_tasks_reaches_greedys_heldout_loss(sl
 
 def test_killed_worker_ends_the_step_with_one_line_and_the_same_command_resumes(slurm_env, references, tmp_path):
   flags = cluster_flags(tmp_path, "resumed", num_devices=1, profile_steps=0, model_dir=tmp_path / "model")
-  # Worker 1 SIGKILLs itself right after its 2nd checkpoint (layer 1's last epoch): worker 0 waits in layer 2's
-  # first all-reduce for a peer that is gone, until it learns that the peer was lost.
+  # Worker 1 SIGKILLs itself right after its 2nd checkpoint (layer 1's last epoch; once the chief's is on disk):
+  # worker 0 waits in layer 2's first all-reduce for a peer that is gone, until it learns that the peer was lost.
   killed = _srun(slurm_env, 2, programs.DATA_PARALLEL.module, flags, {cluster.KILL_ENV: "worker:1:2"})
   assert killed.returncode != 0
   assert "killing this process (SIGKILL) after checkpoint 2" in killed.stderr, killed.stderr[-3000:]

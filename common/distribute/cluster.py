@@ -36,7 +36,11 @@ from common.distribute import devices as devices_lib
 TF_CONFIG = "TF_CONFIG"
 # Test hook: "<task type>:<task index>:<K>" makes that task ("local:0:K" outside a cluster) SIGKILL
 # itself right after its K-th checkpoint (counted in the process, saved or not), like a lost machine.
+# A task that writes no checkpoints (not the chief) first waits until the chief's K-th of this process
+# is on disk, so the checkpoint a rerun resumes from does not depend on which task was faster.
 KILL_ENV = "SDAE_TEST_KILL_AFTER_CHECKPOINT"
+# Seconds the hook of a non-chief task waits for the chief's checkpoint before it kills anyway.
+KILL_WAIT_SECONDS = 120.0
 
 
 def tf_config() -> Optional[Dict[str, Any]]:
@@ -208,10 +212,31 @@ def fault_hook_from_environment() -> Optional[Callable[[Any], None]]:
     return None
   calls = [0]
 
-  def kill(_):
+  def kill(run):
     calls[0] += 1
     if calls[0] == int(count):
+      if not run.checkpoint.chief:
+        _wait_for_chief_checkpoint(run.checkpoint, calls[0])
       logging.warning("%s: killing this process (SIGKILL) after checkpoint %d at unix time %.3f.", KILL_ENV,
                       calls[0], time.time())
       os.kill(os.getpid(), signal.SIGKILL)
   return kill
+
+
+def _checkpoint_number(path: Optional[str]) -> int:
+  """N of a checkpoint path ".../ckpt-N", 0 for None."""
+  return int(path.rsplit("-", 1)[1]) if path else 0
+
+
+def _wait_for_chief_checkpoint(checkpoint: Any, count: int) -> None:
+  """Waits until TensorFlow's state file in `checkpoint.model_dir` names the chief's `count`-th checkpoint
+  since the one this process restored (`checkpoint.restored_from`), or `KILL_WAIT_SECONDS` pass."""
+  want = _checkpoint_number(checkpoint.restored_from) + count
+  deadline = time.monotonic() + KILL_WAIT_SECONDS
+  while time.monotonic() < deadline:
+    state = tf.train.get_checkpoint_state(checkpoint.model_dir)
+    if state is not None and _checkpoint_number(state.model_checkpoint_path) >= want:
+      return
+    time.sleep(0.05)
+  logging.warning("%s: the chief's checkpoint %d is not in %s after %.0f s; killing anyway.", KILL_ENV, want,
+                  checkpoint.model_dir, KILL_WAIT_SECONDS)
