@@ -102,11 +102,16 @@ def confirm_candidates(coarse_rows: List[dict]) -> List[Candidate]:
 
 
 def spread_text(values: Sequence[float], digits: int = 4) -> str:
-  """"mean (min–max)" of `values`; the value alone when there is one; "—" when there is none."""
+  """"mean (min–max)" of `values` to `digits` decimals; the value alone when there is one; "—" when there is none.
+  A value that rounds to zero is written without a sign."""
   if not values:
     return "—"
-  mean = f"{sum(values) / len(values):.{digits}f}"
-  return mean if len(values) == 1 else f"{mean} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+  def fixed(x: float) -> str:
+    text = f"{x:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else text
+  mean = fixed(sum(values) / len(values))
+  return mean if len(values) == 1 else f"{mean} ({fixed(min(values))}–{fixed(max(values))})"
 
 
 def by_arm(runs: dict) -> dict:

@@ -16,6 +16,7 @@ from experiments.reproduce import REGISTRY
 from experiments import records
 from experiments import schedules
 from experiments import harness
+from experiments import sweep
 from experiments.report import draw
 from experiments.report import readme
 from conftest import ROOT, python
@@ -303,3 +304,9 @@ def test_machine_label_names_one_code_once_by_the_commit_its_runs_started_from()
       "Xeon, instruction set not recorded, 2 cores, commit ddddddd")
   assert records.machine_label([record("a", "x", None), record("b", "x", 5)]).endswith("commit bbbbbbb (+1 of the "
                                                                                       "same code)")  # undated: last
+
+
+def test_spread_text_writes_mean_min_and_max_and_no_negative_zero():
+  assert sweep.spread_text([]) == "—" and sweep.spread_text([0.5]) == "0.5000"
+  assert sweep.spread_text([0.02, -0.03], 2) == "0.00 (-0.03–0.02)"  # mean -0.005 rounds to zero: no sign
+  assert sweep.spread_text([-0.004], 2) == "0.00" and sweep.spread_text([-0.006], 2) == "-0.01"
