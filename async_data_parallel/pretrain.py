@@ -116,7 +116,7 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
     in_flight = []  # The functions of the epoch's previous chunk.
     origin = [0]  # The version from which the layer's applied updates count (its layer warm-up's own steps).
 
-    def epoch_fn(epoch, first_step, num_steps, learning_rate, index=i, steps=steps):
+    def steps_fn(epoch, first_step, num_steps, learning_rate, index=i, steps=steps):
       # A chunk (the progress bar cuts an epoch in several) waits for the previous chunk's functions, not its own,
       # so that the workers never run dry between chunks; the epoch's last chunk waits for all of them.
       epoch, first_step, num_steps = int(epoch), int(first_step), int(num_steps)
@@ -143,7 +143,7 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
 
     for epoch in range(len(histories[i]), epochs):
       with timing.trace(trace), run.training():
-        result = epochs_lib.run_epoch(epoch_fn, epoch, steps.steps_per_epoch, config.pretrain_learning_rate,
+        result = epochs_lib.run_epoch(steps_fn, epoch, steps.steps_per_epoch, config.pretrain_learning_rate,
                                       run.chunks_per_epoch, progress, work[i], f"pretraining loss of layer {i + 1}",
                                       "--pretrain_learning_rate")
       trace = None

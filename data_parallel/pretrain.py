@@ -86,10 +86,10 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
         pretrain_state["profile"] = profile_lib.profile_layer(dp, config.profile_steps, config.profile_repeats)
       logging.info("Op profile of layer 1, seconds per epoch: %s", ", ".join(
           f"{k} {v:.3f}" for k, v in pretrain_state["profile"]["seconds_per_epoch"].items()))
-    epoch_fn = dp.epoch_function()
+    steps_fn = dp.steps_function()
     for epoch in range(len(histories[i]), epochs):
       with timing.trace(trace), run.training():
-        result = epochs_lib.run_epoch(epoch_fn, epoch, steps_per_epoch, learning_rate, run.chunks_per_epoch,
+        result = epochs_lib.run_epoch(steps_fn, epoch, steps_per_epoch, learning_rate, run.chunks_per_epoch,
                                       progress, work[i], f"pretraining loss of layer {i + 1}",
                                       "--pretrain_learning_rate")
       trace = None

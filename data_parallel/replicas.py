@@ -75,7 +75,7 @@ class DataParallelTrainer:
     """Traces and compiles the step function with one step at learning rate 0 (changes nothing)."""
     self._compiled(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
 
-  def epoch_function(self) -> Callable[..., Tuple[tf.Tensor]]:
+  def steps_function(self) -> Callable[..., Tuple[tf.Tensor]]:
     """`fn(epoch, first_step, num_steps, learning_rate) -> (sum of the steps' batch losses,)` for
-    `common.run.lifecycle.run_epoch`; any (epoch, step range) may be run, in any order."""
+    `common.training.epochs.run_epoch`; any (epoch, step range) may be run, in any order."""
     return lambda epoch, first_step, num_steps, lr: (self._compiled(epoch, first_step, num_steps, lr),)

@@ -63,12 +63,12 @@ def pretrain(run: lifecycle.Run) -> Dict[str, Any]:
     trainer = autoencoder.LayerTrainer(layer, run.layers[:i], images, config.seed, config.corruption,
                                        config.batch_size, device, run.kernels,
                                        layer_warmup.warmup_steps(i, config.layer_warmup_epochs, steps_per_epoch))
-    epoch_fn = graph.function(trainer.run_steps)
+    steps_fn = graph.function(trainer.run_steps)
     with run.timer.phase(timing.COMPILE_PHASE):  # Tracing and XLA compilation; learning rate 0 changes nothing.
-      epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
+      steps_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
     for epoch in range(len(histories[i]), epochs):
       with timing.trace(trace), run.training():
-        result = epochs_lib.run_epoch(epoch_fn, epoch, steps_per_epoch, config.pretrain_learning_rate,
+        result = epochs_lib.run_epoch(steps_fn, epoch, steps_per_epoch, config.pretrain_learning_rate,
                                       run.chunks_per_epoch, progress, work[i], f"pretraining loss of layer {i + 1}",
                                       "--pretrain_learning_rate")
       trace = None

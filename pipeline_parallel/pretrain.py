@@ -254,12 +254,12 @@ def _polish(run: lifecycle.Run, polish: List[List[Dict[str, Any]]], layer_device
       on_device = images if device == images_device else tf.constant(run.data.train_images)
     trainer = autoencoder.LayerTrainer(run.layers[i], frozen, on_device, config.seed, config.corruption,
                                        config.batch_size, device, run.kernels)
-    epoch_fn = graph.function(trainer.run_steps)
+    steps_fn = graph.function(trainer.run_steps)
     with run.timer.phase(timing.COMPILE_PHASE):  # Learning rate 0 changes nothing.
-      epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
+      steps_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0))[0].numpy()
     for e in range(len(polish[i]), config.polish_epochs):
       with run.training("pretrain_polish"):
-        result = epochs_lib.run_epoch(epoch_fn, first_epoch + e, trainer.steps_per_epoch,
+        result = epochs_lib.run_epoch(steps_fn, first_epoch + e, trainer.steps_per_epoch,
                                       config.pretrain_learning_rate, run.chunks_per_epoch, progress, work[i],
                                       f"polishing loss of layer {i + 1}", "--pretrain_learning_rate")
       polish[i].append(dict(result, epoch=first_epoch + e + 1, elapsed_seconds=run.pretrain_elapsed))

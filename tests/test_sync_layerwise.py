@@ -28,12 +28,12 @@ def _reference_weights(mnist):
   copy_of_layer1 = autoencoder.FrozenEncoder(layers[0])
   trainers = [autoencoder.LayerTrainer(layers[0], [], images, SEED, CORRUPTION, BATCH),
               autoencoder.LayerTrainer(layers[1], [copy_of_layer1], images, SEED, CORRUPTION, BATCH)]
-  epoch_fns = [graph.function(t.run_steps) for t in trainers]
+  steps_fns = [graph.function(t.run_steps) for t in trainers]
   steps = tf.constant(trainers[0].steps_per_epoch)
   for step in range(EPOCHS + 1):  # E + H - 1 steps.
-    epoch_fns[0](tf.constant(step), tf.constant(0), steps, tf.constant(LR))
+    steps_fns[0](tf.constant(step), tf.constant(0), steps, tf.constant(LR))
     if step >= 1:
-      epoch_fns[1](tf.constant(step), tf.constant(0), steps, tf.constant(LR))
+      steps_fns[1](tf.constant(step), tf.constant(0), steps, tf.constant(LR))
     copy_of_layer1.assign_from(layers[0])
   weights = {}
   for layer in layers:

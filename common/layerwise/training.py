@@ -64,7 +64,7 @@ class GroupTrainer:
     self.devices = list(devices)
     self.concurrent = concurrent
     self._copies: List[Tuple[autoencoder.FrozenEncoder, autoencoder.DenoisingAutoencoder]] = []
-    self._epoch_fns = []
+    self._steps_fns = []
     self._frozen: Dict[int, List[autoencoder.FrozenEncoder]] = {}
     for layer_index, device in zip(self.group, self.devices):
       with tf.device(device):
@@ -75,7 +75,7 @@ class GroupTrainer:
       warmup = layer_warmup.warmup_steps(layer_index, warmup_epochs, int(images[device].shape[0]) // batch_size)
       trainer = autoencoder.LayerTrainer(layers[layer_index], frozen, images[device], seed, corruption,
                                          batch_size, device, kernels, warmup, layer_index - self.group[0])
-      self._epoch_fns.append(graph.function(trainer.run_steps) if concurrent else trainer.run_steps)
+      self._steps_fns.append(graph.function(trainer.run_steps) if concurrent else trainer.run_steps)
     self.steps_per_epoch = trainer.steps_per_epoch
     self.run_steps = graph.function(self._run_steps)
     self.copy_weights = graph.function(self._copy_weights)
@@ -100,7 +100,7 @@ class GroupTrainer:
       forbids the clock). An inactive layer runs zero steps: loss 0, end - start ~ 0.
     """
     losses, starts, ends = [], [], []
-    for j, (fn, device) in enumerate(zip(self._epoch_fns, self.devices)):
+    for j, (fn, device) in enumerate(zip(self._steps_fns, self.devices)):
       with tf.device(device):
         loss, start, end = fn(epoch_step, first_step, num_steps * active[j], learning_rate)
       losses.append(loss)

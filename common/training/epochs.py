@@ -14,12 +14,13 @@ from common.base import errors
 from common.base import progress as progress_lib
 
 
-def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rate: float, chunks: int,
+def run_epoch(steps_fn: Callable[..., Any], epoch: int, steps: int, learning_rate: float, chunks: int,
               progress: progress_lib.Progress, work: float, what: str, flag: str) -> Dict[str, float]:
-  """Runs one epoch of `epoch_fn(epoch, first_step, num_steps, learning_rate)` in `chunks` calls.
+  """Runs one epoch of `steps_fn(epoch, first_step, num_steps, learning_rate)` in `chunks` calls.
 
   Args:
-    epoch_fn: compiled function returning the sum of the steps' mean batch losses (its first output).
+    steps_fn: compiled function running steps [first_step, first_step + num_steps) of `epoch`; its first output is
+      the sum of those steps' mean batch losses.
     epoch: epoch index (keys shuffling and corruption).
     steps: steps per epoch.
     learning_rate: SGD learning rate.
@@ -40,7 +41,7 @@ def run_epoch(epoch_fn: Callable[..., Any], epoch: int, steps: int, learning_rat
   total = 0.0
   start = time.perf_counter()
   for a, b in zip(bounds, bounds[1:]):
-    out = epoch_fn(tf.constant(epoch), tf.constant(int(a)), tf.constant(int(b - a)), lr)
+    out = steps_fn(tf.constant(epoch), tf.constant(int(a)), tf.constant(int(b - a)), lr)
     total += float(tf.nest.flatten(out)[0])
     progress.advance(work * (b - a) / steps)
   seconds = time.perf_counter() - start

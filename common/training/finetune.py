@@ -341,15 +341,15 @@ def run_finetuning(classifier: Classifier, layers: Sequence, dataset: data.Datas
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
       best = classifier.best_copy()
   lr_multiplier = _product(lr_multiplier, lr_schedule(config.finetune_lr_schedule, epochs * steps))
-  epoch_fn = graph.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, lr_multiplier))
+  steps_fn = graph.function(lambda e, f, n, lr: finetuner.run_steps(e, f, n, lr, strategy, lr_multiplier))
   with timer.phase(timing.FINETUNE_COMPILE_PHASE):
-    epoch_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
+    steps_fn(tf.constant(0), tf.constant(0), tf.constant(1), tf.constant(0.0)).numpy()
   progress = progress_lib.Progress(epochs, "finetune", config.show_progress, done_work=done)
   learning_rate = config.finetune_learning_rate if learning_rate is None else learning_rate
   for epoch in range(done, epochs):
     traced = os.path.join(config.profile_dir, PROFILE_SUBDIR) if config.profile_dir and epoch == done else None
     with timer.phase("finetune_train"), timing.trace(traced):
-      result = epochs_lib.run_epoch(epoch_fn, epoch, steps, learning_rate, chunks_per_epoch, progress, 1.0,
+      result = epochs_lib.run_epoch(steps_fn, epoch, steps, learning_rate, chunks_per_epoch, progress, 1.0,
                                     "finetuning loss", "--finetune_learning_rate")
     loss, seconds = result["loss"], result["seconds"]
     with timer.phase("finetune_evaluate"):
