@@ -80,7 +80,8 @@ class Job:
   preset: Optional[str] = None
 
   @property
-  def run_name(self) -> str:  # the record's file name without .json: the program's --run_name
+  def run_name(self) -> str:
+    """The record's file name without .json: the program's --run_name."""
     return os.path.splitext(os.path.basename(self.record))[0]
 
 

@@ -96,6 +96,7 @@ class LayerModel:
     return config["pretrain_epochs"] * sum(t)
 
   def describe(self) -> str:
+    """The fitted parameters in one line, for the tables."""
     return (f"t_k = {', '.join(f'{t:.3g}' for t in self.epoch_seconds)} s; C = {self.cores}; "
             f"fitted rho = {self.slowdown:.3f}")
 
@@ -141,6 +142,7 @@ class ModelParallel(LayerModel):
                for step in schedule.all_steps())
 
   def describe(self):
+    """The fitted parameters in one line, for the tables."""
     return super().describe() + f"; kappa = {self.copy_seconds_per_param * 1e9:.3g} ns/param"
 
   def _fit(self, runs, pairs):
@@ -171,6 +173,7 @@ class DataParallel(LayerModel):
         for x, p in zip(t, cost.layer_params(config["hidden_units"])))
 
   def describe(self):
+    """The fitted parameters in one line, for the tables."""
     return super().describe() + (f"; f = {self.parallel_fraction:.3f}; gamma = "
                                  f"{self.allreduce_seconds_per_param * 1e9:.3g} ns/param; S = {self.steps_per_epoch}")
 
@@ -207,11 +210,14 @@ class Pipeline:
   calibration: Tuple[str, ...]
 
   def predict(self, config: Mapping, devices: int) -> float:
+    """Predicted pretraining seconds of `config` on `devices` devices: the critical path's FLOPs, or the whole
+    work over min(devices, cores) if that is more, at the fitted rate (FLOP/s per device)."""
     work = pipeline_plan(dict(config, replicas_per_stage=1), 1).critical_path_flops(config["batch_size"])
     path = pipeline_plan(config, devices).critical_path_flops(config["batch_size"])  # R replicas: 1/R each
     return max(path, work / min(devices, self.cores)) / self.rate
 
   def describe(self) -> str:
+    """The fitted parameters in one line, for the tables."""
     return f"rate = {self.rate / 1e9:.3g} GFLOP/s per device; C = {self.cores}"
 
   @classmethod

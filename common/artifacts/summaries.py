@@ -35,6 +35,7 @@ class Summaries:
 
   @property
   def enabled(self) -> bool:
+    """True when summaries are written (--tensorboard_dir given)."""
     return self._writer is not None
 
   def scalar(self, tag: str, value: Optional[float], step: int) -> None:
@@ -76,5 +77,6 @@ class Summaries:
         tf.summary.image(tag, grid[None], max_outputs=1)
 
   def flush(self) -> None:
+    """Writes the buffered events to disk (TensorBoard sees them at once)."""
     if self._writer is not None:
       self._writer.flush()

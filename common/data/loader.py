@@ -55,6 +55,7 @@ class Dataset:
 
   @property
   def num_train(self) -> int:
+    """Training examples (the rows of `train_images`)."""
     return int(self.train_images.shape[0])
 
   @property

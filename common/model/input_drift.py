@@ -72,6 +72,7 @@ class InputDrift:
 
   @property
   def probe_examples(self) -> int:
+    """Examples in the fixed probe batch the drift is measured on."""
     return int(self._probe.shape[0])
 
   def sketch(self, encoders: Sequence) -> np.ndarray:

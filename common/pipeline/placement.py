@@ -64,6 +64,7 @@ class Plan:
 
   @property
   def num_stages(self) -> int:
+    """P, the stages (one device each, or R replicas)."""
     return len(self.stages)
 
   @property
@@ -80,6 +81,7 @@ class Plan:
 
   @property
   def num_chunks(self) -> int:
+    """Chunks of `chunk_steps` steps in `total_steps` (the last one may be shorter)."""
     return -(-self.total_steps // self.chunk_steps)
 
   @property

@@ -10,6 +10,7 @@ from common.measure import provenance
 
 
 def positive_int(name: str, value: Any, note: str = "") -> None:
+  """Refuses anything but an int >= 1 (bool too), naming `note` after "integer"."""
   if isinstance(value, bool) or not isinstance(value, int) or value < 1:
     raise ValueError(f"--{name} must be a positive integer{note}, got {value!r}.")
 
@@ -20,6 +21,7 @@ def counts(what: str) -> Callable[[str, Any], None]:
 
 
 def non_negative_int(note: str) -> Callable[[str, Any], None]:
+  """The check of an int >= 0 (bool refused), refused as "must be a non-negative integer<note>"."""
   def check(name, value):
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
       raise ValueError(f"--{name} must be a non-negative integer{note}, got {value!r}.")
@@ -27,6 +29,7 @@ def non_negative_int(note: str) -> Callable[[str, Any], None]:
 
 
 def at_most(limit: int, first: Callable[[str, Any], None] = positive_int) -> Callable[[str, Any], None]:
+  """The check `first`, then value <= `limit`."""
   def check(name, value):
     first(name, value)
     if value > limit:
@@ -35,6 +38,7 @@ def at_most(limit: int, first: Callable[[str, Any], None] = positive_int) -> Cal
 
 
 def positive(name: str, value: Any) -> None:
+  """Refuses a number <= 0 (or NaN)."""
   if not value > 0:
     raise ValueError(f"--{name} must be positive, got {value}.")
 
@@ -49,10 +53,12 @@ def number_in(low: float, high: float, what: str, low_open: bool = False) -> Cal
 
 
 def optional(check: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
+  """`check`, with None (the setting left unset) allowed."""
   return lambda name, value: None if value is None else check(name, value)
 
 
 def hidden_units(name: str, units: Any) -> None:
+  """Refuses an empty list or a layer size that is not a positive integer."""
   if not units:
     raise ValueError(f"--{name} must list at least one layer size, e.g. 2000,2000.")
   for u in units:
@@ -65,16 +71,19 @@ def hidden_units(name: str, units: Any) -> None:
 
 
 def threads(name: str, value: Any) -> None:
+  """A positive integer no larger than this process's usable cores (`check_threads`)."""
   positive_int(name, value)
   check_threads(value)
 
 
 def seed(name: str, value: Any) -> None:
+  """An int in [0, 2^31)."""
   if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
     raise ValueError(f"--{name} must be an integer in [0, 2^31), got {value!r}.")
 
 
 def corruption(name: str, value: Any) -> None:
+  """The masking noise's fraction of input units set to zero, in [0, 1)."""
   if not 0.0 <= value < 1.0:
     raise ValueError(f"--{name} must be in [0, 1) (the fraction of pixels masked), got {value}.")
 
