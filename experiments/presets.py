@@ -152,9 +152,10 @@ class Benchmark:
   -> [Run]; `summarize`: (Setting, {configuration: [record per repeat]}) -> {measure: value}; `defaults` of the shared
   flags; `options`: {flag: (default: float, int, str or list of str, help)}; `folder`: Setting -> the records' folder
   (summary_<folder>.json; summary.json for "records"); `columns`: (measure, README label); `details`: summary ->
-  (caption, header, rows), a table under its row (cells a spread, number or text), or None for none; `figure`: {file name: summary} -> a
-  matplotlib figure (figures/`figure_file`); `section`: output_dir -> markdown, its own section of results/README.md
-  after the Benchmarks (titled `title`, its figure there); `headline`: its rows of the results headline; `order`."""
+  (caption, header, rows), a table under its row (cells a spread, number or text), or None for none; `figure`: {file
+  name: summary} -> a matplotlib figure (figures/`figure_file`) or None (none drawn); `section`: output_dir ->
+  markdown, its own section of results/README.md after the Benchmarks (titled `title`, its figure there); `headline`:
+  its rows of the results headline; `order`."""
   name: str
   runs: Callable[[Any], List[Run]]
   summarize: Callable[[Any, Mapping[str, List[dict]]], Dict[str, Any]]

@@ -320,3 +320,36 @@ def test_beside_runs_the_program_with_a_quiet_copy_and_keeps_its_exit_status(tmp
   assert sorted(p.name for p in tmp_path.iterdir()) == ["main.json"]
   refused = run_module("experiments.beside", programs.GREEDY.module, "--batch_size=0", "--results_dir=")
   assert refused.returncode == 1 and "--batch_size" in refused.stderr
+
+
+def _account_summary(flags, batch_size, fractions):
+  """A fixture limit summary with an account per precision of `fractions` ({precision: {part: [per repeat]}})."""
+  return {"provenance": {"cpu_model": "Intel(R) Xeon(R) Processor", "cpu_flags": flags, "machine_id": "abcdef123456",
+                         "commit": "0123456789abcdef"},
+          "setting": {"batch_size": batch_size, "hidden_units": [2000, 2000], "train_examples": 400,
+                      "pretrain_epochs": 2, "repeats": 3},
+          "precisions": list(fractions),
+          **{f"account_{p}": {k: {"fraction_of_wall": harness.spread(v), "seconds": harness.spread(v)}
+                              for k, v in parts.items()} for p, parts in fractions.items()}}
+
+
+def test_the_account_figure_draws_each_part_of_each_summary_with_an_account_at_its_median():
+  """`limit.figure`: a panel per summary with an account (by class, then batch), per precision a bar per part at the
+  repeats' median with the least-to-most range; summaries without an account are left out; None when none has one."""
+  parts = [k for k, _ in bench_limit.PARTS]
+  f32 = {k: [0.1 * (i + 1), 0.1 * (i + 1) + 0.02, 0.1 * (i + 1) - 0.01] for i, k in enumerate(parts)}
+  f32["computing"] = [-0.05, -0.02, 0.01]  # a part may be negative (the stages beat greedy's interference)
+  bf16 = {k: [0.2, 0.21, 0.19] for k in parts}
+  summaries = {"summary_b100_amx.json": _account_summary(["avx2", "amx_bf16"], 100, {F32: f32, BF16: bf16}),
+               "summary_b1000_avx2.json": _account_summary(["avx2"], 1000, {F32: f32}),
+               "summary_b100_float32.json": {"provenance": {}, "setting": {"batch_size": 100}, "precision": F32}}
+  assert bench_limit.figure({"old.json": summaries["summary_b100_float32.json"]}) is None
+  fig = bench_limit.figure(summaries)
+  axes = [ax for ax in fig.axes if ax.get_visible()]
+  assert len(axes) == 2  # AMX before AVX2; the summary without an account has no panel
+  assert "AMX" in axes[0].get_title() and "batch 100" in axes[0].get_title() and "machine abcdef" in axes[0].get_title()
+  assert "AVX2" in axes[1].get_title() and "batch 1000" in axes[1].get_title()
+  heights = [[round(p.get_height(), 6) for p in ax.patches] for ax in axes]
+  assert heights[0] == [round(statistics.median(f32[k]), 6) for k in parts] + [0.2] * len(parts)
+  assert heights[1] == [round(statistics.median(f32[k]), 6) for k in parts]
+  assert [t.get_text() for t in axes[0].get_legend().get_texts()] == ["float32", "bfloat16"]

@@ -27,7 +27,7 @@ TABLE: Dict[str, Dict[str, dict]] = {'AMX': {'kernels': {'greedy': {'float32': '
                      'model_parallel': {'float32': 'tf', 'mixed_bfloat16': 'tf'},
                      'data_parallel': {'float32': 'tf', 'mixed_bfloat16': 'tf'},
                      'pipeline_parallel': {'mixed_bfloat16': 'tf'}},
-         'thread_pool': {'pipeline_parallel': {'mixed_bfloat16': 'shared'}},
+         'thread_pool': {'pipeline_parallel': {'float32': 'shared', 'mixed_bfloat16': 'shared'}},
          'finetune_placement': {'float32': 'one_device', 'mixed_bfloat16': 'one_device'}},
  'AVX-512 BF16': {'thread_pool': {'pipeline_parallel': {'float32': 'shared', 'mixed_bfloat16': 'shared'}},
                   'finetune_placement': {'float32': 'one_device', 'mixed_bfloat16': 'one_device'}},

@@ -14,11 +14,12 @@ committed: run alone. Records per instruction-set class (folder b<batch>_<class>
 from before).
   python -m experiments.benchmarks.limit --batch_size=100   (and --batch_size=1000 --train_examples=22000)"""
 
-from typing import Dict, List
+from typing import Dict, List, Mapping
 
-from common.measure import cost
-from common.settings import programs
-from experiments import harness, presets
+from common.measure import cost, provenance
+from common.settings import processor_defaults, programs
+from experiments import harness, presets, records
+from experiments.render import figures
 
 POOLS = ("per_device", "shared")
 BASES = ("greedy_1core",) + tuple(f"pipeline_{pool}" for pool in POOLS) + (programs.MODEL_PARALLEL.name,)
@@ -127,6 +128,63 @@ def account(pipeline: List[dict], alone: List[dict], beside: List[dict], rate: f
       [x / w for x, w in zip(v, parts["wall"])])} for k, v in parts.items()}
 
 
+# The account's bars: the limit's own seconds, then each part beyond it (`ACCOUNT`), with their axis labels.
+PARTS = (("limit", "the limit\n(products at\n2 cores' rate)"),
+         ("interference", "interference\n(greedy beside\na copy)"),
+         ("computing", "the stages'\ncomputing\nbeyond it"), ("tails", "slow ticks"),
+         ("idle", "idle\n(imbalance,\nfill, drain)"))
+
+
+def accounted(summaries: Mapping[str, Dict]) -> List[Dict]:
+  """The summaries with an account (`account_<precision>`), by instruction-set class (the most capable first), then
+  batch."""
+  order = processor_defaults.CLASS_ORDER + (None,)
+  return sorted((s for s in summaries.values() if any(s.get(f"account_{p}") for p in s.get("precisions", []))),
+                key=lambda s: (order.index(provenance.instruction_set(s["provenance"].get("cpu_flags"))),
+                               s["setting"]["batch_size"]))
+
+
+def figure(summaries: Mapping[str, Dict]):
+  """Where the pipeline's pretraining wall time goes (`account`): per summary with an account (a machine and a batch),
+  each part as a fraction of the wall per precision, bars at the median over the repeats, lines from the least to the
+  most (in each repeat the parts sum to 1). None when no summary has an account."""
+  shown = accounted(summaries)
+  if not shown:
+    return None
+  fig, axes = figures.grid(len(shown), width=6.0, height=4.4)
+  for ax, s in zip(axes, shown):
+    own = [p for p in s["precisions"] if s.get(f"account_{p}")]
+    width = 0.8 / len(own)
+    for i, p in enumerate(own):
+      parts = [s[f"account_{p}"][k]["fraction_of_wall"] for k, _ in PARTS]
+      xs = [j + (i - (len(own) - 1) / 2) * width for j in range(len(PARTS))]
+      ax.bar(xs, [v["median"] for v in parts], width, color=figures.COLORS[i], label=p.replace("mixed_", ""),
+             yerr=[[v["median"] - v["min"] for v in parts], [v["max"] - v["median"] for v in parts]], capsize=2,
+             error_kw={"elinewidth": 0.8})
+      for x, v in zip(xs, parts):
+        ax.annotate(f"{v['median']:.2f}", (x, max(v["max"], 0.0)), ha="center", va="bottom", fontsize=6)
+    ax.axhline(0.0, color="0.3", linewidth=0.6)
+    ax.set_xticks(range(len(PARTS)), [label for _, label in PARTS], fontsize=7)
+    ax.set_ylabel("fraction of the pretraining wall time", fontsize=8)
+    ax.legend(fontsize=7)
+    pv = s["provenance"]
+    ax.set_title(f"{records.processor(pv.get('cpu_model'))}, {provenance.instruction_set(pv.get('cpu_flags'))}"
+                 + (f", machine {pv['machine_id'][:6]}" if pv.get("machine_id") else "")
+                 + f", commit {pv['commit'][:7]}\nbatch {s['setting']['batch_size']}, "
+                 f"{s['setting']['train_examples']:,} images, {s['setting']['pretrain_epochs']} epochs, "
+                 f"medians of {s['setting']['repeats']}", fontsize=8)
+  low = min([0.0] + [v["fraction_of_wall"]["min"] for s in shown for p in s["precisions"]
+                     for v in (s.get(f"account_{p}") or {}).values()])
+  for ax in axes:  # one scale for every panel
+    ax.set_ylim(low - 0.05, 1.0)
+  units = shown[0]["setting"]["hidden_units"]
+  fig.suptitle("Where the pipeline's pretraining time goes: pipeline_parallel on 2 one-thread devices, "
+               + (f"{len(units)} × {units[0]}" if len(set(units)) == 1 else " × ".join(map(str, units))) + " units",
+               fontsize=10)
+  fig.tight_layout()
+  return fig
+
+
 def details(summary: Dict):
   """The README table: per configuration the fraction of its precision's limit of its cores, pretraining and
   finetuning, and finetuning's speedup over one core (a summary of one precision, from before: no speedup)."""
@@ -159,7 +217,7 @@ BENCHMARK = presets.Benchmark(
     options={"precisions": (list(programs.PRECISIONS), "Precisions (--precision) of the runs, alternated."),
              "finetune_epochs": (2, "Finetuning epochs of every run."),
              "account": (1, "1: also greedy beside a copy of itself (the account's interference); 0: not.")},
-    folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}",
+    folder=lambda s: f"b{s.batch_size}_{harness.machine_class()}", figure=figure, figure_file="limit_account.png",
     columns=tuple((f"fraction_{n}", f"{n}: fraction of the limit") for n in BASES[:3]) + tuple(  # one precision
         (f"{m}_{p}", f"{label}, {p}") for p in programs.PRECISIONS for m, label in (
             ("pipeline_fraction", "pipeline, fraction of the limit (faster pool)"),

@@ -37,6 +37,17 @@ def new(ncols: int = 1, width: float = 6.4, height: float = 4.8):
   return fig, list(fig.subplots(1, ncols, squeeze=False)[0])
 
 
+def grid(count: int, columns: int = 2, width: float = 6.4, height: float = 4.8):
+  """A figure with `count` axes in rows of at most `columns`, the unused places left empty: (figure, [axes])."""
+  columns = max(1, min(columns, count))
+  rows = -(-count // columns)
+  fig = mpl_figure.Figure(figsize=(width * columns, height * rows))
+  axes = list(fig.subplots(rows, columns, squeeze=False).flatten())
+  for ax in axes[count:]:
+    ax.set_visible(False)
+  return fig, axes[:count]
+
+
 def finish(fig, data: records.StudyRecords, extra: str = "", presets_shown: Sequence[str] = (),
            more: Sequence[Tuple[records.StudyRecords, Tuple[str, str]]] = ()) -> None:
   """Titles the figure; footer: preset and what it shrinks, dataset, hardware, hollow markers, other machines `more`

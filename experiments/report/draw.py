@@ -32,9 +32,10 @@ def draw(output_dir: str, registry: presets.Registry, out: Callable[[str], None]
 
 
 def benchmark_figure(output_dir: str, benchmark: presets.Benchmark) -> Optional[str]:
-  """<output_dir>/figures/<its figure_file>: a benchmark's `figure` of its summaries; None without summaries."""
-  if not (found := records.load_summaries(output_dir, benchmark.name)):
+  """<output_dir>/figures/<its figure_file>: a benchmark's `figure` of its summaries; None without summaries or when
+  the figure draws none of them (returns None)."""
+  if not (found := records.load_summaries(output_dir, benchmark.name)) or (fig := benchmark.figure(found)) is None:
     return None
   path = os.path.join(output_dir, "figures", benchmark.figure_file)
-  save(benchmark.figure(found), path)
+  save(fig, path)
   return path
