@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from absl import app, flags
 
 from common.measure import cost
+from common.measure import provenance as provenance_lib
 from common.settings import processor_defaults, programs
 from experiments import driver, presets, records
 
@@ -227,11 +228,34 @@ def summarize(benchmark: presets.Benchmark, setting: Setting, jobs: Sequence[dri
       "records": {name: [j.record for j in ordered if j.spec.name == name] for name in found}}
 
 
+# What a benchmark's existing record must share with this process to be reused: one machine and one code.
+SAME_SOURCE = ("cpu_model", "cpu_flags", "usable_cores", "machine_id", "code_digest")
+
+
+def foreign_record(jobs: Sequence[driver.Job], here: Mapping[str, Any]) -> Optional[str]:
+  """The first existing record of `jobs` made on another machine or code than `here` (`provenance.fields()` of this
+  process), as "<path> (<field>: <its value>, here <ours>)", comparing SAME_SOURCE (a field either lacks is not
+  compared); None when every existing record is this machine's and code's."""
+  for j in jobs:
+    env = (records.load(j.record) or {}).get("environment") or {}
+    for field in SAME_SOURCE:
+      theirs, ours = env.get(field), here.get(field)
+      if theirs is not None and ours is not None and theirs != ours:
+        return f"{j.record} ({field}: {theirs}, here {ours})"
+  return None
+
+
 def run(benchmark: presets.Benchmark, setting: Setting, output_dir: str, work_dir: str, command: str,
-        out: Callable[[str], None] = print, modules: Optional[Mapping[str, str]] = None) -> Tuple[str, Dict[str, Any]]:
+        out: Callable[[str], None] = print, modules: Optional[Mapping[str, str]] = None,
+        here: Optional[Mapping[str, Any]] = None) -> Tuple[str, Dict[str, Any]]:
   """Runs the missing records, writes the summary unless nothing ran and one exists; returns (path, summary).
-  `modules` replaces programs' modules (tests); driver.RunFailedError, or ValueError (several machines or codes)."""
+  `modules` replaces programs' modules and `here` this process's provenance (tests); driver.RunFailedError, or
+  ValueError (several machines or codes; before any run, an existing record of another machine or code)."""
   jobs, start, load = plan(benchmark, setting, output_dir, work_dir), time.perf_counter(), os.getloadavg()
+  if other := foreign_record(jobs, provenance_lib.fields() if here is None else here):
+    raise ValueError(f"{other} was made on another machine or code than this one: its runs and this one's would "
+                     "not be one measurement; pass --output_dir=DIR to measure this machine apart, or delete "
+                     f"{os.path.join(output_dir, benchmark.folder(setting))} to measure it again")
   ran = driver.run(jobs, f"benchmark {benchmark.name}", os.path.join(output_dir, benchmark.folder(setting),
                                                                       "driver_log.jsonl"), modules=modules, out=out)
   # How busy the machine was while the runs ran: the wall seconds and the load averages before and after.

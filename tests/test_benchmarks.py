@@ -4,6 +4,7 @@ choices the committed summaries make (kernels)."""
 
 import json
 import os
+import types
 
 import pytest
 
@@ -17,6 +18,7 @@ from experiments.benchmarks import kernels as bench_kernels
 from experiments.benchmarks import model_parallel as bench_model_parallel
 from experiments.benchmarks import pipeline_parallel as bench_pipeline_parallel
 from experiments.report import draw
+from tests.fixtures import make_records
 from conftest import ROOT
 
 RESULTS = os.path.join(ROOT, "results")
@@ -33,9 +35,9 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
   g, s, m = GREEDY.name, SYNC.name, MP.name
   assert order == [f"{g}_r0", f"{s}_r0", f"{m}_r0", f"{s}_r1", f"{m}_r1", f"{g}_r1"]
   assert {j.spec.config.num_devices for j in jobs if j.spec.program == m} == {2}
-  lines = []
+  lines, here = [], make_records.ENVIRONMENT  # this "machine" is the fake records' (their environment)
   path, summary = harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append,
-                              fake_modules)
+                              fake_modules, here)
   assert path == os.path.join(out, "summary_b100.json") and os.path.exists(path)
   assert summary["order"] == order and summary["machine_load"] is not None and summary["noisy"] == records.noisy(summary)
   seconds = {name: [records.load(p)["pretrain_seconds"] for p in paths] for name, paths in summary["records"].items()}
@@ -46,8 +48,31 @@ def test_benchmark_harness_alternates_repeats_and_summarizes(tmp_path, fake_modu
   assert summary["provenance"]["configurations"][m]["thread_pool"] == MP.default_thread_pool()
   # A rerun times nothing and keeps the summary that was measured.
   os.utime(path, (0, 0))
-  harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append, fake_modules)
+  harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append, fake_modules,
+              here)
   assert os.path.getmtime(path) == 0
+  # On another machine, or with other code, the records are not reused: refused before any run, with the way out.
+  os.remove(jobs[-1].record)
+  for field, value in (("cpu_model", "Other CPU"), ("cpu_flags", ["avx2", "amx_bf16"]), ("code_digest", "e")):
+    with pytest.raises(ValueError, match=f"{field}: .*--output_dir=DIR"):
+      harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append,
+                  fake_modules, dict(here, **{field: value}))
+    assert not os.path.exists(jobs[-1].record) and os.path.getmtime(path) == 0
+  # A field the records lack (here the machine's id) is not compared.
+  harness.run(bench_model_parallel.BENCHMARK, setting, out, str(tmp_path / "work"), "test", lines.append, fake_modules,
+              dict(here, machine_id="any"))
+  assert os.path.exists(jobs[-1].record)
+
+
+def test_a_record_of_another_machine_instance_is_foreign(tmp_path):
+  """`harness.foreign_record`: the machine's id (another host, or the same after a reboot) counts like the processor;
+  a job without a record is not looked at."""
+  path = tmp_path / "r.json"
+  path.write_text(json.dumps({"environment": dict(make_records.ENVIRONMENT, machine_id="aaaaaaaaaaaa")}))
+  jobs = [types.SimpleNamespace(record=str(tmp_path / "missing.json")), types.SimpleNamespace(record=str(path))]
+  assert harness.foreign_record(jobs, dict(make_records.ENVIRONMENT, machine_id="aaaaaaaaaaaa")) is None
+  assert harness.foreign_record(jobs, dict(make_records.ENVIRONMENT, machine_id="bbbbbbbbbbbb")) == (
+      f"{path} (machine_id: aaaaaaaaaaaa, here bbbbbbbbbbbb)")
 
 
 def test_harness_refuses_to_summarize_records_of_two_machines_or_codes():
