@@ -33,8 +33,7 @@ def color(program: str) -> str:
 
 def new(ncols: int = 1, width: float = 6.4, height: float = 4.8):
   """A figure with `ncols` axes side by side: (figure, [axes])."""
-  fig = mpl_figure.Figure(figsize=(width * ncols, height))
-  return fig, list(fig.subplots(1, ncols, squeeze=False)[0])
+  return grid(ncols, ncols, width, height)
 
 
 def grid(count: int, columns: int = 2, width: float = 6.4, height: float = 4.8):
