@@ -135,7 +135,12 @@ def test_one_worker_equals_greedy_in_mixed_bfloat16(tmp_path):
   proc, record = _run(tmp_path, "w1_bf16", num_devices=1, precision=programs.PRECISIONS[1])
   assert proc.returncode == 0, proc.stderr[-3000:]
   assert record["environment"]["precision"] == programs.PRECISIONS[1]
-  _assert_same_weights(runlog.load_weights(str(tmp_path / "w1_bf16.npz")), want)
+  # Greedy applies the kernel's bfloat16 gradient in XLA's one pass (rate x gradient subtracted with one rounding),
+  # async_data_parallel the float32 gradient with TensorFlow's update (two roundings): last-bit differences, which
+  # the next steps' bfloat16 operands grow; so the weights agree to bfloat16's resolution (max |dw| <= 2^-8 max |w|,
+  # as data parallel's do: tests/test_precision.py), not to 1e-5.
+  largest = max(float(np.max(np.abs(w))) for w in want.values())
+  _assert_same_weights(runlog.load_weights(str(tmp_path / "w1_bf16.npz")), want, atol=2 ** -8 * largest)
 
 
 def test_one_worker_killed_resumes_to_greedys_weights(tmp_path, greedy_run):

@@ -151,6 +151,44 @@ def test_each_bfloat16_operand_is_cast_once_and_the_step_is_what_casting_the_sta
     np.testing.assert_array_equal(got.numpy(), expected.numpy())
 
 
+@native_bfloat16
+def test_a_bfloat16_step_applies_the_kernels_bfloat16_gradient_in_one_pass():
+  # sgd_step's XLA pass: kernel -= rate * float32(the kernel's bfloat16 gradient product), what the float32 gradient
+  # loss_and_gradients returns gives (to the last bit of an FMA); the biases by TensorFlow's update, bit for bit.
+  x = tf.random.stateless_uniform([8, 24], (1, 2))
+  target = tf.random.stateless_uniform([8, 24], (3, 4))
+  layer = autoencoder.DenoisingAutoencoder(24, 16, 1, 0, BF16)
+  _, _, grads = layer.loss_and_gradients(x, target, tf.constant(8))
+  assert all(g.dtype == tf.float32 for g in grads)
+  before = [w.numpy() for w in layer.weights]
+  tf.function(lambda: layer.sgd_step(x, target, tf.constant(0.5)))()
+  np.testing.assert_allclose(layer.kernel.numpy(), before[0] - 0.5 * grads[0].numpy(), rtol=0, atol=1e-7)
+  assert np.abs(layer.kernel.numpy() - before[0]).max() > 1e-3
+  for w, b, g in zip(layer.weights[1:], before[1:], grads[1:]):
+    np.testing.assert_array_equal(w.numpy(), (tf.constant(b) - 0.5 * g).numpy())
+
+
+@native_bfloat16
+def test_the_frozen_layers_bfloat16_operands_made_once_per_loop_give_the_steps_that_cast_them(mnist):
+  # LayerTrainer.run_steps casts the frozen kernels once before its loop; steps that cast them each time give the
+  # same weights, bit for bit.
+  images = tf.constant(mnist.train_images[:200])
+  weights = []
+  for per_loop in (True, False):
+    layers = autoencoder.build_stack((32, 16), seed=0, input_units=784, precision=BF16)
+    trainer = autoencoder.LayerTrainer(layers[1], layers[:1], images, 0, 0.3, 20)
+    if per_loop:
+      tf.function(lambda: trainer.run_steps(tf.constant(0), tf.constant(0), tf.constant(4), tf.constant(0.1)))()
+    else:
+      for step in range(4):
+        trainer.train_step(trainer.batches.indices(tf.range(step * 20, step * 20 + 20), tf.constant(0)),
+                           tf.constant(0), tf.constant(0.1))
+    weights.append([w.numpy() for w in layers[1].weights])
+  assert np.abs(weights[0][0] - autoencoder.build_stack((32, 16), 0, 784)[1].kernel.numpy()).max() > 1e-3
+  for a, b in zip(*weights):
+    np.testing.assert_array_equal(a, b)
+
+
 def test_mixed_bfloat16_is_refused_without_native_bfloat16():
   no_gpus = lambda: []  # noqa: E731
   epyc = lambda: ("x86_64", ["fpu", "avx512f", "avx512_bf16"])  # noqa: E731

@@ -44,6 +44,20 @@ def compile_step(fn, kernels: str):
   return graph.function(fn, jit_compile=kernels == "xla")
 
 
+@graph.function(jit_compile=True)
+def xla_sgd_update(kernel: tf.Variable, learning_rate: tf.Tensor, gradient: tf.Tensor) -> None:
+  """kernel -= learning_rate * float32(gradient) in one pass over the kernel compiled by XLA: the SGD update of a
+  bfloat16 gradient (TensorFlow's kernels take two passes, its cast to float32 and the update).
+
+  Args:
+    kernel: float32 [input_units, hidden_units] variable.
+    learning_rate: float32 scalar.
+    gradient: [input_units, hidden_units], bfloat16 (the kernel's gradient as its bfloat16 product returned it) or
+      float32.
+  """
+  kernel.assign_sub(learning_rate * tf.cast(gradient, tf.float32))
+
+
 def sigmoid_glorot_uniform(fan_in: int, fan_out: int, seed: int, layer_index: int) -> tf.Tensor:
   """float32 [fan_in, fan_out] uniform in +-4 sqrt(6 / (fan_in + fan_out)), the sigmoid Glorot range.
 
@@ -84,10 +98,16 @@ class DenoisingAutoencoder(tf.Module):
     """[kernel, bias, decoder_bias], the order of every gradient list."""
     return [self.kernel, self.bias, self.decoder_bias]
 
-  def encode(self, x: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
+  def encode(self, x: tf.Tensor, precision: Optional[str] = None, kernel: Optional[tf.Tensor] = None) -> tf.Tensor:
     """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the products at `precision` (default:
-    the layer's)."""
-    return tf.sigmoid(precision_lib.matmul(x, self.kernel, precision or self.precision) + self.bias)
+    the layer's); `kernel`: W already as the product operand (`kernel_operand`), else the variable's."""
+    w = self.kernel if kernel is None else kernel
+    return tf.sigmoid(precision_lib.matmul(x, w, precision or self.precision) + self.bias)
+
+  def kernel_operand(self) -> tf.Tensor:
+    """W as the products' operand: bfloat16 [input_units, hidden_units] cast from the variable under mixed_bfloat16,
+    else the float32 variable itself. A loop that does not change W makes it once, not once per step."""
+    return precision_lib.operand(self.kernel, self.precision)
 
   def per_example_loss(self, corrupted: tf.Tensor, target: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
     """Reconstruction loss of each example: float32 [b], cross-entropy summed over the input units.
@@ -119,6 +139,10 @@ class DenoisingAutoencoder(tf.Module):
     """One SGD step on a batch; returns (mean loss float32, encoding of `inputs` before the update) and, with
     `also_encode`, its encoding too.
 
+    Every weight's update is one pass over it: TensorFlow's fused `ResourceApplyGradientDescent` (assign_sub(
+    learning_rate * grad) makes two), except the kernel's under mixed_bfloat16, whose bfloat16 gradient is cast and
+    applied in one pass compiled by XLA (`xla_sgd_update`; TensorFlow's kernels take two).
+
     Args:
       inputs: float32 [b, input_units], the corrupted input (after the layers below).
       target: float32 [b, input_units] in [0, 1], the clean input (after the same layers).
@@ -133,13 +157,15 @@ class DenoisingAutoencoder(tf.Module):
       layer-pipelined schedule as the corrupted path it passes up) and, with `also_encode`, float32
       [b', hidden_units] = sigmoid(also_encode W + b) with the same weights.
     """
-    loss, hidden, grads, *encoded = self.loss_and_gradients(inputs, target, tf.shape(inputs)[0],
-                                                            also_encode=also_encode)
-    for var, grad in zip(self.weights, grads):
-      # var -= learning_rate * grad in one pass over the weights (one kernel on TensorFlow's path, where
-      # assign_sub(learning_rate * grad) makes two).
+    loss, hidden, (d_kernel, d_bias, d_decoder_bias), encoded = self._loss_and_product_gradients(
+        inputs, target, tf.shape(inputs)[0], also_encode=also_encode)
+    if self.precision == precision_lib.MIXED_BFLOAT16:
+      xla_sgd_update(self.kernel, learning_rate, d_kernel)
+    else:
+      tf.raw_ops.ResourceApplyGradientDescent(var=self.kernel.handle, alpha=learning_rate, delta=d_kernel)
+    for var, grad in ((self.bias, d_bias), (self.decoder_bias, d_decoder_bias)):
       tf.raw_ops.ResourceApplyGradientDescent(var=var.handle, alpha=learning_rate, delta=grad)
-    return (loss, hidden, *encoded)
+    return (loss, hidden) if encoded is None else (loss, hidden, encoded)
 
   def loss_and_gradients(self, inputs: tf.Tensor, target: tf.Tensor, divisor: tf.Tensor,
                          weights: Optional[Sequence[tf.Tensor]] = None,
@@ -165,28 +191,34 @@ class DenoisingAutoencoder(tf.Module):
       also_encode: None, or float32 [b', input_units] to encode with the same weights and product operand.
 
     Returns:
-      (loss float32 scalar, hidden float32 [b, hidden_units] = h, [d kernel, d bias, d decoder_bias] with
+      (loss float32 scalar, hidden float32 [b, hidden_units] = h, [d kernel, d bias, d decoder_bias] float32 with
       the weights' shapes) and, with `also_encode`, its encoding float32 [b', hidden_units].
     """
-    p, operand = self.precision, precision_lib.operand
+    loss, hidden, (d_kernel, d_bias, d_decoder_bias), encoded = self._loss_and_product_gradients(
+        inputs, target, divisor, weights=weights, also_encode=also_encode)
+    grads = [tf.cast(d_kernel, tf.float32), d_bias, d_decoder_bias]
+    return (loss, hidden, grads) if encoded is None else (loss, hidden, grads, encoded)
+
+  def _loss_and_product_gradients(self, inputs, target, divisor, weights=None, also_encode=None):
+    """`loss_and_gradients` with the kernel's gradient as its product returned it (bfloat16 under mixed_bfloat16),
+    the encoding of `also_encode` or None last."""
+    p, cast = self.precision, precision_lib.operand
     kernel, bias, decoder_bias = self.weights if weights is None else weights
     # Each tensor that two products read is cast to their operand once (x, h, dz: the stacked operands of d W are
     # made of the cast ones), the same values as casting the stacks.
-    w, x = operand(kernel, p), operand(inputs, p)
+    w, x = cast(kernel, p), cast(inputs, p)
     hidden = tf.sigmoid(precision_lib.matmul(x, w, p) + bias)
-    h = operand(hidden, p)
+    h = cast(hidden, p)
     logits = self.decoder_logits(h, p, w, decoder_bias)
     scale = 1.0 / tf.cast(divisor, tf.float32)
     loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)) * scale
     d_logits = (tf.sigmoid(logits) - target) * scale
-    dz = operand(d_logits, p)
+    dz = cast(d_logits, p)
     d_pre = precision_lib.matmul(dz, w, p) * hidden * (1.0 - hidden)
-    d_kernel = precision_lib.matmul(tf.concat([x, dz], 0), tf.concat([operand(d_pre, p), h], 0), p,
-                                    transpose_a=True)
+    d_kernel = tf.matmul(tf.concat([x, dz], 0), tf.concat([cast(d_pre, p), h], 0), transpose_a=True)
     grads = [d_kernel, tf.reduce_sum(d_pre, 0), tf.reduce_sum(d_logits, 0)]
-    if also_encode is None:
-      return loss, hidden, grads
-    return loss, hidden, grads, tf.sigmoid(precision_lib.matmul(also_encode, w, p) + bias)
+    encoded = None if also_encode is None else tf.sigmoid(precision_lib.matmul(also_encode, w, p) + bias)
+    return loss, hidden, grads, encoded
 
   def numpy_weights(self) -> Dict[str, np.ndarray]:
     """{"layerN/kernel": [in, hidden], "layerN/bias": [hidden], "layerN/decoder_bias": [in]}, float32."""
@@ -215,9 +247,15 @@ class FrozenEncoder(tf.Module):
     self.kernel.assign(layer.kernel)
     self.bias.assign(layer.bias)
 
-  def encode(self, x: tf.Tensor) -> tf.Tensor:
-    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the product at the layer's precision."""
-    return tf.sigmoid(precision_lib.matmul(x, self.kernel, self.precision) + self.bias)
+  def encode(self, x: tf.Tensor, kernel: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the product at the layer's precision;
+    `kernel`: the kernel already as the product operand (`kernel_operand`), else the variable's."""
+    w = self.kernel if kernel is None else kernel
+    return tf.sigmoid(precision_lib.matmul(x, w, self.precision) + self.bias)
+
+  def kernel_operand(self) -> tf.Tensor:
+    """The kernel as the product's operand (`DenoisingAutoencoder.kernel_operand`)."""
+    return precision_lib.operand(self.kernel, self.precision)
 
 
 def build_stack(hidden_units: Sequence[int], seed: int, input_units: int, devices: Optional[Sequence[str]] = None,
@@ -267,14 +305,17 @@ class LayerTrainer(tf.Module):
     """(corrupted, clean): float32 [b, D] images of int32 [b] `example_indices`, masked as in `epoch`."""
     return self.batches.corrupted(example_indices, epoch)
 
-  def through_frozen(self, corrupted: tf.Tensor, clean: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
-    """Both batches through the frozen layers below: the layer's (input, target), float32 [b, input_units]."""
+  def through_frozen(self, corrupted: tf.Tensor, clean: tf.Tensor,
+                     kernels: Optional[Sequence[tf.Tensor]] = None) -> Tuple[tf.Tensor, tf.Tensor]:
+    """Both batches through the frozen layers below: the layer's (input, target), float32 [b, input_units];
+    `kernels`: the frozen layers' product operands (`kernel_operand`) made once for many steps, else each
+    layer's own."""
     if not self.frozen:
       return corrupted, clean
     b = tf.shape(clean)[0]
     both = tf.concat([corrupted, clean], axis=0)
-    for encoder in self.frozen:
-      both = encoder.encode(both)
+    for encoder, kernel in zip(self.frozen, kernels or [None] * len(self.frozen)):
+      both = encoder.encode(both, kernel=kernel)
     return both[:b], both[b:]
 
   def _loss_and_gradients(self, example_indices: tf.Tensor, epoch: tf.Tensor,
@@ -295,10 +336,13 @@ class LayerTrainer(tf.Module):
     loss, _, grads = self.layer.loss_and_gradients(corrupted, clean, global_batch_size)
     return loss, grads
 
-  def _train_step(self, example_indices: tf.Tensor, epoch: tf.Tensor, learning_rate: tf.Tensor) -> tf.Tensor:
+  def _train_step(self, example_indices: tf.Tensor, epoch: tf.Tensor, learning_rate: tf.Tensor,
+                  frozen_kernels: Optional[Sequence[tf.Tensor]] = None) -> tf.Tensor:
     """One SGD step on the batch `example_indices` (int32 [B]); returns the batch's mean loss (float32).
+    `frozen_kernels`: the frozen layers' product operands made once for many steps (`kernel_operand`), or None.
     (`train_step` is this function compiled on the trainer's kernel path.)"""
-    loss, _ = self.layer.sgd_step(*self.through_frozen(*self.corrupted_batch(example_indices, epoch)), learning_rate)
+    corrupted, clean = self.corrupted_batch(example_indices, epoch)
+    loss, _ = self.layer.sgd_step(*self.through_frozen(corrupted, clean, frozen_kernels), learning_rate)
     return loss
 
   def run_steps(self, epoch: tf.Tensor, first_step: tf.Tensor, num_steps: tf.Tensor,
@@ -323,11 +367,15 @@ class LayerTrainer(tf.Module):
       stop = first_step + num_steps
       offsets = tf.range(self.batch_size)
 
+      # The frozen layers do not change in the loop: their product operands (under mixed_bfloat16 the kernels'
+      # bfloat16 casts) are made once, not once per step.
+      frozen_kernels = [encoder.kernel_operand() for encoder in self.frozen]
+
       def body(step, total):
         indices = self.batches.indices(step * self.batch_size + offsets, epoch)
         tau = (epoch - self.first_epoch) * self.steps_per_epoch + step  # the layer's own step
         rate = layer_warmup.scaled_rate(learning_rate, tau, self.warmup_steps)
-        return step + 1, total + self.train_step(indices, epoch, rate)
+        return step + 1, total + self.train_step(indices, epoch, rate, frozen_kernels)
 
       _, total = tf.while_loop(lambda step, _: step < stop, body, (first_step, tf.constant(0.0)))
       with tf.control_dependencies([total]):

@@ -189,7 +189,7 @@ class Finetuner(tf.Module):
     labels = tf.gather(self.labels, example_indices)
     loss, grads = self._loss_and_gradients(images, labels, tf.shape(example_indices)[0])
     for var, grad in zip(self.classifier.weights, grads):
-      var.assign_sub(learning_rate * grad)
+      optimizers.SGD.apply(var, grad, learning_rate, ())  # one pass (assign_sub(learning_rate * grad) makes two)
     return loss
 
   def _indices(self, positions, epoch):

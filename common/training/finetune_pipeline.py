@@ -108,7 +108,7 @@ class PipelinedFinetuner(tf.Module):
     grads = kernel_grads[:-1] + bias_grads[:-1] + [kernel_grads[-1], bias_grads[-1]]
     for var, grad in zip(self.classifier.weights, grads):
       with tf.device(var.device):
-        var.assign_sub(learning_rate * grad)
+        optimizers.SGD.apply(var, grad, learning_rate, ())
     return total
 
   def run_steps(self, epoch, first_step, num_steps, learning_rate, strategy=None,

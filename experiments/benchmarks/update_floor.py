@@ -5,7 +5,9 @@ they leave to the products (`ceiling`). In float32 the SGD update (read the kern
 kernel); under mixed_bfloat16 also the cast of the float32 kernel to the product operand and the cast of the
 kernel's bfloat16 gradient to float32 (`common.model.precision`: oneDNN's products return bfloat16, and TensorFlow has
 no CPU product that returns float32 from bfloat16 operands). Each layer the fastest of the ways a step can run them
-(`WAYS`): TensorFlow's kernels one op after the other (`tf`), or the update and the next step's cast fused by XLA
+(`WAYS`): TensorFlow's kernels one op after the other (`tf`: the programs' way under float32); the gradient's cast
+and the update in one pass compiled by XLA, the next step's cast by TensorFlow (`xla_update`: the programs' way under
+mixed_bfloat16, `common.model.autoencoder.xla_sgd_update`); or the update and the next step's cast fused by XLA
 (`xla`); `--iterations` steps in one warm `tf.while_loop`, the fastest of `--repeats` loops. Each step passes over
 several copies of the layer's kernel and gradient, together at least `--working_set_mb` (at most `MAX_COPIES`
 copies), so that they stream from memory as the programs' do (a device holds several layers' kernels, more than a
@@ -22,7 +24,7 @@ from common.measure import cost
 from common.settings.config import PRECISIONS  # the programs' --precision values: float32 or bfloat16 operands
 from experiments import harness
 
-WAYS = ("tf", "xla")  # the ways a layer's passes are timed; the fastest counts
+WAYS = ("tf", "xla_update", "xla")  # the ways a layer's passes are timed; the fastest counts
 WORKING_SET_MB, MAX_COPIES = 128, 16  # a layer's kernel copies: at least this many MB per step, at most so many
 
 
@@ -44,9 +46,14 @@ def _loop(way: str, precision: str, kernels, gradients, iterations: int):
   tf.Variables, copies of one shape) with its one of `gradients` (float32, or bfloat16 under mixed_bfloat16); each
   step's product operands are loop values, so nothing is pruned."""
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from common.model import autoencoder  # pylint: disable=g-import-not-at-top (after TensorFlow's threads are set)
   rate, bf16 = tf.constant(1e-3), precision != PRECISIONS[0]
 
   def one(kernel, gradient, operand):
+    if way == "xla_update":  # the programs' way under mixed_bfloat16
+      operand = tf.cast(kernel, tf.bfloat16) if bf16 else operand
+      autoencoder.xla_sgd_update(kernel, rate, gradient)
+      return operand
     if way == "xla":  # one fused pass: the update and, under bfloat16, the next step's operand from the new kernel
       new = kernel - rate * tf.cast(gradient, tf.float32)
       kernel.assign(new)
