@@ -4,9 +4,9 @@ Each step (the report's "dataparallel" branch; Goyal et al. 2017, section 3): th
 split over the G replicas, replica r taking positions [r B/G, (r+1) B/G) of the epoch's order, which it computes
 itself (`common.distribute.replica_steps.replica_positions`, `common.data.loader.epoch_indices`: no input pipeline);
 every replica gathers its examples from its copy of the training images, corrupts them (masks keyed by seed, epoch
-and example index), runs the frozen layers below and computes the loss summed over its examples divided by B
-(`tf.nn.compute_average_loss` semantics) and its gradients in one XLA computation
-(`LayerTrainer.loss_and_gradients`); the gradients are summed over the replicas (all-reduce) and applied once to the
+and example index), runs the frozen layers below (their product operands made once per loop of steps, not once per
+step) and computes the loss summed over its examples divided by B (`tf.nn.compute_average_loss` semantics) and its
+gradients in one step function (`LayerTrainer.loss_and_gradients`, on the trainer's kernel path); the gradients are summed over the replicas (all-reduce) and applied once to the
 mirrored weights (`common.model.optimizers.apply_update`). The summed gradient is the gradient of the global batch,
 so G replicas compute what greedy computes at batch B, up to float rounding.
 """
@@ -60,8 +60,11 @@ class DataParallelTrainer:
   def _steps(self, epoch, first_step, num_steps, learning_rate):
     t = self.trainer
 
-    def replica_step(step):
-      loss, grads = t.loss_and_gradients(self.replica_indices(epoch, step), epoch, t.batch_size)
+    def frozen_kernels():  # once per loop on each replica: the frozen layers do not change in it
+      return [tf.convert_to_tensor(encoder.kernel_operand()) for encoder in t.frozen]
+
+    def replica_step(step, kernels):
+      loss, grads = t.loss_and_gradients(self.replica_indices(epoch, step), epoch, t.batch_size, kernels)
       replica = tf.distribute.get_replica_context().replica_id_in_sync_group
       grads = timing.straggle(replica, grads, self.slow_replica_delay)
       index = epoch * self.steps_per_epoch + step  # the layer's own step: greedy order, from its first epoch
@@ -69,7 +72,7 @@ class DataParallelTrainer:
       optimizers.apply_update(t.layer.weights, grads, layer_warmup.scaled_rate(rate, index, t.warmup_steps))
       return loss
 
-    return replica_steps.distributed_steps(self.strategy, replica_step, first_step, num_steps)
+    return replica_steps.distributed_steps(self.strategy, replica_step, first_step, num_steps, frozen_kernels)
 
   def compile(self) -> None:
     """Traces and compiles the step function with one step at learning rate 0 (changes nothing)."""

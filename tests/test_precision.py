@@ -8,12 +8,14 @@ import tensorflow as tf
 
 from common.artifacts import runlog
 from common.base import errors
+from common.distribute import replica_steps
 from common.model import autoencoder
 from common.model import precision
 from common.settings import config as config_lib
 from common.settings import programs
 from data_parallel import config as dp_config
 from data_parallel import pretrain as data_parallel
+from data_parallel import replicas
 from greedy import pretrain as greedy
 from model_parallel import pretrain as model_parallel
 from pipeline_parallel import config as pp_config
@@ -183,6 +185,26 @@ def test_the_frozen_layers_bfloat16_operands_made_once_per_loop_give_the_steps_t
       for step in range(4):
         trainer.train_step(trainer.batches.indices(tf.range(step * 20, step * 20 + 20), tf.constant(0)),
                            tf.constant(0), tf.constant(0.1))
+    weights.append([w.numpy() for w in layers[1].weights])
+  assert np.abs(weights[0][0] - autoencoder.build_stack((32, 16), 0, 784)[1].kernel.numpy()).max() > 1e-3
+  for a, b in zip(*weights):
+    np.testing.assert_array_equal(a, b)
+
+
+@native_bfloat16
+def test_data_parallels_frozen_operands_made_once_per_loop_give_steps_that_make_them_each_step(mnist):
+  # DataParallelTrainer makes each replica's frozen bfloat16 kernels once per loop of steps (`loop_constants`): one
+  # loop of 4 steps gives the weights of 4 loops of one step each, bit for bit.
+  strategy = replica_steps.make_strategy([d.name for d in tf.config.list_logical_devices("CPU")[:2]])
+  images = replica_steps.replica_resident(strategy, mnist.train_images[:200])
+  weights = []
+  for loops in (((0, 4),), ((0, 1), (1, 1), (2, 1), (3, 1))):
+    with strategy.scope():
+      layers = autoencoder.build_stack((32, 16), seed=0, input_units=784, precision=BF16)
+    dp = replicas.DataParallelTrainer(strategy, autoencoder.LayerTrainer(layers[1], layers[:1], images, 0, 0.3, 20))
+    run = dp.steps_function()
+    for first, num in loops:
+      run(tf.constant(0), tf.constant(first), tf.constant(num), tf.constant(0.1))
     weights.append([w.numpy() for w in layers[1].weights])
   assert np.abs(weights[0][0] - autoencoder.build_stack((32, 16), 0, 784)[1].kernel.numpy()).max() > 1e-3
   for a, b in zip(*weights):

@@ -16,7 +16,7 @@ while the previous layer's was alive or being freed sat idle: 204 s of a 284 s r
 docs/data_parallel.md, "More devices than cores".)
 """
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import tensorflow as tf
 
@@ -57,7 +57,8 @@ def replica_resident(strategy: tf.distribute.Strategy, array) -> tf.Variable:
 def distributed_steps(
     strategy: tf.distribute.Strategy,
     replica_step: Callable[..., tf.Tensor],
-    first_step: tf.Tensor, num_steps: tf.Tensor) -> tf.Tensor:
+    first_step: tf.Tensor, num_steps: tf.Tensor,
+    loop_constants: Optional[Callable[[], Any]] = None) -> tf.Tensor:
   """Runs `replica_step` on every replica for steps first_step .. first_step+num_steps-1.
 
   Graph code: call it inside a tf.function.
@@ -66,14 +67,19 @@ def distributed_steps(
     strategy: the distribution strategy.
     replica_step: in replica context, `replica_step(step)` runs one step (typically: `replica_positions`
       -> indices -> gradients -> `optimizers.apply_update`) and returns this replica's share of the
-      batch loss (float32 scalar).
+      batch loss (float32 scalar); with `loop_constants`, `replica_step(step, constants)`.
     first_step, num_steps: int32 scalars.
+    loop_constants: None, or a function run once on every replica before the loop (in replica context) whose
+      result (a nest of tensors) every step of that replica receives: values the loop does not change, made once
+      instead of once per step (data_parallel's frozen layers' product operands).
 
   Returns:
     float32 scalar: the sum over steps of the batch losses (replica shares summed).
   """
+  constants = () if loop_constants is None else (strategy.run(loop_constants),)
+
   def body(step, total):
-    per_replica = strategy.run(replica_step, args=(step,))
+    per_replica = strategy.run(replica_step, args=(step,) + constants)
     return step + 1, total + strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
 
   stop = first_step + num_steps

@@ -318,8 +318,8 @@ class LayerTrainer(tf.Module):
       both = encoder.encode(both, kernel=kernel)
     return both[:b], both[b:]
 
-  def _loss_and_gradients(self, example_indices: tf.Tensor, epoch: tf.Tensor,
-                          global_batch_size: tf.Tensor) -> Tuple[tf.Tensor, List[tf.Tensor]]:
+  def _loss_and_gradients(self, example_indices: tf.Tensor, epoch: tf.Tensor, global_batch_size: tf.Tensor,
+                          frozen_kernels: Optional[Sequence[tf.Tensor]] = None) -> Tuple[tf.Tensor, List[tf.Tensor]]:
     """Loss and gradients of a (replica's share of a) batch, without updating the weights
     (`loss_and_gradients` is this function compiled on the trainer's kernel path).
 
@@ -328,11 +328,12 @@ class LayerTrainer(tf.Module):
       epoch: int32 scalar, keys the corruption masks.
       global_batch_size: int32 scalar, the divisor of the summed per-example losses (b for one
         device; the global batch when b is one replica's share, as in `tf.nn.compute_average_loss`).
+      frozen_kernels: the frozen layers' product operands made once for many steps (`kernel_operand`), or None.
 
     Returns:
       (loss float32 scalar, [d kernel, d bias, d decoder_bias] with the layer's weight shapes).
     """
-    corrupted, clean = self.through_frozen(*self.corrupted_batch(example_indices, epoch))
+    corrupted, clean = self.through_frozen(*self.corrupted_batch(example_indices, epoch), frozen_kernels)
     loss, _, grads = self.layer.loss_and_gradients(corrupted, clean, global_batch_size)
     return loss, grads
 
