@@ -2,6 +2,8 @@
 a bfloat16 run learns what a float32 run learns, the traced step multiplies bfloat16 operands while every variable
 stays float32, a processor without native bfloat16 is refused; and finetuning on every device equals one device."""
 
+import functools
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -128,29 +130,33 @@ def test_traced_step_multiplies_bfloat16_operands_and_keeps_float32_variables(mn
 def test_each_bfloat16_operand_is_cast_once_and_the_step_is_what_casting_the_stacks_gives():
   # The step's tensors that two products read (the input, the hidden units, the logits' gradient) are cast to
   # bfloat16 once, and the stacked operands of the kernel's gradient are made of those: 5 casts to bfloat16 (the
-  # kernel, x, h, dz, the pre-activation's gradient), and the loss and gradients of the formula that cast each stack
-  # (written out below), bit for bit.
+  # kernel, x, h, dz, the pre-activation's gradient), and the loss and the kernel's gradient of the formula that casts
+  # each stack (written out below, its element-wise work under XLA as the step's), bit for bit.
   layer = autoencoder.DenoisingAutoencoder(24, 16, 1, 0, BF16)
   x = tf.random.stateless_uniform([8, 24], (1, 2))
   target = tf.random.stateless_uniform([8, 24], (3, 4))
   step = tf.function(lambda x, t: layer.loss_and_gradients(x, t, tf.constant(8)))
-  casts = [op for op in step.get_concrete_function(x, target).graph.get_operations()
-           if op.type == "Cast" and op.get_attr("DstT") == tf.bfloat16]
-  assert len(casts) == 5, [op.name for op in casts]
+  graph = step.get_concrete_function(x, target).graph.as_graph_def()  # the step and the fused kernels it calls
+  nodes = list(graph.node) + [node for function in graph.library.function for node in function.node_def]
+  casts = [node.name for node in nodes if node.op == "Cast" and node.attr["DstT"].type == tf.bfloat16.as_datatype_enum]
+  assert len(casts) == 5, casts
   loss, hidden, grads = step(x, target)
 
   def product(a, b, **kw):
     return tf.cast(tf.matmul(tf.cast(a, tf.bfloat16), tf.cast(b, tf.bfloat16), **kw), tf.float32)
-  h = tf.sigmoid(product(x, layer.kernel) + layer.bias)
+  xla = functools.partial(tf.function, jit_compile=True)  # the step's element-wise work runs under XLA
+  h = xla(tf.sigmoid)(product(x, layer.kernel) + layer.bias)
   z = product(h, layer.kernel, transpose_b=True) + layer.decoder_bias
-  dz = (tf.sigmoid(z) - target) / 8.0
-  d_pre = product(dz, layer.kernel) * h * (1.0 - h)
+  dz = xla(lambda z: (tf.sigmoid(z) - target) / 8.0)(z)
+  d_pre = xla(lambda p: p * h * (1.0 - h))(product(dz, layer.kernel))
   np.testing.assert_array_equal(hidden.numpy(), h.numpy())
-  np.testing.assert_array_equal(loss.numpy(), (tf.reduce_sum(
-      tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=z)) / 8.0).numpy())
-  for got, expected in zip(grads, [product(tf.concat([x, dz], 0), tf.concat([d_pre, h], 0), transpose_a=True),
-                                   tf.reduce_sum(d_pre, 0), tf.reduce_sum(dz, 0)]):
-    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+  np.testing.assert_array_equal(loss.numpy(), xla(lambda z: tf.reduce_sum(
+      tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=z)) / 8.0)(z).numpy())
+  np.testing.assert_array_equal(
+      grads[0].numpy(), product(tf.concat([x, dz], 0), tf.concat([d_pre, h], 0), transpose_a=True).numpy())
+  # The biases' gradients are sums the fused kernels reduce in their own order: equal to float32's rounding.
+  for got, expected in zip(grads[1:], [tf.reduce_sum(d_pre, 0), tf.reduce_sum(dz, 0)]):
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-6, atol=1e-7)
 
 
 @native_bfloat16

@@ -58,6 +58,70 @@ def xla_sgd_update(kernel: tf.Variable, learning_rate: tf.Tensor, gradient: tf.T
   kernel.assign_sub(learning_rate * tf.cast(gradient, tf.float32))
 
 
+# The element-wise work between a pretraining step's products, in three kernels fused by XLA; the products stay on
+# the kernel path's own kernels (oneDNN under "tf"). Each takes a product as it returned it (bfloat16 from bfloat16
+# operands, else float32), computes in float32 and returns what the next product reads already cast to that product's
+# dtype: one pass over each [b, units] tensor where TensorFlow's kernels take one per op (about twenty in a step).
+# They take tensors, not variables (XLA reads no variable of another device), so callers read the biases first.
+
+
+@graph.function(jit_compile=True)
+def activation(product: tf.Tensor, bias: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """h = sigmoid(float32(product) + bias), the encoder's activation, and h as the next product's operand.
+
+  Args:
+    product: [b, hidden_units] = x W, bfloat16 (from bfloat16 operands) or float32.
+    bias: float32 [hidden_units].
+
+  Returns:
+    (h float32 [b, hidden_units] in (0, 1), h cast to `product`'s dtype).
+  """
+  hidden = tf.sigmoid(tf.cast(product, tf.float32) + bias)
+  return hidden, tf.cast(hidden, product.dtype)
+
+
+@graph.function(jit_compile=True)
+def decoder_error(product: tf.Tensor, decoder_bias: tf.Tensor, target: tf.Tensor, scale: tf.Tensor,
+                  x: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor, tf.Tensor]:
+  """The loss and the decoder's error from its logits z = float32(product) + c (`loss_and_gradients`' dz).
+
+  Args:
+    product: [b, input_units] = h W^T, bfloat16 or float32.
+    decoder_bias: float32 [input_units], c.
+    target: float32 [b, input_units] in [0, 1].
+    scale: float32 scalar, 1 / the loss's divisor.
+    x: the step's input as the products' operand, [b, input_units] in `product`'s dtype.
+
+  Returns:
+    (loss: float32 scalar, the cross-entropy of sigmoid(z) against `target` summed over the batch times `scale`;
+    dz = (sigmoid(z) - target) * scale cast to `product`'s dtype, [b, input_units]; [x; dz] stacked along the batch,
+    [2b, input_units], the first operand of the kernel's gradient; d c = the sum of dz over the batch, float32
+    [input_units]).
+  """
+  logits = tf.cast(product, tf.float32) + decoder_bias
+  loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)) * scale
+  d_logits = (tf.sigmoid(logits) - target) * scale
+  dz = tf.cast(d_logits, product.dtype)
+  return loss, dz, tf.concat([x, dz], 0), tf.reduce_sum(d_logits, 0)
+
+
+@graph.function(jit_compile=True)
+def encoder_error(product: tf.Tensor, hidden: tf.Tensor, h: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
+  """The encoder's error da = float32(product) h (1 - h) (`loss_and_gradients`' da), from product = dz W.
+
+  Args:
+    product: [b, hidden_units] = dz W, bfloat16 or float32.
+    hidden: float32 [b, hidden_units], h.
+    h: h as the products' operand, in `product`'s dtype.
+
+  Returns:
+    ([da; h] stacked along the batch in `product`'s dtype, [2b, hidden_units], the second operand of the kernel's
+    gradient; d b = the sum of da over the batch, float32 [hidden_units]).
+  """
+  d_pre = tf.cast(product, tf.float32) * hidden * (1.0 - hidden)
+  return tf.concat([tf.cast(d_pre, product.dtype), h], 0), tf.reduce_sum(d_pre, 0)
+
+
 def sigmoid_glorot_uniform(fan_in: int, fan_out: int, seed: int, layer_index: int) -> tf.Tensor:
   """float32 [fan_in, fan_out] uniform in +-4 sqrt(6 / (fan_in + fan_out)), the sigmoid Glorot range.
 
@@ -101,8 +165,9 @@ class DenoisingAutoencoder(tf.Module):
   def encode(self, x: tf.Tensor, precision: Optional[str] = None, kernel: Optional[tf.Tensor] = None) -> tf.Tensor:
     """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the products at `precision` (default:
     the layer's); `kernel`: W already as the product operand (`kernel_operand`), else the variable's."""
-    w = self.kernel if kernel is None else kernel
-    return tf.sigmoid(precision_lib.matmul(x, w, precision or self.precision) + self.bias)
+    p, w = precision or self.precision, self.kernel if kernel is None else kernel
+    return activation(tf.matmul(precision_lib.operand(x, p), precision_lib.operand(w, p)),
+                      tf.convert_to_tensor(self.bias))[0]
 
   def kernel_operand(self) -> tf.Tensor:
     """W as the products' operand: bfloat16 [input_units, hidden_units] cast from the variable under mixed_bfloat16,
@@ -204,20 +269,17 @@ class DenoisingAutoencoder(tf.Module):
     the encoding of `also_encode` or None last."""
     p, cast = self.precision, precision_lib.operand
     kernel, bias, decoder_bias = self.weights if weights is None else weights
+    bias, decoder_bias = tf.convert_to_tensor(bias), tf.convert_to_tensor(decoder_bias)  # XLA reads tensors here
     # Each tensor that two products read is cast to their operand once (x, h, dz: the stacked operands of d W are
-    # made of the cast ones), the same values as casting the stacks.
+    # made of the cast ones), the same values as casting the stacks. The products run on the kernel path's kernels;
+    # the element-wise work between them in three fused kernels (`activation`, `decoder_error`, `encoder_error`).
     w, x = cast(kernel, p), cast(inputs, p)
-    hidden = tf.sigmoid(precision_lib.matmul(x, w, p) + bias)
-    h = cast(hidden, p)
-    logits = self.decoder_logits(h, p, w, decoder_bias)
+    hidden, h = activation(tf.matmul(x, w), bias)
     scale = 1.0 / tf.cast(divisor, tf.float32)
-    loss = tf.reduce_sum(tf.nn.sigmoid_cross_entropy_with_logits(labels=target, logits=logits)) * scale
-    d_logits = (tf.sigmoid(logits) - target) * scale
-    dz = cast(d_logits, p)
-    d_pre = precision_lib.matmul(dz, w, p) * hidden * (1.0 - hidden)
-    d_kernel = tf.matmul(tf.concat([x, dz], 0), tf.concat([cast(d_pre, p), h], 0), transpose_a=True)
-    grads = [d_kernel, tf.reduce_sum(d_pre, 0), tf.reduce_sum(d_logits, 0)]
-    encoded = None if also_encode is None else tf.sigmoid(precision_lib.matmul(also_encode, w, p) + bias)
+    loss, dz, x_dz, d_decoder_bias = decoder_error(tf.matmul(h, w, transpose_b=True), decoder_bias, target, scale, x)
+    da_h, d_bias = encoder_error(tf.matmul(dz, w), hidden, h)
+    grads = [tf.matmul(x_dz, da_h, transpose_a=True), d_bias, d_decoder_bias]
+    encoded = None if also_encode is None else activation(tf.matmul(cast(also_encode, p), w), bias)[0]
     return loss, hidden, grads, encoded
 
   def numpy_weights(self) -> Dict[str, np.ndarray]:
@@ -250,8 +312,9 @@ class FrozenEncoder(tf.Module):
   def encode(self, x: tf.Tensor, kernel: Optional[tf.Tensor] = None) -> tf.Tensor:
     """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the product at the layer's precision;
     `kernel`: the kernel already as the product operand (`kernel_operand`), else the variable's."""
-    w = self.kernel if kernel is None else kernel
-    return tf.sigmoid(precision_lib.matmul(x, w, self.precision) + self.bias)
+    p, w = self.precision, self.kernel if kernel is None else kernel
+    return activation(tf.matmul(precision_lib.operand(x, p), precision_lib.operand(w, p)),
+                      tf.convert_to_tensor(self.bias))[0]
 
   def kernel_operand(self) -> tf.Tensor:
     """The kernel as the product's operand (`DenoisingAutoencoder.kernel_operand`)."""
