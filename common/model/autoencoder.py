@@ -184,14 +184,10 @@ class DenoisingAutoencoder(tf.Module):
     """
     return self.reconstruction_loss(self.encode(corrupted, precision), target, precision)
 
-  def decoder_logits(self, hidden: tf.Tensor, precision: Optional[str] = None, kernel: Optional[tf.Tensor] = None,
-                     decoder_bias: Optional[tf.Tensor] = None) -> tf.Tensor:
-    """float32 [b, hidden_units] (or already cast to the product operand) -> the decoder's logits hidden W^T + c,
-    float32 [b, input_units] (`kernel`: W already cast to the product operand, to cast it once per step;
-    `decoder_bias`: c already read, else the variable's)."""
-    w = self.kernel if kernel is None else kernel
-    c = self.decoder_bias if decoder_bias is None else decoder_bias
-    return precision_lib.matmul(hidden, w, precision or self.precision, transpose_b=True) + c
+  def decoder_logits(self, hidden: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
+    """float32 [b, hidden_units] -> the decoder's logits hidden W^T + c, float32 [b, input_units], the product at
+    `precision` (default: the layer's). (The training step computes them inside `decoder_error`.)"""
+    return precision_lib.matmul(hidden, self.kernel, precision or self.precision, transpose_b=True) + self.decoder_bias
 
   def reconstruction_loss(self, hidden: tf.Tensor, target: tf.Tensor, precision: Optional[str] = None) -> tf.Tensor:
     """float32 [b]: cross-entropy between `target` [b, input_units] and the decoding of `hidden`
