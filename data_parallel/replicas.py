@@ -6,9 +6,10 @@ itself (`common.distribute.replica_steps.replica_positions`, `common.data.loader
 every replica gathers its examples from its copy of the training images, corrupts them (masks keyed by seed, epoch
 and example index), runs the frozen layers below (their product operands made once per loop of steps, not once per
 step) and computes the loss summed over its examples divided by B (`tf.nn.compute_average_loss` semantics) and its
-gradients in one step function (`LayerTrainer.loss_and_gradients`, on the trainer's kernel path); the gradients are summed over the replicas (all-reduce) and applied once to the
-mirrored weights (`common.model.optimizers.apply_update`). The summed gradient is the gradient of the global batch,
-so G replicas compute what greedy computes at batch B, up to float rounding.
+gradients in one step function (`LayerTrainer.loss_and_gradients`, on the trainer's kernel path); the gradients are
+summed over the replicas (all-reduce) and applied once to the mirrored weights (`common.model.optimizers.apply_update`).
+The summed gradient is the gradient of the global batch, so G replicas compute what greedy computes at batch B, up to
+float rounding.
 """
 
 from typing import Callable, Optional, Tuple

@@ -122,6 +122,14 @@ def encoder_error(product: tf.Tensor, hidden: tf.Tensor, h: tf.Tensor) -> Tuple[
   return tf.concat([tf.cast(d_pre, product.dtype), h], 0), tf.reduce_sum(d_pre, 0)
 
 
+def encode_with(x: tf.Tensor, kernel: tf.Tensor, bias: tf.Tensor, precision: str) -> tf.Tensor:
+  """h = sigmoid(x W + b), float32 [b, hidden_units] in (0, 1), from x float32 [b, input_units] (or already the
+  product's operand), W [input_units, hidden_units] (the float32 variable or its operand, `kernel_operand`) and b
+  float32 [hidden_units] (a variable or a tensor): the product at `precision`, the rest in `activation`."""
+  product = tf.matmul(precision_lib.operand(x, precision), precision_lib.operand(kernel, precision))
+  return activation(product, tf.convert_to_tensor(bias))[0]
+
+
 def sigmoid_glorot_uniform(fan_in: int, fan_out: int, seed: int, layer_index: int) -> tf.Tensor:
   """float32 [fan_in, fan_out] uniform in +-4 sqrt(6 / (fan_in + fan_out)), the sigmoid Glorot range.
 
@@ -166,8 +174,7 @@ class DenoisingAutoencoder(tf.Module):
     """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the products at `precision` (default:
     the layer's); `kernel`: W already as the product operand (`kernel_operand`), else the variable's."""
     p, w = precision or self.precision, self.kernel if kernel is None else kernel
-    return activation(tf.matmul(precision_lib.operand(x, p), precision_lib.operand(w, p)),
-                      tf.convert_to_tensor(self.bias))[0]
+    return encode_with(x, w, self.bias, p)
 
   def kernel_operand(self) -> tf.Tensor:
     """W as the products' operand: bfloat16 [input_units, hidden_units] cast from the variable under mixed_bfloat16,
@@ -309,8 +316,7 @@ class FrozenEncoder(tf.Module):
     """float32 [b, input_units] -> float32 [b, hidden_units] in (0, 1), the product at the layer's precision;
     `kernel`: the kernel already as the product operand (`kernel_operand`), else the variable's."""
     p, w = self.precision, self.kernel if kernel is None else kernel
-    return activation(tf.matmul(precision_lib.operand(x, p), precision_lib.operand(w, p)),
-                      tf.convert_to_tensor(self.bias))[0]
+    return encode_with(x, w, self.bias, p)
 
   def kernel_operand(self) -> tf.Tensor:
     """The kernel as the product's operand (`DenoisingAutoencoder.kernel_operand`)."""
